@@ -1,0 +1,61 @@
+#pragma once
+/// \file csr.hpp
+/// Host-side graph preprocessing: builds the destination-major CSR every kernel reads, the
+/// per-edge destination array (COO rows), the permutation back to the caller's edge order,
+/// batched (block-diagonal) graphs and the transposed (CSC) structure. No Kokkos here: the
+/// CUDA-native path and the CLI share it.
+
+#include <dfgnn/types.hpp>
+
+#include <vector>
+
+namespace dfgnn {
+
+/// A graph of N nodes and E directed edges u -> v, stored by destination.
+/// Edges of row v are row_ptr[v] .. row_ptr[v+1]; within a row they keep the caller's order.
+struct HostGraph {
+  node_t num_nodes = 0;
+  std::vector<edge_t> row_ptr{0};  ///< [N+1]
+  std::vector<node_t> src;         ///< [E] source id per CSR edge
+  std::vector<node_t> dst;         ///< [E] destination id per CSR edge (COO rows)
+  std::vector<edge_t> edge_id;     ///< [E] CSR position -> index of the edge as given
+  std::vector<node_t> graph_ptr;   ///< batched graphs: node offsets [G+1]; empty otherwise
+  DegreeStats stats;
+
+  edge_t num_edges() const { return static_cast<edge_t>(src.size()); }
+};
+
+/// Transposed structure: edges grouped by source, for gradients gathered at sources.
+struct HostCsc {
+  std::vector<edge_t> col_ptr{0};  ///< [N+1]
+  std::vector<node_t> dst;         ///< [E] destination per CSC edge
+  std::vector<edge_t> csr_edge;    ///< [E] CSC position -> CSR position
+};
+
+/// Rows with in-degree above this count as "heavy" in DegreeStats (super-node candidates).
+inline constexpr edge_t kDefaultHeavyThreshold = 1024;
+
+/// Builds the CSR from edge arrays (edge i is src[i] -> dst[i]). Throws Error naming the first
+/// id out of [0, num_nodes), a negative node count, or num_nodes >= 2^31.
+HostGraph graph_from_edges(node_t num_nodes, const std::vector<node_t>& src,
+                           const std::vector<node_t>& dst);
+
+/// Adopts an existing destination-major CSR (row_ptr [N+1], src [E]). Throws Error unless
+/// row_ptr starts at 0, is non-decreasing, ends at E, and every source id is in range.
+HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vector<node_t> src);
+
+/// Block-diagonal union of graphs; node ids of graph g are shifted by graph_ptr[g], edge ids
+/// by the edges of the graphs before it.
+HostGraph batch_graphs(const std::vector<HostGraph>& graphs);
+
+/// Adds the reverse of every edge and drops duplicates (self loops kept once).
+/// Returns the edge list as (src, dst); the caller's edge order is not preserved.
+void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst);
+
+/// The CSC (by source) of g, with the permutation to CSR edge positions.
+HostCsc transpose(const HostGraph& g);
+
+/// Recomputes g.stats with the given heavy-row threshold.
+DegreeStats degree_stats(const std::vector<edge_t>& row_ptr, edge_t threshold = kDefaultHeavyThreshold);
+
+}  // namespace dfgnn

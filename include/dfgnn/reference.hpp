@@ -1,0 +1,43 @@
+#pragma once
+/// \file reference.hpp
+/// Float64 host reference of the fused attention forward: the test oracle for every kernel.
+/// Straight from the definitions (score, row-max softmax, weighted sum), no tiling, no fusion.
+///
+/// Tensors are row-major float32: node features [N,H,D], node scalars [N,H], a [H,D].
+/// Optional edge values are [E, ew] with ew in {1, H}, in the order the edges were given
+/// (HostGraph::edge_id maps CSR positions to that order); nullptr means none.
+
+#include <dfgnn/csr.hpp>
+
+#include <vector>
+
+namespace dfgnn {
+
+/// Per-edge multipliers of the score (the adjacency's nonzeros), caller's edge order.
+struct HostEdgeValues {
+  const float* data = nullptr;  ///< [E, heads] row-major, or nullptr
+  int heads = 0;                ///< 1 (shared by all heads) or H
+};
+
+std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,
+                                        const float* Q, const float* K, const float* V,
+                                        HostEdgeValues w = {});
+
+/// beta has `beta_count` entries, 1 (shared) or H.
+std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN& model,
+                                        const float* X, const float* beta, int beta_count,
+                                        HostEdgeValues w = {});
+
+std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GAT& model,
+                                        const float* el, const float* er, const float* V,
+                                        HostEdgeValues w = {});
+
+std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GATv2& model,
+                                        const float* XL, const float* XR, const float* a,
+                                        HostEdgeValues w = {});
+
+/// max_i |out_i - ref_i| / max(max_i |ref_i|, tiny): the relative error every test reports.
+/// A NaN anywhere in out gives +infinity.
+double max_relative_error(const float* out, const std::vector<double>& ref);
+
+}  // namespace dfgnn

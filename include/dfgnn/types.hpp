@@ -1,0 +1,76 @@
+#pragma once
+/// \file types.hpp
+/// Vocabulary shared by every backend: score models, strategies, errors.
+/// Free of Kokkos and CUDA so that the CUDA-native entry and the CLI can use it alone.
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace dfgnn {
+
+/// Thrown for every user error detected at the API (bad shapes, malformed graphs, ...).
+/// The message names the offending argument and the violated rule.
+class Error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+/// Node ids are 32-bit; edge positions and row offsets are 64-bit so any edge count works.
+using node_t = std::int32_t;
+using edge_t = std::int64_t;
+
+/// How the three steps (SDDMM, softmax, SpMM) are mapped onto kernels.
+enum class Strategy {
+  Auto,     ///< chosen per graph and model by the plan (docs/design.md, "How Auto decides")
+  SMMF,     ///< one node-parallel kernel, scores in shared memory / team scratch
+  PMF,      ///< edge-parallel SDDMM to global memory, then fused softmax + SpMM
+  Unfused,  ///< three separate kernels (the DGL-sparse-like baseline)
+  /// batched graphs (CUDA-native only): a block per small graph, its source features staged
+  /// in shared memory once and read from there by every edge
+  Staged,
+};
+
+/// Which score function an attention layer uses.
+enum class ScoreKind { GT, AGNN, GAT, GATv2 };
+
+/// Graph Transformer dot-product score: scale * <Q[v,h], K[u,h]>.
+struct GT {
+  float scale = 0.0f;  ///< 0 selects the default 1/sqrt(D)
+  static constexpr ScoreKind kind = ScoreKind::GT;
+};
+
+/// AGNN cosine score: beta[h] * cos(X[v,h], X[u,h]); beta is a tensor argument ([H] or [1]).
+struct AGNN {
+  static constexpr ScoreKind kind = ScoreKind::AGNN;
+};
+
+/// GAT additive score: LeakyReLU(el[u,h] + er[v,h], slope).
+struct GAT {
+  float slope = 0.2f;
+  static constexpr ScoreKind kind = ScoreKind::GAT;
+};
+
+/// GATv2 score: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d], slope); values are XL.
+struct GATv2 {
+  float slope = 0.2f;
+  static constexpr ScoreKind kind = ScoreKind::GATv2;
+};
+
+/// Degree statistics of the in-degrees (CSR by destination).
+struct DegreeStats {
+  edge_t max = 0;
+  double mean = 0.0;
+  edge_t threshold = 0;      ///< the threshold used for `above_threshold`
+  node_t above_threshold = 0;  ///< rows whose in-degree exceeds `threshold`
+  node_t empty_rows = 0;     ///< rows with no in-edges
+};
+
+const char* to_string(Strategy s);
+const char* to_string(ScoreKind k);
+/// Parses "auto|smmf|pmf|unfused" (case-insensitive); throws Error otherwise.
+Strategy parse_strategy(const std::string& s);
+/// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
+ScoreKind parse_score_kind(const std::string& s);
+
+}  // namespace dfgnn

@@ -1,0 +1,153 @@
+#include <dfgnn/csr.hpp>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+namespace dfgnn {
+
+namespace {
+
+void check_node_count(node_t n) {
+  if (n < 0) throw Error("graph: negative node count " + std::to_string(n));
+}
+
+void check_id(node_t id, node_t n, const char* what, std::size_t edge) {
+  if (id < 0 || id >= n)
+    throw Error(std::string("graph: ") + what + " id " + std::to_string(id) + " of edge " +
+                std::to_string(edge) + " is outside [0, " + std::to_string(n) + ")");
+}
+
+// Fills dst[] (the COO rows) from row_ptr.
+void fill_rows(HostGraph& g) {
+  g.dst.resize(g.src.size());
+  for (node_t v = 0; v < g.num_nodes; ++v)
+    std::fill(g.dst.begin() + g.row_ptr[v], g.dst.begin() + g.row_ptr[v + 1], v);
+}
+
+}  // namespace
+
+DegreeStats degree_stats(const std::vector<edge_t>& row_ptr, edge_t threshold) {
+  DegreeStats s;
+  s.threshold = threshold;
+  const std::size_t n = row_ptr.empty() ? 0 : row_ptr.size() - 1;
+  for (std::size_t v = 0; v < n; ++v) {
+    const edge_t d = row_ptr[v + 1] - row_ptr[v];
+    s.max = std::max(s.max, d);
+    s.above_threshold += d > threshold;
+    s.empty_rows += d == 0;
+  }
+  s.mean = n ? double(row_ptr[n]) / double(n) : 0.0;
+  return s;
+}
+
+HostGraph graph_from_edges(node_t num_nodes, const std::vector<node_t>& src,
+                           const std::vector<node_t>& dst) {
+  check_node_count(num_nodes);
+  if (src.size() != dst.size())
+    throw Error("graph: " + std::to_string(src.size()) + " source ids but " +
+                std::to_string(dst.size()) + " destination ids");
+  const std::size_t m = src.size();
+  for (std::size_t i = 0; i < m; ++i) {
+    check_id(src[i], num_nodes, "source", i);
+    check_id(dst[i], num_nodes, "destination", i);
+  }
+  HostGraph g;
+  g.num_nodes = num_nodes;
+  g.row_ptr.assign(std::size_t(num_nodes) + 1, 0);
+  for (node_t v : dst) ++g.row_ptr[std::size_t(v) + 1];
+  for (node_t v = 0; v < num_nodes; ++v) g.row_ptr[v + 1] += g.row_ptr[v];
+  // Stable counting sort by destination: each row keeps the caller's edge order.
+  std::vector<edge_t> next(g.row_ptr.begin(), g.row_ptr.end() - 1);
+  g.src.resize(m);
+  g.edge_id.resize(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    const edge_t pos = next[dst[i]]++;
+    g.src[pos] = src[i];
+    g.edge_id[pos] = edge_t(i);
+  }
+  fill_rows(g);
+  g.stats = degree_stats(g.row_ptr);
+  return g;
+}
+
+HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vector<node_t> src) {
+  check_node_count(num_nodes);
+  if (row_ptr.size() != std::size_t(num_nodes) + 1)
+    throw Error("graph: row offsets have " + std::to_string(row_ptr.size()) +
+                " entries, expected num_nodes + 1 = " + std::to_string(num_nodes + 1));
+  if (row_ptr.front() != 0) throw Error("graph: row offsets must start at 0");
+  for (node_t v = 0; v < num_nodes; ++v)
+    if (row_ptr[v + 1] < row_ptr[v])
+      throw Error("graph: row offsets decrease at row " + std::to_string(v));
+  if (row_ptr.back() != edge_t(src.size()))
+    throw Error("graph: row offsets end at " + std::to_string(row_ptr.back()) + " but there are " +
+                std::to_string(src.size()) + " edges");
+  for (std::size_t e = 0; e < src.size(); ++e) check_id(src[e], num_nodes, "source", e);
+  HostGraph g;
+  g.num_nodes = num_nodes;
+  g.row_ptr = std::move(row_ptr);
+  g.src = std::move(src);
+  g.edge_id.resize(g.src.size());
+  for (std::size_t e = 0; e < g.edge_id.size(); ++e) g.edge_id[e] = edge_t(e);
+  fill_rows(g);
+  g.stats = degree_stats(g.row_ptr);
+  return g;
+}
+
+HostGraph batch_graphs(const std::vector<HostGraph>& graphs) {
+  HostGraph b;
+  std::int64_t nodes = 0;
+  for (const HostGraph& g : graphs) nodes += g.num_nodes;
+  if (nodes > std::int64_t(INT32_MAX))
+    throw Error("graph: the batch has " + std::to_string(nodes) + " nodes, more than 2^31 - 1");
+  b.num_nodes = node_t(nodes);
+  b.graph_ptr.reserve(graphs.size() + 1);
+  b.graph_ptr.push_back(0);
+  node_t node0 = 0;
+  edge_t edge0 = 0;
+  for (const HostGraph& g : graphs) {
+    for (node_t v = 0; v < g.num_nodes; ++v) b.row_ptr.push_back(edge0 + g.row_ptr[v + 1]);
+    for (node_t u : g.src) b.src.push_back(node0 + u);
+    for (node_t v : g.dst) b.dst.push_back(node0 + v);
+    for (edge_t e : g.edge_id) b.edge_id.push_back(edge0 + e);
+    node0 += g.num_nodes;
+    edge0 += g.num_edges();
+    b.graph_ptr.push_back(node0);
+  }
+  b.stats = degree_stats(b.row_ptr);
+  return b;
+}
+
+void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst) {
+  std::vector<std::pair<node_t, node_t>> pairs;
+  pairs.reserve(2 * src.size());
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    pairs.emplace_back(src[i], dst[i]);
+    pairs.emplace_back(dst[i], src[i]);
+  }
+  std::sort(pairs.begin(), pairs.end());
+  pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  src.resize(pairs.size());
+  dst.resize(pairs.size());
+  for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(src[i], dst[i]) = pairs[i];
+}
+
+HostCsc transpose(const HostGraph& g) {
+  HostCsc t;
+  const edge_t m = g.num_edges();
+  t.col_ptr.assign(std::size_t(g.num_nodes) + 1, 0);
+  for (node_t u : g.src) ++t.col_ptr[std::size_t(u) + 1];
+  for (node_t u = 0; u < g.num_nodes; ++u) t.col_ptr[u + 1] += t.col_ptr[u];
+  std::vector<edge_t> next(t.col_ptr.begin(), t.col_ptr.end() - 1);
+  t.dst.resize(m);
+  t.csr_edge.resize(m);
+  for (edge_t e = 0; e < m; ++e) {
+    const edge_t pos = next[g.src[e]]++;
+    t.dst[pos] = g.dst[e];
+    t.csr_edge[pos] = e;
+  }
+  return t;
+}
+
+}  // namespace dfgnn

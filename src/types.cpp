@@ -1,0 +1,49 @@
+#include <dfgnn/types.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+namespace dfgnn {
+
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+}  // namespace
+
+const char* to_string(Strategy s) {
+  switch (s) {
+    case Strategy::Auto: return "auto";
+    case Strategy::SMMF: return "smmf";
+    case Strategy::PMF: return "pmf";
+    case Strategy::Unfused: return "unfused";
+  }
+  return "?";
+}
+
+const char* to_string(ScoreKind k) {
+  switch (k) {
+    case ScoreKind::GT: return "gt";
+    case ScoreKind::AGNN: return "agnn";
+    case ScoreKind::GAT: return "gat";
+    case ScoreKind::GATv2: return "gatv2";
+  }
+  return "?";
+}
+
+Strategy parse_strategy(const std::string& text) {
+  const std::string s = lower(text);
+  for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused})
+    if (s == to_string(v)) return v;
+  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf or unfused)");
+}
+
+ScoreKind parse_score_kind(const std::string& text) {
+  const std::string s = lower(text);
+  for (ScoreKind v : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2})
+    if (s == to_string(v)) return v;
+  throw Error("unknown model '" + text + "' (expected gt, agnn, gat or gatv2)");
+}
+
+}  // namespace dfgnn
