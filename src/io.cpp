@@ -1,0 +1,454 @@
+/// \file io.cpp
+/// .npy arrays, graph files and value lists (see io.hpp). Graph files are parsed by hand from
+/// one in-memory buffer: the web-scale edge lists have millions of lines.
+
+#include <dfgnn/io.hpp>
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string_view>
+#include <utility>
+
+// .npy data is copied byte for byte into host floats.
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "dfgnn io assumes a little-endian host"
+#endif
+
+namespace dfgnn::io {
+namespace {
+
+/// Node ids must stay below this so that N = max id + 1 fits node_t.
+constexpr std::int64_t kMaxNodes = std::numeric_limits<node_t>::max();
+
+[[noreturn]] void fail(const std::string& path, const std::string& problem) {
+  throw Error(path + ": " + problem);
+}
+
+[[noreturn]] void fail_at(const std::string& path, std::int64_t line, const std::string& problem) {
+  throw Error(path + ":" + std::to_string(line) + ": " + problem);
+}
+
+/// A token quoted for a message, shortened so that a garbage line keeps the message readable.
+std::string quote(std::string_view tok) {
+  constexpr std::size_t kMax = 40;
+  return "'" + std::string(tok.substr(0, kMax)) + (tok.size() > kMax ? "...'" : "'");
+}
+
+/// A file read through zlib, which passes content without the gzip magic through unchanged.
+class InFile {
+ public:
+  explicit InFile(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
+    if (!f_) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    gzbuffer(f_, 1 << 20);
+  }
+  ~InFile() { gzclose(f_); }
+  InFile(const InFile&) = delete;
+  InFile& operator=(const InFile&) = delete;
+
+  /// Reads up to n bytes; returns fewer only at the end of the file.
+  std::size_t read(void* dst, std::size_t n) {
+    std::size_t got = 0;
+    while (got < n) {
+      const auto chunk = static_cast<unsigned>(std::min<std::size_t>(n - got, 1u << 30));
+      const int r = gzread(f_, static_cast<char*>(dst) + got, chunk);
+      if (r < 0) check();
+      if (r <= 0) break;
+      got += static_cast<std::size_t>(r);
+    }
+    if (got < n) check();  // zlib reports a truncated gzip stream as a short read, not r < 0
+    return got;
+  }
+
+  std::string read_all() {
+    constexpr std::size_t kChunk = 1 << 20;
+    std::string text;
+    std::size_t size = 0;
+    for (;;) {
+      text.resize(size + kChunk);
+      const std::size_t got = read(text.data() + size, kChunk);
+      size += got;
+      if (got < kChunk) break;
+    }
+    text.resize(size);
+    return text;
+  }
+
+ private:
+  void check() {
+    int code = Z_OK;
+    const char* msg = gzerror(f_, &code);
+    if (code != Z_OK) fail(path_, std::string("read error: ") + (code == Z_ERRNO ? std::strerror(errno) : msg));
+  }
+
+  std::string path_;
+  gzFile f_;
+};
+
+/// Parses a whole token as an integer. Values beyond int64 saturate (callers reject them).
+bool parse_int(std::string_view tok, std::int64_t& v) {
+  const auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+  if (tok.empty() || end != tok.data() + tok.size()) return false;
+  if (ec == std::errc::result_out_of_range) v = tok[0] == '-' ? std::numeric_limits<std::int64_t>::min()
+                                                              : std::numeric_limits<std::int64_t>::max();
+  return ec == std::errc() || ec == std::errc::result_out_of_range;
+}
+
+/// Parses a whole token as a finite float.
+bool parse_float(std::string_view tok, float& v) {
+  const auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+  return !tok.empty() && ec == std::errc() && end == tok.data() + tok.size() && std::isfinite(v);
+}
+
+std::int64_t element_count(const std::string& path, const std::vector<std::int64_t>& shape) {
+  std::int64_t count = 1;
+  for (const std::int64_t d : shape) {
+    if (d < 0) fail(path, "negative dimension " + std::to_string(d) + " in shape");
+    if (d != 0 && count > std::numeric_limits<std::int64_t>::max() / 8 / d) fail(path, "shape too large");
+    count *= d;
+  }
+  return count;
+}
+
+std::string shape_string(const std::vector<std::int64_t>& shape) {
+  std::string s = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + (shape.size() == 1 ? ",)" : ")");  // Python's 1-tuple needs the comma
+}
+
+struct NpyHeader {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<std::int64_t> shape;
+};
+
+/// Parses the Python dict literal of a .npy header, e.g.
+/// {'descr': '<f4', 'fortran_order': False, 'shape': (3, 2), }
+NpyHeader parse_npy_header(const std::string& path, std::string_view s) {
+  std::size_t i = 0;
+  auto bad = [&](const std::string& what) {
+    fail(path, "unparsable .npy header: " + what + " at offset " + std::to_string(i));
+  };
+  auto skip_space = [&] {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  };
+  auto accept = [&](char c) {
+    skip_space();
+    if (i < s.size() && s[i] == c) return ++i, true;
+    return false;
+  };
+  auto expect = [&](char c) {
+    if (!accept(c)) bad(std::string("expected '") + c + "'");
+  };
+  auto string_literal = [&] {
+    if (!accept('\'') && !accept('"')) bad("expected a string");
+    const std::size_t end = s.find(s[i - 1], i);
+    if (end == std::string_view::npos) bad("unterminated string");
+    std::string v(s.substr(i, end - i));
+    i = end + 1;
+    return v;
+  };
+  auto word = [&] {
+    skip_space();
+    const std::size_t begin = i;
+    while (i < s.size() && std::isalnum(static_cast<unsigned char>(s[i]))) ++i;
+    return s.substr(begin, i - begin);
+  };
+
+  NpyHeader h;
+  bool seen[3] = {false, false, false};
+  expect('{');
+  while (!accept('}')) {
+    const std::string key = string_literal();
+    expect(':');
+    if (key == "descr") {
+      h.descr = string_literal();
+      seen[0] = true;
+    } else if (key == "fortran_order") {
+      const std::string_view w = word();
+      if (w != "True" && w != "False") bad("fortran_order must be True or False");
+      h.fortran_order = w == "True";
+      seen[1] = true;
+    } else if (key == "shape") {
+      expect('(');
+      while (!accept(')')) {
+        std::int64_t d = 0;
+        std::string_view w = word();
+        if (!w.empty() && w.back() == 'L') w.remove_suffix(1);  // Python 2 longs: (3L, 2L)
+        if (!parse_int(w, d) || d < 0) bad("expected a dimension");
+        h.shape.push_back(d);
+        if (!accept(',')) {
+          expect(')');
+          break;
+        }
+      }
+      seen[2] = true;
+    } else {
+      bad("unexpected key '" + key + "'");
+    }
+    if (!accept(',')) {
+      expect('}');
+      break;
+    }
+  }
+  if (!seen[0] || !seen[1] || !seen[2]) bad("missing descr, fortran_order or shape");
+  return h;
+}
+
+/// Separators of graph file tokens: whitespace (CR included, for CRLF files) and commas.
+bool is_sep(char c) { return c == ' ' || c == '\t' || c == ',' || c == '\r' || c == '\v' || c == '\f'; }
+
+/// The next token of `line` from position i (empty at the end of the line).
+std::string_view next_token(std::string_view line, std::size_t& i) {
+  while (i < line.size() && is_sep(line[i])) ++i;
+  const std::size_t begin = i;
+  while (i < line.size() && !is_sep(line[i])) ++i;
+  return line.substr(begin, i - begin);
+}
+
+/// Splits a buffer into physical lines, numbered from 1.
+class Lines {
+ public:
+  explicit Lines(std::string_view text) : text_(text) {}
+  bool next(std::string_view& line) {
+    if (pos_ >= text_.size()) return false;
+    std::size_t end = text_.find('\n', pos_);
+    if (end == std::string_view::npos) end = text_.size();
+    line = text_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    ++number_;
+    return true;
+  }
+  std::int64_t number() const { return number_; }
+
+ private:
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  std::int64_t number_ = 0;
+};
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Upper bound on the edges of a text (one per line), for reserving.
+std::size_t line_count(std::string_view text) {
+  return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+}
+
+EdgeList parse_edge_list(const std::string& path, std::string_view text, std::int64_t num_nodes) {
+  EdgeList g;
+  const std::size_t max_edges = line_count(text);
+  g.src.reserve(max_edges);
+  g.dst.reserve(max_edges);
+  const std::int64_t limit = num_nodes >= 0 ? num_nodes : kMaxNodes;
+  std::int64_t max_id = -1;
+  bool first = true;
+  Lines lines(text);
+  auto check = [&](bool ok, std::string_view tok, std::int64_t id) {
+    const std::int64_t n = lines.number();
+    if (!ok) fail_at(path, n, "expected an integer node id, got " + quote(tok));
+    if (id < 0) fail_at(path, n, "negative node id " + quote(tok));
+    if (id >= limit) {
+      fail_at(path, n, num_nodes >= 0 ? "node id " + quote(tok) + " >= num_nodes " + std::to_string(num_nodes)
+                                      : "node id " + quote(tok) + " too large (ids must be < 2^31 - 1)");
+    }
+  };
+  std::string_view line;
+  while (lines.next(line)) {
+    std::size_t i = 0;
+    const std::string_view a = next_token(line, i);
+    if (a.empty() || a[0] == '#' || a[0] == '%') continue;
+    const std::string_view b = next_token(line, i);
+    std::int64_t u = 0, v = 0;
+    const bool a_ok = parse_int(a, u), b_ok = parse_int(b, v);
+    if (std::exchange(first, false) && (!a_ok || (!b.empty() && !b_ok))) continue;  // header
+    check(a_ok, a, u);
+    if (b.empty()) fail_at(path, lines.number(), "expected two node ids 'src dst', got only " + quote(a));
+    check(b_ok, b, v);
+    g.src.push_back(static_cast<node_t>(u));
+    g.dst.push_back(static_cast<node_t>(v));
+    max_id = std::max({max_id, u, v});
+  }
+  g.num_nodes = static_cast<node_t>(num_nodes >= 0 ? num_nodes : max_id + 1);
+  return g;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+EdgeList parse_mtx(const std::string& path, std::string_view text, std::int64_t num_nodes) {
+  Lines lines(text);
+  std::string_view line;
+  std::size_t i = 0;
+  std::string banner[5];
+  if (lines.next(line)) {
+    for (std::string& t : banner) t = lower(next_token(line, i));
+  }
+  if (banner[0] != "%%matrixmarket" || !next_token(line, i).empty()) {
+    fail_at(path, 1, "expected the banner '%%MatrixMarket matrix coordinate <field> <symmetry>'");
+  }
+  if (banner[1] != "matrix" || banner[2] != "coordinate") {
+    fail_at(path, 1, "unsupported Matrix Market format '" + banner[1] + " " + banner[2] + "' (expected 'matrix coordinate')");
+  }
+  const std::string& field = banner[3];
+  if (field != "real" && field != "integer" && field != "pattern") {
+    fail_at(path, 1, "unsupported field '" + field + "' (expected real, integer or pattern)");
+  }
+  const bool symmetric = banner[4] == "symmetric";
+  if (!symmetric && banner[4] != "general") {
+    fail_at(path, 1, "unsupported symmetry '" + banner[4] + "' (expected general or symmetric)");
+  }
+  const bool has_values = field != "pattern";
+
+  // The next non-comment line holds the size, every later one an entry.
+  std::int64_t rows = -1, cols = -1, nnz = -1, count = 0, size_line = 0;
+  EdgeList g;
+  while (lines.next(line)) {
+    i = 0;
+    const std::string_view t0 = next_token(line, i);
+    if (t0.empty() || t0[0] == '%') continue;
+    const std::string_view t1 = next_token(line, i), t2 = next_token(line, i);
+    const std::int64_t n = lines.number();
+    if (size_line == 0) {
+      size_line = n;
+      if (!parse_int(t0, rows) || !parse_int(t1, cols) || !parse_int(t2, nnz) || rows < 0 || cols < 0 || nnz < 0) {
+        fail_at(path, n, "expected the size line 'rows cols nnz'");
+      }
+      if (rows != cols) {
+        fail_at(path, n, "matrix is " + std::to_string(rows) + " x " + std::to_string(cols) + ", an adjacency matrix must be square");
+      }
+      if (rows > kMaxNodes) fail_at(path, n, std::to_string(rows) + " rows exceed 2^31 - 1 nodes");
+      if (num_nodes >= 0 && num_nodes != rows) {
+        fail_at(path, n, "matrix has " + std::to_string(rows) + " rows but num_nodes is " + std::to_string(num_nodes));
+      }
+      // nnz comes from the file: bound the reservation by what the text can hold.
+      const auto edges = static_cast<std::size_t>(std::min<std::int64_t>(nnz, line_count(text))) * (symmetric ? 2 : 1);
+      g.src.reserve(edges);
+      g.dst.reserve(edges);
+      if (has_values) g.values.reserve(edges);
+      continue;
+    }
+    if (++count > nnz) fail_at(path, n, "more entries than the " + std::to_string(nnz) + " declared on line " + std::to_string(size_line));
+    std::int64_t r = 0, c = 0;
+    for (const auto& [tok, id] : {std::pair{t0, &r}, std::pair{t1, &c}}) {
+      if (!parse_int(tok, *id)) fail_at(path, n, "expected a 1-based integer index, got " + quote(tok));
+      if (*id < 1 || *id > rows) fail_at(path, n, "index " + quote(tok) + " out of range [1, " + std::to_string(rows) + "]");
+    }
+    float value = 0.0f;
+    if (has_values && !parse_float(t2, value)) fail_at(path, n, "expected a finite " + field + " value, got " + quote(t2));
+    // Entry (row, col) is the edge col -> row; a symmetric file stores one triangle only.
+    for (int k = 0; k < (symmetric && r != c ? 2 : 1); ++k) {
+      g.src.push_back(static_cast<node_t>((k ? r : c) - 1));
+      g.dst.push_back(static_cast<node_t>((k ? c : r) - 1));
+      if (has_values) g.values.push_back(value);
+    }
+  }
+  if (size_line == 0) fail(path, "missing the size line 'rows cols nnz'");
+  if (count < nnz) fail(path, "expected " + std::to_string(nnz) + " entries, found " + std::to_string(count));
+  g.num_nodes = static_cast<node_t>(rows);
+  return g;
+}
+
+}  // namespace
+
+Array read_npy_f32(const std::string& path) {
+  InFile file(path);
+  unsigned char pre[12];  // magic (6), version (2), header length (2 or 4, little-endian)
+  if (file.read(pre, 8) < 8 || std::memcmp(pre, "\x93NUMPY", 6) != 0) fail(path, "not a .npy file (bad magic)");
+  const std::size_t len_bytes = pre[6] == 1 ? 2 : (pre[6] == 2 || pre[6] == 3) ? 4 : 0;
+  if (len_bytes == 0) fail(path, "unsupported .npy format version " + std::to_string(pre[6]) + "." + std::to_string(pre[7]));
+  if (file.read(pre + 8, len_bytes) < len_bytes) fail(path, "truncated .npy header");
+  std::size_t header_len = 0;
+  for (std::size_t k = len_bytes; k-- > 0;) header_len = header_len << 8 | pre[8 + k];
+  if (header_len > (1u << 20)) fail(path, "implausible .npy header length " + std::to_string(header_len));
+  std::string header(header_len, '\0');
+  if (file.read(header.data(), header_len) < header_len) fail(path, "truncated .npy header");
+  const NpyHeader h = parse_npy_header(path, header);
+
+  if (h.descr != "<f4" && h.descr != "<f8") fail(path, "unsupported dtype '" + h.descr + "' (expected '<f4' or '<f8')");
+  if (h.fortran_order) fail(path, "Fortran-order arrays are not supported (save in C order)");
+  const std::size_t item = h.descr == "<f4" ? 4 : 8;
+  const auto count = static_cast<std::size_t>(element_count(path, h.shape));
+
+  // Bounded chunks: a corrupt shape then fails as truncated data instead of allocating it all.
+  Array out{h.shape, {}};
+  std::vector<char> buf(std::size_t{1} << 24);
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min(count - done, buf.size() / item);
+    const std::size_t got = file.read(buf.data(), n * item);
+    if (got < n * item) {
+      fail(path, "truncated data: shape " + shape_string(h.shape) + " needs " + std::to_string(count * item) +
+                     " bytes, file has " + std::to_string(done * item + got));
+    }
+    out.data.resize(done + n);
+    if (item == 4) {
+      std::memcpy(out.data.data() + done, buf.data(), n * 4);
+    } else {
+      for (std::size_t k = 0; k < n; ++k) {
+        double d;
+        std::memcpy(&d, buf.data() + 8 * k, 8);
+        out.data[done + k] = static_cast<float>(d);
+      }
+    }
+    done += n;
+  }
+  return out;
+}
+
+void write_npy_f32(const std::string& path, const std::vector<std::int64_t>& shape, const float* data) {
+  const std::int64_t count = element_count(path, shape);
+  if (count > 0 && data == nullptr) fail(path, "no data for shape " + shape_string(shape));
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_string(shape) + ", }";
+  // Pad with spaces and end with '\n' so that the data starts 64-byte aligned, as NumPy does.
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  if (header.size() > 0xffff) fail(path, "shape has too many dimensions for a .npy 1.0 header");
+  const char pre[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(header.size() & 0xff),
+                        static_cast<char>(header.size() >> 8)};
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  out.write(pre, sizeof pre);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * 4));
+  out.close();
+  if (!out) fail(path, "write failed");
+}
+
+EdgeList read_graph(const std::string& path, std::int64_t num_nodes) {
+  if (num_nodes > kMaxNodes) fail(path, "num_nodes " + std::to_string(num_nodes) + " exceeds 2^31 - 1");
+  const std::string text = InFile(path).read_all();
+  return ends_with(path, ".mtx") || ends_with(path, ".mtx.gz") ? parse_mtx(path, text, num_nodes)
+                                                                 : parse_edge_list(path, text, num_nodes);
+}
+
+std::vector<float> parse_float_list(const std::string& text, const std::string& what) {
+  std::vector<float> out;
+  std::string_view rest = text;
+  for (;;) {
+    const std::size_t comma = rest.find(',');
+    std::string_view tok = rest.substr(0, comma);
+    while (!tok.empty() && std::isspace(static_cast<unsigned char>(tok.front()))) tok.remove_prefix(1);
+    while (!tok.empty() && std::isspace(static_cast<unsigned char>(tok.back()))) tok.remove_suffix(1);
+    float v = 0.0f;
+    if (!parse_float(tok, v)) {
+      throw Error(what + ": invalid value " + quote(tok) + " in '" + text +
+                  "' (expected a finite number or a comma-separated list of them)");
+    }
+    out.push_back(v);
+    if (comma == std::string_view::npos) return out;
+    rest.remove_prefix(comma + 1);
+  }
+}
+
+}  // namespace dfgnn::io
