@@ -1,0 +1,11 @@
+#pragma once
+/// \file dfgnn.hpp
+/// Everything of the Kokkos-facing library: graph, plan, fused attention, reference, file I/O.
+
+#include <dfgnn/attention.hpp>
+#include <dfgnn/csr.hpp>
+#include <dfgnn/graph.hpp>
+#include <dfgnn/io.hpp>
+#include <dfgnn/plan.hpp>
+#include <dfgnn/reference.hpp>
+#include <dfgnn/types.hpp>

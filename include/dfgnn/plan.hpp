@@ -1,0 +1,86 @@
+#pragma once
+/// \file plan.hpp
+/// A plan holds everything an attention call needs besides the tensors: the resolved
+/// strategy, the launch geometry, the SMMF row partition and the workspace. Build it once per
+/// (graph, score kind, H, D); every call through it only launches kernels.
+
+#include <dfgnn/graph.hpp>
+#include <dfgnn/schedule.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace dfgnn {
+
+/// Per-(graph, score kind, H, D) state of the portable Kokkos kernels.
+template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
+class Plan {
+ public:
+  using execution_space = ExecutionSpace;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using policy = Kokkos::TeamPolicy<ExecutionSpace>;
+
+  /// Launch geometry and workspace, read by the kernels in backends/kokkos.
+  struct Layout {
+    int vector_length = 1;  ///< lanes per thread group, over features (a power of two)
+    int team_size = 1;      ///< thread groups per team wanted (clamped at launch)
+    int scratch_floats = 0;  ///< SMMF level-0 scratch per team, in floats
+    Kokkos::View<const node_t*, memory_space> team_rows;  ///< SMMF row partition [T+1]
+    Kokkos::View<float*, memory_space> scores;     ///< PMF / Unfused scores [E*H]
+    Kokkos::View<float**, Kokkos::LayoutRight, memory_space> inv_norms;  ///< AGNN 1/|X[n,h]|
+  };
+
+  Plan(const ExecutionSpace& /*exec*/, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
+       Strategy strategy = Strategy::Auto)
+      : graph_(std::move(graph)), kind_(kind), heads_(heads), dim_(dim) {
+    if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
+    if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
+    // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
+    // normalisers (or a super row's running max, sum and rescale per head) must fit.
+    const std::size_t scratch_bytes = std::size_t(policy::scratch_size_max(0));
+    const edge_t capacity = edge_t(scratch_bytes / sizeof(float)) - 3 * edge_t(kMaxTeamRows) * heads;
+    if (capacity < heads)
+      throw Error("plan: " + std::to_string(heads) + " heads do not fit the team scratch of " +
+                  std::to_string(scratch_bytes) + " bytes");
+    strategy_ = strategy == Strategy::Auto
+                    ? choose_strategy(kind, heads, graph_.stats(), std::size_t(capacity) * sizeof(float))
+                    : strategy;
+    int lanes = 1;
+    while (lanes < dim && lanes < policy::vector_length_max() && lanes < 32) lanes *= 2;
+    layout_.vector_length = lanes;
+    layout_.team_size = std::max(1, 256 / lanes);
+    const edge_t E = graph_.num_edges();
+    if (strategy_ == Strategy::SMMF) {
+      const std::vector<node_t> bounds = partition_rows(graph_.host(), heads, capacity, kMaxTeamRows);
+      layout_.team_rows = detail::upload<node_t, memory_space>("dfgnn::team_rows", bounds);
+      edge_t widest = 0;
+      for (std::size_t t = 0; t + 1 < bounds.size(); ++t)
+        widest = std::max(widest, graph_.host().row_ptr[bounds[t + 1]] - graph_.host().row_ptr[bounds[t]]);
+      layout_.scratch_floats = int(std::min(widest * heads, capacity)) + 3 * kMaxTeamRows * heads;
+    } else {
+      layout_.scores = Kokkos::View<float*, memory_space>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::scores"), std::size_t(E) * heads);
+    }
+    if (kind == ScoreKind::AGNN)
+      layout_.inv_norms = decltype(layout_.inv_norms)(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::inv_norms"),
+          std::size_t(graph_.num_nodes()), std::size_t(heads));
+  }
+
+  const Graph<memory_space>& graph() const { return graph_; }
+  Strategy strategy() const { return strategy_; }  ///< resolved, never Auto
+  ScoreKind kind() const { return kind_; }
+  int heads() const { return heads_; }
+  int dim() const { return dim_; }
+  const Layout& layout() const { return layout_; }
+
+ private:
+  Graph<memory_space> graph_;
+  ScoreKind kind_;
+  int heads_, dim_;
+  Strategy strategy_ = Strategy::Auto;
+  Layout layout_;
+};
+
+}  // namespace dfgnn
