@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages dfgnn builds with (when missing) and builds the serial preset.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+packages=(cmake g++ make libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libgtest-dev zlib1g-dev)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+cmake --preset serial >/dev/null
+cmake --build --preset serial
