@@ -10,11 +10,13 @@ namespace {
 
 double leaky_relu(double x, double slope) { return x > 0 ? x : slope * x; }
 
-// out[v,h,:] = sum_e softmax_e(score(v,u,h) * w) * value(u,h,:), in float64.
+// out[v,h,:] = sum_e softmax_e(score(v,u,h) * w) * dropout_e * value(u,h,:), in float64.
 template <class Score>
 std::vector<double> attend(const HostGraph& g, int H, int D, const float* values,
-                           HostEdgeValues w, Score score) {
+                           const ReferenceOptions& options, Score score) {
+  const HostEdgeValues w = options.edge_values;
   std::vector<double> out(std::size_t(g.num_nodes) * H * D, 0.0);
+  if (options.logsumexp) options.logsumexp->assign(std::size_t(g.num_nodes) * H, 0.0);
   std::vector<double> s;
   for (node_t v = 0; v < g.num_nodes; ++v) {
     const edge_t e0 = g.row_ptr[v], deg = g.row_ptr[v + 1] - e0;
@@ -29,10 +31,12 @@ std::vector<double> attend(const HostGraph& g, int H, int D, const float* values
       const double m = *std::max_element(s.begin(), s.end());
       double sum = 0;
       for (double& x : s) sum += (x = std::exp(x - m));
+      if (options.logsumexp) (*options.logsumexp)[std::size_t(v) * H + h] = m + std::log(sum);
       double* o = &out[(std::size_t(v) * H + h) * D];
       for (edge_t i = 0; i < deg; ++i) {
         const float* x = values + (std::size_t(g.src[e0 + i]) * H + h) * D;
-        for (int d = 0; d < D; ++d) o[d] += s[i] / sum * x[d];
+        const double p = s[i] / sum * options.dropout.factor(g.edge_id[e0 + i], h);
+        for (int d = 0; d < D; ++d) o[d] += p * x[d];
       }
     }
   }
@@ -49,18 +53,18 @@ double dot(const float* a, const float* b, int D) {
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,
                                         const float* Q, const float* K, const float* V,
-                                        HostEdgeValues w) {
+                                        const ReferenceOptions& options) {
   const double scale = model.scale != 0 ? model.scale : 1.0 / std::sqrt(double(D));
   auto row = [&](const float* t, node_t n, int h) { return t + (std::size_t(n) * H + h) * D; };
-  return attend(g, H, D, V, w,
+  return attend(g, H, D, V, options,
                 [&](node_t v, node_t u, int h) { return scale * dot(row(Q, v, h), row(K, u, h), D); });
 }
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN&,
                                         const float* X, const float* beta, int beta_count,
-                                        HostEdgeValues w) {
+                                        const ReferenceOptions& options) {
   auto row = [&](node_t n, int h) { return X + (std::size_t(n) * H + h) * D; };
-  return attend(g, H, D, X, w, [&](node_t v, node_t u, int h) {
+  return attend(g, H, D, X, options, [&](node_t v, node_t u, int h) {
     const double nv = std::sqrt(dot(row(v, h), row(v, h), D));
     const double nu = std::sqrt(dot(row(u, h), row(u, h), D));
     const double cos = nv > 0 && nu > 0 ? dot(row(v, h), row(u, h), D) / (nv * nu) : 0.0;
@@ -70,16 +74,16 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GAT& model,
                                         const float* el, const float* er, const float* V,
-                                        HostEdgeValues w) {
-  return attend(g, H, D, V, w, [&](node_t v, node_t u, int h) {
+                                        const ReferenceOptions& options) {
+  return attend(g, H, D, V, options, [&](node_t v, node_t u, int h) {
     return leaky_relu(double(el[std::size_t(u) * H + h]) + er[std::size_t(v) * H + h], model.slope);
   });
 }
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GATv2& model,
                                         const float* XL, const float* XR, const float* a,
-                                        HostEdgeValues w) {
-  return attend(g, H, D, XL, w, [&](node_t v, node_t u, int h) {
+                                        const ReferenceOptions& options) {
+  return attend(g, H, D, XL, options, [&](node_t v, node_t u, int h) {
     const float* l = XL + (std::size_t(u) * H + h) * D;
     const float* r = XR + (std::size_t(v) * H + h) * D;
     double acc = 0;

@@ -29,6 +29,8 @@ struct Case {
   int H, D;
   unsigned seed;
   int edge_value_heads = 0;  // 0: none
+  Dropout dropout{};
+  bool training = false;     // also compare the logsumexp statistics
 
   std::size_t N() const { return std::size_t(g.num_nodes); }
   std::vector<float> rand(std::size_t n, unsigned k) const { return test::random_values(n, seed * 31 + k); }
@@ -47,8 +49,18 @@ struct Case {
     // Device copies stay alive for the call; the typed views below alias them.
     auto A = to_device(a), B = to_device(b), C = to_device(c), SL = to_device(sl), SR = to_device(sr),
          HD = to_device(head), BETA = to_device(beta), W = to_device(w);
-    EdgeValues<Mem> dw;
-    if (edge_value_heads) dw = EdgeValues<Mem>(W.data(), std::size_t(g.num_edges()), std::size_t(edge_value_heads));
+    Options<Mem> dw;
+    if (edge_value_heads)
+      dw.edge_values = EdgeValues<Mem>(W.data(), std::size_t(g.num_edges()), std::size_t(edge_value_heads));
+    dw.dropout = dropout;
+    std::vector<double> ref_lse;
+    ReferenceOptions hopt(hw);
+    hopt.dropout = dropout;
+    if (training) {
+      dw.logsumexp = decltype(dw.logsumexp)("lse", n, h);
+      Kokkos::deep_copy(dw.logsumexp, std::numeric_limits<float>::quiet_NaN());
+      hopt.logsumexp = &ref_lse;
+    }
     auto f3 = [&](const Kokkos::View<float*, Mem>& v) { return NodeFeatures<Mem>(v.data(), n, h, d); };
     auto f2 = [&](const Kokkos::View<float*, Mem>& v) { return NodeScalars<Mem>(v.data(), n, h); };
 
@@ -60,24 +72,29 @@ struct Case {
     switch (kind) {
       case ScoreKind::GT:
         attention(exec, plan, GT{}, f3(A), f3(B), f3(C), out, dw);
-        ref = reference_attention(g, H, D, GT{}, a.data(), b.data(), c.data(), hw);
+        ref = reference_attention(g, H, D, GT{}, a.data(), b.data(), c.data(), hopt);
         break;
       case ScoreKind::AGNN:
         attention(exec, plan, AGNN{}, f3(A), HeadScalars<Mem>(BETA.data(), h), out, dw);
-        ref = reference_attention(g, H, D, AGNN{}, a.data(), beta.data(), H, hw);
+        ref = reference_attention(g, H, D, AGNN{}, a.data(), beta.data(), H, hopt);
         break;
       case ScoreKind::GAT:
         attention(exec, plan, GAT{0.2f}, f2(SL), f2(SR), f3(C), out, dw);
-        ref = reference_attention(g, H, D, GAT{0.2f}, sl.data(), sr.data(), c.data(), hw);
+        ref = reference_attention(g, H, D, GAT{0.2f}, sl.data(), sr.data(), c.data(), hopt);
         break;
       case ScoreKind::GATv2:
         attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data(), h, d), out, dw);
-        ref = reference_attention(g, H, D, GATv2{0.2f}, a.data(), b.data(), head.data(), hw);
+        ref = reference_attention(g, H, D, GATv2{0.2f}, a.data(), b.data(), head.data(), hopt);
         break;
     }
     exec.fence();
     const Host3 host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
-    return max_relative_error(host.data(), ref);
+    double err = max_relative_error(host.data(), ref);
+    if (training) {
+      const auto lse = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dw.logsumexp);
+      err = std::max(err, max_relative_error(lse.data(), ref_lse));
+    }
+    return err;
   }
 };
 
@@ -105,6 +122,15 @@ TEST_P(Attention, EdgeValuesPerEdgeAndPerHead) {
     const Case c{kind, g, hd.first, hd.second, unsigned(graph) + 17, ew};
     EXPECT_LT(c.run(strategy), 1e-5) << name << " edge-value heads " << ew;
   }
+}
+
+TEST_P(Attention, TrainingStatisticsAndDropout) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  Case c{kind, g, hd.first, hd.second, unsigned(graph) + 23, 1};
+  c.training = true;
+  c.dropout = Dropout{0.3f, 42};
+  EXPECT_LT(c.run(strategy), 1e-5) << name;
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {

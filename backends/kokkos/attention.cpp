@@ -65,22 +65,29 @@ struct Checker {
       throw Error(std::string("attention: ") + name + " has " + std::to_string(t.extent(0)) +
                   " entries, expected 1 or H = " + std::to_string(H));
   }
-  template <class View>
-  void edge_values(const View& w) const {
-    if (!w.data() && w.size() == 0) return;
+  template <class Out>
+  void options(const Options<typename Exec::memory_space>& o, const Out& out) const {
+    const auto& w = o.edge_values;
     const std::size_t E = std::size_t(plan.graph().num_edges());
-    if (w.extent(0) != E || (w.extent(1) != 1 && w.extent(1) != H))
+    if ((w.data() || w.size()) && (w.extent(0) != E || (w.extent(1) != 1 && w.extent(1) != H)))
       throw Error("attention: edge_values has shape " + shape_of(w) + ", expected [E,1] or [E,H] with E = " +
                   std::to_string(E) + ", H = " + std::to_string(H));
+    if (o.logsumexp.data() || o.logsumexp.size()) {
+      scalars("logsumexp", o.logsumexp);
+      expect_disjoint(out, "logsumexp", o.logsumexp);
+    }
+    if (!(o.dropout.rate >= 0.0f && o.dropout.rate < 1.0f))
+      throw Error("attention: dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
   }
 };
 
 template <class Exec>
 Problem<typename Exec::memory_space> problem(const Plan<Exec>& plan,
                                              const NodeOutput<typename Exec::memory_space>& out,
-                                             const EdgeValues<typename Exec::memory_space>& w) {
+                                             const Options<typename Exec::memory_space>& o) {
   const auto& g = plan.graph();
-  return {g.row_ptr(), g.src(), g.dst(), {w, g.edge_id()}, out, plan.heads(), plan.dim()};
+  return {g.row_ptr(), g.src(), g.dst(), g.edge_id(), o.edge_values, o.logsumexp, o.dropout,
+          out, plan.heads(), plan.dim()};
 }
 
 template <class Exec, class Score>
@@ -121,13 +128,13 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
                const NodeFeatures<typename Exec::memory_space>& K,
                const NodeFeatures<typename Exec::memory_space>& V,
                const NodeOutput<typename Exec::memory_space>& out,
-               const EdgeValues<typename Exec::memory_space>& edge_values) {
+               const Options<typename Exec::memory_space>& options) {
   const Checker<Exec> check(plan, ScoreKind::GT);
   check.features("Q", Q), check.features("K", K), check.features("V", V), check.features("out", out);
-  check.edge_values(edge_values);
+  check.options(options, out);
   expect_disjoint(out, "Q", Q), expect_disjoint(out, "K", K), expect_disjoint(out, "V", V);
   const float scale = model.scale != 0.0f ? model.scale : 1.0f / std::sqrt(float(plan.dim()));
-  dispatch(exec, plan, problem(plan, out, edge_values),
+  dispatch(exec, plan, problem(plan, out, options),
            kokkos_impl::DotScore<typename Exec::memory_space>{Q, K, V, scale});
 }
 
@@ -136,12 +143,12 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
                const NodeFeatures<typename Exec::memory_space>& X,
                const HeadScalars<typename Exec::memory_space>& beta,
                const NodeOutput<typename Exec::memory_space>& out,
-               const EdgeValues<typename Exec::memory_space>& edge_values) {
+               const Options<typename Exec::memory_space>& options) {
   const Checker<Exec> check(plan, ScoreKind::AGNN);
   check.features("X", X), check.features("out", out), check.head_vector("beta", beta);
-  check.edge_values(edge_values);
+  check.options(options, out);
   expect_disjoint(out, "X", X);
-  dispatch(exec, plan, problem(plan, out, edge_values),
+  dispatch(exec, plan, problem(plan, out, options),
            kokkos_impl::CosineScore<typename Exec::memory_space>{X, inverse_norms(exec, plan, X), beta});
 }
 
@@ -151,12 +158,12 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
                const NodeScalars<typename Exec::memory_space>& er,
                const NodeFeatures<typename Exec::memory_space>& V,
                const NodeOutput<typename Exec::memory_space>& out,
-               const EdgeValues<typename Exec::memory_space>& edge_values) {
+               const Options<typename Exec::memory_space>& options) {
   const Checker<Exec> check(plan, ScoreKind::GAT);
   check.scalars("el", el), check.scalars("er", er), check.features("V", V), check.features("out", out);
-  check.edge_values(edge_values);
+  check.options(options, out);
   expect_disjoint(out, "el", el), expect_disjoint(out, "er", er), expect_disjoint(out, "V", V);
-  dispatch(exec, plan, problem(plan, out, edge_values),
+  dispatch(exec, plan, problem(plan, out, options),
            kokkos_impl::AdditiveScore<typename Exec::memory_space>{el, er, V, model.slope});
 }
 
@@ -166,13 +173,13 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
                const NodeFeatures<typename Exec::memory_space>& XR,
                const HeadFeatures<typename Exec::memory_space>& a,
                const NodeOutput<typename Exec::memory_space>& out,
-               const EdgeValues<typename Exec::memory_space>& edge_values) {
+               const Options<typename Exec::memory_space>& options) {
   const Checker<Exec> check(plan, ScoreKind::GATv2);
   check.features("XL", XL), check.features("XR", XR), check.features("out", out);
   expect_shape("a", a, {check.H, check.D}, "[H,D]");
-  check.edge_values(edge_values);
+  check.options(options, out);
   expect_disjoint(out, "XL", XL), expect_disjoint(out, "XR", XR), expect_disjoint(out, "a", a);
-  dispatch(exec, plan, problem(plan, out, edge_values),
+  dispatch(exec, plan, problem(plan, out, options),
            kokkos_impl::AdditiveV2Score<typename Exec::memory_space>{XL, XR, a, model.slope});
 }
 
@@ -182,24 +189,24 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
                                 const NodeFeatures<EXEC::memory_space>&,                            \
                                 const NodeFeatures<EXEC::memory_space>&,                            \
                                 const NodeOutput<EXEC::memory_space>&,                              \
-                                const EdgeValues<EXEC::memory_space>&);                             \
+                                const Options<EXEC::memory_space>&);                             \
   template void attention<EXEC>(const EXEC&, const Plan<EXEC>&, const AGNN&,                        \
                                 const NodeFeatures<EXEC::memory_space>&,                            \
                                 const HeadScalars<EXEC::memory_space>&,                             \
                                 const NodeOutput<EXEC::memory_space>&,                              \
-                                const EdgeValues<EXEC::memory_space>&);                             \
+                                const Options<EXEC::memory_space>&);                             \
   template void attention<EXEC>(const EXEC&, const Plan<EXEC>&, const GAT&,                         \
                                 const NodeScalars<EXEC::memory_space>&,                             \
                                 const NodeScalars<EXEC::memory_space>&,                             \
                                 const NodeFeatures<EXEC::memory_space>&,                            \
                                 const NodeOutput<EXEC::memory_space>&,                              \
-                                const EdgeValues<EXEC::memory_space>&);                             \
+                                const Options<EXEC::memory_space>&);                             \
   template void attention<EXEC>(const EXEC&, const Plan<EXEC>&, const GATv2&,                       \
                                 const NodeFeatures<EXEC::memory_space>&,                            \
                                 const NodeFeatures<EXEC::memory_space>&,                            \
                                 const HeadFeatures<EXEC::memory_space>&,                            \
                                 const NodeOutput<EXEC::memory_space>&,                              \
-                                const EdgeValues<EXEC::memory_space>&);
+                                const Options<EXEC::memory_space>&);
 
 #ifdef KOKKOS_ENABLE_SERIAL
 DFGNN_INSTANTIATE(Kokkos::Serial)

@@ -21,10 +21,11 @@ struct SoftmaxAggregate {
     float m = 0.0f, sum = 0.0f;
     if (b > a) softmax_stats(team, scores, a, b, h, p.heads, m, sum);
     const float norm = b > a ? 1.0f / sum : 0.0f;
+    Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
       float acc = 0.0f;
       for (edge_t e = a; e < b; ++e)
-        acc += exp(scores(e * p.heads + h) - m) * score.value(p.src(e), h, d);
+        acc += exp(scores(e * p.heads + h) - m) * p.keep(e, h) * score.value(p.src(e), h, d);
       p.out(v, h, d) = acc * norm;
     });
   }

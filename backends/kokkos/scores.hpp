@@ -10,6 +10,7 @@
 
 #include "math.hpp"
 
+#include <dfgnn/dropout.hpp>
 #include <dfgnn/plan.hpp>
 
 #include <algorithm>
@@ -78,24 +79,30 @@ struct AdditiveV2Score {
   KOKKOS_INLINE_FUNCTION float value(node_t u, int h, int d) const { return xl(u, h, d); }
 };
 
-/// Optional per-edge multipliers [E, 1 or H] in the caller's edge order.
-template <class Mem>
-struct EdgeScale {
-  Matrix<Mem> w;
-  Kokkos::View<const edge_t*, Mem> edge_id;
-  KOKKOS_INLINE_FUNCTION float operator()(float s, edge_t e, int h) const {
-    return w.data() ? s * w(edge_id(e), w.extent(1) == 1 ? 0 : h) : s;
-  }
-};
-
-/// Everything a kernel needs besides the score: graph arrays, edge scale, output, shape.
+/// Everything a kernel needs besides the score: graph arrays, options, output, shape.
 template <class Mem>
 struct Problem {
   Kokkos::View<const edge_t*, Mem> row_ptr;
   Kokkos::View<const node_t*, Mem> src, dst;
-  EdgeScale<Mem> scale;
+  Kokkos::View<const edge_t*, Mem> edge_id;  // CSR position -> caller's edge index
+  Matrix<Mem> edge_values;                   // [E, 1 or H] or empty
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> lse;  // [N,H] training statistics or empty
+  Dropout dropout;
   Output<Mem> out;
   int heads, dim;
+
+  /// The score of CSR edge e, head h, times its edge value.
+  KOKKOS_INLINE_FUNCTION float scaled(float s, edge_t e, int h) const {
+    return edge_values.data() ? s * edge_values(edge_id(e), edge_values.extent(1) == 1 ? 0 : h) : s;
+  }
+  /// The dropout factor of CSR edge e, head h (1 without dropout).
+  KOKKOS_INLINE_FUNCTION float keep(edge_t e, int h) const {
+    return dropout.rate > 0.0f ? dropout.factor(edge_id(e), h) : 1.0f;
+  }
+  /// Records a row's softmax statistics in training mode.
+  KOKKOS_INLINE_FUNCTION void record(node_t v, int h, float max, float sum) const {
+    if (lse.data()) lse(v, h) = sum > 0.0f ? max + log(sum) : 0.0f;
+  }
 };
 
 /// Score of CSR edge e (u -> v), head h, reduced over the calling thread group's vector
@@ -109,7 +116,7 @@ KOKKOS_INLINE_FUNCTION float edge_score(const Member& team, const Score& score,
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim),
         [&](int d, float& sum) { sum += score.term(v, u, h, d); }, acc);
-  return p.scale(score.finish(acc, v, u, h), e, h);
+  return p.scaled(score.finish(acc, v, u, h), e, h);
 }
 
 /// Launches `f` over `league` teams with the plan's geometry, clamping the team size to what

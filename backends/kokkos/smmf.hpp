@@ -66,7 +66,10 @@ struct Smmf {
             acc += x[i];
           },
           sum);
-      Kokkos::single(Kokkos::PerThread(team), [&] { norm[k] = b > a ? 1.0f / sum : 0.0f; });
+      Kokkos::single(Kokkos::PerThread(team), [&] {
+        norm[k] = b > a ? 1.0f / sum : 0.0f;
+        p.record(v, h, m, sum);
+      });
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, pairs), [&](int k) {
@@ -76,7 +79,7 @@ struct Smmf {
       const edge_t a = p.row_ptr(v) - e0, b = p.row_ptr(v + 1) - e0;
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
         float acc = 0.0f;
-        for (edge_t i = a; i < b; ++i) acc += x[i] * score.value(p.src(e0 + i), h, d);
+        for (edge_t i = a; i < b; ++i) acc += x[i] * p.keep(e0 + i, h) * score.value(p.src(e0 + i), h, d);
         p.out(v, h, d) = acc * norm[k];
       });
     });
@@ -124,13 +127,19 @@ struct Smmf {
         const int h = k / dim, d = k % dim;
         const float* x = s.data() + h * chunk;
         float acc = c0 > 0 ? p.out(v, h, d) * rescale[h] : 0.0f;
-        for (edge_t i = 0; i < n; ++i) acc += x[i] * score.value(p.src(e0 + c0 + i), h, d);
+        for (edge_t i = 0; i < n; ++i) {
+          const edge_t e = e0 + c0 + i;
+          acc += x[i] * p.keep(e, h) * score.value(p.src(e), h, d);
+        }
         p.out(v, h, d) = acc;
       });
       team.team_barrier();
     }
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, heads * dim), [&](int k) {
       p.out(v, k / dim, k % dim) /= total[k / dim];
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, heads), [&](int h) {
+      Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, top[h], total[h]); });
     });
   }
 };

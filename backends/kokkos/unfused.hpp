@@ -13,9 +13,9 @@ struct Normalize {
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t v, int h) const {
     const edge_t a = p.row_ptr(v), b = p.row_ptr(v + 1);
-    if (b == a) return;
     float m = 0.0f, sum = 0.0f;
-    softmax_stats(team, scores, a, b, h, p.heads, m, sum);
+    if (b > a) softmax_stats(team, scores, a, b, h, p.heads, m, sum);
+    Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, a, b), [&](edge_t e) {
       scores(e * p.heads + h) = exp(scores(e * p.heads + h) - m) / sum;
     });
@@ -32,7 +32,7 @@ struct Aggregate {
     const edge_t a = p.row_ptr(v), b = p.row_ptr(v + 1);
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
       float acc = 0.0f;
-      for (edge_t e = a; e < b; ++e) acc += probs(e * p.heads + h) * score.value(p.src(e), h, d);
+      for (edge_t e = a; e < b; ++e) acc += probs(e * p.heads + h) * p.keep(e, h) * score.value(p.src(e), h, d);
       p.out(v, h, d) = acc;
     });
   }

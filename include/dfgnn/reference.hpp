@@ -8,6 +8,7 @@
 /// (HostGraph::edge_id maps CSR positions to that order); nullptr means none.
 
 #include <dfgnn/csr.hpp>
+#include <dfgnn/dropout.hpp>
 
 #include <vector>
 
@@ -19,22 +20,30 @@ struct HostEdgeValues {
   int heads = 0;                ///< 1 (shared by all heads) or H
 };
 
+/// Everything optional of a reference forward.
+struct ReferenceOptions {
+  ReferenceOptions(HostEdgeValues w = {}) : edge_values(w) {}  // NOLINT: plain edge values convert
+  HostEdgeValues edge_values;
+  Dropout dropout;                           ///< applied to the probabilities, as the kernels do
+  std::vector<double>* logsumexp = nullptr;  ///< if set, receives the [N,H] row statistics
+};
+
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,
                                         const float* Q, const float* K, const float* V,
-                                        HostEdgeValues w = {});
+                                        const ReferenceOptions& options = {});
 
 /// beta has `beta_count` entries, 1 (shared) or H.
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN& model,
                                         const float* X, const float* beta, int beta_count,
-                                        HostEdgeValues w = {});
+                                        const ReferenceOptions& options = {});
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GAT& model,
                                         const float* el, const float* er, const float* V,
-                                        HostEdgeValues w = {});
+                                        const ReferenceOptions& options = {});
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GATv2& model,
                                         const float* XL, const float* XR, const float* a,
-                                        HostEdgeValues w = {});
+                                        const ReferenceOptions& options = {});
 
 /// max_i |out_i - ref_i| / max(max_i |ref_i|, tiny): the relative error every test reports.
 /// A NaN anywhere in out gives +infinity.
