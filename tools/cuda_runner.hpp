@@ -1,0 +1,28 @@
+#pragma once
+// The CLI's bridge to the CUDA-native kernels: host inputs in, host output back, and timing
+// with CUDA events for `dfgnn bench`.
+
+#include "inputs.hpp"
+
+#include <dfgnn/csr.hpp>
+
+#include <string>
+#include <vector>
+
+namespace dfgnn::cli {
+
+/// Runs one forward on the current device; `used` receives the plan's strategy.
+std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
+                            float slope, Strategy& used);
+
+/// Times `iters` forwards after `warmup` ones (CUDA events around each, median), with the plan
+/// built and inputs uploaded beforehand. `out` (if given) receives the last output.
+Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
+                 int warmup, int iters, Strategy& used, std::vector<float>* out = nullptr);
+
+std::string cuda_device_name();
+
+/// Device-to-device copy bandwidth of a 1 GiB buffer, bytes read + written, GB/s (median).
+double cuda_copy_bandwidth();
+
+}  // namespace dfgnn::cli

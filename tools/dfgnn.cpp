@@ -1,0 +1,528 @@
+// dfgnn command-line tool: fused attention on graph files, graph info, generators, benchmarks.
+// User errors (bad options, files, shapes) exit with code 2 and one line on stderr.
+
+#include <dfgnn/attention.hpp>
+#include <dfgnn/generate.hpp>
+#include <dfgnn/io.hpp>
+#include <dfgnn/reference.hpp>
+
+#include "inputs.hpp"
+#ifdef DFGNN_ENABLE_CUDA
+#include "cuda_runner.hpp"
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+using cli::Inputs;
+
+#ifndef DFGNN_GIT_COMMIT
+#define DFGNN_GIT_COMMIT "unknown"
+#endif
+
+constexpr const char* kUsage = R"(usage:
+  dfgnn attention --graph FILE --model gt|agnn|gat|gatv2 --heads H [options]
+  dfgnn info --graph FILE [--nodes N] [--symmetrize] [--model M --heads H --dim D]
+  dfgnn gen rmat --scale S --edge-factor F [--seed S] --out FILE
+  dfgnn gen sbm --kind pattern|cluster --graphs G [--seed S] --out FILE
+  dfgnn gen knn --graphs G [--k K] [--seed S] --out FILE
+  dfgnn bench --graph FILE --model M --heads H --dim D [--inputs DIR] [--backend cuda|kokkos|all]
+              [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--name NAME] [--json F]
+
+graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas),
+  Matrix Market .mtx (row = destination, col = source, 1-based); .gz read transparently.
+  --nodes N fixes the node count (default: max id + 1); --symmetrize adds reverse edges and
+  drops duplicates.
+
+attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el/er [N,H] or [N]):
+  gt     --q F --k F --v F [--scale S]        (scale defaults to 1/sqrt(D))
+  agnn   --x F --beta B|B1,..,BH
+  gat    --el F --er F --v F [--slope S]      (slope defaults to 0.2)
+  gatv2  --xl F --xr F --a F [--slope S]      (a is [H,D])
+  Inputs not given are drawn uniformly from [-1,1] (--seed, default 1; --dim D, default 64).
+  --edge-values F.npy   per-edge score multipliers [E] or [E,H], edges in file order
+  --out F.npy           output [N,H,D] float32
+  --strategy auto|smmf|pmf|unfused   --backend auto|kokkos|cuda
+  --reference           also run the float64 reference, print the max relative error and
+                        fail (exit 1) when it exceeds 1e-4
+
+bench: times the forward per backend and strategy (CUDA events, median of --iters after
+  --warmup; the plan is built and inputs uploaded beforehand), with bandwidth against the
+  bytes it must move and, on CUDA, the device copy bandwidth measured in the same run. Inputs
+  come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where present, else random. --check compares each
+  output with the float64 reference. --json appends one JSON object per line.
+)";
+
+// ---- command line -------------------------------------------------------------------------
+
+struct Args {
+  std::map<std::string, std::string> values;
+  std::set<std::string> flags;
+
+  bool has(const std::string& k) const { return values.count(k) != 0; }
+  std::string get(const std::string& k, const std::string& fallback = "") const {
+    auto it = values.find(k);
+    return it == values.end() ? fallback : it->second;
+  }
+  std::string need(const std::string& k) const {
+    if (!has(k)) throw Error("missing --" + k);
+    return get(k);
+  }
+  long long integer(const std::string& k, long long fallback) const {
+    if (!has(k)) return fallback;
+    const std::string s = get(k);
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || s.empty()) throw Error("--" + k + ": '" + s + "' is not an integer");
+    return v;
+  }
+  float real(const std::string& k, float fallback) const {
+    if (!has(k)) return fallback;
+    return io::parse_float_list(get(k), "--" + k).at(0);
+  }
+};
+
+Args parse_args(int argc, char** argv, int first, const std::set<std::string>& options,
+                const std::set<std::string>& flags) {
+  Args a;
+  for (int i = first; i < argc; ++i) {
+    const std::string tok = argv[i];
+    if (tok.rfind("--", 0) != 0) throw Error("unexpected argument '" + tok + "'");
+    const std::string key = tok.substr(2);
+    if (flags.count(key)) {
+      a.flags.insert(key);
+    } else if (options.count(key)) {
+      if (i + 1 >= argc) throw Error(tok + " needs a value");
+      a.values[key] = argv[++i];
+    } else {
+      throw Error("unknown option " + tok);
+    }
+  }
+  return a;
+}
+
+// ---- inputs --------------------------------------------------------------------------------
+
+HostGraph load_graph(const Args& a) {
+  io::EdgeList edges = io::read_graph(a.need("graph"), a.integer("nodes", -1));
+  if (a.flags.count("symmetrize")) symmetrize(edges.src, edges.dst);
+  return graph_from_edges(edges.num_nodes, edges.src, edges.dst);
+}
+
+std::vector<float> random_tensor(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// Which file options each model reads, and whether each is [N,H,D] (true) or [N,H] (false).
+std::vector<std::pair<std::string, bool>> tensor_options(ScoreKind k) {
+  switch (k) {
+    case ScoreKind::GT: return {{"q", true}, {"k", true}, {"v", true}};
+    case ScoreKind::AGNN: return {{"x", true}};
+    case ScoreKind::GAT: return {{"el", false}, {"er", false}, {"v", true}};
+    case ScoreKind::GATv2: return {{"xl", true}, {"xr", true}};
+  }
+  return {};
+}
+
+// Feature width D from the first [N,H,D] / [N,H*D] file given, else --dim.
+std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_t H,
+                        std::map<std::string, io::Array>& files) {
+  for (const auto& [name, is_features] : tensor_options(kind)) {
+    if (!is_features || !a.has(name)) continue;
+    const io::Array& t = files[name] = io::read_npy_f32(a.get(name));
+    const std::string where = a.get(name) + ": ";
+    if (t.shape.size() == 3 && std::size_t(t.shape[0]) == N && std::size_t(t.shape[1]) == H && t.shape[2] > 0)
+      return std::size_t(t.shape[2]);
+    if (t.shape.size() == 2 && std::size_t(t.shape[0]) == N && t.shape[1] > 0 && t.shape[1] % std::int64_t(H) == 0)
+      return std::size_t(t.shape[1]) / H;
+    throw Error(where + "expected shape [N,H,D] or [N,H*D] with N = " + std::to_string(N) +
+                ", H = " + std::to_string(H));
+  }
+  const long long d = a.integer("dim", 64);
+  if (d < 1) throw Error("--dim must be >= 1");
+  return std::size_t(d);
+}
+
+std::vector<float> checked(const io::Array& t, const std::string& path, std::vector<std::size_t> want,
+                           std::vector<std::size_t> alt) {
+  std::vector<std::size_t> got(t.shape.begin(), t.shape.end());
+  if (got == want || got == alt) return t.data;
+  auto str = [](const std::vector<std::size_t>& s) {
+    std::string r = "[";
+    for (std::size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+    return r + "]";
+  };
+  throw Error(path + ": shape " + str(got) + ", expected " + str(want) + " or " + str(alt));
+}
+
+Inputs load_inputs(const Args& a, const HostGraph& g) {
+  Inputs in;
+  in.kind = parse_score_kind(a.need("model"));
+  in.N = std::size_t(g.num_nodes);
+  const long long heads = a.integer("heads", 1);
+  if (heads < 1) throw Error("--heads must be >= 1");
+  in.H = std::size_t(heads);
+  std::map<std::string, io::Array> files;
+  in.D = feature_dim(a, in.kind, in.N, in.H, files);
+  const std::uint64_t seed = std::uint64_t(a.integer("seed", 1));
+  const std::size_t N = in.N, H = in.H, D = in.D;
+  auto tensor = [&](const std::string& name, std::vector<std::size_t> want, std::vector<std::size_t> alt,
+                    std::uint64_t salt) {
+    std::size_t n = 1;
+    for (std::size_t x : want) n *= x;
+    if (!a.has(name)) return random_tensor(n, seed * 1000003 + salt);
+    if (!files.count(name)) files[name] = io::read_npy_f32(a.get(name));
+    return checked(files[name], a.get(name), want, alt);
+  };
+  std::uint64_t salt = 0;
+  for (const auto& [name, is_features] : tensor_options(in.kind))
+    in.tensors.push_back(is_features ? tensor(name, {N, H, D}, {N, H * D}, ++salt)
+                                     : tensor(name, {N, H}, H == 1 ? std::vector<std::size_t>{N}
+                                                                   : std::vector<std::size_t>{N, H}, ++salt));
+  if (in.kind == ScoreKind::GATv2) in.tensors.push_back(tensor("a", {H, D}, {H * D}, ++salt));
+  if (in.kind == ScoreKind::AGNN) {
+    in.beta = a.has("beta") ? io::parse_float_list(a.get("beta"), "--beta") : std::vector<float>{1.0f};
+    if (in.beta.size() != 1 && in.beta.size() != H)
+      throw Error("--beta: " + std::to_string(in.beta.size()) + " values, expected 1 or H = " + std::to_string(H));
+  }
+  if (a.has("edge-values")) {
+    const std::string path = a.get("edge-values");
+    const io::Array w = io::read_npy_f32(path);
+    const std::size_t E = std::size_t(g.num_edges());
+    in.edge_value_heads = w.shape.size() == 2 ? int(w.shape[1]) : 1;
+    in.edge_values = checked(w, path, {E}, {E, std::size_t(in.edge_value_heads)});
+    if (in.edge_value_heads != 1 && std::size_t(in.edge_value_heads) != H)
+      throw Error(path + ": edge values need shape [E] or [E,H] with H = " + std::to_string(H));
+  }
+  return in;
+}
+
+// ---- running -------------------------------------------------------------------------------
+
+// A forward on the default Kokkos execution space: plan and inputs set up once, run repeatable.
+class KokkosRun {
+ public:
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Mem = Exec::memory_space;
+
+  KokkosRun(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope)
+      : in_(in), scale_(scale), slope_(slope), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy),
+        beta_(detail::upload<float, Mem>("beta", in.beta)), w_(detail::upload<float, Mem>("edge_values", in.edge_values)),
+        out_("out", in.N, in.H, in.D) {
+    for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
+    if (in.edge_value_heads)
+      options_.edge_values = EdgeValues<Mem>(w_.data(), std::size_t(g.num_edges()), std::size_t(in.edge_value_heads));
+  }
+
+  Strategy strategy() const { return plan_.strategy(); }
+
+  void operator()() const {
+    switch (in_.kind) {
+      case ScoreKind::GT: attention(exec_, plan_, GT{scale_}, features(0), features(1), features(2), out_, options_); break;
+      case ScoreKind::AGNN:
+        attention(exec_, plan_, AGNN{}, features(0), HeadScalars<Mem>(beta_.data(), in_.beta.size()), out_, options_);
+        break;
+      case ScoreKind::GAT: attention(exec_, plan_, GAT{slope_}, scalars(0), scalars(1), features(2), out_, options_); break;
+      case ScoreKind::GATv2:
+        attention(exec_, plan_, GATv2{slope_}, features(0), features(1), HeadFeatures<Mem>(t_[2].data(), in_.H, in_.D),
+                  out_, options_);
+        break;
+    }
+    exec_.fence();
+  }
+
+  std::vector<float> output() const {
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out_);
+    return std::vector<float>(host.data(), host.data() + host.size());
+  }
+
+ private:
+  NodeFeatures<Mem> features(int i) const { return NodeFeatures<Mem>(t_[std::size_t(i)].data(), in_.N, in_.H, in_.D); }
+  NodeScalars<Mem> scalars(int i) const { return NodeScalars<Mem>(t_[std::size_t(i)].data(), in_.N, in_.H); }
+
+  const Inputs& in_;
+  float scale_, slope_;
+  Exec exec_;
+  Plan<Exec> plan_;
+  std::vector<Kokkos::View<float*, Mem>> t_;
+  Kokkos::View<float*, Mem> beta_, w_;
+  NodeOutput<Mem> out_;
+  Options<Mem> options_;
+};
+
+std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
+                              float slope, Strategy& used) {
+  const KokkosRun run(g, in, strategy, scale, slope);
+  used = run.strategy();
+  run();
+  return run.output();
+}
+
+std::vector<double> run_reference(const HostGraph& g, const Inputs& in, float scale, float slope) {
+  const HostEdgeValues w{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads};
+  const int H = int(in.H), D = int(in.D);
+  const auto& t = in.tensors;
+  switch (in.kind) {
+    case ScoreKind::GT: return reference_attention(g, H, D, GT{scale}, t[0].data(), t[1].data(), t[2].data(), w);
+    case ScoreKind::AGNN:
+      return reference_attention(g, H, D, AGNN{}, t[0].data(), in.beta.data(), int(in.beta.size()), w);
+    case ScoreKind::GAT: return reference_attention(g, H, D, GAT{slope}, t[0].data(), t[1].data(), t[2].data(), w);
+    case ScoreKind::GATv2:
+      return reference_attention(g, H, D, GATv2{slope}, t[0].data(), t[1].data(), t[2].data(), w);
+  }
+  return {};
+}
+
+int cmd_attention(int argc, char** argv) {
+  const Args a = parse_args(argc, argv, 2,
+                            {"graph", "nodes", "model", "heads", "dim", "q", "k", "v", "x", "beta", "el", "er",
+                             "slope", "xl", "xr", "a", "scale", "edge-values", "out", "strategy", "backend", "seed"},
+                            {"reference", "symmetrize"});
+  const HostGraph g = load_graph(a);
+  const Inputs in = load_inputs(a, g);
+  const Strategy strategy = parse_strategy(a.get("strategy", "auto"));
+  const float scale = a.real("scale", 0.0f), slope = a.real("slope", 0.2f);
+  if (scale != 0.0f && in.kind != ScoreKind::GT) throw Error("--scale applies to --model gt only");
+  std::string backend = a.get("backend", "auto");
+#ifdef DFGNN_ENABLE_CUDA
+  if (backend == "auto") backend = cuda::device_available() ? "cuda" : "kokkos";
+#else
+  if (backend == "auto") backend = "kokkos";
+#endif
+  Strategy used = strategy;
+  std::vector<float> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (backend == "kokkos") {
+    out = run_kokkos(g, in, strategy, scale, slope, used);
+  } else if (backend == "cuda") {
+#ifdef DFGNN_ENABLE_CUDA
+    out = run_cuda(g, in, strategy, scale, slope, used);
+#else
+    throw Error("--backend cuda: this dfgnn was built without DFGNN_ENABLE_CUDA");
+#endif
+  } else {
+    throw Error("unknown backend '" + backend + "' (expected auto, kokkos or cuda)");
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s N=%d E=%lld H=%zu D=%zu strategy=%s backend=%s time=%.3f ms (with transfers and planning)\n",
+              to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(used),
+              backend.c_str(), ms);
+  if (a.has("out"))
+    io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
+  if (a.flags.count("reference")) {
+    const double err = max_relative_error(out.data(), run_reference(g, in, scale, slope));
+    std::printf("max relative error vs float64 reference: %.3g\n", err);
+    if (!(err <= 1e-4)) {
+      std::fprintf(stderr, "dfgnn: error: relative error %.3g exceeds 1e-4\n", err);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int cmd_info(int argc, char** argv) {
+  const Args a = parse_args(argc, argv, 2, {"graph", "nodes", "model", "heads", "dim"}, {"symmetrize"});
+  const HostGraph g = load_graph(a);
+  const DegreeStats& s = g.stats;
+  std::printf("nodes %d\nedges %lld\nin-degree max %lld mean %.2f\nempty rows %d\nrows above %lld: %d\n",
+              g.num_nodes, (long long)g.num_edges(), (long long)s.max, s.mean, s.empty_rows,
+              (long long)s.threshold, s.above_threshold);
+  const ScoreKind kind = parse_score_kind(a.get("model", "gt"));
+  const long long H = a.integer("heads", 1), D = a.integer("dim", 64);
+  if (H < 1 || D < 1) throw Error("--heads and --dim must be >= 1");
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const Plan<Exec> plan(Exec(), Graph<Exec::memory_space>(g), kind, int(H), int(D));
+  std::printf("auto plan (%s, H=%lld, D=%lld, kokkos %s): %s\n", to_string(kind), H, D, Exec::name(),
+              to_string(plan.strategy()));
+  return 0;
+}
+
+int cmd_gen(int argc, char** argv) {
+  if (argc < 3) throw Error("gen needs a generator: rmat, sbm or knn");
+  const std::string what = argv[2];
+  const Args a = parse_args(argc, argv, 3, {"scale", "edge-factor", "kind", "graphs", "k", "seed", "out"}, {});
+  const std::uint64_t seed = std::uint64_t(a.integer("seed", 1));
+  const std::string out = a.need("out");
+  HostGraph g;
+  std::string params;
+  if (what == "rmat") {
+    const long long scale = a.integer("scale", 17), factor = a.integer("edge-factor", 64);
+    if (scale < 1 || scale > 30 || factor < 1) throw Error("rmat: need 1 <= --scale <= 30 and --edge-factor >= 1");
+    g = gen::rmat(int(scale), int(factor), 0.57, 0.19, 0.19, seed);
+    params = "rmat scale " + std::to_string(scale) + " edge-factor " + std::to_string(factor);
+  } else if (what == "sbm") {
+    const long long graphs = a.integer("graphs", 1024);
+    if (graphs < 1) throw Error("sbm: --graphs must be >= 1");
+    g = gen::sbm_batch(gen::parse_sbm_kind(a.get("kind", "pattern")), int(graphs), seed);
+    params = "sbm " + a.get("kind", "pattern") + " graphs " + std::to_string(graphs);
+  } else if (what == "knn") {
+    const long long graphs = a.integer("graphs", 1024), k = a.integer("k", 8);
+    if (graphs < 1 || k < 1) throw Error("knn: --graphs and --k must be >= 1");
+    g = gen::knn_batch(int(graphs), int(k), seed);
+    params = "knn graphs " + std::to_string(graphs) + " k " + std::to_string(k);
+  } else {
+    throw Error("unknown generator '" + what + "' (expected rmat, sbm or knn)");
+  }
+  gen::write_edge_list(out, g, params + " seed " + std::to_string(seed));
+  std::printf("%s: %d nodes, %lld edges, max in-degree %lld\n", out.c_str(), g.num_nodes,
+              (long long)g.num_edges(), (long long)g.stats.max);
+  return 0;
+}
+
+// Bytes a forward must move (anchors.md): each input read once, the output written once, the
+// CSR graph; the gather model adds one row read per edge for each gathered tensor.
+struct Traffic {
+  double compulsory = 0, gather = 0;
+};
+Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
+  const double N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
+  const double graph = (N + 1) * 8 + E * 4, features = N * H * D * 4;
+  switch (in.kind) {
+    case ScoreKind::GT: return {graph + 4 * features, graph + 4 * features + 2 * E * H * D * 4};
+    case ScoreKind::AGNN: return {graph + 2 * features, graph + 2 * features + E * H * D * 4};
+    case ScoreKind::GAT: return {graph + 2 * features + 2 * N * H * 4, graph + 2 * features + 2 * N * H * 4 + E * H * D * 4};
+    case ScoreKind::GATv2: return {graph + 3 * features + H * D * 4, graph + 3 * features + H * D * 4 + E * H * D * 4};
+  }
+  return {};
+}
+
+cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
+                        int warmup, int iters, Strategy& used, std::vector<float>& out) {
+  const KokkosRun run(g, in, strategy, scale, slope);
+  used = run.strategy();
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  out = run.output();
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front()};
+}
+
+int cmd_bench(int argc, char** argv) {
+  Args a = parse_args(argc, argv, 2,
+                      {"graph", "nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
+                       "json", "name", "seed", "slope", "scale"},
+                      {"symmetrize", "check"});
+  if (a.has("inputs"))
+    for (const char* name : {"q", "k", "v", "x", "el", "er", "xl", "xr", "a"}) {
+      const std::string path = a.get("inputs") + "/" + name + ".npy";
+      if (!a.has(name) && std::filesystem::exists(path)) a.values[name] = path;
+    }
+  const HostGraph g = load_graph(a);
+  const Inputs in = load_inputs(a, g);
+  const float scale = a.real("scale", 0.0f), slope = a.real("slope", 0.2f);
+  const int warmup = int(a.integer("warmup", 5)), iters = int(a.integer("iters", 20));
+  if (warmup < 0 || iters < 1) throw Error("--warmup must be >= 0 and --iters >= 1");
+  std::vector<Strategy> strategies;
+  const std::string list = a.get("strategy", "all");
+  if (list == "all") {
+    strategies = {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused};
+  } else {
+    for (std::size_t p = 0, q; p <= list.size(); p = q + 1) {
+      q = std::min(list.find(',', p), list.size());
+      strategies.push_back(parse_strategy(list.substr(p, q - p)));
+    }
+  }
+  const std::string backend = a.get("backend", "all");
+  std::vector<std::string> backends;
+#ifdef DFGNN_ENABLE_CUDA
+  if (backend == "all" || backend == "cuda") backends.push_back("cuda");
+#else
+  if (backend == "cuda") throw Error("--backend cuda: this dfgnn was built without DFGNN_ENABLE_CUDA");
+#endif
+  if (backend == "all" || backend == "kokkos") backends.push_back("kokkos");
+  if (backends.empty()) throw Error("unknown backend '" + backend + "' (expected cuda, kokkos or all)");
+  std::string device = std::string("kokkos ") + Kokkos::DefaultExecutionSpace::name();
+  double copy_gbs = 0;
+#ifdef DFGNN_ENABLE_CUDA
+  if (backends.front() == "cuda") device = cli::cuda_device_name(), copy_gbs = cli::cuda_copy_bandwidth();
+#endif
+  const Traffic bytes = forward_bytes(g, in);
+  const std::vector<double> ref = a.flags.count("check") ? run_reference(g, in, scale, slope) : std::vector<double>{};
+  std::FILE* json = a.has("json") ? std::fopen(a.get("json").c_str(), "a") : nullptr;
+  if (a.has("json") && !json) throw Error(a.get("json") + ": cannot open for writing");
+  std::printf("%s | %s N=%d E=%lld H=%zu D=%zu | copy %.0f GB/s\n", device.c_str(), to_string(in.kind), g.num_nodes,
+              (long long)g.num_edges(), in.H, in.D, copy_gbs);
+  std::printf("%-7s %-8s %-8s %10s %10s %12s %12s %10s\n", "backend", "strategy", "resolved", "median ms", "min ms",
+              "compulsory", "gather", "max err");
+  for (const std::string& b : backends)
+    for (Strategy s : strategies) {
+      Strategy used = s;
+      std::vector<float> out;
+      cli::Timing t;
+#ifdef DFGNN_ENABLE_CUDA
+      if (b == "cuda") t = cli::time_cuda(g, in, s, scale, slope, warmup, iters, used, &out);
+#endif
+      if (b == "kokkos") t = time_kokkos(g, in, s, scale, slope, warmup, iters, used, out);
+      const double err = ref.empty() ? -1.0 : max_relative_error(out.data(), ref);
+      const double comp = copy_gbs > 0 ? bytes.compulsory / (t.median_ms * 1e6) / copy_gbs : 0;
+      const double gath = copy_gbs > 0 ? bytes.gather / (t.median_ms * 1e6) / copy_gbs : 0;
+      std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g\n", b.c_str(), to_string(s), to_string(used),
+                  t.median_ms, t.min_ms, 100 * comp, 100 * gath, err);
+      if (json)
+        std::fprintf(json,
+                     "{\"name\": \"%s\", \"device\": \"%s\", \"commit\": \"%s\", \"model\": \"%s\", \"N\": %d, "
+                     "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"backend\": \"%s\", \"strategy\": \"%s\", "
+                     "\"resolved\": \"%s\", \"pass\": \"fwd\", \"ms\": %.6f, \"min_ms\": %.6f, "
+                     "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
+                     "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g}\n",
+                     a.get("name", a.get("graph")).c_str(), device.c_str(), DFGNN_GIT_COMMIT, to_string(in.kind),
+                     g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used),
+                     t.median_ms, t.min_ms, bytes.compulsory, bytes.gather, copy_gbs, comp, gath, err);
+      if (!ref.empty() && !(err <= 1e-4)) {
+        std::fprintf(stderr, "dfgnn: error: %s %s output differs from the reference (%.3g)\n", b.c_str(),
+                     to_string(used), err);
+        return 1;
+      }
+    }
+  if (json) std::fclose(json);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd.empty() || cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, cmd.empty() ? stderr : stdout);
+    return cmd.empty() ? 2 : 0;
+  }
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  try {
+    if (cmd == "attention") return cmd_attention(argc, argv);
+    if (cmd == "info") return cmd_info(argc, argv);
+    if (cmd == "gen") return cmd_gen(argc, argv);
+    if (cmd == "bench") return cmd_bench(argc, argv);
+    throw Error("unknown command '" + cmd + "' (expected attention, info, gen or bench; see dfgnn --help)");
+  } catch (const Error& e) {
+    std::fprintf(stderr, "dfgnn: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dfgnn: failure: %s\n", e.what());
+    return 1;
+  }
+}
