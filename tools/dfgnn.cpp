@@ -511,7 +511,10 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, cmd.empty() ? stderr : stdout);
     return cmd.empty() ? 2 : 0;
   }
-  Kokkos::ScopeGuard kokkos(argc, argv);
+  // Kokkos gets no arguments: its own options (--threads, --help, ...) would bypass dfgnn's
+  // checks. Its environment variables (KOKKOS_NUM_THREADS, ...) still apply.
+  int kokkos_argc = 1;
+  Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
   try {
     if (cmd == "attention") return cmd_attention(argc, argv);
     if (cmd == "info") return cmd_info(argc, argv);

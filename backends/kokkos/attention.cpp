@@ -61,17 +61,22 @@ struct Checker {
   void scalars(const char* name, const View& t) const { expect_shape(name, t, {N, H}, "[N,H]"); }
   template <class View>
   void head_vector(const char* name, const View& t) const {
-    if (t.extent(0) != 1 && t.extent(0) != H)
+    if ((t.extent(0) != 1 && t.extent(0) != H) || !t.data())
       throw Error(std::string("attention: ") + name + " has " + std::to_string(t.extent(0)) +
-                  " entries, expected 1 or H = " + std::to_string(H));
+                  (t.data() ? "" : " unallocated") + " entries, expected 1 or H = " + std::to_string(H));
   }
   template <class Out>
   void options(const Options<typename Exec::memory_space>& o, const Out& out) const {
     const auto& w = o.edge_values;
     const std::size_t E = std::size_t(plan.graph().num_edges());
-    if ((w.data() || w.size()) && (w.extent(0) != E || (w.extent(1) != 1 && w.extent(1) != H)))
-      throw Error("attention: edge_values has shape " + shape_of(w) + ", expected [E,1] or [E,H] with E = " +
-                  std::to_string(E) + ", H = " + std::to_string(H));
+    if (w.data() || w.size()) {
+      if (!w.data() && E > 0)
+        throw Error("attention: edge_values has shape " + shape_of(w) + " but no data");
+      if (w.extent(0) != E || (w.extent(1) != 1 && w.extent(1) != H))
+        throw Error("attention: edge_values has shape " + shape_of(w) + ", expected [E,1] or [E,H] with E = " +
+                    std::to_string(E) + ", H = " + std::to_string(H));
+      expect_disjoint(out, "edge_values", w);
+    }
     if (o.logsumexp.data() || o.logsumexp.size()) {
       scalars("logsumexp", o.logsumexp);
       expect_disjoint(out, "logsumexp", o.logsumexp);
@@ -147,7 +152,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
   const Checker<Exec> check(plan, ScoreKind::AGNN);
   check.features("X", X), check.features("out", out), check.head_vector("beta", beta);
   check.options(options, out);
-  expect_disjoint(out, "X", X);
+  expect_disjoint(out, "X", X), expect_disjoint(out, "beta", beta);
   dispatch(exec, plan, problem(plan, out, options),
            kokkos_impl::CosineScore<typename Exec::memory_space>{X, inverse_norms(exec, plan, X), beta});
 }
