@@ -1,0 +1,385 @@
+// The dfgnn command-line tool, run as a child process: attention round trips through .npy files
+// against the float64 reference, Cora end to end, `info`, `gen`, and every user error (exit 2,
+// one line on stderr naming the problem).
+
+#include "graphs.hpp"
+
+#include <dfgnn/csr.hpp>
+#include <dfgnn/io.hpp>
+#include <dfgnn/reference.hpp>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using namespace dfgnn;
+
+namespace {
+
+struct Result {
+  int code = -1;  ///< exit status; 128 + signal when killed
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+std::string cora() { return quote(std::string(DFGNN_SOURCE_DIR) + "/data/cora.tsv.gz"); }
+
+/// A tiny graph with a self loop, a duplicate edge and an empty row (node 6 only sends).
+/// Edge i is kSrc[i] -> kDst[i]; node count 7 = max id + 1.
+const std::vector<node_t> kSrc{0, 1, 2, 3, 1, 2, 4, 5, 6, 0, 3, 4, 2, 6};
+const std::vector<node_t> kDst{1, 0, 1, 1, 1, 1, 3, 3, 2, 4, 4, 5, 0, 0};
+constexpr node_t kNodes = 7;
+
+/// One attention run on the tiny graph from .npy inputs.
+struct RoundTrip {
+  std::string model;    // gt | agnn | gat | gatv2
+  int H = 2, D = 3;
+  bool flat = false;    // features as [N,H*D] (and a as [H*D]) instead of [N,H,D]
+  int edge_values = 0;  // 0: none; 1: [E]; H: [E,H]
+  std::string extra;    // further options (--scale, --slope, --beta, --strategy, --symmetrize)
+  float scale = 0.0f, slope = 0.2f;
+  std::vector<float> beta{1.0f};
+  bool symmetrize = false;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    dir_ = fs::temp_directory_path() /
+           ("dfgnn_cli_test_" + std::to_string(stamp) + "_" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path(name), std::ios::binary) << text;
+    return path(name);
+  }
+
+  std::string npy(const std::string& name, const std::vector<std::int64_t>& shape, const std::vector<float>& data) const {
+    io::write_npy_f32(path(name), shape, data.data());
+    return path(name);
+  }
+
+  /// The tiny graph as an edge list, with a comment, a blank line and mixed separators.
+  std::string tiny_graph() const {
+    std::string text = "# tiny test graph\n\n";
+    for (std::size_t i = 0; i < kSrc.size(); ++i)
+      text += std::to_string(kSrc[i]) + (i % 3 == 0 ? "," : i % 3 == 1 ? "\t" : " ") + std::to_string(kDst[i]) + "\n";
+    return write("tiny.txt", text);
+  }
+
+  /// Runs `dfgnn <args>` with stdout and stderr captured in files.
+  Result run(const std::string& args) const {
+    const std::string out = path("stdout.txt"), err = path("stderr.txt");
+    const std::string cmd = quote(DFGNN_CLI) + " " + args + " >" + quote(out) + " 2>" + quote(err);
+    const int status = std::system(cmd.c_str());
+    Result r;
+    if (status != -1 && WIFEXITED(status)) r.code = WEXITSTATUS(status);
+    else if (status != -1 && WIFSIGNALED(status)) r.code = 128 + WTERMSIG(status);
+    r.out = slurp(out);
+    r.err = slurp(err);
+    return r;
+  }
+
+  /// Expects exit code 2 and exactly one "dfgnn: error: ..." line on stderr containing every fragment.
+  void expect_user_error(const std::string& args, const std::vector<std::string>& fragments) const {
+    SCOPED_TRACE("dfgnn " + args);
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 2) << "stdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(!r.err.empty() && r.err.back() == '\n') << r.err;
+    EXPECT_EQ(r.err.rfind("dfgnn: error: ", 0), 0u) << r.err;
+    for (const std::string& f : fragments) EXPECT_NE(r.err.find(f), std::string::npos) << "'" << f << "' not in: " << r.err;
+  }
+
+  /// Runs c through the CLI and compares out.npy with the float64 reference.
+  void round_trip(const RoundTrip& c) const {
+    SCOPED_TRACE(c.model + " H" + std::to_string(c.H) + " D" + std::to_string(c.D) + (c.flat ? " flat" : "") +
+                 " edge values " + std::to_string(c.edge_values) + " " + c.extra);
+    std::vector<node_t> src = kSrc, dst = kDst;
+    if (c.symmetrize) symmetrize(src, dst);
+    const HostGraph g = graph_from_edges(kNodes, src, dst);
+    const std::int64_t N = kNodes, H = c.H, D = c.D, E = g.num_edges();
+    using Shape = std::vector<std::int64_t>;
+    const Shape f3 = c.flat ? Shape{N, H * D} : Shape{N, H, D};
+    const Shape f2 = H == 1 ? Shape{N} : Shape{N, H};
+    const Shape fa = c.flat ? Shape{H * D} : Shape{H, D};
+    const std::size_t nf = std::size_t(N * H * D), ns = std::size_t(N * H);
+    const auto A = test::random_values(nf, 11), B = test::random_values(nf, 12), C = test::random_values(nf, 13);
+    const auto L = test::random_values(ns, 14), R = test::random_values(ns, 15);
+    auto a = test::random_values(std::size_t(H * D), 16);
+    for (float& x : a) x /= std::sqrt(float(D));
+    const auto W = test::random_values(std::size_t(E * c.edge_values), 17, 0.1f, 2.0f);
+
+    const std::string out_path = path("out.npy");
+    std::error_code ec;
+    fs::remove(out_path, ec);
+    std::string args = "attention --graph " + quote(tiny_graph()) + " --model " + c.model + " --heads " +
+                       std::to_string(H) + " --out " + quote(out_path) + " " + c.extra;
+    if (c.symmetrize) args += " --symmetrize";
+    if (c.edge_values == 1) args += " --edge-values " + quote(npy("w.npy", {E}, W));
+    if (c.edge_values > 1) args += " --edge-values " + quote(npy("w.npy", {E, c.edge_values}, W));
+    const HostEdgeValues hw{c.edge_values ? W.data() : nullptr, c.edge_values};
+    std::vector<double> ref;
+    if (c.model == "gt") {
+      args += " --q " + quote(npy("q.npy", f3, A)) + " --k " + quote(npy("k.npy", f3, B)) + " --v " +
+              quote(npy("v.npy", f3, C));
+      ref = reference_attention(g, c.H, c.D, GT{c.scale}, A.data(), B.data(), C.data(), hw);
+    } else if (c.model == "agnn") {
+      args += " --x " + quote(npy("x.npy", f3, A));
+      ref = reference_attention(g, c.H, c.D, AGNN{}, A.data(), c.beta.data(), int(c.beta.size()), hw);
+    } else if (c.model == "gat") {
+      args += " --el " + quote(npy("el.npy", f2, L)) + " --er " + quote(npy("er.npy", f2, R)) + " --v " +
+              quote(npy("v.npy", f3, C));
+      ref = reference_attention(g, c.H, c.D, GAT{c.slope}, L.data(), R.data(), C.data(), hw);
+    } else {
+      args += " --xl " + quote(npy("xl.npy", f3, A)) + " --xr " + quote(npy("xr.npy", f3, B)) + " --a " +
+              quote(npy("a.npy", fa, a));
+      ref = reference_attention(g, c.H, c.D, GATv2{c.slope}, A.data(), B.data(), a.data(), hw);
+    }
+
+    const Result r = run(args);
+    ASSERT_EQ(r.code, 0) << "dfgnn " << args << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_TRUE(r.err.empty()) << r.err;
+    const std::string dims = "N=" + std::to_string(N) + " E=" + std::to_string(E) + " H=" + std::to_string(H) +
+                             " D=" + std::to_string(D);
+    EXPECT_NE(r.out.find(dims), std::string::npos) << "'" << dims << "' not in: " << r.out;
+    const io::Array out = io::read_npy_f32(out_path);
+    ASSERT_EQ(out.shape, (Shape{N, H, D}));
+    ASSERT_EQ(out.data.size(), ref.size());
+    EXPECT_LT(max_relative_error(out.data.data(), ref), 1e-5);
+  }
+
+  fs::path dir_;
+};
+
+// ---- attention round trips -----------------------------------------------------------------
+
+TEST_F(CliTest, RoundTripEveryModel) {
+  round_trip({"gt"});
+  round_trip({"agnn", 2, 3, false, 0, "--beta 0.5,2", 0.0f, 0.2f, {0.5f, 2.0f}});
+  round_trip({"gat"});
+  round_trip({"gatv2"});
+}
+
+TEST_F(CliTest, RoundTripModelParameters) {
+  round_trip({"gt", 2, 3, false, 0, "--scale 0.25", 0.25f});
+  round_trip({"agnn", 3, 4, false, 0, "--beta 1.5", 0.0f, 0.2f, {1.5f}});
+  round_trip({"gat", 2, 3, false, 0, "--slope 0.05", 0.0f, 0.05f});
+  round_trip({"gatv2", 2, 3, false, 0, "--slope 0.3", 0.0f, 0.3f});
+}
+
+TEST_F(CliTest, RoundTripEdgeValues) {
+  for (const std::string model : {"gt", "agnn", "gat", "gatv2"}) {
+    round_trip({model, 2, 3, false, 1});  // [E]
+    round_trip({model, 2, 3, false, 2});  // [E,H]
+  }
+}
+
+TEST_F(CliTest, RoundTripFlatFeatureFiles) {
+  for (const std::string model : {"gt", "agnn", "gat", "gatv2"}) round_trip({model, 2, 5, true});
+  // One head: el / er as [N].
+  round_trip({"gat", 1, 4, true, 1});
+}
+
+TEST_F(CliTest, RoundTripEveryStrategyAndSymmetrize) {
+  for (const std::string strategy : {"smmf", "pmf", "unfused"}) {
+    round_trip({"gt", 2, 3, false, 2, "--strategy " + strategy});
+    round_trip({"gatv2", 2, 3, false, 0, "--strategy " + strategy});
+  }
+  RoundTrip sym{"gat", 2, 3};
+  sym.symmetrize = true;
+  round_trip(sym);
+}
+
+// ---- Cora ----------------------------------------------------------------------------------
+
+TEST_F(CliTest, CoraEveryModelAndStrategy) {
+  for (const std::string model : {"gt", "agnn", "gat", "gatv2"}) {
+    for (const std::string strategy : {"auto", "smmf", "pmf", "unfused"}) {
+      const std::string args = "attention --graph " + cora() + " --symmetrize --model " + model +
+                               " --heads 2 --dim 8 --strategy " + strategy + " --reference";
+      SCOPED_TRACE(args);
+      const Result r = run(args);
+      EXPECT_EQ(r.code, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("max relative error"), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("N=2708 E=10556 H=2 D=8"), std::string::npos) << r.out;
+      if (strategy != "auto") EXPECT_NE(r.out.find("strategy=" + strategy), std::string::npos) << r.out;
+    }
+  }
+}
+
+TEST_F(CliTest, InfoOnCora) {
+  const Result r = run("info --graph " + cora() + " --symmetrize");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("nodes 2708\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("edges 10556\n"), std::string::npos) << r.out;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  // Without --symmetrize the file's own edges (fewer).
+  const Result raw = run("info --graph " + cora());
+  ASSERT_EQ(raw.code, 0) << raw.err;
+  EXPECT_EQ(raw.out.find("edges 10556\n"), std::string::npos) << raw.out;
+}
+
+// ---- gen -----------------------------------------------------------------------------------
+
+/// The integer after "# <key> " in a generated edge list's header, or -1.
+long long header_value(const std::string& text, const std::string& key) {
+  const std::string tag = "# " + key + " ";
+  const auto at = text.find(tag);
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + tag.size()));
+}
+
+TEST_F(CliTest, GenThenInfo) {
+  for (const std::string file : {"sbm.txt", "knn.txt.gz"}) {
+    SCOPED_TRACE(file);
+    const std::string f = path(file);
+    const Result gen = run(file == "sbm.txt" ? "gen sbm --graphs 4 --out " + quote(f)
+                                             : "gen knn --graphs 3 --k 5 --seed 2 --out " + quote(f));
+    ASSERT_EQ(gen.code, 0) << gen.err;
+    ASSERT_TRUE(fs::exists(f));
+    // The counts as the library reads the (possibly gzipped) file, and as its header states.
+    const io::EdgeList list = io::read_graph(f);
+    const long long edges = static_cast<long long>(list.src.size());
+    long long nodes = list.num_nodes;
+    if (file == "sbm.txt") {
+      const std::string text = slurp(f);
+      EXPECT_EQ(header_value(text, "edges"), edges);
+      nodes = header_value(text, "nodes");
+      ASSERT_GE(nodes, list.num_nodes) << text.substr(0, 300);
+    }
+    EXPECT_GT(edges, 0);
+    const Result info = run("info --graph " + quote(f) + " --nodes " + std::to_string(nodes));
+    ASSERT_EQ(info.code, 0) << info.err;
+    EXPECT_NE(info.out.find("nodes " + std::to_string(nodes) + "\n"), std::string::npos) << info.out;
+    EXPECT_NE(info.out.find("edges " + std::to_string(edges) + "\n"), std::string::npos) << info.out;
+    // And without --nodes: the same edges.
+    const Result plain = run("info --graph " + quote(f));
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    EXPECT_NE(plain.out.find("edges " + std::to_string(edges) + "\n"), std::string::npos) << plain.out;
+  }
+}
+
+// ---- help and user errors ------------------------------------------------------------------
+
+TEST_F(CliTest, Help) {
+  const Result r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("usage:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dfgnn attention"), std::string::npos) << r.out;
+  const Result none = run("");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("usage:"), std::string::npos) << none.err;
+}
+
+TEST_F(CliTest, GraphFileErrors) {
+  const std::string missing = path("no_such_graph.txt");
+  expect_user_error("info --graph " + quote(missing), {"no_such_graph.txt", "cannot open"});
+  expect_user_error("attention --graph " + quote(missing) + " --model gt", {"no_such_graph.txt"});
+
+  const std::string token = write("token.txt", "0 1\n1 2\n2 x3\n");
+  expect_user_error("info --graph " + quote(token), {"token.txt:3:", "x3"});
+  expect_user_error("attention --graph " + quote(token) + " --model gat --dim 4", {"token.txt:3:", "x3"});
+
+  const std::string negative = write("negative.txt", "0 1\n# comment\n-4 2\n");
+  expect_user_error("info --graph " + quote(negative), {"negative.txt:3:", "negative", "-4"});
+
+  const std::string big = write("big.txt", "0 1\n5 2\n");
+  expect_user_error("info --graph " + quote(big) + " --nodes 4", {"big.txt:2:", "5", ">= num_nodes 4"});
+  EXPECT_EQ(run("info --graph " + quote(big) + " --nodes 6").code, 0);
+
+  const std::string few = write("few.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 4\n1 2\n2 3\n");
+  expect_user_error("info --graph " + quote(few), {"few.mtx", "expected 4 entries, found 2"});
+  const std::string many = write("many.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n");
+  expect_user_error("info --graph " + quote(many), {"many.mtx:4:", "more entries"});
+  const std::string good = write("good.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n");
+  const Result ok = run("info --graph " + quote(good));
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("nodes 3\nedges 2\n"), std::string::npos) << ok.out;
+}
+
+TEST_F(CliTest, TensorFileErrors) {
+  const std::string g = quote(tiny_graph());
+  const std::int64_t N = kNodes, H = 2, D = 3, E = std::int64_t(kSrc.size());
+  const auto v = test::random_values(std::size_t((N + 1) * H * (D + 1)), 3);
+  const std::string base = "attention --graph " + g + " --model gt --heads 2";
+  expect_user_error(base + " --q " + quote(npy("q.npy", {N + 1, H, D}, v)), {"q.npy", "shape"});
+  expect_user_error(base + " --q " + quote(npy("q.npy", {N, H * D + 1}, v)), {"q.npy", "shape"});
+  // q fixes D = 3; a k of another width is named.
+  expect_user_error(base + " --q " + quote(npy("q.npy", {N, H, D}, v)) + " --k " + quote(npy("k.npy", {N, H, D + 1}, v)),
+                    {"k.npy", "shape"});
+
+  // A .npy file cut short inside its data.
+  const std::string q = npy("trunc.npy", {N, H, D}, v);
+  fs::resize_file(q, fs::file_size(q) - 6);
+  expect_user_error(base + " --q " + quote(q), {"trunc.npy", "truncated"});
+
+  // Edge values: wrong edge count, wrong head count.
+  expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E + 1}, v)), {"w.npy", std::to_string(E)});
+  expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E - 1, H}, v)), {"w.npy", std::to_string(E)});
+  expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E, 3}, v)), {"w.npy", "H = 2"});
+
+  // GAT's el of the wrong node count; GATv2's a of the wrong width.
+  expect_user_error("attention --graph " + g + " --model gat --heads 2 --dim 3 --el " + quote(npy("el.npy", {N - 1, H}, v)),
+                    {"el.npy", "shape"});
+  expect_user_error("attention --graph " + g + " --model gatv2 --heads 2 --dim 3 --a " + quote(npy("a.npy", {H, D + 1}, v)),
+                    {"a.npy", "shape"});
+}
+
+TEST_F(CliTest, OptionErrors) {
+  const std::string g = quote(tiny_graph());
+  const std::string base = "attention --graph " + g;
+  expect_user_error(base + " --model gcn", {"gcn"});
+  expect_user_error(base + " --model gt --strategy fastest", {"strategy", "fastest"});
+  expect_user_error(base + " --model gt --colour red", {"unknown option --colour"});
+  expect_user_error(base + " --model gt --heads 0", {"--heads", ">= 1"});
+  expect_user_error(base + " --model gt --heads -3", {"--heads", ">= 1"});
+  expect_user_error(base + " --model gt --heads two", {"--heads", "'two'", "not an integer"});
+  expect_user_error(base + " --model gt --dim 0", {"--dim", ">= 1"});
+  expect_user_error(base + " --model agnn --heads 2 --beta 1,2,3", {"--beta", "3 values", "H = 2"});
+  expect_user_error(base + " --model agnn --heads 2 --beta 1,abc", {"--beta", "abc"});
+  expect_user_error(base + " --model gat --scale 2", {"--scale"});
+  expect_user_error(base + " --model gt --heads", {"--heads", "needs a value"});
+  expect_user_error(base + " --model gt stray", {"unexpected argument 'stray'"});
+  expect_user_error("attention --model gt --heads 2", {"missing --graph"});
+  expect_user_error("attention --graph " + g, {"missing --model"});
+  expect_user_error("info --model gt", {"missing --graph"});
+  expect_user_error("frobnicate --graph " + g, {"unknown command", "frobnicate"});
+  expect_user_error("gen", {"gen needs a generator"});
+  expect_user_error("gen tree --out " + quote(path("t.txt")), {"unknown generator", "tree"});
+  expect_user_error("gen sbm --graphs 0 --out " + quote(path("t.txt")), {"--graphs"});
+}
+
+TEST_F(CliTest, KokkosLookalikeOptions) {
+  const std::string g = quote(tiny_graph());
+  expect_user_error("info --graph " + g + " --threads 2", {"--threads"});
+  expect_user_error("info --graph " + g + " --help", {"--help"});
+}
+
+}  // namespace

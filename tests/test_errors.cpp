@@ -1,0 +1,385 @@
+// Argument checking of the public attention overloads and of Plan: every wrong shape, a plan
+// of another model, an output overlapping an input -> dfgnn::Error naming the argument.
+
+#include "graphs.hpp"
+
+#include <dfgnn/attention.hpp>
+#include <dfgnn/reference.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+using View1 = Kokkos::View<float*, Kokkos::LayoutRight, Mem>;
+using View2 = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
+using View3 = Kokkos::View<float***, Kokkos::LayoutRight, Mem>;
+using Shape2 = std::array<std::size_t, 2>;
+using Shape3 = std::array<std::size_t, 3>;
+
+/// The message of the dfgnn::Error thrown by f ("" and a failure when none is thrown).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected dfgnn::Error, got another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected dfgnn::Error, nothing was thrown";
+  return "";
+}
+
+/// Expects f to throw a one-line dfgnn::Error containing every fragment.
+template <class F>
+void expect_error(F&& f, const std::vector<std::string>& fragments) {
+  const std::string msg = error_of(f);
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  for (const std::string& frag : fragments)
+    EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
+}
+
+/// Views filled with values in [-1, 1] (never all zero, so a cosine is defined).
+View1 filled1(std::size_t n, unsigned seed) {
+  View1 v("t1", n);
+  const auto h = Kokkos::create_mirror_view(v);
+  const auto r = test::random_values(n, seed, 0.5f, 1.5f);
+  for (std::size_t i = 0; i < n; ++i) h(i) = r[i];
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+/// Owns every allocation a test makes, so unmanaged views into them stay valid.
+class ErrorsTest : public ::testing::Test {
+ protected:
+  static constexpr std::size_t N = 13, H = 2, D = 3;
+
+  ErrorsTest() : host_(test::random_graph(node_t(N), 60, 7)), graph_(host_) {}
+
+  std::size_t E() const { return std::size_t(host_.num_edges()); }
+
+  const Plan<Exec>& plan(ScoreKind kind) {
+    plans_.emplace_back(std::make_unique<Plan<Exec>>(exec_, graph_, kind, int(H), int(D)));
+    return *plans_.back();
+  }
+
+  View1 buffer(std::size_t n) {
+    buffers_.push_back(filled1(n, unsigned(buffers_.size()) + 1));
+    return buffers_.back();
+  }
+  NodeFeatures<Mem> f3(Shape3 s = {N, H, D}) { return View3(buffer(s[0] * s[1] * s[2]).data(), s[0], s[1], s[2]); }
+  NodeOutput<Mem> out3(Shape3 s = {N, H, D}) { return View3(buffer(s[0] * s[1] * s[2]).data(), s[0], s[1], s[2]); }
+  NodeScalars<Mem> f2(Shape2 s = {N, H}) { return View2(buffer(s[0] * s[1]).data(), s[0], s[1]); }
+  HeadFeatures<Mem> a2(Shape2 s = {H, D}) { return View2(buffer(s[0] * s[1]).data(), s[0], s[1]); }
+  HeadScalars<Mem> beta(std::size_t n = H) { return buffer(n); }
+  /// Options carrying edge values of shape s.
+  Options<Mem> w(Shape2 s) {
+    Options<Mem> o;
+    o.edge_values = View2(buffer(s[0] * s[1]).data(), s[0], s[1]);
+    return o;
+  }
+
+  /// Shapes that differ from the right one in exactly one of N, H, D (up and down).
+  static std::vector<Shape3> wrong3() {
+    return {{N + 1, H, D}, {N - 1, H, D}, {N, H + 1, D}, {N, H - 1, D}, {N, H, D + 1}, {N, H, D - 1}};
+  }
+  static std::vector<Shape2> wrong2() { return {{N + 1, H}, {N - 1, H}, {N, H + 1}, {N, H - 1}}; }
+  static std::vector<Shape2> wrong_a() { return {{H + 1, D}, {H - 1, D}, {H, D + 1}, {H, D - 1}, {D, H}}; }
+  /// Edge values of the wrong edge count or head count.
+  std::vector<Shape2> wrong_w() const { return {{E() + 1, 1}, {E() - 1, 1}, {E() - 1, H}, {E(), H + 1}, {1, 1}}; }
+
+  static std::string str(const Shape3& s) {
+    return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) + "]";
+  }
+  static std::string str(const Shape2& s) { return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "]"; }
+
+  Exec exec_;
+  HostGraph host_;
+  Graph<Mem> graph_;
+  std::vector<std::unique_ptr<Plan<Exec>>> plans_;
+  std::vector<View1> buffers_;
+};
+
+// ---- GT ------------------------------------------------------------------------------------
+
+TEST_F(ErrorsTest, GtFeatureShapes) {
+  const auto& p = plan(ScoreKind::GT);
+  for (const Shape3& s : wrong3()) {
+    SCOPED_TRACE(str(s));
+    const std::string got = "shape " + str(s);
+    expect_error([&] { attention(exec_, p, GT{}, f3(s), f3(), f3(), out3()); }, {"Q has", got, "[N,H,D]"});
+    expect_error([&] { attention(exec_, p, GT{}, f3(), f3(s), f3(), out3()); }, {"K has", got});
+    expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(s), out3()); }, {"V has", got});
+    expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), out3(s)); }, {"out has", got});
+  }
+}
+
+TEST_F(ErrorsTest, GtEdgeValues) {
+  const auto& p = plan(ScoreKind::GT);
+  for (const Shape2& s : wrong_w()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), w(s)); },
+                 {"edge_values", str(s), "E = " + std::to_string(E())});
+  }
+}
+
+TEST_F(ErrorsTest, GtOutputAliasingAnInput) {
+  const auto& p = plan(ScoreKind::GT);
+  const NodeOutput<Mem> shared = out3();
+  expect_error([&] { attention(exec_, p, GT{}, shared, f3(), f3(), shared); }, {"out overlaps Q"});
+  expect_error([&] { attention(exec_, p, GT{}, f3(), shared, f3(), shared); }, {"out overlaps K"});
+  expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), shared, shared); }, {"out overlaps V"});
+  // Partial overlap: out starts half-way into V's allocation.
+  const View1 big = buffer(2 * N * H * D);
+  const NodeFeatures<Mem> v(big.data(), N, H, D);
+  const NodeOutput<Mem> tail(big.data() + N * H * D / 2, N, H, D);
+  expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), v, tail); }, {"out overlaps V"});
+  // The same allocation, but disjoint halves: fine.
+  const NodeOutput<Mem> after(big.data() + N * H * D, N, H, D);
+  EXPECT_NO_THROW(attention(exec_, p, GT{}, f3(), f3(), v, after));
+  exec_.fence();
+}
+
+TEST_F(ErrorsTest, GtNullDataWithTheRightShape) {
+  const auto& p = plan(ScoreKind::GT);
+  const NodeFeatures<Mem> null(nullptr, N, H, D);
+  expect_error([&] { attention(exec_, p, GT{}, null, f3(), f3(), out3()); }, {"Q has"});
+  expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), NodeOutput<Mem>(nullptr, N, H, D)); }, {"out has"});
+}
+
+// ---- AGNN ----------------------------------------------------------------------------------
+
+TEST_F(ErrorsTest, AgnnShapes) {
+  const auto& p = plan(ScoreKind::AGNN);
+  for (const Shape3& s : wrong3()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, AGNN{}, f3(s), beta(), out3()); }, {"X has", "shape " + str(s)});
+    expect_error([&] { attention(exec_, p, AGNN{}, f3(), beta(), out3(s)); }, {"out has", "shape " + str(s)});
+  }
+  for (std::size_t n : {std::size_t(0), H + 1, 2 * H}) {
+    SCOPED_TRACE(n);
+    expect_error([&] { attention(exec_, p, AGNN{}, f3(), beta(n), out3()); },
+                 {"beta", std::to_string(n) + " entries", "1 or H = " + std::to_string(H)});
+  }
+  for (const Shape2& s : wrong_w()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, AGNN{}, f3(), beta(), out3(), w(s)); }, {"edge_values", str(s)});
+  }
+}
+
+TEST_F(ErrorsTest, AgnnOutputAliasingX) {
+  const auto& p = plan(ScoreKind::AGNN);
+  const NodeOutput<Mem> shared = out3();
+  expect_error([&] { attention(exec_, p, AGNN{}, shared, beta(), shared); }, {"out overlaps X"});
+}
+
+// ---- GAT -----------------------------------------------------------------------------------
+
+TEST_F(ErrorsTest, GatShapes) {
+  const auto& p = plan(ScoreKind::GAT);
+  for (const Shape2& s : wrong2()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, GAT{}, f2(s), f2(), f3(), out3()); }, {"el has", "shape " + str(s), "[N,H]"});
+    expect_error([&] { attention(exec_, p, GAT{}, f2(), f2(s), f3(), out3()); }, {"er has", "shape " + str(s)});
+  }
+  for (const Shape3& s : wrong3()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, GAT{}, f2(), f2(), f3(s), out3()); }, {"V has", "shape " + str(s)});
+    expect_error([&] { attention(exec_, p, GAT{}, f2(), f2(), f3(), out3(s)); }, {"out has", "shape " + str(s)});
+  }
+  for (const Shape2& s : wrong_w()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, GAT{}, f2(), f2(), f3(), out3(), w(s)); }, {"edge_values", str(s)});
+  }
+}
+
+TEST_F(ErrorsTest, GatOutputAliasingAnInput) {
+  const auto& p = plan(ScoreKind::GAT);
+  const NodeOutput<Mem> o = out3();
+  // el / er living inside out's allocation.
+  const NodeScalars<Mem> inside(o.data() + 1, N, H);
+  expect_error([&] { attention(exec_, p, GAT{}, inside, f2(), f3(), o); }, {"out overlaps el"});
+  expect_error([&] { attention(exec_, p, GAT{}, f2(), inside, f3(), o); }, {"out overlaps er"});
+  expect_error([&] { attention(exec_, p, GAT{}, f2(), f2(), o, o); }, {"out overlaps V"});
+}
+
+// ---- GATv2 ---------------------------------------------------------------------------------
+
+TEST_F(ErrorsTest, Gatv2Shapes) {
+  const auto& p = plan(ScoreKind::GATv2);
+  for (const Shape3& s : wrong3()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, GATv2{}, f3(s), f3(), a2(), out3()); }, {"XL has", "shape " + str(s)});
+    expect_error([&] { attention(exec_, p, GATv2{}, f3(), f3(s), a2(), out3()); }, {"XR has", "shape " + str(s)});
+    expect_error([&] { attention(exec_, p, GATv2{}, f3(), f3(), a2(), out3(s)); }, {"out has", "shape " + str(s)});
+  }
+  for (const Shape2& s : wrong_a()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, GATv2{}, f3(), f3(), a2(s), out3()); }, {"a has", "shape " + str(s), "[H,D]"});
+  }
+  for (const Shape2& s : wrong_w()) {
+    SCOPED_TRACE(str(s));
+    expect_error([&] { attention(exec_, p, GATv2{}, f3(), f3(), a2(), out3(), w(s)); }, {"edge_values", str(s)});
+  }
+}
+
+TEST_F(ErrorsTest, Gatv2OutputAliasingAnInput) {
+  const auto& p = plan(ScoreKind::GATv2);
+  const NodeOutput<Mem> o = out3();
+  expect_error([&] { attention(exec_, p, GATv2{}, o, f3(), a2(), o); }, {"out overlaps XL"});
+  expect_error([&] { attention(exec_, p, GATv2{}, f3(), o, a2(), o); }, {"out overlaps XR"});
+  const HeadFeatures<Mem> a_inside(o.data() + N * H * D - H * D, H, D);  // the last H*D floats of out
+  expect_error([&] { attention(exec_, p, GATv2{}, f3(), f3(), a_inside, o); }, {"out overlaps a"});
+}
+
+// ---- training options ----------------------------------------------------------------------
+
+TEST_F(ErrorsTest, LogsumexpShapeAndAliasing) {
+  const auto& p = plan(ScoreKind::GAT);
+  for (const Shape2& s : wrong2()) {
+    SCOPED_TRACE(str(s));
+    Options<Mem> o;
+    o.logsumexp = View2(buffer(s[0] * s[1]).data(), s[0], s[1]);
+    expect_error([&] { attention(exec_, p, GAT{}, f2(), f2(), f3(), out3(), o); }, {"logsumexp has", "shape " + str(s)});
+  }
+  const NodeOutput<Mem> out = out3();
+  Options<Mem> inside;
+  inside.logsumexp = View2(out.data() + 5, N, H);
+  expect_error([&] { attention(exec_, p, GAT{}, f2(), f2(), f3(), out, inside); }, {"out overlaps logsumexp"});
+  Options<Mem> ok;
+  ok.logsumexp = View2(buffer(N * H).data(), N, H);
+  EXPECT_NO_THROW(attention(exec_, p, GAT{}, f2(), f2(), f3(), out3(), ok));
+  exec_.fence();
+}
+
+TEST_F(ErrorsTest, DropoutRate) {
+  const auto& p = plan(ScoreKind::GT);
+  for (float rate : {-0.1f, 1.0f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    SCOPED_TRACE(rate);
+    Options<Mem> o;
+    o.dropout = Dropout{rate, 1};
+    expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), o); }, {"dropout"});
+  }
+  Options<Mem> o;
+  o.dropout = Dropout{0.5f, 1};
+  EXPECT_NO_THROW(attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), o));
+  exec_.fence();
+}
+
+TEST_F(ErrorsTest, OutputAliasingBetaOrEdgeValues) {
+  const auto& agnn = plan(ScoreKind::AGNN);
+  const NodeOutput<Mem> o = out3();
+  const HeadScalars<Mem> beta_inside(o.data(), H);
+  expect_error([&] { attention(exec_, agnn, AGNN{}, f3(), beta_inside, o); }, {"out overlaps beta"});
+  const auto& gt = plan(ScoreKind::GT);
+  const View1 big = buffer(N * H * D + E());
+  const NodeOutput<Mem> o2(big.data(), N, H, D);
+  Options<Mem> w_inside;
+  w_inside.edge_values = EdgeValues<Mem>(big.data() + N * H * D - 1, E(), 1);  // shares one float with out
+  expect_error([&] { attention(exec_, gt, GT{}, f3(), f3(), f3(), o2, w_inside); }, {"out overlaps edge_values"});
+}
+
+TEST_F(ErrorsTest, NullBetaWithTheRightShape) {
+  const auto& p = plan(ScoreKind::AGNN);
+  expect_error([&] { attention(exec_, p, AGNN{}, f3(), HeadScalars<Mem>(nullptr, H), out3()); }, {"beta"});
+}
+
+TEST_F(ErrorsTest, NullEdgeValuesWithTheRightShape) {
+  const auto& p = plan(ScoreKind::GT);
+  Options<Mem> o;
+  o.edge_values = EdgeValues<Mem>(nullptr, E(), 1);
+  expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), o); }, {"edge_values"});
+}
+
+// ---- plans ---------------------------------------------------------------------------------
+
+TEST_F(ErrorsTest, PlanOfAnotherModel) {
+  const auto& gt = plan(ScoreKind::GT);
+  const auto& agnn = plan(ScoreKind::AGNN);
+  const auto& gat = plan(ScoreKind::GAT);
+  const auto& gatv2 = plan(ScoreKind::GATv2);
+  expect_error([&] { attention(exec_, gt, AGNN{}, f3(), beta(), out3()); }, {"plan", "made for gt", "agnn"});
+  expect_error([&] { attention(exec_, gt, GAT{}, f2(), f2(), f3(), out3()); }, {"plan", "made for gt", "gat"});
+  expect_error([&] { attention(exec_, gat, GATv2{}, f3(), f3(), a2(), out3()); }, {"plan", "made for gat,", "gatv2"});
+  expect_error([&] { attention(exec_, gatv2, GT{}, f3(), f3(), f3(), out3()); }, {"plan", "made for gatv2", "gt"});
+  expect_error([&] { attention(exec_, agnn, GT{}, f3(), f3(), f3(), out3()); }, {"plan", "made for agnn", "gt"});
+  // The kind is checked before the shapes.
+  expect_error([&] { attention(exec_, gt, GAT{}, f2({1, 1}), f2(), f3(), out3()); }, {"plan"});
+}
+
+TEST_F(ErrorsTest, PlanDimensions) {
+  for (int heads : {0, -1, -100}) {
+    SCOPED_TRACE(heads);
+    expect_error([&] { (void)Plan<Exec>(exec_, graph_, ScoreKind::GT, heads, 4); }, {"heads", "1", std::to_string(heads)});
+  }
+  for (int dim : {0, -7}) {
+    SCOPED_TRACE(dim);
+    expect_error([&] { (void)Plan<Exec>(exec_, graph_, ScoreKind::GAT, 2, dim); }, {"dim", std::to_string(dim)});
+  }
+  // More heads than any team scratch can hold normalisers for.
+  expect_error([&] { (void)Plan<Exec>(exec_, graph_, ScoreKind::GT, 1 << 20, 4); }, {"heads", "scratch"});
+}
+
+// ---- a correct call ------------------------------------------------------------------------
+
+/// Copies a device view back to the host as a flat vector.
+template <class View>
+std::vector<float> host_copy(const View& v) {
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<float>(h.data(), h.data() + h.size());
+}
+
+TEST_F(ErrorsTest, CorrectCallsDoNotThrow) {
+  for (Strategy strategy : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused}) {
+    SCOPED_TRACE(to_string(strategy));
+    for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+      SCOPED_TRACE(to_string(kind));
+      const Plan<Exec> p(exec_, graph_, kind, int(H), int(D), strategy);
+      for (std::size_t ew : {std::size_t(0), std::size_t(1), H}) {
+        SCOPED_TRACE("edge value heads " + std::to_string(ew));
+        const Options<Mem> values = ew ? w({E(), ew}) : Options<Mem>();
+        const NodeOutput<Mem> o = out3();
+        Kokkos::deep_copy(o, std::numeric_limits<float>::quiet_NaN());
+        const auto A = f3(), B = f3(), C = f3();
+        const auto L = f2(), R = f2();
+        const auto a = a2();
+        switch (kind) {
+          case ScoreKind::GT: EXPECT_NO_THROW(attention(exec_, p, GT{}, A, B, C, o, values)); break;
+          case ScoreKind::AGNN:
+            EXPECT_NO_THROW(attention(exec_, p, AGNN{}, A, beta(), o, values));
+            EXPECT_NO_THROW(attention(exec_, p, AGNN{}, A, beta(1), o, values));  // shared beta
+            break;
+          case ScoreKind::GAT: EXPECT_NO_THROW(attention(exec_, p, GAT{}, L, R, C, o, values)); break;
+          case ScoreKind::GATv2: EXPECT_NO_THROW(attention(exec_, p, GATv2{}, A, B, a, o, values)); break;
+        }
+        exec_.fence();
+        // Every output entry was written (rows without in-edges give zeros, never NaN).
+        for (float x : host_copy(o)) ASSERT_TRUE(std::isfinite(x));
+      }
+    }
+  }
+}
+
+TEST_F(ErrorsTest, CorrectCallMatchesTheReference) {
+  const Plan<Exec> p(exec_, graph_, ScoreKind::GT, int(H), int(D));
+  const auto Q = f3(), K = f3(), V = f3();
+  const auto o = out3();
+  attention(exec_, p, GT{}, Q, K, V, o);
+  exec_.fence();
+  const auto q = host_copy(Q), k = host_copy(K), v = host_copy(V), out = host_copy(o);
+  const auto ref = reference_attention(host_, int(H), int(D), GT{}, q.data(), k.data(), v.data());
+  EXPECT_LT(max_relative_error(out.data(), ref), 1e-5);
+}
+
+}  // namespace

@@ -1,0 +1,524 @@
+// Tests of the host graph preprocessing (csr.hpp), the scheduling rules (schedule.hpp) and the
+// Kokkos-side Graph (graph.hpp).
+
+#include "graphs.hpp"
+
+#include <dfgnn/graph.hpp>
+#include <dfgnn/plan.hpp>
+#include <dfgnn/schedule.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+
+/// The message of the dfgnn::Error thrown by f ("" and a failure when none is thrown).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected dfgnn::Error, got another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "expected dfgnn::Error, nothing was thrown";
+  return "";
+}
+
+/// Expects f to throw a one-line dfgnn::Error containing every fragment.
+template <class F>
+void expect_error(F&& f, const std::vector<std::string>& fragments) {
+  const std::string msg = error_of(f);
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  for (const std::string& frag : fragments)
+    EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
+}
+
+/// Every structural invariant of a HostGraph, checked against the edge list it was built from
+/// (edge i is src[i] -> dst[i]).
+void expect_consistent(const HostGraph& g, const std::vector<node_t>& src, const std::vector<node_t>& dst) {
+  const std::size_t N = std::size_t(g.num_nodes), E = src.size();
+  ASSERT_EQ(g.row_ptr.size(), N + 1);
+  ASSERT_EQ(g.src.size(), E);
+  ASSERT_EQ(g.dst.size(), E);
+  ASSERT_EQ(g.edge_id.size(), E);
+  EXPECT_EQ(g.row_ptr.front(), 0);
+  EXPECT_EQ(g.row_ptr.back(), edge_t(E));
+  std::vector<bool> seen(E, false);
+  for (std::size_t v = 0; v < N; ++v) {
+    ASSERT_LE(g.row_ptr[v], g.row_ptr[v + 1]);
+    edge_t previous = -1;
+    for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
+      const edge_t id = g.edge_id[std::size_t(e)];
+      ASSERT_GE(id, 0);
+      ASSERT_LT(id, edge_t(E));
+      EXPECT_FALSE(seen[std::size_t(id)]) << "edge " << id << " appears twice";
+      seen[std::size_t(id)] = true;
+      EXPECT_EQ(g.dst[std::size_t(e)], node_t(v)) << "CSR edge " << e;
+      EXPECT_EQ(dst[std::size_t(id)], node_t(v)) << "CSR edge " << e;
+      EXPECT_EQ(g.src[std::size_t(e)], src[std::size_t(id)]) << "CSR edge " << e;
+      EXPECT_GT(id, previous) << "row " << v << " is not in the caller's order";
+      previous = id;
+    }
+  }
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), true), std::ptrdiff_t(E));
+}
+
+// ---- graph_from_edges ----------------------------------------------------------------------
+
+TEST(GraphFromEdges, SortsByDestinationAndKeepsTheCallersOrderWithinARow) {
+  // Edges as given:      0       1       2       3       4       5       6
+  const std::vector<node_t> src{3, 0, 1, 2, 0, 3, 3};
+  const std::vector<node_t> dst{1, 2, 1, 0, 1, 3, 2};
+  const HostGraph g = graph_from_edges(5, src, dst);
+  EXPECT_EQ(g.num_nodes, 5);
+  EXPECT_EQ(g.num_edges(), 7);
+  EXPECT_EQ(g.row_ptr, (std::vector<edge_t>{0, 1, 4, 6, 7, 7}));
+  EXPECT_EQ(g.edge_id, (std::vector<edge_t>{3, 0, 2, 4, 1, 6, 5}));
+  EXPECT_EQ(g.src, (std::vector<node_t>{2, 3, 1, 0, 0, 3, 3}));
+  EXPECT_EQ(g.dst, (std::vector<node_t>{0, 1, 1, 1, 2, 2, 3}));
+  EXPECT_TRUE(g.graph_ptr.empty());
+  expect_consistent(g, src, dst);
+}
+
+TEST(GraphFromEdges, RandomGraphsAreConsistent) {
+  for (unsigned seed : {1u, 2u, 3u}) {
+    std::mt19937 rng(seed);
+    const node_t n = node_t(10 + 37 * seed);
+    std::uniform_int_distribution<node_t> any(0, n - 1);
+    std::vector<node_t> src(std::size_t(n) * 5), dst(src.size());
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = any(rng), dst[i] = any(rng);
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    expect_consistent(graph_from_edges(n, src, dst), src, dst);
+  }
+}
+
+TEST(GraphFromEdges, DegreeStats) {
+  // In-degrees: 0 -> 3, 1 -> 0, 2 -> 1, 3 -> 0, 4 -> 4.
+  const std::vector<node_t> src{1, 2, 3, 0, 0, 1, 2, 3};
+  const std::vector<node_t> dst{0, 0, 0, 2, 4, 4, 4, 4};
+  const HostGraph g = graph_from_edges(5, src, dst);
+  EXPECT_EQ(g.stats.max, 4);
+  EXPECT_DOUBLE_EQ(g.stats.mean, 8.0 / 5.0);
+  EXPECT_EQ(g.stats.empty_rows, 2);
+  EXPECT_EQ(g.stats.threshold, kDefaultHeavyThreshold);
+  EXPECT_EQ(g.stats.above_threshold, 0);
+
+  const DegreeStats s = degree_stats(g.row_ptr, 2);
+  EXPECT_EQ(s.threshold, 2);
+  EXPECT_EQ(s.above_threshold, 2);  // rows 0 and 4; "above" is strict
+  EXPECT_EQ(degree_stats(g.row_ptr, 3).above_threshold, 1);
+  EXPECT_EQ(degree_stats(g.row_ptr, 4).above_threshold, 0);
+  EXPECT_EQ(s.max, 4);
+  EXPECT_EQ(s.empty_rows, 2);
+}
+
+TEST(GraphFromEdges, HeavyRowsAboveTheDefaultThreshold) {
+  std::vector<node_t> src, dst;
+  for (edge_t i = 0; i < kDefaultHeavyThreshold + 1; ++i) src.push_back(node_t(i % 7)), dst.push_back(3);
+  for (edge_t i = 0; i < kDefaultHeavyThreshold; ++i) src.push_back(node_t(i % 7)), dst.push_back(5);
+  const HostGraph g = graph_from_edges(7, src, dst);
+  EXPECT_EQ(g.stats.max, kDefaultHeavyThreshold + 1);
+  EXPECT_EQ(g.stats.above_threshold, 1);  // row 5 has exactly the threshold: not above
+  EXPECT_EQ(g.stats.empty_rows, 5);
+  EXPECT_DOUBLE_EQ(g.stats.mean, double(2 * kDefaultHeavyThreshold + 1) / 7.0);
+}
+
+TEST(GraphFromEdges, EmptyGraphs) {
+  const HostGraph none = graph_from_edges(0, {}, {});
+  EXPECT_EQ(none.num_nodes, 0);
+  EXPECT_EQ(none.row_ptr, std::vector<edge_t>{0});
+  EXPECT_EQ(none.num_edges(), 0);
+  EXPECT_EQ(none.stats.max, 0);
+  EXPECT_EQ(none.stats.mean, 0.0);
+
+  const HostGraph isolated = graph_from_edges(4, {}, {});
+  EXPECT_EQ(isolated.row_ptr, (std::vector<edge_t>{0, 0, 0, 0, 0}));
+  EXPECT_EQ(isolated.stats.empty_rows, 4);
+  EXPECT_EQ(isolated.stats.mean, 0.0);
+}
+
+TEST(GraphFromEdges, RejectsANegativeNodeCount) {
+  expect_error([] { graph_from_edges(-1, {}, {}); }, {"negative", "-1"});
+}
+
+TEST(GraphFromEdges, RejectsIdsOutOfRangeNamingTheEdge) {
+  expect_error([] { graph_from_edges(4, {0, 1, 4}, {1, 2, 3}); }, {"source", "id 4", "edge 2", "[0, 4)"});
+  expect_error([] { graph_from_edges(4, {0, 1, 2}, {1, 7, 3}); }, {"destination", "id 7", "edge 1"});
+  expect_error([] { graph_from_edges(4, {0, -2}, {1, 1}); }, {"source", "-2", "edge 1"});
+  expect_error([] { graph_from_edges(4, {0, 1}, {1, -1}); }, {"destination", "-1", "edge 1"});
+  expect_error([] { graph_from_edges(0, {0}, {0}); }, {"edge 0", "[0, 0)"});
+}
+
+TEST(GraphFromEdges, RejectsArraysOfDifferentLengths) {
+  expect_error([] { graph_from_edges(4, {0, 1, 2}, {1, 2}); }, {"3 source", "2 destination"});
+  expect_error([] { graph_from_edges(4, {}, {1}); }, {"0 source", "1 destination"});
+}
+
+// ---- graph_from_csr ------------------------------------------------------------------------
+
+TEST(GraphFromCsr, AdoptsTheStructure) {
+  const HostGraph g = graph_from_csr(4, {0, 2, 2, 5, 6}, {1, 3, 0, 1, 2, 3});
+  EXPECT_EQ(g.num_nodes, 4);
+  EXPECT_EQ(g.num_edges(), 6);
+  EXPECT_EQ(g.row_ptr, (std::vector<edge_t>{0, 2, 2, 5, 6}));
+  EXPECT_EQ(g.src, (std::vector<node_t>{1, 3, 0, 1, 2, 3}));
+  EXPECT_EQ(g.dst, (std::vector<node_t>{0, 0, 2, 2, 2, 3}));
+  EXPECT_EQ(g.edge_id, (std::vector<edge_t>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(g.stats.max, 3);
+  EXPECT_EQ(g.stats.empty_rows, 1);
+  EXPECT_DOUBLE_EQ(g.stats.mean, 1.5);
+  // The same graph through graph_from_edges.
+  const HostGraph h = graph_from_edges(4, g.src, g.dst);
+  EXPECT_EQ(h.row_ptr, g.row_ptr);
+  EXPECT_EQ(h.src, g.src);
+  EXPECT_EQ(h.edge_id, g.edge_id);
+}
+
+TEST(GraphFromCsr, RejectsMalformedOffsets) {
+  expect_error([] { graph_from_csr(-3, {0}, {}); }, {"negative", "-3"});
+  expect_error([] { graph_from_csr(3, {0, 1, 2}, {0, 1}); }, {"3 entries", "num_nodes + 1 = 4"});
+  expect_error([] { graph_from_csr(2, {0, 1, 2, 2}, {0, 1}); }, {"4 entries", "3"});
+  expect_error([] { graph_from_csr(0, {}, {}); }, {"0 entries", "1"});
+  expect_error([] { graph_from_csr(2, {1, 1, 2}, {0, 1}); }, {"start at 0"});
+  expect_error([] { graph_from_csr(3, {0, 2, 1, 3}, {0, 1, 2}); }, {"decrease", "row 1"});
+  expect_error([] { graph_from_csr(2, {0, 1, 3}, {0, 1}); }, {"end at 3", "2 edges"});
+  expect_error([] { graph_from_csr(2, {0, 1, 1}, {0, 1}); }, {"end at 1", "2 edges"});
+}
+
+TEST(GraphFromCsr, RejectsSourceIdsOutOfRange) {
+  expect_error([] { graph_from_csr(2, {0, 1, 3}, {0, 1, 2}); }, {"source", "id 2", "edge 2"});
+  expect_error([] { graph_from_csr(2, {0, 1, 2}, {-1, 1}); }, {"source", "-1", "edge 0"});
+}
+
+// ---- batch_graphs --------------------------------------------------------------------------
+
+TEST(GraphBatch, ShiftsNodesAndEdges) {
+  const HostGraph a = graph_from_edges(3, {0, 2, 1}, {1, 1, 0});
+  const HostGraph b = graph_from_edges(2, {}, {});
+  const HostGraph c = graph_from_edges(4, {3, 0, 1, 3}, {0, 3, 3, 2});
+  const HostGraph batch = batch_graphs({a, b, c});
+  EXPECT_EQ(batch.num_nodes, 9);
+  EXPECT_EQ(batch.num_edges(), 7);
+  EXPECT_EQ(batch.graph_ptr, (std::vector<node_t>{0, 3, 5, 9}));
+  // Block-diagonal union of the edge lists, edge ids shifted by the edges before.
+  const std::vector<node_t> src{0, 2, 1, 5 + 3, 5 + 0, 5 + 1, 5 + 3};
+  const std::vector<node_t> dst{1, 1, 0, 5 + 0, 5 + 3, 5 + 3, 5 + 2};
+  expect_consistent(batch, src, dst);
+  const HostGraph direct = graph_from_edges(9, src, dst);
+  EXPECT_EQ(batch.row_ptr, direct.row_ptr);
+  EXPECT_EQ(batch.src, direct.src);
+  EXPECT_EQ(batch.dst, direct.dst);
+  EXPECT_EQ(batch.edge_id, direct.edge_id);
+  EXPECT_EQ(batch.stats.max, direct.stats.max);
+  EXPECT_EQ(batch.stats.empty_rows, direct.stats.empty_rows);
+  EXPECT_DOUBLE_EQ(batch.stats.mean, direct.stats.mean);
+}
+
+TEST(GraphBatch, ManyRandomGraphs) {
+  std::vector<HostGraph> parts;
+  std::vector<node_t> src, dst;
+  node_t offset = 0;
+  for (unsigned s = 0; s < 20; ++s) {
+    const node_t n = node_t(1 + s % 9);
+    parts.push_back(test::random_graph(n, std::size_t(n) * 3, 100 + s));
+    // random_graph's edges in the caller's order, recovered through edge_id.
+    std::vector<node_t> ps(parts.back().src.size()), pd(ps.size());
+    for (std::size_t e = 0; e < ps.size(); ++e) {
+      ps[std::size_t(parts.back().edge_id[e])] = parts.back().src[e];
+      pd[std::size_t(parts.back().edge_id[e])] = parts.back().dst[e];
+    }
+    for (std::size_t i = 0; i < ps.size(); ++i) src.push_back(ps[i] + offset), dst.push_back(pd[i] + offset);
+    offset += n;
+  }
+  const HostGraph batch = batch_graphs(parts);
+  EXPECT_EQ(batch.num_nodes, offset);
+  ASSERT_EQ(batch.graph_ptr.size(), parts.size() + 1);
+  for (std::size_t g = 0; g < parts.size(); ++g)
+    EXPECT_EQ(batch.graph_ptr[g + 1] - batch.graph_ptr[g], parts[g].num_nodes);
+  expect_consistent(batch, src, dst);
+}
+
+TEST(GraphBatch, EmptyList) {
+  const HostGraph batch = batch_graphs({});
+  EXPECT_EQ(batch.num_nodes, 0);
+  EXPECT_EQ(batch.num_edges(), 0);
+  EXPECT_EQ(batch.row_ptr, std::vector<edge_t>{0});
+  EXPECT_EQ(batch.graph_ptr, std::vector<node_t>{0});
+  EXPECT_EQ(batch.stats.max, 0);
+}
+
+// ---- symmetrize ----------------------------------------------------------------------------
+
+std::set<std::pair<node_t, node_t>> edge_set(const std::vector<node_t>& src, const std::vector<node_t>& dst) {
+  std::set<std::pair<node_t, node_t>> s;
+  for (std::size_t i = 0; i < src.size(); ++i) s.emplace(src[i], dst[i]);
+  return s;
+}
+
+TEST(GraphSymmetrize, AddsReversesAndDropsDuplicates) {
+  std::vector<node_t> src{0, 1, 2, 0, 3, 3, 2};
+  std::vector<node_t> dst{1, 0, 3, 1, 3, 3, 0};
+  symmetrize(src, dst);
+  ASSERT_EQ(src.size(), dst.size());
+  // {0<->1, 2<->3, 3->3 once, 2<->0}
+  const std::set<std::pair<node_t, node_t>> want{{0, 1}, {1, 0}, {2, 3}, {3, 2}, {3, 3}, {2, 0}, {0, 2}};
+  EXPECT_EQ(src.size(), want.size()) << "duplicates or missing edges";
+  EXPECT_EQ(edge_set(src, dst), want);
+}
+
+TEST(GraphSymmetrize, RandomEdgeListIsClosedUnderReversal) {
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<node_t> any(0, 29);
+  std::vector<node_t> src(200), dst(200);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = any(rng), dst[i] = any(rng);
+  const auto original = edge_set(src, dst);
+  symmetrize(src, dst);
+  const auto s = edge_set(src, dst);
+  EXPECT_EQ(s.size(), src.size()) << "duplicate edges left";
+  for (const auto& [u, v] : original) {
+    EXPECT_TRUE(s.count({u, v})) << u << "->" << v;
+    EXPECT_TRUE(s.count({v, u})) << v << "->" << u;
+  }
+  for (const auto& [u, v] : s) EXPECT_TRUE(original.count({u, v}) || original.count({v, u})) << u << "->" << v;
+}
+
+TEST(GraphSymmetrize, SelfLoopKeptOnceAndEmptyStaysEmpty) {
+  std::vector<node_t> src{4, 4, 4}, dst{4, 4, 4};
+  symmetrize(src, dst);
+  EXPECT_EQ(src, std::vector<node_t>{4});
+  EXPECT_EQ(dst, std::vector<node_t>{4});
+  std::vector<node_t> none_s, none_d;
+  symmetrize(none_s, none_d);
+  EXPECT_TRUE(none_s.empty());
+  EXPECT_TRUE(none_d.empty());
+}
+
+// ---- transpose -----------------------------------------------------------------------------
+
+void expect_transpose_consistent(const HostGraph& g) {
+  const HostCsc t = transpose(g);
+  const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
+  ASSERT_EQ(t.col_ptr.size(), N + 1);
+  ASSERT_EQ(t.dst.size(), E);
+  ASSERT_EQ(t.csr_edge.size(), E);
+  EXPECT_EQ(t.col_ptr.front(), 0);
+  EXPECT_EQ(t.col_ptr.back(), edge_t(E));
+  std::vector<int> hits(E, 0);
+  for (std::size_t u = 0; u < N; ++u) {
+    ASSERT_LE(t.col_ptr[u], t.col_ptr[u + 1]);
+    // Out-degree of u equals the number of CSR edges with source u.
+    EXPECT_EQ(t.col_ptr[u + 1] - t.col_ptr[u], std::count(g.src.begin(), g.src.end(), node_t(u))) << "node " << u;
+    for (edge_t c = t.col_ptr[u]; c < t.col_ptr[u + 1]; ++c) {
+      const edge_t e = t.csr_edge[std::size_t(c)];
+      ASSERT_GE(e, 0);
+      ASSERT_LT(e, edge_t(E));
+      ++hits[std::size_t(e)];
+      EXPECT_EQ(g.src[std::size_t(e)], node_t(u)) << "CSC edge " << c << " is not grouped by its source";
+      EXPECT_EQ(t.dst[std::size_t(c)], g.dst[std::size_t(e)]) << "CSC edge " << c;
+    }
+  }
+  for (std::size_t e = 0; e < E; ++e) EXPECT_EQ(hits[e], 1) << "CSR edge " << e;
+}
+
+TEST(GraphTranspose, SmallGraph) {
+  const HostGraph g = graph_from_edges(4, {0, 1, 0, 3, 0, 2}, {1, 1, 2, 0, 0, 2});
+  const HostCsc t = transpose(g);
+  EXPECT_EQ(t.col_ptr, (std::vector<edge_t>{0, 3, 4, 5, 6}));
+  std::vector<node_t> from0(t.dst.begin(), t.dst.begin() + 3);
+  std::sort(from0.begin(), from0.end());
+  EXPECT_EQ(from0, (std::vector<node_t>{0, 1, 2}));
+  expect_transpose_consistent(g);
+}
+
+TEST(GraphTranspose, TestGraphs) {
+  for (const auto& [name, g] : test::test_graphs(3000)) {
+    SCOPED_TRACE(name);
+    expect_transpose_consistent(g);
+  }
+}
+
+// ---- partition_rows ------------------------------------------------------------------------
+
+// bounds start at 0, end at N, increase; teams hold at most max_rows rows and their scores fit
+// the capacity unless a single row alone is over it; greedy: a team is closed only when the
+// next row would break a limit.
+void expect_valid_partition(const HostGraph& g, int heads, edge_t capacity, int max_rows) {
+  const std::vector<node_t> b = partition_rows(g, heads, capacity, max_rows);
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(b.front(), 0);
+  EXPECT_EQ(b.back(), g.num_nodes);
+  auto edges = [&](node_t lo, node_t hi) { return g.row_ptr[std::size_t(hi)] - g.row_ptr[std::size_t(lo)]; };
+  for (std::size_t t = 0; t + 1 < b.size(); ++t) {
+    const node_t lo = b[t], hi = b[t + 1];
+    ASSERT_LT(lo, hi) << "team " << t << " is empty";
+    EXPECT_LE(hi - lo, max_rows) << "team " << t;
+    if (hi - lo > 1) EXPECT_LE(edges(lo, hi) * heads, capacity) << "team " << t << " rows [" << lo << "," << hi << ")";
+    if (edges(hi - 1, hi) * heads > capacity) EXPECT_EQ(hi - lo, 1) << "super row " << hi - 1 << " shares a team";
+    if (t + 2 < b.size())
+      EXPECT_TRUE(hi - lo == max_rows || edges(lo, hi + 1) * heads > capacity)
+          << "team " << t << " was closed early at row " << hi;
+  }
+}
+
+TEST(GraphPartitionRows, RespectsRowsAndCapacity) {
+  for (const auto& [name, g] : test::test_graphs(5000)) {
+    for (int heads : {1, 3}) {
+      for (edge_t capacity : {edge_t(8), edge_t(64), edge_t(8192)}) {
+        for (int max_rows : {1, 4, kMaxTeamRows}) {
+          SCOPED_TRACE(name + " heads " + std::to_string(heads) + " capacity " + std::to_string(capacity) +
+                       " max_rows " + std::to_string(max_rows));
+          expect_valid_partition(g, heads, capacity, max_rows);
+        }
+      }
+    }
+  }
+}
+
+TEST(GraphPartitionRows, SuperRowGetsItsOwnTeam) {
+  // Degrees 1, 1, 50, 1, 1: row 2 alone exceeds a capacity of 10.
+  std::vector<node_t> src, dst;
+  for (node_t v : {0, 1, 3, 4}) src.push_back(0), dst.push_back(v);
+  for (int i = 0; i < 50; ++i) src.push_back(node_t(i % 5)), dst.push_back(2);
+  const HostGraph g = graph_from_edges(5, src, dst);
+  EXPECT_EQ(partition_rows(g, 1, 10, 8), (std::vector<node_t>{0, 2, 3, 5}));
+  // Two heads: two light rows (2 scores each) share a team of 4 floats, not one of 3.
+  EXPECT_EQ(partition_rows(g, 2, 4, 8), (std::vector<node_t>{0, 2, 3, 5}));
+  EXPECT_EQ(partition_rows(g, 2, 3, 8), (std::vector<node_t>{0, 1, 2, 3, 4, 5}));
+  // Plenty of room: one team, or teams of max_rows.
+  EXPECT_EQ(partition_rows(g, 1, 1000, 8), (std::vector<node_t>{0, 5}));
+  EXPECT_EQ(partition_rows(g, 1, 1000, 2), (std::vector<node_t>{0, 2, 4, 5}));
+}
+
+TEST(GraphPartitionRows, EmptyRowsAndNoNodes) {
+  EXPECT_EQ(partition_rows(graph_from_edges(0, {}, {}), 1, 100, 8), std::vector<node_t>{0});
+  EXPECT_EQ(partition_rows(graph_from_edges(20, {}, {}), 4, 100, 8), (std::vector<node_t>{0, 8, 16, 20}));
+}
+
+// ---- choose_strategy -----------------------------------------------------------------------
+
+TEST(GraphChooseStrategy, DfGnnRule) {
+  DegreeStats s;
+  s.max = 100;
+  // heaviest row's scores: 100 * 2 heads * 4 bytes = 800 bytes
+  for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN}) {
+    SCOPED_TRACE(to_string(k));
+    EXPECT_EQ(choose_strategy(k, 2, s, 799), Strategy::PMF);
+    EXPECT_EQ(choose_strategy(k, 2, s, 800), Strategy::PMF);
+    EXPECT_EQ(choose_strategy(k, 2, s, 801), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 1, s, 400), Strategy::PMF);
+    EXPECT_EQ(choose_strategy(k, 1, s, 401), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 8, s, 48 * 1024), Strategy::SMMF);
+  }
+  for (ScoreKind k : {ScoreKind::GAT, ScoreKind::GATv2}) {
+    SCOPED_TRACE(to_string(k));
+    EXPECT_EQ(choose_strategy(k, 2, s, 799), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 2, s, 1), Strategy::SMMF);
+    s.max = 1 << 20;
+    EXPECT_EQ(choose_strategy(k, 16, s, 1024), Strategy::SMMF);
+    s.max = 100;
+  }
+  DegreeStats none;
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, none, 1024), Strategy::SMMF);
+}
+
+TEST(GraphChooseStrategy, PlanAutoFollowsTheRule) {
+  // A super row of 20000 in-edges exceeds every team scratch; a light random graph fits.
+  const HostGraph heavy = test::super_node_graph(100, 20000, 5);
+  const HostGraph light = test::random_graph(100, 400, 6);
+  const Exec exec;
+  for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+    SCOPED_TRACE(to_string(k));
+    const bool reduces = k == ScoreKind::GT || k == ScoreKind::AGNN;
+    EXPECT_EQ(Plan<Exec>(exec, Graph<Mem>(heavy), k, 2, 8).strategy(), reduces ? Strategy::PMF : Strategy::SMMF);
+    EXPECT_EQ(Plan<Exec>(exec, Graph<Mem>(light), k, 2, 8).strategy(), Strategy::SMMF);
+    // An explicit strategy is kept.
+    EXPECT_EQ(Plan<Exec>(exec, Graph<Mem>(light), k, 2, 8, Strategy::Unfused).strategy(), Strategy::Unfused);
+  }
+}
+
+// ---- Graph<Mem> ----------------------------------------------------------------------------
+
+template <class T, class View>
+std::vector<T> to_host(const View& v) {
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<T>(h.data(), h.data() + h.size());
+}
+
+TEST(GraphDevice, UploadKeepsTheArrays) {
+  for (const auto& [name, host] : test::test_graphs(3000)) {
+    SCOPED_TRACE(name);
+    const Graph<Mem> g(host);
+    EXPECT_EQ(g.num_nodes(), host.num_nodes);
+    EXPECT_EQ(g.num_edges(), host.num_edges());
+    EXPECT_EQ(g.stats().max, host.stats.max);
+    EXPECT_EQ(g.host().row_ptr, host.row_ptr);
+    EXPECT_EQ(to_host<edge_t>(g.row_ptr()), host.row_ptr);
+    EXPECT_EQ(to_host<node_t>(g.src()), host.src);
+    EXPECT_EQ(to_host<node_t>(g.dst()), host.dst);
+    EXPECT_EQ(to_host<edge_t>(g.edge_id()), host.edge_id);
+  }
+}
+
+TEST(GraphDevice, FromEdgesMatchesGraphFromEdges) {
+  const std::vector<node_t> src{2, 0, 1, 2}, dst{0, 2, 2, 1};
+  const auto g = Graph<Mem>::from_edges(3, src, dst);
+  const HostGraph h = graph_from_edges(3, src, dst);
+  EXPECT_EQ(to_host<edge_t>(g.row_ptr()), h.row_ptr);
+  EXPECT_EQ(to_host<node_t>(g.src()), h.src);
+  EXPECT_EQ(to_host<edge_t>(g.edge_id()), h.edge_id);
+  EXPECT_THROW(Graph<Mem>::from_edges(3, {0}, {3}), Error);
+  const Graph<Mem> empty;
+  EXPECT_EQ(empty.num_nodes(), 0);
+  EXPECT_EQ(empty.num_edges(), 0);
+  EXPECT_EQ(to_host<edge_t>(empty.row_ptr()), std::vector<edge_t>{0});
+}
+
+TEST(GraphDevice, TransposedMatchesTranspose) {
+  for (const auto& [name, host] : test::test_graphs(3000)) {
+    SCOPED_TRACE(name);
+    const Graph<Mem> g(host);
+    const HostCsc want = transpose(host);
+    const auto& t = g.transposed();
+    EXPECT_EQ(to_host<edge_t>(t.col_ptr), want.col_ptr);
+    EXPECT_EQ(to_host<node_t>(t.dst), want.dst);
+    EXPECT_EQ(to_host<edge_t>(t.csr_edge), want.csr_edge);
+    // Built once and shared by copies.
+    const Graph<Mem> copy = g;
+    EXPECT_EQ(&copy.transposed(), &t);
+    EXPECT_EQ(copy.transposed().dst.data(), t.dst.data());
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(GraphIndependentBlocks, RecoversAFlattenedBatch) {
+  using namespace dfgnn;
+  // Three graphs of 3, 1 and 4 nodes; the last has an edge from its first to its last node.
+  const HostGraph b = batch_graphs({graph_from_edges(3, {0, 2}, {1, 0}), graph_from_edges(1, {}, {}),
+                                    graph_from_edges(4, {3, 1}, {0, 2})});
+  const HostGraph flat = graph_from_edges(b.num_nodes, b.src, b.dst);
+  EXPECT_EQ(independent_blocks(flat), (std::vector<node_t>{0, 3, 4, 8}));
+  // An edge between the second and third graphs joins them.
+  std::vector<node_t> src = b.src, dst = b.dst;
+  src.push_back(3), dst.push_back(5);
+  EXPECT_EQ(independent_blocks(graph_from_edges(b.num_nodes, src, dst)), (std::vector<node_t>{0, 3, 8}));
+  EXPECT_EQ(independent_blocks(graph_from_edges(0, {}, {})), (std::vector<node_t>{0}));
+}
+
+}  // namespace
