@@ -133,6 +133,24 @@ void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst) {
   for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(src[i], dst[i]) = pairs[i];
 }
 
+std::vector<node_t> independent_blocks(const HostGraph& g) {
+  // reach[i]: the highest node id joined to some node <= i by an edge; a block ends at i when
+  // nothing at or below i reaches past it.
+  std::vector<node_t> reach(std::size_t(g.num_nodes));
+  for (node_t v = 0; v < g.num_nodes; ++v) reach[v] = v;
+  for (edge_t e = 0; e < g.num_edges(); ++e) {
+    const node_t lo = std::min(g.src[e], g.dst[e]), hi = std::max(g.src[e], g.dst[e]);
+    reach[lo] = std::max(reach[lo], hi);
+  }
+  std::vector<node_t> bounds{0};
+  node_t far = -1;
+  for (node_t v = 0; v < g.num_nodes; ++v) {
+    far = std::max(far, reach[v]);
+    if (far == v) bounds.push_back(v + 1);
+  }
+  return bounds;
+}
+
 HostCsc transpose(const HostGraph& g) {
   HostCsc t;
   const edge_t m = g.num_edges();

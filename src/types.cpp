@@ -18,6 +18,7 @@ const char* to_string(Strategy s) {
     case Strategy::SMMF: return "smmf";
     case Strategy::PMF: return "pmf";
     case Strategy::Unfused: return "unfused";
+    case Strategy::Staged: return "staged";
   }
   return "?";
 }
@@ -34,9 +35,9 @@ const char* to_string(ScoreKind k) {
 
 Strategy parse_strategy(const std::string& text) {
   const std::string s = lower(text);
-  for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused})
+  for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged})
     if (s == to_string(v)) return v;
-  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf or unfused)");
+  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused or staged)");
 }
 
 ScoreKind parse_score_kind(const std::string& text) {

@@ -208,6 +208,8 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   }
   if (a.has("edge-values")) {
     const std::string path = a.get("edge-values");
+    if (a.flags.count("symmetrize"))
+      throw Error("--edge-values cannot be combined with --symmetrize (it changes the edges and their order)");
     const io::Array w = io::read_npy_f32(path);
     const std::size_t E = std::size_t(g.num_edges());
     in.edge_value_heads = w.shape.size() == 2 ? int(w.shape[1]) : 1;

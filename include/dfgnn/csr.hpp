@@ -52,6 +52,10 @@ HostGraph batch_graphs(const std::vector<HostGraph>& graphs);
 /// Returns the edge list as (src, dst); the caller's edge order is not preserved.
 void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst);
 
+/// The finest split of the node ids into contiguous ranges that no edge crosses, as node
+/// offsets [B+1]: recovers the graphs of a batch that was flattened (e.g. read from a file).
+std::vector<node_t> independent_blocks(const HostGraph& g);
+
 /// The CSC (by source) of g, with the permutation to CSR edge positions.
 HostCsc transpose(const HostGraph& g);
 

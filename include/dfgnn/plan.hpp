@@ -36,6 +36,8 @@ class Plan {
       : graph_(std::move(graph)), kind_(kind), heads_(heads), dim_(dim) {
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
+    if (strategy == Strategy::Staged)
+      throw Error("plan: the staged strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
     // normalisers (or a super row's running max, sum and rescale per head) must fit.
     const std::size_t scratch_bytes = std::size_t(policy::scratch_size_max(0));

@@ -68,7 +68,7 @@ struct DegreeStats {
 
 const char* to_string(Strategy s);
 const char* to_string(ScoreKind k);
-/// Parses "auto|smmf|pmf|unfused" (case-insensitive); throws Error otherwise.
+/// Parses "auto|smmf|pmf|unfused|staged" (case-insensitive); throws Error otherwise.
 Strategy parse_strategy(const std::string& s);
 /// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
 ScoreKind parse_score_kind(const std::string& s);
