@@ -1,0 +1,140 @@
+#pragma once
+// The launch path shared by the four score kinds: argument checks, the tile chosen from D and
+// the pointers' alignment, and the kernel launches of the plan's strategy.
+
+#include "plan_impl.hpp"
+#include "sddmm.cuh"
+#include "staged.cuh"
+#include "unfused.cuh"
+
+#include <algorithm>
+#include <atomic>
+#include <initializer_list>
+#include <string>
+
+namespace dfgnn::cuda::detail {
+
+/// One tensor argument: where it is, how many floats it must hold, whether it may be null.
+struct Arg {
+  const float* ptr;
+  std::size_t floats;
+  const char* name;
+  bool required;
+};
+
+inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::initializer_list<Arg> args,
+                     DeviceEdgeValues w) {
+  const Plan::Impl& p = plan.impl();
+  const std::string where = std::string("cuda::attention(") + to_string(kind) + "): ";
+  if (p.kind != kind)
+    throw Error(where + "the plan was built for " + to_string(p.kind));
+  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
+  const std::size_t out_floats = N * p.heads * p.dim;
+  if (N > 0 && out == nullptr) throw Error(where + "out is null");
+  auto overlaps = [&](const void* a, std::size_t na, const void* b, std::size_t nb) {
+    const char *x = static_cast<const char*>(a), *y = static_cast<const char*>(b);
+    return na > 0 && nb > 0 && x < y + nb && y < x + na;
+  };
+  for (const Arg& a : args) {
+    if (a.required && E > 0 && a.ptr == nullptr) throw Error(where + a.name + " is null");
+    if (overlaps(out, out_floats * 4, a.ptr, a.floats * 4))
+      throw Error(where + "out overlaps the input " + a.name);
+  }
+  if (w.data != nullptr) {
+    if (w.heads != 1 && w.heads != p.heads)
+      throw Error(where + "edge values have " + std::to_string(w.heads) + " heads, expected 1 or " +
+                  std::to_string(p.heads));
+    if (overlaps(out, out_floats * 4, w.data, E * w.heads * 4)) throw Error(where + "out overlaps the edge values");
+  }
+}
+
+/// Raises a kernel's dynamic shared-memory limit once per size actually asked for.
+template <auto Kernel>
+void allow_smem(std::size_t bytes) {
+  static std::atomic<std::size_t> allowed{48 * 1024};
+  if (bytes <= allowed.load()) return;
+  DFGNN_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  allowed.store(bytes);
+}
+
+inline bool aligned16(std::initializer_list<const float*> ptrs) {
+  for (const float* q : ptrs)
+    if (reinterpret_cast<std::uintptr_t>(q) % 16 != 0) return false;
+  return true;
+}
+
+/// Calls f(Tile{}) with the tile for head width D: 16-byte lanes when D % 4 == 0 and the rows
+/// are aligned, else one float per lane. Lanes per head grow with D up to a warp; larger D
+/// gives each lane several chunks.
+template <class F>
+void with_tile(int D, bool vec4, F&& f) {
+  if (vec4 && D % 4 == 0) {
+    if (D <= 8) return f(Tile<4, 2, 1>{});
+    if (D <= 16) return f(Tile<4, 4, 1>{});
+    if (D <= 32) return f(Tile<4, 8, 1>{});
+    if (D <= 64) return f(Tile<4, 16, 1>{});
+    if (D <= 128) return f(Tile<4, 32, 1>{});
+    if (D <= 256) return f(Tile<4, 32, 2>{});
+    return f(Tile<4, 32, 4>{});
+  }
+  if (D <= 8) return f(Tile<1, 8, 1>{});
+  if (D <= 32) return f(Tile<1, 32, 1>{});
+  if (D <= 64) return f(Tile<1, 32, 2>{});
+  return f(Tile<1, 32, 8>{});
+}
+
+inline unsigned blocks_for(std::int64_t threads, int block) {
+  return unsigned(std::max<std::int64_t>(1, (threads + block - 1) / block));
+}
+
+template <class S, class T>
+void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, float* out) {
+  const int H = p.heads, D = p.dim;
+  const DeviceGraph& g = p.graph;
+  if (g.num_nodes == 0) return;
+  const std::int64_t E = g.num_edges, N = g.num_nodes;
+  auto sddmm = [&] {
+    if (E == 0) return;
+    using ST = ScoreTile<S, T>;
+    const std::int64_t threads = std::min<std::int64_t>(E * H * ST::LANES / 2, std::int64_t(p.sms) * 2048);
+    sddmm_kernel<S, T><<<blocks_for(threads, 256), 256, 0, st>>>(sc, g, w, H, D, p.scores);
+  };
+  const int passes = head_passes(H, T::GROUPS);
+  switch (p.strategy) {
+    case Strategy::SMMF: {
+      constexpr auto kernel = smmf_kernel<S, T, kSmmfWarps>;
+      allow_smem<kernel>(p.smmf_smem);
+      kernel<<<p.num_blocks, kSmmfWarps * kWarp, p.smmf_smem, st>>>(sc, g, w, p.blocks, H, D, out, p.part);
+      break;
+    }
+    case Strategy::PMF:
+      sddmm();
+      pmf_kernel<S, T><<<blocks_for((N + p.num_pieces) * passes * kWarp, 256), 256, 0, st>>>(
+          sc, g, p.scores, H, D, p.pmf_split, p.pieces, p.num_pieces, out, p.part);
+      break;
+    case Strategy::Unfused:
+      sddmm();
+      launch_softmax(st, g, H, p.scores);
+      spmm_kernel<S, T><<<blocks_for(N * passes * kWarp, 256), 256, 0, st>>>(sc, g, p.scores, H, D, out);
+      break;
+    case Strategy::Staged: {
+      constexpr auto kernel = staged_kernel<S, T>;
+      allow_smem<kernel>(p.staged_smem);
+      kernel<<<p.num_graphs, kStagedWarps<T> * kWarp, p.staged_smem, st>>>(sc, g, w, p.graph_ptr, H, D, out);
+      break;
+    }
+    default: throw Error("cuda::attention: plan without a strategy");
+  }
+  launch_merge(st, p.split_rows, p.num_split_rows, H, D, p.part, out);
+  DFGNN_CUDA(cudaGetLastError());
+}
+
+/// Validated entry: picks the tile and launches.
+template <class S>
+void run(cudaStream_t st, const Plan& plan, const S& sc, DeviceEdgeValues w, float* out, bool vec4) {
+  const Plan::Impl& p = plan.impl();
+  const EdgeScale scale{w.data, p.graph.edge_id, w.heads};
+  with_tile(p.dim, vec4 && aligned16({out}), [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, out); });
+}
+
+}  // namespace dfgnn::cuda::detail

@@ -1,0 +1,192 @@
+#pragma once
+// Shared device vocabulary: error checks, the lane tile of one head row, warp reductions,
+// fragment loads. Every kernel family builds on these.
+
+#include <dfgnn/types.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cstdint>
+
+namespace dfgnn::cuda::detail {
+
+/// Throws std::runtime_error naming the call and cudaGetErrorString(e) when e != cudaSuccess.
+void check(cudaError_t e, const char* what);
+#define DFGNN_CUDA(call) ::dfgnn::cuda::detail::check((call), #call)
+
+constexpr int kWarp = 32;
+constexpr unsigned kFull = 0xffffffffu;
+
+/// How the lanes of a warp cover one head row of D floats: LANES lanes per (edge, head) pair,
+/// each holding CHUNKS loads of VEC floats (VEC = 4: 16-byte loads). A warp holds 32 / LANES
+/// pairs at once, so at small D it works on several edges or heads without idle lanes.
+template <int VEC_, int LANES_, int CHUNKS_>
+struct Tile {
+  static constexpr int VEC = VEC_;
+  static constexpr int LANES = LANES_;
+  static constexpr int CHUNKS = CHUNKS_;
+  static constexpr int GROUPS = kWarp / LANES;
+  static constexpr int PER_LANE = VEC * CHUNKS;
+  static constexpr int MAX_D = VEC * LANES * CHUNKS;
+};
+
+/// A lane's slice of one head row.
+template <class T>
+struct Frag {
+  float x[T::PER_LANE];
+};
+
+template <int LANES>
+__device__ __forceinline__ float group_sum(float x) {
+#pragma unroll
+  for (int o = LANES / 2; o > 0; o /= 2) x += __shfl_xor_sync(kFull, x, o);
+  return x;
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) x = fmaxf(x, __shfl_xor_sync(kFull, x, o));
+  return x;
+}
+
+__device__ __forceinline__ float warp_sum(float x) { return group_sum<kWarp>(x); }
+
+/// Online-softmax pair (running max, sum of exp(score - max)) of one lane, merged across the
+/// warp; an empty pair is (-inf, 0).
+__device__ __forceinline__ void warp_merge_stats(float& m, float& s) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    const float m2 = __shfl_xor_sync(kFull, m, o);
+    const float s2 = __shfl_xor_sync(kFull, s, o);
+    const float mm = fmaxf(m, m2);
+    s = (mm == -INFINITY) ? 0.f : s * __expf(m - mm) + s2 * __expf(m2 - mm);
+    m = mm;
+  }
+}
+
+/// Element d of lane `l` (lane inside its group), chunk c: d = (c * LANES + l) * VEC + i.
+template <class T>
+__device__ __forceinline__ int frag_col(int c, int l) {
+  return (c * T::LANES + l) * T::VEC;
+}
+
+/// Loads a lane's slice of the head row at `row` (D floats) from global memory through the
+/// read-only path; columns at or past D read as 0. Rows are 16-byte aligned when VEC = 4.
+template <class T>
+__device__ __forceinline__ void load_global(Frag<T>& f, const float* __restrict__ row, int D, int l) {
+#pragma unroll
+  for (int c = 0; c < T::CHUNKS; ++c) {
+    const int d = frag_col<T>(c, l);
+    if constexpr (T::VEC == 4) {
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (d < D) v = __ldg(reinterpret_cast<const float4*>(row + d));
+      f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
+    } else {
+      f.x[c] = d < D ? __ldg(row + d) : 0.f;
+    }
+  }
+}
+
+/// Same from shared memory (staged features).
+template <class T>
+__device__ __forceinline__ void load_shared(Frag<T>& f, const float* row, int D, int l) {
+#pragma unroll
+  for (int c = 0; c < T::CHUNKS; ++c) {
+    const int d = frag_col<T>(c, l);
+    if constexpr (T::VEC == 4) {
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (d < D) v = *reinterpret_cast<const float4*>(row + d);
+      f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
+    } else {
+      f.x[c] = d < D ? row[d] : 0.f;
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void store_row(float* row, const Frag<T>& f, int D, int l) {
+#pragma unroll
+  for (int c = 0; c < T::CHUNKS; ++c) {
+    const int d = frag_col<T>(c, l);
+    if (d >= D) continue;
+    if constexpr (T::VEC == 4)
+      *reinterpret_cast<float4*>(row + d) = make_float4(f.x[4 * c], f.x[4 * c + 1], f.x[4 * c + 2], f.x[4 * c + 3]);
+    else
+      row[d] = f.x[c];
+  }
+}
+
+/// Which (edge slot, head) pair a lane group holds while a warp works on `pass` of a row:
+/// a pass covers `hp` consecutive heads, and the warp's GROUPS groups take ep = GROUPS / hp
+/// edges at once. Groups past ep * hp, and heads past H, sit the pass out.
+template <class T>
+struct Slot {
+  int lane;    ///< lane in the warp
+  int l;       ///< lane inside the group
+  int edge;    ///< edge offset within the warp's step, in [0, ep)
+  int head;    ///< head of this group
+  int ep;      ///< edges a warp step covers
+  bool active;
+
+  __device__ Slot(int lane_, int H, int pass) {
+    const int lane = lane_;
+    const int hp = H < T::GROUPS ? H : T::GROUPS;
+    const int g = lane / T::LANES;
+    this->lane = lane;
+    l = lane % T::LANES;
+    ep = T::GROUPS / hp;
+    edge = g / hp;
+    head = pass * hp + g % hp;
+    active = edge < ep && head < H;
+  }
+  /// Lanes between two groups that hold the same head on consecutive edge slots.
+  __device__ int edge_stride(int H) const { return (H < T::GROUPS ? H : T::GROUPS) * T::LANES; }
+};
+
+__host__ __device__ inline int head_passes(int H, int groups) {
+  const int hp = H < groups ? H : groups;
+  return (H + hp - 1) / hp;
+}
+
+/// Optional per-edge multipliers in the caller's edge order; `data == nullptr` means none.
+struct EdgeScale {
+  const float* data = nullptr;
+  const edge_t* edge_id = nullptr;
+  int heads = 0;  ///< 1 or H
+  __device__ __forceinline__ float operator()(edge_t e, int h) const {
+    if (data == nullptr) return 1.f;
+    return __ldg(data + __ldg(edge_id + e) * heads + (heads == 1 ? 0 : h));
+  }
+};
+
+/// Partial (max, sum, unnormalised accumulator) of the pieces of split rows, in workspace;
+/// the merge kernel combines the pieces of each row.
+struct Partials {
+  float* max = nullptr;  ///< [slots, H]
+  float* sum = nullptr;  ///< [slots, H]
+  float* acc = nullptr;  ///< [slots, H, D]
+};
+
+/// Ends every row: a whole row (slot < 0) goes to out as acc / sum (0 for a row without
+/// edges); a piece of a split row goes to its partial slot with its (max, sum).
+template <class T>
+__device__ __forceinline__ void finish_row(const Frag<T>& acc, float m, float s, int slot, node_t v,
+                                           int h, int H, int D, int l, float* __restrict__ out,
+                                           const Partials& part) {
+  float* dst;
+  float scale = 1.f;
+  if (slot < 0) {
+    dst = out + (std::size_t(v) * H + h) * D;
+    scale = s > 0.f ? 1.f / s : 0.f;
+  } else {
+    dst = part.acc + (std::size_t(slot) * H + h) * D;
+    if (l == 0) part.max[std::size_t(slot) * H + h] = m, part.sum[std::size_t(slot) * H + h] = s;
+  }
+  Frag<T> r;
+#pragma unroll
+  for (int i = 0; i < T::PER_LANE; ++i) r.x[i] = acc.x[i] * scale;
+  store_row<T>(dst, r, D, l);
+}
+
+}  // namespace dfgnn::cuda::detail

@@ -1,0 +1,21 @@
+#pragma once
+// Second, small kernel of a split: combines the (max, sum, accumulator) pieces of each super
+// row in slot order (flash-decoding style), one thread per output feature. No atomics, so the
+// result is the same on every run.
+
+#include "common.cuh"
+
+namespace dfgnn::cuda::detail {
+
+/// A split row and its consecutive partial slots.
+struct SplitRow {
+  node_t row;
+  int first;
+  int count;
+};
+
+/// Launches the merge of `num_rows` split rows into out (defined in merge.cu).
+void launch_merge(cudaStream_t stream, const SplitRow* rows, int num_rows, int H, int D, const Partials& part,
+                  float* out);
+
+}  // namespace dfgnn::cuda::detail

@@ -1,0 +1,283 @@
+// Plan construction: device limits, the Auto cost model, the SMMF block partition with split
+// super rows, PMF's pieces, the Staged batch check, and the workspace.
+
+#include "plan_impl.hpp"
+#include "staged.cuh"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace dfgnn::cuda {
+namespace detail {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("dfgnn::cuda: ") + what + ": " + cudaGetErrorString(e));
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Piece;
+using detail::SmmfBlock;
+using detail::SplitRow;
+
+edge_t degree(const HostGraph& g, node_t v) { return g.row_ptr[v + 1] - g.row_ptr[v]; }
+
+/// Staged shared-memory floats per node for the score kind.
+std::size_t staged_floats(ScoreKind kind, int H, int D) {
+  switch (kind) {
+    case ScoreKind::GT: return detail::staged_floats_per_node<detail::GTScore>(H, D);
+    case ScoreKind::AGNN: return detail::staged_floats_per_node<detail::AGNNScore>(H, D);
+    case ScoreKind::GAT: return detail::staged_floats_per_node<detail::GATScore>(H, D);
+    case ScoreKind::GATv2: return detail::staged_floats_per_node<detail::GATv2Score>(H, D);
+  }
+  return 0;
+}
+
+/// The batch's node offsets; for a graph not built as a batch, its independent blocks (a
+/// batch flattened into one edge list, or a single graph as one block).
+std::vector<node_t> batch_offsets(const HostGraph& g) {
+  return g.graph_ptr.empty() ? independent_blocks(g) : g.graph_ptr;
+}
+
+/// Bytes of shared memory a Staged block needs, or 0 when Staged cannot run this graph: a
+/// graph of the batch has an edge from outside itself or does not fit in shared memory.
+std::size_t staged_smem(const HostGraph& g, ScoreKind kind, int H, int D, std::size_t optin) {
+  const std::vector<node_t> ptr = batch_offsets(g);
+  node_t widest = 0;
+  for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
+    widest = std::max(widest, ptr[i + 1] - ptr[i]);
+    for (edge_t e = g.row_ptr[ptr[i]]; e < g.row_ptr[ptr[i + 1]]; ++e)
+      if (g.src[e] < ptr[i] || g.src[e] >= ptr[i + 1]) return 0;
+  }
+  const std::size_t bytes = std::max<std::size_t>(16, widest * staged_floats(kind, H, D) * sizeof(float));
+  return bytes <= optin ? bytes : 0;
+}
+
+int key_floats(ScoreKind kind, int D) { return kind == ScoreKind::GAT ? 1 : D; }
+
+/// Auto: modelled time of each applicable strategy; the smallest wins (docs/cuda.md).
+/// Bytes every strategy moves: the graph, the destination side, the gathered key and value rows
+/// per edge, the output. PMF adds the score buffer (written once, read twice) and a launch,
+/// the unfused baseline the probabilities too (three more passes) and two launches; so SMMF,
+/// with split rows keeping its blocks balanced, is the pick for a single graph. Staged reads
+/// each node's rows once but pays every edge's shared-memory traffic and its warp-wide
+/// reductions (kStagedEfficiency of the shared-memory bandwidth, calibrated on the H100); for
+/// a scalar key (GAT) it saves only the value gathers, which the caches already serve, so it
+/// is not considered.
+Strategy choose(const HostGraph& g, ScoreKind kind, int H, int D, int sms, bool staged_ok, bool split) {
+  constexpr double kBandwidth = 2.9e12, kLaunch = 4e-6;
+  constexpr double kSmemBytesPerCycle = 128, kClock = 1.7e9, kStagedEfficiency = 0.25;
+  const double N = g.num_nodes, E = double(g.num_edges());
+  const double row = double(H) * (key_floats(kind, D) + D) * 4;
+  const double base = N * 8 + E * 8 + N * H * D * 4 * 2;
+  const double merge = split ? kLaunch : 0;
+  const double t_smmf = (base + E * row) / kBandwidth + kLaunch + merge;
+  const double t_pmf = (base + E * row + E * H * 4 * 3) / kBandwidth + 2 * kLaunch + merge;
+  const double t_unfused = (base + E * row + E * H * 4 * 8) / kBandwidth + 3 * kLaunch;
+  double best = std::min({t_smmf, t_pmf, t_unfused});
+  Strategy s = best == t_smmf ? Strategy::SMMF : best == t_pmf ? Strategy::PMF : Strategy::Unfused;
+  if (staged_ok && kind != ScoreKind::GAT) {
+    const double smem = sms * kSmemBytesPerCycle * kClock * kStagedEfficiency;
+    const double t_staged = std::max((base + N * row) / kBandwidth, E * row / smem) + kLaunch;
+    if (t_staged < best) s = Strategy::Staged;
+  }
+  return s;
+}
+
+/// SMMF partition. Rows of at most `wide` edges are packed in order into blocks of at most
+/// `budget` edges and kMaxRows rows; a heavier row gets blocks of its own, all warps sharing
+/// it, cut into equal pieces of at most `budget` edges with partial slots when it exceeds
+/// the budget. Budget: a few blocks per SM for load balance, capped by shared memory.
+struct SmmfPartition {
+  std::vector<SmmfBlock> blocks;
+  std::vector<SplitRow> split;
+  int slots = 0;
+  std::size_t smem_floats = 0;
+};
+
+SmmfPartition smmf_partition(const HostGraph& g, int H, int D, int sms, std::size_t optin) {
+  constexpr int kMaxRows = 4 * kSmmfWarps;
+  const int NW = kSmmfWarps;
+  const edge_t E = g.num_edges();
+  const std::size_t stats = 2 * std::size_t(kMaxRows) * H + 4 + std::size_t(NW) * H * D;
+  const std::size_t avail = optin / sizeof(float);
+  if (avail <= stats + H) throw Error("cuda::Plan: H*D too large for SMMF shared memory");
+  const edge_t cap = edge_t((avail - stats) / H);
+  const edge_t budget = std::max<edge_t>(1, std::min<edge_t>(std::min<edge_t>(2048, cap),
+                                                             std::max<edge_t>(64, E / (8 * sms))));
+  const edge_t wide = std::max<edge_t>(4 * NW, budget / 4);
+  SmmfPartition p;
+  auto add = [&](SmmfBlock b) {
+    p.blocks.push_back(b);
+    p.smem_floats = std::max(p.smem_floats, detail::smmf_smem_floats(b.e1 - b.e0, b.r1 - b.r0, H, D, b.wide, NW));
+  };
+  SmmfBlock open{0, 0, 0, 0, -1, 0};
+  for (node_t v = 0; v < g.num_nodes; ++v) {
+    const edge_t a = g.row_ptr[v], d = degree(g, v);
+    if (d > wide) {
+      if (open.r1 > open.r0) add(open);
+      const edge_t n = (d + budget - 1) / budget;
+      if (n > 1) p.split.push_back({v, p.slots, int(n)});
+      for (edge_t i = 0; i < n; ++i)
+        add({a + d * i / n, a + d * (i + 1) / n, v, v + 1, n > 1 ? p.slots++ : -1, 1});
+      open = {g.row_ptr[v + 1], g.row_ptr[v + 1], v + 1, v + 1, -1, 0};
+      continue;
+    }
+    if (open.r1 > open.r0 && (open.e1 - open.e0 + d > budget || open.r1 - open.r0 == kMaxRows)) {
+      add(open);
+      open = {a, a, v, v, -1, 0};
+    }
+    open.e1 = a + d;
+    open.r1 = v + 1;
+  }
+  if (open.r1 > open.r0) add(open);
+  return p;
+}
+
+/// PMF pieces: rows above `split` edges are cut into equal pieces of at most `split` edges.
+void pmf_pieces(const HostGraph& g, edge_t split, std::vector<Piece>& pieces, std::vector<SplitRow>& rows,
+                int& slots) {
+  for (node_t v = 0; v < g.num_nodes; ++v) {
+    const edge_t a = g.row_ptr[v], d = degree(g, v);
+    if (d <= split) continue;
+    const edge_t n = (d + split - 1) / split;
+    rows.push_back({v, slots, int(n)});
+    for (edge_t i = 0; i < n; ++i) pieces.push_back({a + d * i / n, a + d * (i + 1) / n, v, slots++});
+  }
+}
+
+}  // namespace
+
+Plan::Impl::~Impl() {
+  for (void* p : owned) cudaFree(p);  // no throw from a destructor
+}
+
+template <class T>
+T* Plan::Impl::upload(const T* host, std::size_t n) {
+  if (n == 0) return nullptr;
+  void* d = nullptr;
+  DFGNN_CUDA(cudaMalloc(&d, n * sizeof(T)));
+  owned.push_back(d);
+  DFGNN_CUDA(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice));
+  return static_cast<T*>(d);
+}
+
+float* Plan::Impl::workspace(std::size_t floats) {
+  if (floats == 0) return nullptr;
+  void* d = nullptr;
+  DFGNN_CUDA(cudaMalloc(&d, floats * sizeof(float)));
+  owned.push_back(d);
+  return static_cast<float*>(d);
+}
+
+bool device_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+Plan::Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy)
+    : Plan(g, DeviceGraph{}, kind, heads, dim, strategy) {}
+
+Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
+           Strategy strategy)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& p = *impl_;
+  if (heads < 1) throw Error("cuda::Plan: heads must be >= 1, got " + std::to_string(heads));
+  if (dim < 1) throw Error("cuda::Plan: dim must be >= 1, got " + std::to_string(dim));
+  if (dim > 512 || (dim % 4 != 0 && dim > 256))
+    throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
+  const node_t N = g.num_nodes;
+  const edge_t E = g.num_edges();
+  if (g.row_ptr.size() != std::size_t(N) + 1 || g.dst.size() != std::size_t(E) || g.edge_id.size() != std::size_t(E))
+    throw Error("cuda::Plan: the host graph's arrays disagree with its node and edge counts");
+  p.kind = kind, p.heads = heads, p.dim = dim;
+  DFGNN_CUDA(cudaGetDevice(&p.device));
+  cudaDeviceProp prop;
+  DFGNN_CUDA(cudaGetDeviceProperties(&prop, p.device));
+  p.sms = prop.multiProcessorCount;
+  p.smem_optin = prop.sharedMemPerBlockOptin;
+
+  if (device_graph.row_ptr != nullptr || device_graph.src != nullptr) {
+    if (device_graph.num_nodes != N || device_graph.num_edges != E)
+      throw Error("cuda::Plan: device_graph has " + std::to_string(device_graph.num_nodes) + " nodes and " +
+                  std::to_string(device_graph.num_edges) + " edges, the host graph " + std::to_string(N) +
+                  " and " + std::to_string(E));
+    if (device_graph.row_ptr == nullptr || (E > 0 && (!device_graph.src || !device_graph.dst || !device_graph.edge_id)))
+      throw Error("cuda::Plan: device_graph has a null array");
+    p.graph = device_graph;
+  } else {
+    p.graph = {N, E, p.upload(g.row_ptr.data(), g.row_ptr.size()), p.upload(g.src.data(), g.src.size()),
+               p.upload(g.dst.data(), g.dst.size()), p.upload(g.edge_id.data(), g.edge_id.size())};
+  }
+
+  const std::size_t staged = staged_smem(g, kind, heads, dim, p.smem_optin);
+  SmmfPartition smmf;
+  if (strategy == Strategy::Auto || strategy == Strategy::SMMF)
+    smmf = smmf_partition(g, heads, dim, p.sms, p.smem_optin);
+  if (strategy == Strategy::Auto)
+    strategy = choose(g, kind, heads, dim, p.sms, staged > 0, !smmf.split.empty());
+  p.strategy = strategy;
+
+  std::vector<SplitRow> split;
+  int slots = 0;
+  switch (strategy) {
+    case Strategy::SMMF:
+      p.blocks = p.upload(smmf.blocks.data(), smmf.blocks.size());
+      p.num_blocks = int(smmf.blocks.size());
+      p.smmf_smem = smmf.smem_floats * sizeof(float);
+      split = std::move(smmf.split);
+      slots = smmf.slots;
+      break;
+    case Strategy::PMF: {
+      p.pmf_split = std::max<edge_t>(128, E / (64 * edge_t(p.sms)));
+      std::vector<Piece> pieces;
+      pmf_pieces(g, p.pmf_split, pieces, split, slots);
+      p.pieces = p.upload(pieces.data(), pieces.size());
+      p.num_pieces = int(pieces.size());
+      p.scores = p.workspace(std::size_t(E) * heads);
+      break;
+    }
+    case Strategy::Unfused:
+      p.scores = p.workspace(std::size_t(E) * heads);
+      break;
+    case Strategy::Staged: {
+      if (staged == 0)
+        throw Error("cuda::Plan: Staged needs a batch of graphs (graph_ptr) without edges between them, each "
+                    "graph's staged features fitting in " + std::to_string(p.smem_optin) + " bytes of shared memory");
+      const std::vector<node_t> ptr = batch_offsets(g);
+      p.graph_ptr = p.upload(ptr.data(), ptr.size());
+      p.num_graphs = int(ptr.size()) - 1;
+      p.staged_smem = staged;
+      break;
+    }
+    case Strategy::Auto: break;
+    default: throw Error("cuda::Plan: unknown strategy");
+  }
+  p.split_rows = p.upload(split.data(), split.size());
+  p.num_split_rows = int(split.size());
+  p.part.max = p.workspace(std::size_t(slots) * heads);
+  p.part.sum = p.workspace(std::size_t(slots) * heads);
+  p.part.acc = p.workspace(std::size_t(slots) * heads * dim);
+}
+
+Plan::~Plan() = default;
+Plan::Plan(Plan&&) noexcept = default;
+Plan& Plan::operator=(Plan&&) noexcept = default;
+
+Strategy Plan::strategy() const { return impl_->strategy; }
+ScoreKind Plan::kind() const { return impl_->kind; }
+int Plan::heads() const { return impl_->heads; }
+int Plan::dim() const { return impl_->dim; }
+const DeviceGraph& Plan::graph() const { return impl_->graph; }
+
+void check_shape(const Plan& plan, int heads, int dim) {
+  if (heads != plan.heads() || dim != plan.dim())
+    throw Error("cuda::attention: tensors have H x D = " + std::to_string(heads) + " x " + std::to_string(dim) +
+                ", the plan was built for " + std::to_string(plan.heads()) + " x " + std::to_string(plan.dim()));
+}
+
+}  // namespace dfgnn::cuda

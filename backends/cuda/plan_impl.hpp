@@ -1,0 +1,57 @@
+#pragma once
+// What a cuda::Plan caches: the resolved strategy, the device's limits, the SMMF block list,
+// PMF's pieces of split rows, the batched graphs' offsets, and the workspace (scores, partials).
+
+#include "merge.cuh"
+#include "pmf.cuh"
+#include "smmf.cuh"
+
+#include <dfgnn/cuda.hpp>
+
+#include <vector>
+
+namespace dfgnn::cuda {
+
+struct Plan::Impl {
+  ScoreKind kind;
+  int heads, dim;
+  Strategy strategy;
+  DeviceGraph graph;
+  int device = 0;
+  int sms = 0;
+  std::size_t smem_optin = 0;      ///< bytes of dynamic shared memory a block may ask for
+  std::vector<void*> owned;        ///< device allocations freed with the plan
+
+  // SMMF: one block per entry.
+  const detail::SmmfBlock* blocks = nullptr;
+  int num_blocks = 0;
+  std::size_t smmf_smem = 0;       ///< bytes, the largest block's need
+  // PMF: rows above pmf_split edges go as pieces; Unfused and PMF: scores [E, H].
+  const detail::Piece* pieces = nullptr;
+  int num_pieces = 0;
+  edge_t pmf_split = 0;
+  float* scores = nullptr;
+  // Split rows of SMMF or PMF and their partial slots.
+  const detail::SplitRow* split_rows = nullptr;
+  int num_split_rows = 0;
+  detail::Partials part;
+  // Staged: one block per graph of the batch.
+  const node_t* graph_ptr = nullptr;
+  int num_graphs = 0;
+  std::size_t staged_smem = 0;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl();
+
+  /// Copies `n` elements to a new device allocation owned by the plan.
+  template <class T>
+  T* upload(const T* host, std::size_t n);
+  float* workspace(std::size_t floats);
+};
+
+/// Warps per block of the SMMF kernel.
+inline constexpr int kSmmfWarps = 8;
+
+}  // namespace dfgnn::cuda

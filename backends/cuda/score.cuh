@@ -1,0 +1,171 @@
+#pragma once
+// Score functors shared by every kernel family. A functor splits a score into the part of the
+// destination v (Query, loaded once per row or item), the key row of the source u (loaded by
+// the kernel from global or shared memory, so that loads of several edges can be in flight
+// before the first reduction) and eval, which reduces over the lane group. Lanes of a group
+// must all call query() and eval() (they shuffle); loads may diverge.
+
+#include "common.cuh"
+
+#include <type_traits>
+
+namespace dfgnn::cuda::detail {
+
+template <class T, bool kShared>
+__device__ __forceinline__ void load_frag(Frag<T>& f, const float* row, int D, int l) {
+  if constexpr (kShared)
+    load_shared<T>(f, row, D, l);
+  else
+    load_global<T>(f, row, D, l);
+}
+
+__device__ __forceinline__ float leaky_relu(float x, float slope) { return x > 0.f ? x : x * slope; }
+
+/// GT: scale * <Q[v,h], K[u,h]>; values V.
+struct GTScore {
+  static constexpr bool kRowKey = true;     // the key is a row of D floats (else one scalar)
+  static constexpr bool kValueIsKey = false;
+  const float* q;
+  const float* key;
+  const float* value;
+  float scale;
+
+  template <class T>
+  struct Query {
+    Frag<T> x;
+  };
+  template <class T>
+  __device__ Query<T> query(node_t v, int h, int H, int D, int l) const {
+    Query<T> r;
+    load_global<T>(r.x, q + (std::size_t(v) * H + h) * D, D, l);
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) r.x.x[i] *= scale;
+    return r;
+  }
+  template <class T, bool kShared>
+  __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
+    load_frag<T, kShared>(k, row, D, l);
+  }
+  template <class T>
+  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) s = fmaf(qv.x.x[i], k.x[i], s);
+    return group_sum<T::LANES>(s);
+  }
+};
+
+/// AGNN: beta[h] * cos(X[v,h], X[u,h]), 0 when either vector is zero; values X.
+struct AGNNScore {
+  static constexpr bool kRowKey = true;
+  static constexpr bool kValueIsKey = true;
+  const float* key;  // X
+  const float* value;
+  const float* beta;
+  int beta_count;
+
+  template <class T>
+  struct Query {
+    Frag<T> x;
+    float factor;  // beta[h] / |X[v,h]|, 0 for a zero vector
+  };
+  template <class T>
+  __device__ Query<T> query(node_t v, int h, int H, int D, int l) const {
+    Query<T> r;
+    load_global<T>(r.x, key + (std::size_t(v) * H + h) * D, D, l);
+    float n2 = 0.f;
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) n2 = fmaf(r.x.x[i], r.x.x[i], n2);
+    n2 = group_sum<T::LANES>(n2);
+    r.factor = n2 > 0.f ? __ldg(beta + (beta_count == 1 ? 0 : h)) / sqrtf(n2) : 0.f;
+    return r;
+  }
+  template <class T, bool kShared>
+  __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
+    load_frag<T, kShared>(k, row, D, l);
+  }
+  template <class T>
+  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
+    float dot = 0.f, n2 = 0.f;
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) dot = fmaf(qv.x.x[i], k.x[i], dot), n2 = fmaf(k.x[i], k.x[i], n2);
+#pragma unroll
+    for (int o = T::LANES / 2; o > 0; o /= 2)
+      dot += __shfl_xor_sync(kFull, dot, o), n2 += __shfl_xor_sync(kFull, n2, o);
+    return n2 > 0.f ? dot * qv.factor / sqrtf(n2) : 0.f;
+  }
+};
+
+/// GAT: LeakyReLU(el[u,h] + er[v,h]); the key is the scalar el[u,h]; values V.
+struct GATScore {
+  static constexpr bool kRowKey = false;
+  static constexpr bool kValueIsKey = false;
+  const float* key;  // el [N,H]
+  const float* er;   // [N,H]
+  const float* value;
+  float slope;
+
+  template <class T>
+  struct Query {
+    float er;
+  };
+  template <class T>
+  __device__ Query<T> query(node_t v, int h, int H, int, int) const {
+    return {__ldg(er + std::size_t(v) * H + h)};
+  }
+  template <class T, bool kShared>
+  __device__ void load_key(Frag<T>& k, const float* at, int, int) const {
+    k.x[0] = kShared ? *at : __ldg(at);  // every lane of the group holds the scalar
+  }
+  template <class T>
+  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
+    return leaky_relu(k.x[0] + qv.er, slope);
+  }
+};
+
+/// GATv2: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d]); values XL.
+struct GATv2Score {
+  static constexpr bool kRowKey = true;
+  static constexpr bool kValueIsKey = true;
+  const float* key;  // XL
+  const float* value;
+  const float* xr;
+  const float* a;  // [H,D]
+  float slope;
+
+  template <class T>
+  struct Query {
+    Frag<T> xr, a;
+  };
+  template <class T>
+  __device__ Query<T> query(node_t v, int h, int H, int D, int l) const {
+    Query<T> r;
+    load_global<T>(r.xr, xr + (std::size_t(v) * H + h) * D, D, l);
+    load_global<T>(r.a, a + std::size_t(h) * D, D, l);
+    return r;
+  }
+  template <class T, bool kShared>
+  __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
+    load_frag<T, kShared>(k, row, D, l);
+  }
+  template <class T>
+  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) s = fmaf(qv.a.x[i], leaky_relu(k.x[i] + qv.xr.x[i], slope), s);
+    return group_sum<T::LANES>(s);
+  }
+};
+
+/// Floats per (node, head) of a functor's key: D for a row key, 1 for a scalar.
+template <class S>
+__host__ __device__ constexpr int key_width(int D) {
+  return S::kRowKey ? D : 1;
+}
+
+/// The tile an edge-parallel SDDMM uses: the value tile for row keys, one lane per
+/// (edge, head) for scalar keys.
+template <class S, class T>
+using ScoreTile = std::conditional_t<S::kRowKey, T, Tile<1, 1, 1>>;
+
+}  // namespace dfgnn::cuda::detail

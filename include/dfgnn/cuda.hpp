@@ -1,0 +1,87 @@
+#pragma once
+/// \file cuda.hpp
+/// CUDA-native fused attention forward: a plain C++ entry on device pointers and a stream, so
+/// applications and the PyTorch binding can use the tuned kernels without a CUDA-enabled Kokkos.
+/// Available when dfgnn is built with DFGNN_ENABLE_CUDA (target dfgnn::dfgnn_cuda).
+///
+/// Layouts as everywhere in dfgnn: node features [N,H,D], node scalars [N,H], a [H,D], all
+/// row-major float32; edge values [E, 1 or H] in the caller's edge order.
+
+#include <dfgnn/csr.hpp>
+
+#include <memory>
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace dfgnn::cuda {
+
+/// The destination-major CSR on the device (see HostGraph for the meaning of each array).
+struct DeviceGraph {
+  node_t num_nodes = 0;
+  edge_t num_edges = 0;
+  const edge_t* row_ptr = nullptr;  ///< [N+1]
+  const node_t* src = nullptr;      ///< [E]
+  const node_t* dst = nullptr;      ///< [E]
+  const edge_t* edge_id = nullptr;  ///< [E]
+};
+
+/// Optional per-edge score multipliers on the device: [E, heads], heads in {1, H}.
+struct DeviceEdgeValues {
+  const float* data = nullptr;
+  int heads = 0;
+};
+
+/// True when a CUDA device is visible to this process.
+bool device_available();
+
+/// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
+/// Strategy::Staged needs a batch (HostGraph::graph_ptr, or a graph small enough to be one)
+/// whose graphs have no edges between them and fit in shared memory; otherwise it throws Error.
+/// D up to 256, or up to 512 when a multiple of 4.
+/// Build once, reuse for every call with the same graph, score kind, H and D: a call through
+/// a plan does no host work beyond the kernel launches.
+class Plan {
+ public:
+  /// Uploads `g` to the current device and owns that copy.
+  Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto);
+  /// Uses the caller's device copy of `g` (it must outlive the plan); `g` gives the degrees.
+  Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
+       Strategy strategy = Strategy::Auto);
+  ~Plan();
+  Plan(Plan&&) noexcept;
+  Plan& operator=(Plan&&) noexcept;
+
+  Strategy strategy() const;  ///< the resolved strategy (never Auto)
+  ScoreKind kind() const;
+  int heads() const;
+  int dim() const;
+  const DeviceGraph& graph() const;
+
+  struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Throws Error unless the caller's tensors (H heads of width D) match what the plan was
+/// built for; the attention calls take H and D from the plan, so bindings that know the
+/// tensor shapes call this first.
+void check_shape(const Plan& plan, int heads, int dim);
+
+/// Launches the forward on `stream`: out[v,h,:] = sum over u -> v of softmax_u(score) V[u,h,:].
+/// No host synchronisation, allocation or preprocessing. Throws Error for a plan of another
+/// score kind, a null tensor (inputs when E > 0, out when N > 0), edge values with a head
+/// count other than 1 or H, or out overlapping an input; std::runtime_error for CUDA errors.
+/// Results are bitwise reproducible: no atomics, every reduction in a fixed order.
+void attention(cudaStream_t stream, const Plan& plan, const GT& model, const float* Q,
+               const float* K, const float* V, float* out, DeviceEdgeValues w = {});
+/// beta has `beta_count` entries on the device, 1 (shared) or H.
+void attention(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X,
+               const float* beta, int beta_count, float* out, DeviceEdgeValues w = {});
+void attention(cudaStream_t stream, const Plan& plan, const GAT& model, const float* el,
+               const float* er, const float* V, float* out, DeviceEdgeValues w = {});
+void attention(cudaStream_t stream, const Plan& plan, const GATv2& model, const float* XL,
+               const float* XR, const float* a, float* out, DeviceEdgeValues w = {});
+
+}  // namespace dfgnn::cuda
