@@ -24,7 +24,7 @@ using Buffer = std::unique_ptr<float, DeviceFree>;
 
 Buffer upload(const std::vector<float>& host) {
   float* p = nullptr;
-  check(cudaMalloc(&p, std::max<std::size_t>(host.size(), 1) * sizeof(float)), "cudaMalloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(host.size(), 1) * sizeof(float)), "cudaMalloc");
   Buffer b(p);
   check(cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
   return b;

@@ -8,6 +8,8 @@
 
 #include "inputs.hpp"
 #ifdef DFGNN_ENABLE_CUDA
+#include <dfgnn/cuda.hpp>
+
 #include "cuda_runner.hpp"
 #endif
 
