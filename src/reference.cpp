@@ -1,3 +1,5 @@
+#include "reference_math.hpp"
+
 #include <dfgnn/reference.hpp>
 
 #include <algorithm>
@@ -8,7 +10,7 @@ namespace dfgnn {
 
 namespace {
 
-double leaky_relu(double x, double slope) { return x > 0 ? x : slope * x; }
+using namespace reference_math;
 
 // out[v,h,:] = sum_e softmax_e(score(v,u,h) * w) * dropout_e * value(u,h,:), in float64.
 template <class Score>
@@ -43,18 +45,12 @@ std::vector<double> attend(const HostGraph& g, int H, int D, const float* values
   return out;
 }
 
-double dot(const float* a, const float* b, int D) {
-  double acc = 0;
-  for (int d = 0; d < D; ++d) acc += double(a[d]) * double(b[d]);
-  return acc;
-}
-
 }  // namespace
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,
                                         const float* Q, const float* K, const float* V,
                                         const ReferenceOptions& options) {
-  const double scale = model.scale != 0 ? model.scale : 1.0 / std::sqrt(double(D));
+  const double scale = dot_scale(model, D);
   auto row = [&](const float* t, node_t n, int h) { return t + (std::size_t(n) * H + h) * D; };
   return attend(g, H, D, V, options,
                 [&](node_t v, node_t u, int h) { return scale * dot(row(Q, v, h), row(K, u, h), D); });

@@ -19,6 +19,7 @@ const char* to_string(Strategy s) {
     case Strategy::PMF: return "pmf";
     case Strategy::Unfused: return "unfused";
     case Strategy::Staged: return "staged";
+    case Strategy::Online: return "online";
   }
   return "?";
 }
@@ -35,9 +36,10 @@ const char* to_string(ScoreKind k) {
 
 Strategy parse_strategy(const std::string& text) {
   const std::string s = lower(text);
-  for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged})
+  for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,
+                     Strategy::Online})
     if (s == to_string(v)) return v;
-  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused or staged)");
+  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused, staged or online)");
 }
 
 ScoreKind parse_score_kind(const std::string& text) {

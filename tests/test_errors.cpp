@@ -1,6 +1,7 @@
 // Argument checking of the public attention overloads and of Plan: every wrong shape, a plan
 // of another model, an output overlapping an input -> dfgnn::Error naming the argument.
 
+#include "expect_error.hpp"
 #include "graphs.hpp"
 
 #include <dfgnn/attention.hpp>
@@ -18,6 +19,7 @@
 namespace {
 
 using namespace dfgnn;
+using test::expect_error;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 using View1 = Kokkos::View<float*, Kokkos::LayoutRight, Mem>;
@@ -25,30 +27,6 @@ using View2 = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
 using View3 = Kokkos::View<float***, Kokkos::LayoutRight, Mem>;
 using Shape2 = std::array<std::size_t, 2>;
 using Shape3 = std::array<std::size_t, 3>;
-
-/// The message of the dfgnn::Error thrown by f ("" and a failure when none is thrown).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected dfgnn::Error, got another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected dfgnn::Error, nothing was thrown";
-  return "";
-}
-
-/// Expects f to throw a one-line dfgnn::Error containing every fragment.
-template <class F>
-void expect_error(F&& f, const std::vector<std::string>& fragments) {
-  const std::string msg = error_of(f);
-  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  for (const std::string& frag : fragments)
-    EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
-}
 
 /// Views filled with values in [-1, 1] (never all zero, so a cosine is defined).
 View1 filled1(std::size_t n, unsigned seed) {

@@ -8,6 +8,7 @@
 #include <dfgnn/schedule.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,8 @@ class Plan {
       : graph_(std::move(graph)), kind_(kind), heads_(heads), dim_(dim) {
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
-    if (strategy == Strategy::Staged)
-      throw Error("plan: the staged strategy is CUDA-native only (dfgnn::cuda::Plan)");
+    if (strategy == Strategy::Staged || strategy == Strategy::Online)
+      throw Error(std::string("plan: the ") + to_string(strategy) + " strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
     // normalisers (or a super row's running max, sum and rescale per head) must fit.
     const std::size_t scratch_bytes = std::size_t(policy::scratch_size_max(0));
@@ -76,6 +77,9 @@ class Plan {
   int heads() const { return heads_; }
   int dim() const { return dim_; }
   const Layout& layout() const { return layout_; }
+  /// Workspace of the backward pass (backends/kokkos/backward.cpp): sized by its first call
+  /// through this plan or a copy of it, reused by every later one.
+  Kokkos::View<float*, memory_space>& backward_workspace() const { return *backward_workspace_; }
 
  private:
   Graph<memory_space> graph_;
@@ -83,6 +87,8 @@ class Plan {
   int heads_, dim_;
   Strategy strategy_ = Strategy::Auto;
   Layout layout_;
+  std::shared_ptr<Kokkos::View<float*, memory_space>> backward_workspace_ =
+      std::make_shared<Kokkos::View<float*, memory_space>>();
 };
 
 }  // namespace dfgnn

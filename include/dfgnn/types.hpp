@@ -29,6 +29,9 @@ enum class Strategy {
   /// batched graphs (CUDA-native only): a block per small graph, its source features staged
   /// in shared memory once and read from there by every edge
   Staged,
+  /// CUDA-native: one warp (or sub-warp group) per row, online softmax in registers; heavy rows
+  /// split and merged
+  Online,
 };
 
 /// Which score function an attention layer uses.
@@ -68,7 +71,7 @@ struct DegreeStats {
 
 const char* to_string(Strategy s);
 const char* to_string(ScoreKind k);
-/// Parses "auto|smmf|pmf|unfused|staged" (case-insensitive); throws Error otherwise.
+/// Parses "auto|smmf|pmf|unfused|staged|online" (case-insensitive); throws Error otherwise.
 Strategy parse_strategy(const std::string& s);
 /// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
 ScoreKind parse_score_kind(const std::string& s);

@@ -1,0 +1,135 @@
+#pragma once
+// What the public entries (attention.cpp, backward.cpp) share: argument checks whose messages
+// name the entry and the argument, the Problem a call hands to the kernels, and AGNN's norms.
+
+#include "scores.hpp"
+
+#include <dfgnn/attention.hpp>
+
+#include <cmath>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+
+namespace dfgnn::kokkos_impl {
+
+template <class View>
+std::string shape_of(const View& t) {
+  std::ostringstream s;
+  s << '[';
+  for (unsigned r = 0; r < View::rank; ++r) s << (r ? "," : "") << t.extent(r);
+  return s.str() + ']';
+}
+
+/// A tensor's bytes, for overlap checks.
+struct Region {
+  const char* name;
+  const char* begin;
+  std::size_t bytes;
+  template <class View>
+  Region(const char* n, const View& t)
+      : name(n), begin(reinterpret_cast<const char*>(t.data())), bytes(t.span() * sizeof(float)) {}
+  bool overlaps(const Region& o) const {
+    return begin && o.begin && begin < o.begin + o.bytes && o.begin < begin + bytes;
+  }
+};
+
+/// The checks of one call to the public entry `who` (every message starts with it).
+template <class Exec>
+struct Checker {
+  const char* who;
+  const Plan<Exec>& plan;
+  std::size_t N, H, D;
+
+  Checker(const char* entry, const Plan<Exec>& p, ScoreKind kind)
+      : who(entry), plan(p), N(std::size_t(p.graph().num_nodes())), H(std::size_t(p.heads())),
+        D(std::size_t(p.dim())) {
+    if (p.kind() != kind)
+      fail(std::string("the plan was made for ") + to_string(p.kind()) + ", not " + to_string(kind));
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(std::string(who) + ": " + what); }
+
+  /// t has the extents `want` (named `dims`) and data, unless it is empty.
+  template <class View>
+  void shape(const char* name, const View& t, std::initializer_list<std::size_t> want, const char* dims) const {
+    std::size_t r = 0;
+    bool ok = true;
+    for (std::size_t w : want) ok = ok && t.extent(r++) == w;
+    if (ok && (t.data() || t.size() == 0)) return;
+    std::ostringstream s;
+    s << name << " has shape " << shape_of(t) << ", expected " << dims << " = [";
+    r = 0;
+    for (std::size_t w : want) s << (r++ ? "," : "") << w;
+    fail(s.str() + "]");
+  }
+  template <class View>
+  void features(const char* name, const View& t) const { shape(name, t, {N, H, D}, "[N,H,D]"); }
+  template <class View>
+  void scalars(const char* name, const View& t) const { shape(name, t, {N, H}, "[N,H]"); }
+  template <class View>
+  void head_vector(const char* name, const View& t) const {
+    if ((t.extent(0) != 1 && t.extent(0) != H) || !t.data())
+      fail(std::string(name) + " has " + std::to_string(t.extent(0)) + (t.data() ? "" : " unallocated") +
+           " entries, expected 1 or H = " + std::to_string(H));
+  }
+
+  /// Edge values, the logsumexp output when present, and the dropout rate.
+  void options(const Options<typename Exec::memory_space>& o) const {
+    const auto& w = o.edge_values;
+    const std::size_t E = std::size_t(plan.graph().num_edges());
+    if (w.data() || w.size()) {
+      if (!w.data() && E > 0) fail("edge_values has shape " + shape_of(w) + " but no data");
+      if (w.extent(0) != E || (w.extent(1) != 1 && w.extent(1) != H))
+        fail("edge_values has shape " + shape_of(w) + ", expected [E,1] or [E,H] with E = " +
+             std::to_string(E) + ", H = " + std::to_string(H));
+    }
+    if (o.logsumexp.data() || o.logsumexp.size()) scalars("logsumexp", o.logsumexp);
+    if (!(o.dropout.rate >= 0.0f && o.dropout.rate < 1.0f))
+      fail("dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
+  }
+
+  /// No written tensor shares a byte with a read one or with another written one.
+  void disjoint(std::initializer_list<Region> written, std::initializer_list<Region> read) const {
+    for (auto w = written.begin(); w != written.end(); ++w) {
+      for (const Region& r : read)
+        if (w->overlaps(r)) fail(std::string(w->name) + " overlaps " + r.name);
+      for (auto o = w + 1; o != written.end(); ++o)
+        if (w->overlaps(*o)) fail(std::string(w->name) + " overlaps " + o->name);
+    }
+  }
+};
+
+/// GT's score scale: the model's, or 1/sqrt(D) by default.
+inline float dot_scale(const GT& model, int dim) {
+  return model.scale != 0.0f ? model.scale : 1.0f / std::sqrt(float(dim));
+}
+
+template <class Exec>
+Problem<typename Exec::memory_space> problem(const Plan<Exec>& plan,
+                                             const NodeOutput<typename Exec::memory_space>& out,
+                                             const Options<typename Exec::memory_space>& o) {
+  const auto& g = plan.graph();
+  return {g.row_ptr(), g.src(), g.dst(), g.edge_id(), o.edge_values, o.logsumexp, o.dropout,
+          out, plan.heads(), plan.dim()};
+}
+
+// 1/|X[n,h]| per node and head (0 for a zero vector), so a cosine costs one dot product.
+template <class Exec>
+Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> inverse_norms(
+    const Exec& exec, const Plan<Exec>& plan, const NodeFeatures<typename Exec::memory_space>& X) {
+  const int H = plan.heads(), D = plan.dim();
+  const auto inv = plan.layout().inv_norms;
+  Kokkos::parallel_for(
+      "dfgnn::inverse_norms", Kokkos::RangePolicy<Exec>(exec, 0, inv.size()),
+      KOKKOS_LAMBDA(std::size_t k) {
+        const node_t n = node_t(k / H);
+        const int h = int(k % H);
+        float sq = 0.0f;
+        for (int d = 0; d < D; ++d) sq += X(n, h, d) * X(n, h, d);
+        inv(n, h) = sq > 0.0f ? 1.0f / sqrt(sq) : 0.0f;
+      });
+  return inv;
+}
+
+}  // namespace dfgnn::kokkos_impl

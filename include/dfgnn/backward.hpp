@@ -1,0 +1,89 @@
+#pragma once
+/// \file backward.hpp
+/// Fused attention backward on Kokkos: the gradients of every input of attention() from the
+/// gradient of its output, recomputing scores and probabilities from the forward's per-row
+/// logsumexp instead of storing an [E,H] probability tensor (docs/backward.md).
+///
+/// \code
+///   dfgnn::Options<Mem> opt;
+///   opt.logsumexp = lse;                                              // [N,H], training mode
+///   dfgnn::attention(exec, plan, dfgnn::GT{}, Q, K, V, out, opt);
+///   dfgnn::attention_backward(exec, plan, dfgnn::GT{}, Q, K, V, out, lse, dOut, dQ, dK, dV, opt);
+/// \endcode
+///
+/// Call it with the plan, model, inputs and Options of the forward (its edge values and
+/// dropout are used again, its logsumexp member is ignored), the forward's `out` and
+/// `logsumexp`, and dOut = dLoss/dout. Gradients are overwritten, not accumulated. All tensors
+/// are LayoutRight Views on the plan's memory space, shaped like the forward's inputs; every
+/// shape is checked, and a gradient overlapping an input or another gradient throws
+/// dfgnn::Error naming both. Results are bitwise reproducible: no atomics, every sum in a
+/// fixed order. The first call through a plan allocates O(E*H) workspace that later calls
+/// reuse; kernels run asynchronously on `exec`.
+
+#include <dfgnn/attention.hpp>
+
+namespace dfgnn {
+
+template <class MemorySpace>
+using NodeScalarsOutput = Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>;
+template <class MemorySpace>
+using HeadFeaturesOutput = Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace>;
+template <class MemorySpace>
+using HeadScalarsOutput = Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace>;
+
+/// Graph Transformer: dQ, dK, dV [N,H,D].
+template <class Exec>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& model,
+                        const NodeFeatures<typename Exec::memory_space>& Q,
+                        const NodeFeatures<typename Exec::memory_space>& K,
+                        const NodeFeatures<typename Exec::memory_space>& V,
+                        const NodeFeatures<typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const NodeFeatures<typename Exec::memory_space>& dOut,
+                        const NodeOutput<typename Exec::memory_space>& dQ,
+                        const NodeOutput<typename Exec::memory_space>& dK,
+                        const NodeOutput<typename Exec::memory_space>& dV,
+                        const Options<typename Exec::memory_space>& options = {});
+
+/// AGNN: dX [N,H,D] (X is both the score input and the values) and dbeta, as long as beta
+/// (a shared beta gets the sum over heads).
+template <class Exec>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
+                        const NodeFeatures<typename Exec::memory_space>& X,
+                        const HeadScalars<typename Exec::memory_space>& beta,
+                        const NodeFeatures<typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const NodeFeatures<typename Exec::memory_space>& dOut,
+                        const NodeOutput<typename Exec::memory_space>& dX,
+                        const HeadScalarsOutput<typename Exec::memory_space>& dbeta,
+                        const Options<typename Exec::memory_space>& options = {});
+
+/// GAT: del, der [N,H] and dV [N,H,D].
+template <class Exec>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
+                        const NodeScalars<typename Exec::memory_space>& el,
+                        const NodeScalars<typename Exec::memory_space>& er,
+                        const NodeFeatures<typename Exec::memory_space>& V,
+                        const NodeFeatures<typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const NodeFeatures<typename Exec::memory_space>& dOut,
+                        const NodeScalarsOutput<typename Exec::memory_space>& del,
+                        const NodeScalarsOutput<typename Exec::memory_space>& der,
+                        const NodeOutput<typename Exec::memory_space>& dV,
+                        const Options<typename Exec::memory_space>& options = {});
+
+/// GATv2: dXL, dXR [N,H,D] (XL is both a score input and the values) and da [H,D].
+template <class Exec>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
+                        const NodeFeatures<typename Exec::memory_space>& XL,
+                        const NodeFeatures<typename Exec::memory_space>& XR,
+                        const HeadFeatures<typename Exec::memory_space>& a,
+                        const NodeFeatures<typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const NodeFeatures<typename Exec::memory_space>& dOut,
+                        const NodeOutput<typename Exec::memory_space>& dXL,
+                        const NodeOutput<typename Exec::memory_space>& dXR,
+                        const HeadFeaturesOutput<typename Exec::memory_space>& da,
+                        const Options<typename Exec::memory_space>& options = {});
+
+}  // namespace dfgnn

@@ -1,0 +1,158 @@
+#include "reference_math.hpp"
+
+#include <dfgnn/reference_backward.hpp>
+
+#include <cmath>
+
+namespace dfgnn {
+
+namespace {
+
+using namespace reference_math;
+
+// reference_attention's output, its row statistics landing in `lse`.
+template <class Forward>
+std::vector<double> forward(const ReferenceOptions& options, std::vector<double>& lse, Forward run) {
+  ReferenceOptions o = options;
+  o.logsumexp = &lse;
+  return run(o);
+}
+
+// The loss is sum(out * dOut). Per edge e = (u -> v), head h, with s_e = score(v,u,h) * w_e:
+// p_e = exp(s_e - lse_v), q_e = p_e keep_e, out_v = sum_e q_e value_u, hence
+// dvalue_u += q_e dOut_v and, through the softmax, dr_e = dLoss/dscore =
+// w_e p_e (keep_e <dOut_v, value_u> - <dOut_v, out_v>), handed to grad(v, u, h, dr_e).
+template <class Score, class Grad>
+void backprop(const HostGraph& g, int H, int D, const float* values, const float* dOut,
+              const std::vector<double>& out, const std::vector<double>& lse, const ReferenceOptions& options,
+              std::vector<double>& dvalues, Score score, Grad grad) {
+  const HostEdgeValues w = options.edge_values;
+  for (node_t v = 0; v < g.num_nodes; ++v)
+    for (int h = 0; h < H; ++h) {
+      const std::size_t vh = std::size_t(v) * H + h;
+      const float* dout = dOut + vh * D;
+      double delta = 0;
+      for (int d = 0; d < D; ++d) delta += dout[d] * out[vh * D + d];
+      for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
+        const node_t u = g.src[e];
+        const double we = w.data ? w.data[g.edge_id[e] * w.heads + (w.heads == 1 ? 0 : h)] : 1.0;
+        const double p = std::exp(score(v, u, h) * we - lse[vh]);
+        const double keep = options.dropout.factor(g.edge_id[e], h);
+        const std::size_t uh = std::size_t(u) * H + h;
+        for (int d = 0; d < D; ++d) dvalues[uh * D + d] += p * keep * dout[d];
+        grad(v, u, h, we * p * (keep * dot(dout, values + uh * D, D) - delta));
+      }
+    }
+}
+
+}  // namespace
+
+GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const GT& model, const float* Q,
+                                         const float* K, const float* V, const float* dOut,
+                                         const ReferenceOptions& options) {
+  std::vector<double> lse;
+  const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
+    return reference_attention(g, H, D, model, Q, K, V, o);
+  });
+  const double scale = dot_scale(model, D);
+  auto at = [&](node_t n, int h) { return (std::size_t(n) * H + h) * D; };
+  const std::size_t size = std::size_t(g.num_nodes) * H * D;
+  GTGradients r{std::vector<double>(size), std::vector<double>(size), std::vector<double>(size)};
+  backprop(
+      g, H, D, V, dOut, out, lse, options, r.dV,
+      [&](node_t v, node_t u, int h) { return scale * dot(Q + at(v, h), K + at(u, h), D); },
+      [&](node_t v, node_t u, int h, double dr) {
+        for (int d = 0; d < D; ++d) {
+          r.dQ[at(v, h) + d] += scale * dr * K[at(u, h) + d];
+          r.dK[at(u, h) + d] += scale * dr * Q[at(v, h) + d];
+        }
+      });
+  return r;
+}
+
+AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, const AGNN& model, const float* X,
+                                           const float* beta, int beta_count, const float* dOut,
+                                           const ReferenceOptions& options) {
+  std::vector<double> lse;
+  const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
+    return reference_attention(g, H, D, model, X, beta, beta_count, o);
+  });
+  auto at = [&](node_t n, int h) { return (std::size_t(n) * H + h) * D; };
+  // inv[n,h] = 1/|X[n,h]|, 0 for a zero vector (whose cosine the forward takes as 0).
+  std::vector<double> inv(std::size_t(g.num_nodes) * H);
+  for (node_t n = 0; n < g.num_nodes; ++n)
+    for (int h = 0; h < H; ++h) {
+      const double norm = std::sqrt(dot(X + at(n, h), X + at(n, h), D));
+      inv[std::size_t(n) * H + h] = norm > 0 ? 1.0 / norm : 0.0;
+    }
+  auto b = [&](int h) { return double(beta[beta_count == 1 ? 0 : h]); };
+  auto cosine = [&](node_t v, node_t u, int h) {
+    return dot(X + at(v, h), X + at(u, h), D) * inv[std::size_t(v) * H + h] * inv[std::size_t(u) * H + h];
+  };
+  AGNNGradients r{std::vector<double>(std::size_t(g.num_nodes) * H * D), std::vector<double>(std::size_t(beta_count))};
+  backprop(
+      g, H, D, X, dOut, out, lse, options, r.dX, [&](node_t v, node_t u, int h) { return b(h) * cosine(v, u, h); },
+      [&](node_t v, node_t u, int h, double dr) {
+        // d cos / d x_v = n_v n_u x_u - cos n_v^2 x_v, and symmetrically for x_u.
+        const double nv = inv[std::size_t(v) * H + h], nu = inv[std::size_t(u) * H + h], c = cosine(v, u, h);
+        for (int d = 0; d < D; ++d) {
+          const double xv = X[at(v, h) + d], xu = X[at(u, h) + d];
+          r.dX[at(v, h) + d] += b(h) * dr * (nv * nu * xu - c * nv * nv * xv);
+          r.dX[at(u, h) + d] += b(h) * dr * (nv * nu * xv - c * nu * nu * xu);
+        }
+        r.dbeta[beta_count == 1 ? 0 : h] += dr * c;
+      });
+  return r;
+}
+
+GATGradients reference_attention_backward(const HostGraph& g, int H, int D, const GAT& model, const float* el,
+                                          const float* er, const float* V, const float* dOut,
+                                          const ReferenceOptions& options) {
+  std::vector<double> lse;
+  const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
+    return reference_attention(g, H, D, model, el, er, V, o);
+  });
+  auto z = [&](node_t v, node_t u, int h) { return double(el[std::size_t(u) * H + h]) + er[std::size_t(v) * H + h]; };
+  const std::size_t nodes = std::size_t(g.num_nodes) * H;
+  GATGradients r{std::vector<double>(nodes), std::vector<double>(nodes), std::vector<double>(nodes * D)};
+  backprop(
+      g, H, D, V, dOut, out, lse, options, r.dV,
+      [&](node_t v, node_t u, int h) { return leaky_relu(z(v, u, h), model.slope); },
+      [&](node_t v, node_t u, int h, double dr) {
+        const double dz = dr * leaky_relu_grad(z(v, u, h), model.slope);
+        r.del[std::size_t(u) * H + h] += dz;
+        r.der[std::size_t(v) * H + h] += dz;
+      });
+  return r;
+}
+
+GATv2Gradients reference_attention_backward(const HostGraph& g, int H, int D, const GATv2& model, const float* XL,
+                                            const float* XR, const float* a, const float* dOut,
+                                            const ReferenceOptions& options) {
+  std::vector<double> lse;
+  const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
+    return reference_attention(g, H, D, model, XL, XR, a, o);
+  });
+  auto at = [&](node_t n, int h) { return (std::size_t(n) * H + h) * D; };
+  const std::size_t size = std::size_t(g.num_nodes) * H * D;
+  GATv2Gradients r{std::vector<double>(size), std::vector<double>(size), std::vector<double>(std::size_t(H) * D)};
+  backprop(
+      g, H, D, XL, dOut, out, lse, options, r.dXL,
+      [&](node_t v, node_t u, int h) {
+        double acc = 0;
+        for (int d = 0; d < D; ++d) acc += a[h * D + d] * leaky_relu(double(XL[at(u, h) + d]) + XR[at(v, h) + d], model.slope);
+        return acc;
+      },
+      [&](node_t v, node_t u, int h, double dr) {
+        for (int d = 0; d < D; ++d) {
+          const double z = double(XL[at(u, h) + d]) + XR[at(v, h) + d];
+          const double dz = dr * a[h * D + d] * leaky_relu_grad(z, model.slope);
+          r.dXR[at(v, h) + d] += dz;
+          r.dXL[at(u, h) + d] += dz;
+          r.da[std::size_t(h) * D + d] += dr * leaky_relu(z, model.slope);
+        }
+      });
+  return r;
+}
+
+}  // namespace dfgnn

@@ -1,0 +1,546 @@
+// The attention backward: the float64 reference against central finite differences of the
+// forward reference; the Kokkos kernels against that reference for every model x forward
+// strategy x (H,D) x graph shape; bitwise reproducibility; argument checks.
+
+#include "expect_error.hpp"
+#include "graphs.hpp"
+
+#include <dfgnn/backward.hpp>
+#include <dfgnn/reference_backward.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <tuple>
+
+namespace {
+
+using namespace dfgnn;
+using test::expect_error;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+using View1 = Kokkos::View<float*, Kokkos::LayoutRight, Mem>;
+
+// ---- (a) the reference backward against finite differences ---------------------------------
+
+// Values m / 2^12 in (-1, 1) with m odd or even: x +- 2^-20 is exact in float, and an odd plus
+// an even value is an odd multiple of 2^-12, so a step never crosses LeakyReLU's kink.
+std::vector<float> grid_values(std::size_t n, unsigned seed, bool odd) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> m(-2047, 2047);
+  std::vector<float> v(n);
+  for (float& x : v) x = float(2 * m(rng) + (odd ? 1 : 0)) / 4096.0f;
+  return v;
+}
+
+// 7 nodes; random edges into nodes 0..5 (node 6 has no in-edge), a self loop, a repeated edge.
+HostGraph small_graph(unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<node_t> any(0, 6), dest(0, 5);
+  std::vector<node_t> src, dst;
+  for (int i = 0; i < 12; ++i) src.push_back(any(rng)), dst.push_back(dest(rng));
+  src.push_back(3), dst.push_back(3);
+  src.push_back(src[0]), dst.push_back(dst[0]);
+  return graph_from_edges(7, src, dst);
+}
+
+// A forward input and the reference's gradient for it.
+struct Input {
+  const char* name;
+  std::vector<float> values;
+  std::vector<double> grad;
+};
+
+// Central differences of sum(out * dout) with respect to every input entry, step 2^-20 (~1e-6),
+// against the reference gradients: max |grad - fd| / max |fd| per input.
+void expect_finite_differences(const std::vector<Input*>& inputs,
+                               const std::function<std::vector<double>()>& forward,
+                               const std::vector<float>& dout) {
+  const double step = std::ldexp(1.0, -20);
+  auto loss = [&] {
+    const std::vector<double> out = forward();
+    double l = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) l += out[i] * dout[i];
+    return l;
+  };
+  for (Input* in : inputs) {
+    ASSERT_EQ(in->grad.size(), in->values.size()) << in->name;
+    double err = 0, scale = std::numeric_limits<double>::min();
+    for (std::size_t j = 0; j < in->values.size(); ++j) {
+      const float x = in->values[j];
+      in->values[j] = float(x + step);
+      const double up = loss();
+      in->values[j] = float(x - step);
+      const double down = loss();
+      in->values[j] = x;
+      const double fd = (up - down) / (2 * step);
+      err = std::max(err, std::abs(fd - in->grad[j]));
+      scale = std::max(scale, std::abs(fd));
+    }
+    EXPECT_LT(err / scale, 1e-6) << in->name;
+  }
+}
+
+// kind, H, variant: 0 plain, 1 edge values [E,1], 2 edge values [E,H], 3 [E,H] and dropout.
+using ReferenceParam = std::tuple<ScoreKind, int, int>;
+
+class BackwardReference : public ::testing::TestWithParam<ReferenceParam> {};
+
+TEST_P(BackwardReference, MatchesFiniteDifferences) {
+  // Plain variables, not structured bindings: the lambdas below capture them (C++17).
+  const ScoreKind kind = std::get<0>(GetParam());
+  const int H = std::get<1>(GetParam()), variant = std::get<2>(GetParam()), D = 3;
+  const HostGraph g = small_graph(unsigned(10 * H + variant));
+  const std::size_t nh = std::size_t(g.num_nodes) * H, nhd = nh * D;
+  const int ew = variant == 0 ? 0 : variant == 1 ? 1 : H;
+  const auto w = test::random_values(std::size_t(g.num_edges()) * ew, 5, 0.5f, 1.5f);
+  ReferenceOptions opt(HostEdgeValues{ew ? w.data() : nullptr, ew});
+  if (variant == 3) opt.dropout = Dropout{0.3f, 7};
+  const auto dout = test::random_values(nhd, 6);
+  switch (kind) {
+    case ScoreKind::GT: {
+      const GT model{variant == 2 ? 0.7f : 0.0f};  // an explicit scale once, else 1/sqrt(D)
+      Input Q{"Q", grid_values(nhd, 1, true)}, K{"K", grid_values(nhd, 2, false)}, V{"V", grid_values(nhd, 3, true)};
+      auto r = reference_attention_backward(g, H, D, model, Q.values.data(), K.values.data(), V.values.data(),
+                                            dout.data(), opt);
+      Q.grad = r.dQ, K.grad = r.dK, V.grad = r.dV;
+      expect_finite_differences({&Q, &K, &V}, [&] {
+        return reference_attention(g, H, D, model, Q.values.data(), K.values.data(), V.values.data(), opt);
+      }, dout);
+      break;
+    }
+    case ScoreKind::AGNN:
+      for (int count : {1, H}) {
+        SCOPED_TRACE("beta entries " + std::to_string(count));
+        Input X{"X", grid_values(nhd, 1, true)}, beta{"beta", grid_values(std::size_t(count), 2, true)};
+        auto r = reference_attention_backward(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count,
+                                              dout.data(), opt);
+        X.grad = r.dX, beta.grad = r.dbeta;
+        expect_finite_differences({&X, &beta}, [&] {
+          return reference_attention(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count, opt);
+        }, dout);
+      }
+      break;
+    case ScoreKind::GAT: {
+      const GAT model{0.2f};
+      Input el{"el", grid_values(nh, 1, true)}, er{"er", grid_values(nh, 2, false)}, V{"V", grid_values(nhd, 3, true)};
+      auto r = reference_attention_backward(g, H, D, model, el.values.data(), er.values.data(), V.values.data(),
+                                            dout.data(), opt);
+      el.grad = r.del, er.grad = r.der, V.grad = r.dV;
+      expect_finite_differences({&el, &er, &V}, [&] {
+        return reference_attention(g, H, D, model, el.values.data(), er.values.data(), V.values.data(), opt);
+      }, dout);
+      break;
+    }
+    case ScoreKind::GATv2: {
+      const GATv2 model{0.2f};
+      Input XL{"XL", grid_values(nhd, 1, true)}, XR{"XR", grid_values(nhd, 2, false)},
+          a{"a", grid_values(std::size_t(H) * D, 3, true)};
+      auto r = reference_attention_backward(g, H, D, model, XL.values.data(), XR.values.data(), a.values.data(),
+                                            dout.data(), opt);
+      XL.grad = r.dXL, XR.grad = r.dXR, a.grad = r.da;
+      expect_finite_differences({&XL, &XR, &a}, [&] {
+        return reference_attention(g, H, D, model, XL.values.data(), XR.values.data(), a.values.data(), opt);
+      }, dout);
+      break;
+    }
+  }
+}
+
+std::string reference_name(const ::testing::TestParamInfo<ReferenceParam>& info) {
+  const auto [kind, H, variant] = info.param;
+  static const char* const variants[] = {"plain", "edge_values", "head_edge_values", "dropout"};
+  return std::string(to_string(kind)) + "_H" + std::to_string(H) + "_" + variants[variant];
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backward, BackwardReference,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(1, 2), ::testing::Range(0, 4)),
+    reference_name);
+
+// ---- (b) the Kokkos backward against the reference ----------------------------------------
+
+template <class T>
+auto to_device(const std::vector<T>& v) {
+  return detail::upload<T, Mem>("test", v);
+}
+
+View1 poisoned(std::size_t n) {
+  View1 v("gradient", n);
+  Kokkos::deep_copy(v, std::numeric_limits<float>::quiet_NaN());
+  return v;
+}
+
+std::vector<float> to_host(const View1& v) {
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return std::vector<float>(h.data(), h.data() + h.size());
+}
+
+std::vector<const char*> gradient_names(ScoreKind kind) {
+  switch (kind) {
+    case ScoreKind::GT: return {"dQ", "dK", "dV"};
+    case ScoreKind::AGNN: return {"dX", "dbeta"};
+    case ScoreKind::GAT: return {"del", "der", "dV"};
+    case ScoreKind::GATv2: return {"dXL", "dXR", "da"};
+  }
+  return {};
+}
+
+// One model's random inputs on one graph: the Kokkos forward (training mode) and backward
+// through a plan, and the reference backward; gradients in gradient_names(kind) order.
+class Case {
+ public:
+  Case(ScoreKind kind, const HostGraph& g, int H, int D, unsigned seed, int edge_value_heads = 0,
+       Dropout dropout = {}, int beta_count = 0)
+      : kind_(kind), g_(g), H_(H), D_(D), ew_(edge_value_heads), dropout_(dropout),
+        beta_count_(beta_count ? beta_count : H) {
+    const std::size_t nh = std::size_t(g.num_nodes) * H, nhd = nh * D;
+    auto rand = [&](std::size_t n, unsigned k) { return test::random_values(n, seed * 31 + k); };
+    a_ = rand(nhd, 1), b_ = rand(nhd, 2), c_ = rand(nhd, 3), l_ = rand(nh, 4), r_ = rand(nh, 5);
+    dout_ = rand(nhd, 6);
+    // GATv2 weights scaled like an initialised layer (~1/sqrt(D)) so scores stay O(1).
+    head_ = rand(std::size_t(H) * D, 7);
+    for (float& x : head_) x /= std::sqrt(float(D));
+    beta_ = test::random_values(std::size_t(beta_count_), seed, 0.5f, 2.0f);
+    w_ = test::random_values(std::size_t(g.num_edges()) * std::size_t(ew_), seed + 8, 0.1f, 2.0f);
+  }
+
+  /// Zeroes node n's first feature tensor (Q, X or XL).
+  void zero_features(node_t n) { std::fill_n(a_.begin() + std::ptrdiff_t(n) * H_ * D_, H_ * D_, 0.0f); }
+
+  std::vector<std::vector<double>> reference() const {
+    ReferenceOptions o(HostEdgeValues{ew_ ? w_.data() : nullptr, ew_});
+    o.dropout = dropout_;
+    switch (kind_) {
+      case ScoreKind::GT: {
+        auto r = reference_attention_backward(g_, H_, D_, GT{}, a_.data(), b_.data(), c_.data(), dout_.data(), o);
+        return {r.dQ, r.dK, r.dV};
+      }
+      case ScoreKind::AGNN: {
+        auto r = reference_attention_backward(g_, H_, D_, AGNN{}, a_.data(), beta_.data(), beta_count_,
+                                              dout_.data(), o);
+        return {r.dX, r.dbeta};
+      }
+      case ScoreKind::GAT: {
+        auto r = reference_attention_backward(g_, H_, D_, GAT{0.2f}, l_.data(), r_.data(), c_.data(), dout_.data(), o);
+        return {r.del, r.der, r.dV};
+      }
+      case ScoreKind::GATv2: {
+        auto r = reference_attention_backward(g_, H_, D_, GATv2{0.2f}, a_.data(), b_.data(), head_.data(),
+                                              dout_.data(), o);
+        return {r.dXL, r.dXR, r.da};
+      }
+    }
+    return {};
+  }
+
+  // The forward with `strategy`, then `runs` backward calls through the same plan, each into
+  // fresh NaN-poisoned gradients; one list of host gradients per run.
+  std::vector<std::vector<std::vector<float>>> kokkos(Strategy strategy, int runs = 1) const {
+    const std::size_t n = std::size_t(g_.num_nodes), h = std::size_t(H_), d = std::size_t(D_);
+    const auto A = to_device(a_), B = to_device(b_), C = to_device(c_), L = to_device(l_), R = to_device(r_),
+               HD = to_device(head_), BETA = to_device(beta_), W = to_device(w_), DOUT = to_device(dout_);
+    auto f3 = [&](const Kokkos::View<float*, Mem>& v) { return NodeFeatures<Mem>(v.data(), n, h, d); };
+    auto f2 = [&](const Kokkos::View<float*, Mem>& v) { return NodeScalars<Mem>(v.data(), n, h); };
+    Options<Mem> opt;
+    if (ew_) opt.edge_values = EdgeValues<Mem>(W.data(), std::size_t(g_.num_edges()), std::size_t(ew_));
+    opt.dropout = dropout_;
+    opt.logsumexp = decltype(opt.logsumexp)("lse", n, h);
+
+    Exec exec;
+    const Plan<Exec> plan(exec, Graph<Mem>(g_), kind_, H_, D_, strategy);
+    const NodeOutput<Mem> out("out", n, h, d);
+    const HeadScalars<Mem> beta(BETA.data(), std::size_t(beta_count_));
+    switch (kind_) {
+      case ScoreKind::GT: attention(exec, plan, GT{}, f3(A), f3(B), f3(C), out, opt); break;
+      case ScoreKind::AGNN: attention(exec, plan, AGNN{}, f3(A), beta, out, opt); break;
+      case ScoreKind::GAT: attention(exec, plan, GAT{0.2f}, f2(L), f2(R), f3(C), out, opt); break;
+      case ScoreKind::GATv2:
+        attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data(), h, d), out, opt);
+        break;
+    }
+    const NodeScalars<Mem> lse = opt.logsumexp;
+    std::vector<std::vector<std::vector<float>>> results;
+    for (int run = 0; run < runs; ++run) {
+      std::vector<View1> grads;
+      auto g3 = [&] { return NodeOutput<Mem>(grads.emplace_back(poisoned(n * h * d)).data(), n, h, d); };
+      auto g2 = [&](std::size_t rows, std::size_t cols) {
+        return NodeScalarsOutput<Mem>(grads.emplace_back(poisoned(rows * cols)).data(), rows, cols);
+      };
+      switch (kind_) {
+        case ScoreKind::GT: {
+          const auto dQ = g3(), dK = g3(), dV = g3();
+          attention_backward(exec, plan, GT{}, f3(A), f3(B), f3(C), out, lse, f3(DOUT), dQ, dK, dV, opt);
+          break;
+        }
+        case ScoreKind::AGNN: {
+          const auto dX = g3();
+          const HeadScalarsOutput<Mem> dbeta = grads.emplace_back(poisoned(std::size_t(beta_count_)));
+          attention_backward(exec, plan, AGNN{}, f3(A), beta, out, lse, f3(DOUT), dX, dbeta, opt);
+          break;
+        }
+        case ScoreKind::GAT: {
+          const auto del = g2(n, h), der = g2(n, h);
+          const auto dV = g3();
+          attention_backward(exec, plan, GAT{0.2f}, f2(L), f2(R), f3(C), out, lse, f3(DOUT), del, der, dV, opt);
+          break;
+        }
+        case ScoreKind::GATv2: {
+          const auto dXL = g3(), dXR = g3();
+          const auto da = g2(h, d);
+          attention_backward(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data(), h, d), out, lse,
+                             f3(DOUT), dXL, dXR, da, opt);
+          break;
+        }
+      }
+      exec.fence();
+      auto& host = results.emplace_back();
+      for (const View1& v : grads) host.push_back(to_host(v));
+    }
+    return results;
+  }
+
+ private:
+  ScoreKind kind_;
+  const HostGraph& g_;
+  int H_, D_, ew_;
+  Dropout dropout_;
+  int beta_count_;
+  std::vector<float> a_, b_, c_, l_, r_, dout_, head_, beta_, w_;
+};
+
+// max_relative_error, unless the gradient is zero in exact arithmetic and the reference holds
+// only float64 rounding (the score gradients of a graph whose rows have one edge each, whose
+// softmax is constant): then the fp32 rounding left in `got`, absolutely.
+double gradient_error(const std::vector<float>& got, const std::vector<double>& ref) {
+  double scale = 0;
+  for (double r : ref) scale = std::max(scale, std::abs(r));
+  if (scale > 1e-12) return max_relative_error(got.data(), ref);
+  double err = 0;
+  for (float x : got) err = std::max(err, std::isnan(x) ? std::numeric_limits<double>::infinity() : std::abs(double(x)));
+  return err;
+}
+
+// 1e-4, but 1e-3 for the parameter gradients (dbeta, da, listed last): they sum terms over
+// all edges that largely cancel (a row's softmax-gradient terms sum to zero), so fp32 rounding
+// of the terms, relative to the sum, exceeds 1e-4 on the super node with a shared beta (2e-4
+// from the forward's statistics, 1e-4 even from float64-exact ones rounded to fp32).
+double tolerance(ScoreKind kind, std::size_t gradient) {
+  const bool parameter = (kind == ScoreKind::AGNN && gradient == 1) || (kind == ScoreKind::GATv2 && gradient == 2);
+  return parameter ? 1e-3 : 1e-4;
+}
+
+// Beyond the Serial/OpenMP scratch of 32 KB and CUDA's shared memory alike, as the forward tests.
+const std::vector<test::NamedGraph>& graphs() {
+  static const auto gs = test::test_graphs(20000);
+  return gs;
+}
+
+using KernelParam = std::tuple<ScoreKind, Strategy, std::pair<int, int>, int>;
+
+class BackwardKernels : public ::testing::TestWithParam<KernelParam> {};
+
+// Plain, then with edge values (per edge or per head, alternating over graphs), dropout and, for
+// AGNN, a shared beta.
+TEST_P(BackwardKernels, MatchesFloat64Reference) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  const auto names = gradient_names(kind);
+  for (bool options : {false, true}) {
+    SCOPED_TRACE(options ? "edge values and dropout" : "plain");
+    const Case c = options ? Case(kind, g, hd.first, hd.second, unsigned(graph) + 31, graph % 2 ? hd.first : 1,
+                                  Dropout{0.3f, 42}, 1)
+                           : Case(kind, g, hd.first, hd.second, unsigned(graph) + 11);
+    const auto got = c.kokkos(strategy).front();
+    const auto ref = c.reference();
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      EXPECT_LT(gradient_error(got[i], ref[i]), tolerance(kind, i)) << name << " " << names[i];
+  }
+}
+
+std::string kernel_name(const ::testing::TestParamInfo<KernelParam>& info) {
+  const auto [kind, strategy, hd, graph] = info.param;
+  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backward, BackwardKernels,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused),
+                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 16}, std::pair{3, 7}),
+                       ::testing::Range(0, int(graphs().size()))),
+    kernel_name);
+
+// AGNN takes the cosine with a zero vector as 0: no gradient flows through such scores.
+TEST(BackwardZeroVectors, AgnnMatchesReference) {
+  const auto& g = graphs().front().graph;
+  for (Strategy strategy : {Strategy::SMMF, Strategy::PMF}) {
+    Case c(ScoreKind::AGNN, g, 2, 16, 4);
+    for (node_t n = 0; n < 40; n += 3) c.zero_features(n);
+    const auto got = c.kokkos(strategy).front();
+    const auto ref = c.reference();
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      EXPECT_LT(gradient_error(got[i], ref[i]), tolerance(ScoreKind::AGNN, i)) << gradient_names(ScoreKind::AGNN)[i];
+  }
+}
+
+// ---- (c) reproducibility ------------------------------------------------------------------
+
+TEST(BackwardReproducible, TwoRunsAreBitwiseEqual) {
+  for (const char* graph : {"super_node", "power_law"}) {
+    const auto& g = std::find_if(graphs().begin(), graphs().end(), [&](const auto& n) { return n.name == graph; })->graph;
+    for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+      SCOPED_TRACE(std::string(graph) + " " + to_string(kind));
+      const auto runs = Case(kind, g, 4, 8, 3, 4, Dropout{0.2f, 9}).kokkos(Strategy::PMF, 2);
+      for (std::size_t i = 0; i < runs[0].size(); ++i)
+        EXPECT_EQ(std::memcmp(runs[0][i].data(), runs[1][i].data(), runs[0][i].size() * sizeof(float)), 0)
+            << gradient_names(kind)[i];
+    }
+  }
+}
+
+// ---- (d) argument checks ------------------------------------------------------------------
+
+class BackwardErrors : public ::testing::Test {
+ protected:
+  static constexpr std::size_t N = 13, H = 2, D = 3;
+  using View2 = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
+  using View3 = Kokkos::View<float***, Kokkos::LayoutRight, Mem>;
+
+  BackwardErrors() : host_(test::random_graph(node_t(N), 60, 7)), graph_(host_) {}
+
+  const Plan<Exec>& plan(ScoreKind kind) {
+    plans_.emplace_back(std::make_unique<Plan<Exec>>(exec_, graph_, kind, int(H), int(D)));
+    return *plans_.back();
+  }
+  View1 buffer(std::size_t n) {
+    View1 v("buffer", n);
+    Kokkos::deep_copy(v, 0.5f);
+    return buffers_.emplace_back(v);
+  }
+  View3 f3(std::size_t n = N) { return View3(buffer(n * H * D).data(), n, H, D); }
+  View2 f2(std::size_t n = N) { return View2(buffer(n * H).data(), n, H); }
+  View2 a2(std::size_t h = H) { return View2(buffer(h * D).data(), h, D); }
+  View1 f1(std::size_t n = H) { return buffer(n); }
+
+  Exec exec_;
+  HostGraph host_;
+  Graph<Mem> graph_;
+  std::vector<std::unique_ptr<Plan<Exec>>> plans_;
+  std::vector<View1> buffers_;
+};
+
+TEST_F(BackwardErrors, PlanOfAnotherModel) {
+  const auto& gat = plan(ScoreKind::GAT);
+  expect_error([&] { attention_backward(exec_, gat, GT{}, f3(), f3(), f3(), f3(), f2(), f3(), f3(), f3(), f3()); },
+               {"attention_backward:", "made for gat", "gt"});
+  expect_error([&] { attention_backward(exec_, gat, AGNN{}, f3(), f1(), f3(), f2(), f3(), f3(), f1()); },
+               {"attention_backward:", "made for gat", "agnn"});
+}
+
+TEST_F(BackwardErrors, GtShapes) {
+  const auto& p = plan(ScoreKind::GT);
+  const auto bad = f3(N + 1);
+  const std::vector<std::pair<const char*, int>> args = {{"Q", 0}, {"K", 1}, {"V", 2}, {"out", 3},
+                                                         {"dOut", 4}, {"dQ", 5}, {"dK", 6}, {"dV", 7}};
+  for (const auto& [name, which] : args) {
+    std::vector<View3> t = {f3(), f3(), f3(), f3(), f3(), f3(), f3(), f3()};
+    t[std::size_t(which)] = bad;
+    expect_error([&] { attention_backward(exec_, p, GT{}, t[0], t[1], t[2], t[3], f2(), t[4], t[5], t[6], t[7]); },
+                 {"attention_backward: ", std::string(name) + " has shape [14,2,3]", "[N,H,D]"});
+  }
+  expect_error([&] { attention_backward(exec_, p, GT{}, f3(), f3(), f3(), f3(), f2(N - 1), f3(), f3(), f3(), f3()); },
+               {"logsumexp has shape [12,2]", "[N,H]"});
+  expect_error([&] { attention_backward(exec_, p, GT{}, f3(), f3(), f3(), f3(), f2(), f3(), View3(nullptr, N, H, D), f3(), f3()); },
+               {"dQ has"});
+}
+
+TEST_F(BackwardErrors, OtherModelsShapes) {
+  const auto& agnn = plan(ScoreKind::AGNN);
+  expect_error([&] { attention_backward(exec_, agnn, AGNN{}, f3(), f1(H + 1), f3(), f2(), f3(), f3(), f1()); },
+               {"beta has 3 entries"});
+  expect_error([&] { attention_backward(exec_, agnn, AGNN{}, f3(), f1(), f3(), f2(), f3(), f3(N + 1), f1()); },
+               {"dX has shape"});
+  expect_error([&] { attention_backward(exec_, agnn, AGNN{}, f3(), f1(H), f3(), f2(), f3(), f3(), f1(1)); },
+               {"dbeta has shape [1]", "= [2]"});
+  expect_error([&] { attention_backward(exec_, agnn, AGNN{}, f3(), f1(1), f3(), f2(), f3(), f3(), f1(H)); },
+               {"dbeta has shape [2]", "= [1]"});
+  const auto& gat = plan(ScoreKind::GAT);
+  expect_error([&] { attention_backward(exec_, gat, GAT{}, f2(N + 1), f2(), f3(), f3(), f2(), f3(), f2(), f2(), f3()); },
+               {"el has shape"});
+  expect_error([&] { attention_backward(exec_, gat, GAT{}, f2(), f2(), f3(), f3(), f2(), f3(), f2(), f2(N - 1), f3()); },
+               {"der has shape", "[N,H]"});
+  expect_error([&] { attention_backward(exec_, gat, GAT{}, f2(), f2(), f3(), f3(), f2(), f3(), f2(), f2(), f3(N - 1)); },
+               {"dV has shape"});
+  const auto& gatv2 = plan(ScoreKind::GATv2);
+  expect_error([&] { attention_backward(exec_, gatv2, GATv2{}, f3(), f3(), a2(H + 1), f3(), f2(), f3(), f3(), f3(), a2()); },
+               {"a has shape", "[H,D]"});
+  expect_error([&] { attention_backward(exec_, gatv2, GATv2{}, f3(), f3(), a2(), f3(), f2(), f3(), f3(), f3(), a2(H - 1)); },
+               {"da has shape [1,3]", "[H,D]"});
+  expect_error([&] { attention_backward(exec_, gatv2, GATv2{}, f3(), f3(N + 1), a2(), f3(), f2(), f3(), f3(), f3(), a2()); },
+               {"XR has shape"});
+}
+
+TEST_F(BackwardErrors, GradientsOverlappingInputsOrEachOther) {
+  const auto& gt = plan(ScoreKind::GT);
+  const auto Q = f3(), dOut = f3(), dK = f3();
+  expect_error([&] { attention_backward(exec_, gt, GT{}, Q, f3(), f3(), f3(), f2(), f3(), Q, f3(), f3()); },
+               {"dQ overlaps Q"});
+  expect_error([&] { attention_backward(exec_, gt, GT{}, f3(), f3(), f3(), f3(), f2(), dOut, f3(), f3(), dOut); },
+               {"dV overlaps dOut"});
+  expect_error([&] { attention_backward(exec_, gt, GT{}, f3(), f3(), f3(), f3(), f2(), f3(), f3(), dK, dK); },
+               {"dK overlaps dV"});
+  const auto out = f3();
+  const View2 lse_inside(out.data() + 1, N, H);
+  expect_error([&] { attention_backward(exec_, gt, GT{}, f3(), f3(), f3(), f3(), lse_inside, f3(), f3(), f3(), out); },
+               {"dV overlaps logsumexp"});
+  Options<Mem> w;
+  const View1 big = buffer(N * H * D + std::size_t(host_.num_edges()));
+  w.edge_values = EdgeValues<Mem>(big.data() + N * H * D - 1, std::size_t(host_.num_edges()), 1);
+  expect_error([&] { attention_backward(exec_, gt, GT{}, f3(), f3(), f3(), f3(), f2(), f3(), View3(big.data(), N, H, D), f3(), f3(), w); },
+               {"dQ overlaps edge_values"});
+
+  const auto& agnn = plan(ScoreKind::AGNN);
+  const auto beta = f1();
+  expect_error([&] { attention_backward(exec_, agnn, AGNN{}, f3(), beta, f3(), f2(), f3(), f3(), beta); },
+               {"dbeta overlaps beta"});
+  const auto X = f3();
+  expect_error([&] { attention_backward(exec_, agnn, AGNN{}, X, f1(), f3(), f2(), f3(), X, f1()); },
+               {"dX overlaps X"});
+  const auto& gat = plan(ScoreKind::GAT);
+  const auto er = f2();
+  expect_error([&] { attention_backward(exec_, gat, GAT{}, f2(), er, f3(), f3(), f2(), f3(), er, f2(), f3()); },
+               {"del overlaps er"});
+  const auto& gatv2 = plan(ScoreKind::GATv2);
+  const auto a = a2();
+  expect_error([&] { attention_backward(exec_, gatv2, GATv2{}, f3(), f3(), a, f3(), f2(), f3(), f3(), f3(), a); },
+               {"da overlaps a"});
+}
+
+TEST_F(BackwardErrors, OptionsAndCorrectCalls) {
+  const auto& gat = plan(ScoreKind::GAT);
+  Options<Mem> o;
+  o.dropout = Dropout{1.0f, 1};
+  expect_error([&] { attention_backward(exec_, gat, GAT{}, f2(), f2(), f3(), f3(), f2(), f3(), f2(), f2(), f3(), o); },
+               {"attention_backward: dropout rate"});
+  o.dropout = {};
+  o.edge_values = EdgeValues<Mem>(f1(std::size_t(host_.num_edges()) * 3).data(), std::size_t(host_.num_edges()), 3);
+  expect_error([&] { attention_backward(exec_, gat, GAT{}, f2(), f2(), f3(), f3(), f2(), f3(), f2(), f2(), f3(), o); },
+               {"attention_backward: edge_values has shape"});
+  o.edge_values = {};
+  // The forward's logsumexp output is not read: any shape there is fine.
+  o.dropout = Dropout{0.5f, 1};
+  o.logsumexp = f2(N + 3);
+  EXPECT_NO_THROW(attention_backward(exec_, gat, GAT{}, f2(), f2(), f3(), f3(), f2(), f3(), f2(), f2(), f3(), o));
+  exec_.fence();
+}
+
+}  // namespace
