@@ -220,6 +220,33 @@ TEST_F(CliTest, RoundTripEveryStrategyAndSymmetrize) {
 
 // ---- Cora ----------------------------------------------------------------------------------
 
+// The CLI checks every gradient against the float64 reference itself (--reference fails with
+// exit 1 beyond tolerance); here: that it runs, names and shapes the files.
+TEST_F(CliTest, BackwardGradientsEveryModel) {
+  const std::int64_t N = kNodes, H = 2, D = 3;
+  const std::string dout = npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 21));
+  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<std::int64_t>>>>> models{
+      {"gt", {{"dQ", {N, H, D}}, {"dK", {N, H, D}}, {"dV", {N, H, D}}}},
+      {"agnn --beta 0.5,2", {{"dX", {N, H, D}}, {"dbeta", {H}}}},
+      {"gat", {{"del", {N, H}}, {"der", {N, H}}, {"dV", {N, H, D}}}},
+      {"gatv2", {{"dXL", {N, H, D}}, {"dXR", {N, H, D}}, {"da", {H, D}}}}};
+  for (const auto& [model, grads] : models) {
+    SCOPED_TRACE(model);
+    const Result r = run("attention --graph " + quote(tiny_graph()) + " --model " + model +
+                         " --heads 2 --dim 3 --reference --grad-out " + quote(dout) + " --grad-prefix " +
+                         quote(path("g_")));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    for (const auto& [name, shape] : grads) {
+      EXPECT_NE(r.out.find("max relative error of " + name), std::string::npos) << r.out;
+      EXPECT_EQ(io::read_npy_f32(path("g_" + name + ".npy")).shape, shape) << name;
+    }
+  }
+  expect_user_error("attention --graph " + quote(tiny_graph()) + " --model gt --heads 2 --dim 3 --grad-prefix p",
+                    {"--grad-prefix needs --grad-out"});
+  expect_user_error("attention --graph " + quote(tiny_graph()) + " --model gt --heads 2 --dim 4 --grad-out " + quote(dout),
+                    {"dout.npy", "shape"});
+}
+
 TEST_F(CliTest, CoraEveryModelAndStrategy) {
   for (const std::string model : {"gt", "agnn", "gat", "gatv2"}) {
     for (const std::string strategy : {"auto", "smmf", "pmf", "unfused"}) {

@@ -2,9 +2,11 @@
 // User errors (bad options, files, shapes) exit with code 2 and one line on stderr.
 
 #include <dfgnn/attention.hpp>
+#include <dfgnn/backward.hpp>
 #include <dfgnn/generate.hpp>
 #include <dfgnn/io.hpp>
 #include <dfgnn/reference.hpp>
+#include <dfgnn/reference_backward.hpp>
 
 #include "inputs.hpp"
 #ifdef DFGNN_ENABLE_CUDA
@@ -58,7 +60,11 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
   --out F.npy           output [N,H,D] float32
   --strategy auto|smmf|pmf|unfused   --backend auto|kokkos|cuda
   --reference           also run the float64 reference, print the max relative error and
-                        fail (exit 1) when it exceeds 1e-4
+                        fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta and da)
+  --grad-out G.npy      dLoss/dOut [N,H,D]: also run the training forward and the fused
+                        backward (kokkos backend) and write each gradient to PREFIX<name>.npy:
+                        gt dQ dK dV | agnn dX dbeta | gat del der dV | gatv2 dXL dXR da
+  --grad-prefix PREFIX  where the gradients go (default "grad_")
 
 bench: times the forward per backend and strategy (CUDA events, median of --iters after
   --warmup; the plan is built and inputs uploaded beforehand), with bandwidth against the
@@ -224,19 +230,23 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
 
 // ---- running -------------------------------------------------------------------------------
 
+using Gradients = std::vector<std::pair<std::string, std::vector<float>>>;
+
 // A forward on the default Kokkos execution space: plan and inputs set up once, run repeatable.
 class KokkosRun {
  public:
   using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = Exec::memory_space;
 
-  KokkosRun(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope)
+  KokkosRun(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
+            bool training = false)
       : in_(in), scale_(scale), slope_(slope), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy),
         beta_(detail::upload<float, Mem>("beta", in.beta)), w_(detail::upload<float, Mem>("edge_values", in.edge_values)),
         out_("out", in.N, in.H, in.D) {
     for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
     if (in.edge_value_heads)
       options_.edge_values = EdgeValues<Mem>(w_.data(), std::size_t(g.num_edges()), std::size_t(in.edge_value_heads));
+    if (training) options_.logsumexp = decltype(options_.logsumexp)("logsumexp", in.N, in.H);
   }
 
   Strategy strategy() const { return plan_.strategy(); }
@@ -256,12 +266,57 @@ class KokkosRun {
     exec_.fence();
   }
 
-  std::vector<float> output() const {
-    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out_);
-    return std::vector<float>(host.data(), host.data() + host.size());
+  std::vector<float> output() const { return to_host(out_); }
+
+  /// The fused backward after a training-mode forward: (name, gradient) in the API's order.
+  Gradients backward(const std::vector<float>& dout_host) const {
+    const auto dout_buf = detail::upload<float, Mem>("dout", dout_host);
+    const NodeFeatures<Mem> dout(dout_buf.data(), in_.N, in_.H, in_.D), out(out_.data(), in_.N, in_.H, in_.D);
+    const NodeScalars<Mem> lse = options_.logsumexp;
+    auto node = [&](const std::string& name) { return NodeOutput<Mem>(name, in_.N, in_.H, in_.D); };
+    Gradients grads;
+    switch (in_.kind) {
+      case ScoreKind::GT: {
+        const auto dQ = node("dQ"), dK = node("dK"), dV = node("dV");
+        attention_backward(exec_, plan_, GT{scale_}, features(0), features(1), features(2), out, lse, dout, dQ, dK,
+                           dV, options_);
+        grads = {{"dQ", to_host(dQ)}, {"dK", to_host(dK)}, {"dV", to_host(dV)}};
+        break;
+      }
+      case ScoreKind::AGNN: {
+        const auto dX = node("dX");
+        const HeadScalarsOutput<Mem> dbeta("dbeta", in_.beta.size());
+        attention_backward(exec_, plan_, AGNN{}, features(0), HeadScalars<Mem>(beta_.data(), in_.beta.size()), out,
+                           lse, dout, dX, dbeta, options_);
+        grads = {{"dX", to_host(dX)}, {"dbeta", to_host(dbeta)}};
+        break;
+      }
+      case ScoreKind::GAT: {
+        const NodeScalarsOutput<Mem> del("del", in_.N, in_.H), der("der", in_.N, in_.H);
+        const auto dV = node("dV");
+        attention_backward(exec_, plan_, GAT{slope_}, scalars(0), scalars(1), features(2), out, lse, dout, del, der,
+                           dV, options_);
+        grads = {{"del", to_host(del)}, {"der", to_host(der)}, {"dV", to_host(dV)}};
+        break;
+      }
+      case ScoreKind::GATv2: {
+        const auto dXL = node("dXL"), dXR = node("dXR");
+        const HeadFeaturesOutput<Mem> da("da", in_.H, in_.D);
+        attention_backward(exec_, plan_, GATv2{slope_}, features(0), features(1),
+                           HeadFeatures<Mem>(t_[2].data(), in_.H, in_.D), out, lse, dout, dXL, dXR, da, options_);
+        grads = {{"dXL", to_host(dXL)}, {"dXR", to_host(dXR)}, {"da", to_host(da)}};
+        break;
+      }
+    }
+    return grads;
   }
 
  private:
+  template <class View>
+  static std::vector<float> to_host(const View& v) {
+    const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+    return std::vector<float>(host.data(), host.data() + host.size());
+  }
   NodeFeatures<Mem> features(int i) const { return NodeFeatures<Mem>(t_[std::size_t(i)].data(), in_.N, in_.H, in_.D); }
   NodeScalars<Mem> scalars(int i) const { return NodeScalars<Mem>(t_[std::size_t(i)].data(), in_.N, in_.H); }
 
@@ -298,10 +353,71 @@ std::vector<double> run_reference(const HostGraph& g, const Inputs& in, float sc
   return {};
 }
 
+// The float64 reference gradients, named and ordered as KokkosRun::backward returns them.
+std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, const Inputs& in,
+                                                        const std::vector<float>& dout, float scale, float slope) {
+  const ReferenceOptions w(HostEdgeValues{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads});
+  const int H = int(in.H), D = int(in.D);
+  const auto& t = in.tensors;
+  switch (in.kind) {
+    case ScoreKind::GT: {
+      auto r = reference_attention_backward(g, H, D, GT{scale}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
+      return {r.dQ, r.dK, r.dV};
+    }
+    case ScoreKind::AGNN: {
+      auto r = reference_attention_backward(g, H, D, AGNN{}, t[0].data(), in.beta.data(), int(in.beta.size()),
+                                            dout.data(), w);
+      return {r.dX, r.dbeta};
+    }
+    case ScoreKind::GAT: {
+      auto r = reference_attention_backward(g, H, D, GAT{slope}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
+      return {r.del, r.der, r.dV};
+    }
+    case ScoreKind::GATv2: {
+      auto r = reference_attention_backward(g, H, D, GATv2{slope}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
+      return {r.dXL, r.dXR, r.da};
+    }
+  }
+  return {};
+}
+
+// Training forward + fused backward on Kokkos; writes PREFIX<name>.npy per gradient and, with
+// --reference, checks each against the float64 reference. Returns the exit code.
+int run_backward(const Args& a, const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope) {
+  const std::string path = a.get("grad-out");
+  const std::vector<float> dout = checked(io::read_npy_f32(path), path, {in.N, in.H, in.D}, {in.N, in.H * in.D});
+  const KokkosRun run(g, in, strategy, scale, slope, /*training=*/true);
+  run();
+  const Gradients grads = run.backward(dout);
+  const std::string prefix = a.get("grad-prefix", "grad_");
+  for (const auto& [name, values] : grads) {
+    std::vector<std::int64_t> shape{std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)};
+    if (name == "del" || name == "der") shape = {std::int64_t(in.N), std::int64_t(in.H)};
+    if (name == "da") shape = {std::int64_t(in.H), std::int64_t(in.D)};
+    if (name == "dbeta") shape = {std::int64_t(in.beta.size())};
+    io::write_npy_f32(prefix + name + ".npy", shape, values.data());
+  }
+  std::printf("backward: wrote %zu gradients to %s*.npy\n", grads.size(), prefix.c_str());
+  if (!a.flags.count("reference")) return 0;
+  const auto ref = run_reference_backward(g, in, dout, scale, slope);
+  int status = 0;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const double err = max_relative_error(grads[i].second.data(), ref[i]);
+    const double tol = grads[i].first == "dbeta" || grads[i].first == "da" ? 1e-3 : 1e-4;
+    std::printf("max relative error of %s vs float64 reference: %.3g\n", grads[i].first.c_str(), err);
+    if (!(err <= tol)) {
+      std::fprintf(stderr, "dfgnn: error: %s relative error %.3g exceeds %.0e\n", grads[i].first.c_str(), err, tol);
+      status = 1;
+    }
+  }
+  return status;
+}
+
 int cmd_attention(int argc, char** argv) {
   const Args a = parse_args(argc, argv, 2,
                             {"graph", "nodes", "model", "heads", "dim", "q", "k", "v", "x", "beta", "el", "er",
-                             "slope", "xl", "xr", "a", "scale", "edge-values", "out", "strategy", "backend", "seed"},
+                             "slope", "xl", "xr", "a", "scale", "edge-values", "out", "strategy", "backend", "seed",
+                             "grad-out", "grad-prefix"},
                             {"reference", "symmetrize"});
   const HostGraph g = load_graph(a);
   const Inputs in = load_inputs(a, g);
@@ -309,8 +425,9 @@ int cmd_attention(int argc, char** argv) {
   const float scale = a.real("scale", 0.0f), slope = a.real("slope", 0.2f);
   if (scale != 0.0f && in.kind != ScoreKind::GT) throw Error("--scale applies to --model gt only");
   std::string backend = a.get("backend", "auto");
+  if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
 #ifdef DFGNN_ENABLE_CUDA
-  if (backend == "auto") backend = cuda::device_available() ? "cuda" : "kokkos";
+  if (backend == "auto") backend = cuda::device_available() && !a.has("grad-out") ? "cuda" : "kokkos";
 #else
   if (backend == "auto") backend = "kokkos";
 #endif
@@ -342,7 +459,9 @@ int cmd_attention(int argc, char** argv) {
       return 1;
     }
   }
-  return 0;
+  if (!a.has("grad-out")) return 0;
+  if (backend != "kokkos") throw Error("--grad-out: the backward runs on --backend kokkos only");
+  return run_backward(a, g, in, strategy, scale, slope);
 }
 
 int cmd_info(int argc, char** argv) {
