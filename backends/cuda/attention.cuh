@@ -2,6 +2,7 @@
 // The launch path shared by the four score kinds: argument checks, the tile chosen from D and
 // the pointers' alignment, and the kernel launches of the plan's strategy.
 
+#include "online.cuh"
 #include "plan_impl.hpp"
 #include "sddmm.cuh"
 #include "staged.cuh"
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 namespace dfgnn::cuda::detail {
 
@@ -23,7 +25,7 @@ struct Arg {
 };
 
 inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::initializer_list<Arg> args,
-                     DeviceEdgeValues w) {
+                     const Options& o) {
   const Plan::Impl& p = plan.impl();
   const std::string where = std::string("cuda::attention(") + to_string(kind) + "): ";
   if (p.kind != kind)
@@ -35,17 +37,26 @@ inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::in
     const char *x = static_cast<const char*>(a), *y = static_cast<const char*>(b);
     return na > 0 && nb > 0 && x < y + nb && y < x + na;
   };
+  const std::size_t lse_floats = o.logsumexp != nullptr ? N * p.heads : 0;
+  const DeviceEdgeValues& w = o.edge_values;
   for (const Arg& a : args) {
     if (a.required && E > 0 && a.ptr == nullptr) throw Error(where + a.name + " is null");
     if (overlaps(out, out_floats * 4, a.ptr, a.floats * 4))
       throw Error(where + "out overlaps the input " + a.name);
+    if (overlaps(o.logsumexp, lse_floats * 4, a.ptr, a.floats * 4))
+      throw Error(where + "logsumexp overlaps the input " + a.name);
   }
   if (w.data != nullptr) {
     if (w.heads != 1 && w.heads != p.heads)
       throw Error(where + "edge values have " + std::to_string(w.heads) + " heads, expected 1 or " +
                   std::to_string(p.heads));
     if (overlaps(out, out_floats * 4, w.data, E * w.heads * 4)) throw Error(where + "out overlaps the edge values");
+    if (overlaps(o.logsumexp, lse_floats * 4, w.data, E * w.heads * 4))
+      throw Error(where + "logsumexp overlaps the edge values");
   }
+  if (overlaps(out, out_floats * 4, o.logsumexp, lse_floats * 4)) throw Error(where + "out overlaps logsumexp");
+  if (!(o.dropout.rate >= 0.f && o.dropout.rate < 1.f))
+    throw Error(where + "dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
 }
 
 /// Raises a kernel's dynamic shared-memory limit once per size actually asked for.
@@ -83,12 +94,22 @@ void with_tile(int D, bool vec4, F&& f) {
   return f(Tile<1, 32, 8>{});
 }
 
+/// Calls f(std::bool_constant<dropout on>{}): kernels with the dropout factor in their inner
+/// loop are compiled with and without it.
+template <class F>
+void with_dropout(const Train& tr, F&& f) {
+  if (tr.dropout.rate > 0.f)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
 inline unsigned blocks_for(std::int64_t threads, int block) {
   return unsigned(std::max<std::int64_t>(1, (threads + block - 1) / block));
 }
 
 template <class S, class T>
-void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, float* out) {
+void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, const Train& tr, float* out) {
   const int H = p.heads, D = p.dim;
   const DeviceGraph& g = p.graph;
   if (g.num_nodes == 0) return;
@@ -104,37 +125,62 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, floa
     case Strategy::SMMF: {
       constexpr auto kernel = smmf_kernel<S, T, kSmmfWarps>;
       allow_smem<kernel>(p.smmf_smem);
-      kernel<<<p.num_blocks, kSmmfWarps * kWarp, p.smmf_smem, st>>>(sc, g, w, p.blocks, H, D, out, p.part);
+      kernel<<<p.num_blocks, kSmmfWarps * kWarp, p.smmf_smem, st>>>(sc, g, w, tr, p.blocks, H, D, out, p.part);
       break;
     }
     case Strategy::PMF:
       sddmm();
-      pmf_kernel<S, T><<<blocks_for((N + p.num_pieces) * passes * kWarp, 256), 256, 0, st>>>(
-          sc, g, p.scores, H, D, p.pmf_split, p.pieces, p.num_pieces, out, p.part);
+      with_dropout(tr, [&](auto drop) {
+        pmf_kernel<S, T, drop><<<blocks_for((N + p.num_pieces) * passes * kWarp, 256), 256, 0, st>>>(
+            sc, g, tr, p.scores, H, D, p.split, p.pieces, p.num_pieces, out, p.part);
+      });
       break;
     case Strategy::Unfused:
       sddmm();
-      launch_softmax(st, g, H, p.scores);
+      launch_softmax(st, g, H, p.scores, tr);
       spmm_kernel<S, T><<<blocks_for(N * passes * kWarp, 256), 256, 0, st>>>(sc, g, p.scores, H, D, out);
       break;
-    case Strategy::Staged: {
-      constexpr auto kernel = staged_kernel<S, T>;
-      allow_smem<kernel>(p.staged_smem);
-      kernel<<<p.num_graphs, kStagedWarps<T> * kWarp, p.staged_smem, st>>>(sc, g, w, p.graph_ptr, H, D, out);
+    case Strategy::Staged:
+      with_dropout(tr, [&](auto drop) {
+        constexpr auto kernel = staged_kernel<S, T, drop>;
+        allow_smem<kernel>(p.staged_smem);
+        kernel<<<p.num_graphs, kStagedWarps<T> * kWarp, p.staged_smem, st>>>(sc, g, w, tr, p.graph_ptr, H, D, out);
+      });
+      break;
+    case Strategy::Online: {
+      // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as
+      // many as still give a slice U edges a step on an average row.
+      const int slots = T::GROUPS / std::min(H, T::GROUPS);
+      const int ep = p.online_uneven_mean > 0
+                         ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots))
+                         : 1;
+      const std::int64_t warps = p.num_pieces + (N + slots / ep - 1) / (slots / ep);
+      const auto online = [&](auto drop, auto exact) {
+        online_kernel<S, T, drop, exact><<<blocks_for(warps * kWarp, kOnlineThreads), kOnlineThreads, 0, st>>>(
+            sc, g, w, tr, H, D, p.split, ep, p.pieces, p.num_pieces, out, p.part);
+      };
+      with_dropout(tr, [&](auto drop) {
+        if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
+          if (D == T::MAX_D) return online(drop, std::true_type{});
+        }
+        online(drop, std::false_type{});
+      });
       break;
     }
     default: throw Error("cuda::attention: plan without a strategy");
   }
-  launch_merge(st, p.split_rows, p.num_split_rows, H, D, p.part, out);
+  launch_merge(st, p.split_rows, p.num_split_rows, H, D, p.part, out, tr.lse);
   DFGNN_CUDA(cudaGetLastError());
 }
 
 /// Validated entry: picks the tile and launches.
 template <class S>
-void run(cudaStream_t st, const Plan& plan, const S& sc, DeviceEdgeValues w, float* out, bool vec4) {
+void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float* out, bool vec4) {
   const Plan::Impl& p = plan.impl();
-  const EdgeScale scale{w.data, p.graph.edge_id, w.heads};
-  with_tile(p.dim, vec4 && aligned16({out}), [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, out); });
+  const EdgeScale scale{o.edge_values.data, p.graph.edge_id, o.edge_values.heads};
+  const Train tr{o.logsumexp, p.graph.edge_id, o.dropout};
+  with_tile(p.dim, vec4 && aligned16({out}),
+            [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); });
 }
 
 }  // namespace dfgnn::cuda::detail

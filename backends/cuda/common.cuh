@@ -2,7 +2,7 @@
 // Shared device vocabulary: error checks, the lane tile of one head row, warp reductions,
 // fragment loads. Every kernel family builds on these.
 
-#include <dfgnn/types.hpp>
+#include <dfgnn/dropout.hpp>
 
 #include <cuda_runtime.h>
 
@@ -51,6 +51,14 @@ __device__ __forceinline__ float warp_max(float x) {
 }
 
 __device__ __forceinline__ float warp_sum(float x) { return group_sum<kWarp>(x); }
+
+/// e^x by one ex2 (no denormal handling: results under 2^-126 flush to 0, irrelevant in a
+/// softmax sum); __expf spends three more instructions on denormals.
+__device__ __forceinline__ float fast_exp(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  return y;
+}
 
 /// Online-softmax pair (running max, sum of exp(score - max)) of one lane, merged across the
 /// warp; an empty pair is (-inf, 0).
@@ -160,6 +168,25 @@ struct EdgeScale {
   }
 };
 
+/// Training mode: the per-row statistic logsumexp = max + log(sum) [N,H] (0 for a row without
+/// edges; null: inference) and attention dropout, whose factor multiplies each probability in
+/// the accumulator but not in the softmax sum.
+struct Train {
+  float* lse = nullptr;
+  const edge_t* edge_id = nullptr;  ///< CSR position -> caller's edge index, the dropout counter
+  Dropout dropout;
+  /// The dropout factor of CSR edge e, head h. Kernels whose inner loop takes it are compiled
+  /// twice (with_dropout): kDrop = false removes the hash from the inference loop.
+  template <bool kDrop = true>
+  __device__ __forceinline__ float keep(edge_t e, int h) const {
+    if constexpr (!kDrop) return 1.f;
+    return dropout.rate > 0.f ? dropout.factor(__ldg(edge_id + e), h) : 1.f;
+  }
+  __device__ __forceinline__ void store(node_t v, int h, int H, float m, float s) const {
+    if (lse != nullptr) lse[std::size_t(v) * H + h] = s > 0.f ? m + logf(s) : 0.f;
+  }
+};
+
 /// Partial (max, sum, unnormalised accumulator) of the pieces of split rows, in workspace;
 /// the merge kernel combines the pieces of each row.
 struct Partials {
@@ -169,16 +196,17 @@ struct Partials {
 };
 
 /// Ends every row: a whole row (slot < 0) goes to out as acc / sum (0 for a row without
-/// edges); a piece of a split row goes to its partial slot with its (max, sum).
+/// edges) with its logsumexp; a piece of a split row goes to its partial slot with its (max, sum).
 template <class T>
 __device__ __forceinline__ void finish_row(const Frag<T>& acc, float m, float s, int slot, node_t v,
                                            int h, int H, int D, int l, float* __restrict__ out,
-                                           const Partials& part) {
+                                           const Partials& part, const Train& tr) {
   float* dst;
   float scale = 1.f;
   if (slot < 0) {
     dst = out + (std::size_t(v) * H + h) * D;
     scale = s > 0.f ? 1.f / s : 0.f;
+    if (l == 0) tr.store(v, h, H, m, s);
   } else {
     dst = part.acc + (std::size_t(slot) * H + h) * D;
     if (l == 0) part.max[std::size_t(slot) * H + h] = m, part.sum[std::size_t(slot) * H + h] = s;

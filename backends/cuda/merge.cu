@@ -5,7 +5,8 @@ namespace dfgnn::cuda::detail {
 namespace {
 
 __global__ void __launch_bounds__(256) merge_kernel(const SplitRow* __restrict__ rows, int num_rows, int H,
-                                                    int D, Partials part, float* __restrict__ out) {
+                                                    int D, Partials part, float* __restrict__ out,
+                                                    float* __restrict__ lse) {
   const std::size_t W = std::size_t(H) * D;
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= num_rows * W) return;
@@ -22,15 +23,16 @@ __global__ void __launch_bounds__(256) merge_kernel(const SplitRow* __restrict__
     acc = fmaf(part.acc[slot * W + k], c, acc);
   }
   out[std::size_t(r.row) * W + k] = acc / s;
+  if (lse != nullptr && k % D == 0) lse[std::size_t(r.row) * H + h] = m + logf(s);
 }
 
 }  // namespace
 
 void launch_merge(cudaStream_t stream, const SplitRow* rows, int num_rows, int H, int D, const Partials& part,
-                  float* out) {
+                  float* out, float* lse) {
   const std::size_t threads = std::size_t(num_rows) * H * D;
   if (threads == 0) return;
-  merge_kernel<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(rows, num_rows, H, D, part, out);
+  merge_kernel<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(rows, num_rows, H, D, part, out, lse);
   DFGNN_CUDA(cudaGetLastError());
 }
 

@@ -7,6 +7,13 @@
 
 namespace dfgnn::cuda::detail {
 
+/// A piece of a split row: edges [e0, e1) of `row`, written to partial slot `slot`.
+struct Piece {
+  edge_t e0, e1;
+  node_t row;
+  int slot;
+};
+
 /// A split row and its consecutive partial slots.
 struct SplitRow {
   node_t row;
@@ -14,8 +21,9 @@ struct SplitRow {
   int count;
 };
 
-/// Launches the merge of `num_rows` split rows into out (defined in merge.cu).
+/// Launches the merge of `num_rows` split rows into out, and their logsumexp into lse when it is
+/// not null (defined in merge.cu).
 void launch_merge(cudaStream_t stream, const SplitRow* rows, int num_rows, int H, int D, const Partials& part,
-                  float* out);
+                  float* out, float* lse);
 
 }  // namespace dfgnn::cuda::detail

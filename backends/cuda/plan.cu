@@ -1,5 +1,5 @@
 // Plan construction: device limits, the Auto cost model, the SMMF block partition with split
-// super rows, PMF's pieces, the Staged batch check, and the workspace.
+// super rows, PMF's and Online's pieces, the Staged batch check, and the workspace.
 
 #include "plan_impl.hpp"
 #include "staged.cuh"
@@ -59,33 +59,58 @@ std::size_t staged_smem(const HostGraph& g, ScoreKind kind, int H, int D, std::s
 
 int key_floats(ScoreKind kind, int D) { return kind == ScoreKind::GAT ? 1 : D; }
 
-/// Auto: modelled time of each applicable strategy; the smallest wins (docs/cuda.md).
-/// Bytes every strategy moves: the graph, the destination side, the gathered key and value rows
-/// per edge, the output. PMF adds the score buffer (written once, read twice) and a launch,
-/// the unfused baseline the probabilities too (three more passes) and two launches; so SMMF,
-/// with split rows keeping its blocks balanced, is the pick for a single graph. Staged reads
-/// each node's rows once but pays every edge's shared-memory traffic and its warp-wide
-/// reductions (kStagedEfficiency of the shared-memory bandwidth, calibrated on the H100); for
-/// a scalar key (GAT) it saves only the value gathers, which the caches already serve, so it
-/// is not considered.
-Strategy choose(const HostGraph& g, ScoreKind kind, int H, int D, int sms, bool staged_ok, bool split) {
-  constexpr double kBandwidth = 2.9e12, kLaunch = 4e-6;
-  constexpr double kSmemBytesPerCycle = 128, kClock = 1.7e9, kStagedEfficiency = 0.25;
+/// Rows of PMF and Online above this many edges are cut into pieces of at most this many. A
+/// piece is about half a warp's share of the edges (E / (SMs * 32 resident warps)): one warp
+/// covers a row several times more slowly per edge than a full SM covers its warps' shares, so
+/// longer pieces would finish last. Online also splits the moderately heavy rows of small
+/// graphs, whose time is that of their longest row.
+edge_t piece_edges(Strategy s, edge_t E, int sms) {
+  return std::max<edge_t>(s == Strategy::PMF ? 128 : 32, E / (64 * edge_t(sms)));
+}
+
+edge_t max_degree(const HostGraph& g) {
+  edge_t d = 0;
+  for (node_t v = 0; v < g.num_nodes; ++v) d = std::max(d, degree(g, v));
+  return d;
+}
+
+/// Online's row statistic (plan_impl.hpp): rows of a warp wait for the heaviest, so with
+/// uneven degrees slices of one row balance better; with even ones several rows per warp waste
+/// nothing and save the slices' merge. Measured on the H100 at D = 16 and 32 (docs/cuda.md).
+double uneven_mean(const HostGraph& g, edge_t split) {
+  constexpr double kUnevenRows = 0.7;
+  double n = 0, sum = 0, sq = 0;
+  for (node_t v = 0; v < g.num_nodes; ++v) {
+    const double d = double(degree(g, v));
+    if (d > split) continue;
+    n += 1, sum += d, sq += d * d;
+  }
+  if (n == 0 || sum == 0) return 0;
+  const double mean = sum / n, cv = std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean;
+  return cv > kUnevenRows ? mean : 0;
+}
+
+/// Auto: modelled time of Online and, for a batch, Staged; the smaller wins (docs/cuda.md).
+/// SMMF, PMF and Unfused move a superset of Online's bytes (their item-parallel SDDMM re-reads
+/// the destination side per edge, PMF and Unfused add the score buffer) in more launches, so
+/// the model never prefers them; measured, Online was the fastest on every graph of the table.
+/// Both modelled strategies read the compulsory bytes (graph, each node's rows once, output)
+/// from DRAM, and each edge reads its source's key and value rows on chip: Staged from shared
+/// memory, Online through L1, each at a fraction of the 128 B/clk/SM calibrated on the H100
+/// (Staged: shared-memory traffic and a warp-wide reduction per edge; Online: instruction
+/// issue). A split row adds Online's merge launch. For a scalar key (GAT) Staged saves only
+/// the value gathers, which the caches already serve, so it is not considered.
+Strategy choose(const HostGraph& g, ScoreKind kind, int H, int D, int sms, bool staged_ok) {
+  constexpr double kBandwidth = 2.9e12, kLaunch = 4e-6, kOnChip = 128 * 1.7e9;
+  constexpr double kOnlineEfficiency = 0.5, kStagedEfficiency = 0.25;
   const double N = g.num_nodes, E = double(g.num_edges());
   const double row = double(H) * (key_floats(kind, D) + D) * 4;
-  const double base = N * 8 + E * 8 + N * H * D * 4 * 2;
-  const double merge = split ? kLaunch : 0;
-  const double t_smmf = (base + E * row) / kBandwidth + kLaunch + merge;
-  const double t_pmf = (base + E * row + E * H * 4 * 3) / kBandwidth + 2 * kLaunch + merge;
-  const double t_unfused = (base + E * row + E * H * 4 * 8) / kBandwidth + 3 * kLaunch;
-  double best = std::min({t_smmf, t_pmf, t_unfused});
-  Strategy s = best == t_smmf ? Strategy::SMMF : best == t_pmf ? Strategy::PMF : Strategy::Unfused;
-  if (staged_ok && kind != ScoreKind::GAT) {
-    const double smem = sms * kSmemBytesPerCycle * kClock * kStagedEfficiency;
-    const double t_staged = std::max((base + N * row) / kBandwidth, E * row / smem) + kLaunch;
-    if (t_staged < best) s = Strategy::Staged;
-  }
-  return s;
+  const double compulsory = (N * 8 + E * 8 + N * H * D * 4 * 2 + N * row) / kBandwidth;
+  const bool split = max_degree(g) > piece_edges(Strategy::Online, g.num_edges(), sms);
+  const double t_online =
+      std::max(compulsory, E * row / (sms * kOnChip * kOnlineEfficiency)) + kLaunch * (split ? 2 : 1);
+  const double t_staged = std::max(compulsory, E * row / (sms * kOnChip * kStagedEfficiency)) + kLaunch;
+  return staged_ok && kind != ScoreKind::GAT && t_staged < t_online ? Strategy::Staged : Strategy::Online;
 }
 
 /// SMMF partition. Rows of at most `wide` edges are packed in order into blocks of at most
@@ -138,8 +163,9 @@ SmmfPartition smmf_partition(const HostGraph& g, int H, int D, int sms, std::siz
   return p;
 }
 
-/// PMF pieces: rows above `split` edges are cut into equal pieces of at most `split` edges.
-void pmf_pieces(const HostGraph& g, edge_t split, std::vector<Piece>& pieces, std::vector<SplitRow>& rows,
+/// PMF's and Online's pieces: rows above `split` edges are cut into equal pieces of at most
+/// `split` edges.
+void row_pieces(const HostGraph& g, edge_t split, std::vector<Piece>& pieces, std::vector<SplitRow>& rows,
                 int& slots) {
   for (node_t v = 0; v < g.num_nodes; ++v) {
     const edge_t a = g.row_ptr[v], d = degree(g, v);
@@ -215,30 +241,30 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
   }
 
   const std::size_t staged = staged_smem(g, kind, heads, dim, p.smem_optin);
-  SmmfPartition smmf;
-  if (strategy == Strategy::Auto || strategy == Strategy::SMMF)
-    smmf = smmf_partition(g, heads, dim, p.sms, p.smem_optin);
-  if (strategy == Strategy::Auto)
-    strategy = choose(g, kind, heads, dim, p.sms, staged > 0, !smmf.split.empty());
+  if (strategy == Strategy::Auto) strategy = choose(g, kind, heads, dim, p.sms, staged > 0);
   p.strategy = strategy;
 
   std::vector<SplitRow> split;
   int slots = 0;
   switch (strategy) {
-    case Strategy::SMMF:
+    case Strategy::SMMF: {
+      SmmfPartition smmf = smmf_partition(g, heads, dim, p.sms, p.smem_optin);
       p.blocks = p.upload(smmf.blocks.data(), smmf.blocks.size());
       p.num_blocks = int(smmf.blocks.size());
       p.smmf_smem = smmf.smem_floats * sizeof(float);
       split = std::move(smmf.split);
       slots = smmf.slots;
       break;
-    case Strategy::PMF: {
-      p.pmf_split = std::max<edge_t>(128, E / (64 * edge_t(p.sms)));
+    }
+    case Strategy::PMF:
+    case Strategy::Online: {
+      p.split = piece_edges(strategy, E, p.sms);
       std::vector<Piece> pieces;
-      pmf_pieces(g, p.pmf_split, pieces, split, slots);
+      row_pieces(g, p.split, pieces, split, slots);
       p.pieces = p.upload(pieces.data(), pieces.size());
       p.num_pieces = int(pieces.size());
-      p.scores = p.workspace(std::size_t(E) * heads);
+      if (strategy == Strategy::PMF) p.scores = p.workspace(std::size_t(E) * heads);
+      if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(g, p.split);
       break;
     }
     case Strategy::Unfused:

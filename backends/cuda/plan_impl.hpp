@@ -1,6 +1,7 @@
 #pragma once
 // What a cuda::Plan caches: the resolved strategy, the device's limits, the SMMF block list,
-// PMF's pieces of split rows, the batched graphs' offsets, and the workspace (scores, partials).
+// PMF's and Online's pieces of split rows, the batched graphs' offsets, and the workspace
+// (scores, partials).
 
 #include "merge.cuh"
 #include "pmf.cuh"
@@ -26,12 +27,15 @@ struct Plan::Impl {
   const detail::SmmfBlock* blocks = nullptr;
   int num_blocks = 0;
   std::size_t smmf_smem = 0;       ///< bytes, the largest block's need
-  // PMF: rows above pmf_split edges go as pieces; Unfused and PMF: scores [E, H].
+  // PMF and Online: rows above `split` edges go as pieces; Unfused and PMF: scores [E, H].
   const detail::Piece* pieces = nullptr;
   int num_pieces = 0;
-  edge_t pmf_split = 0;
+  edge_t split = 0;
   float* scores = nullptr;
-  // Split rows of SMMF or PMF and their partial slots.
+  // Online: the mean degree of the rows a warp takes whole when their degrees are uneven
+  // (coefficient of variation above kUnevenRows), else 0.
+  double online_uneven_mean = 0;
+  // Split rows of SMMF, PMF or Online and their partial slots.
   const detail::SplitRow* split_rows = nullptr;
   int num_split_rows = 0;
   detail::Partials part;

@@ -4,20 +4,14 @@
 // takes each head's (max, sum) in one online pass, then gathers the values weighted by
 // exp(score - max), so the probabilities never go to memory.
 
+#include "merge.cuh"
 #include "steps.cuh"
 
 namespace dfgnn::cuda::detail {
 
-/// A piece of a split row: edges [e0, e1) of `row`, written to partial slot `slot`.
-struct Piece {
-  edge_t e0, e1;
-  node_t row;
-  int slot;
-};
-
-template <class S, class T>
+template <class S, class T, bool kDrop>
 __global__ void __launch_bounds__(256)
-    pmf_kernel(S sc, DeviceGraph g, const float* __restrict__ scores, int H, int D, edge_t split,
+    pmf_kernel(S sc, DeviceGraph g, Train tr, const float* __restrict__ scores, int H, int D, edge_t split,
                const Piece* __restrict__ pieces, int num_pieces, float* __restrict__ out, Partials part) {
   const int passes = head_passes(H, T::GROUPS);
   const std::int64_t item = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
@@ -46,8 +40,8 @@ __global__ void __launch_bounds__(256)
     if (sl.head == h) m = mh, s = sh;
   }
   const Frag<T> acc = gather_rows<T>(sc.value, g.src, a, b, H, D, sl,
-                                     [&](edge_t e, int h) { return __expf(__ldg(scores + e * H + h) - m); });
-  if (sl.active && sl.edge == 0) finish_row<T>(acc, m, s, slot, v, sl.head, H, D, sl.l, out, part);
+                                     [&](edge_t e, int h) { return __expf(__ldg(scores + e * H + h) - m) * tr.keep<kDrop>(e, h); });
+  if (sl.active && sl.edge == 0) finish_row<T>(acc, m, s, slot, v, sl.head, H, D, sl.l, out, part, tr);
 }
 
 }  // namespace dfgnn::cuda::detail

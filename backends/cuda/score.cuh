@@ -2,8 +2,10 @@
 // Score functors shared by every kernel family. A functor splits a score into the part of the
 // destination v (Query, loaded once per row or item), the key row of the source u (loaded by
 // the kernel from global or shared memory, so that loads of several edges can be in flight
-// before the first reduction) and eval, which reduces over the lane group. Lanes of a group
-// must all call query() and eval() (they shuffle); loads may diverge.
+// before the first reduction), `partial`: kParts per-lane sums that the lane group adds up, and
+// `combine`, the score from those totals. eval() below does the sums by shuffles; the Online
+// kernel reduces several edges' partials in one transposed tree instead. Lanes of a group must
+// all call query() and eval() (they shuffle); loads may diverge.
 
 #include "common.cuh"
 
@@ -46,12 +48,16 @@ struct GTScore {
   __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
     load_frag<T, kShared>(k, row, D, l);
   }
+  static constexpr int kParts = 1;
   template <class T>
-  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
-    float s = 0.f;
+  __device__ void partial(const Query<T>& qv, const Frag<T>& k, float (&x)[kParts]) const {
+    x[0] = 0.f;
 #pragma unroll
-    for (int i = 0; i < T::PER_LANE; ++i) s = fmaf(qv.x.x[i], k.x[i], s);
-    return group_sum<T::LANES>(s);
+    for (int i = 0; i < T::PER_LANE; ++i) x[0] = fmaf(qv.x.x[i], k.x[i], x[0]);
+  }
+  template <class T>
+  __device__ float combine(const Query<T>&, const float (&x)[kParts]) const {
+    return x[0];
   }
 };
 
@@ -84,15 +90,16 @@ struct AGNNScore {
   __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
     load_frag<T, kShared>(k, row, D, l);
   }
+  static constexpr int kParts = 2;  // <x_v, x_u>, |x_u|^2
   template <class T>
-  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
-    float dot = 0.f, n2 = 0.f;
+  __device__ void partial(const Query<T>& qv, const Frag<T>& k, float (&x)[kParts]) const {
+    x[0] = x[1] = 0.f;
 #pragma unroll
-    for (int i = 0; i < T::PER_LANE; ++i) dot = fmaf(qv.x.x[i], k.x[i], dot), n2 = fmaf(k.x[i], k.x[i], n2);
-#pragma unroll
-    for (int o = T::LANES / 2; o > 0; o /= 2)
-      dot += __shfl_xor_sync(kFull, dot, o), n2 += __shfl_xor_sync(kFull, n2, o);
-    return n2 > 0.f ? dot * qv.factor / sqrtf(n2) : 0.f;
+    for (int i = 0; i < T::PER_LANE; ++i) x[0] = fmaf(qv.x.x[i], k.x[i], x[0]), x[1] = fmaf(k.x[i], k.x[i], x[1]);
+  }
+  template <class T>
+  __device__ float combine(const Query<T>& qv, const float (&x)[kParts]) const {
+    return x[1] > 0.f ? x[0] * qv.factor / sqrtf(x[1]) : 0.f;
   }
 };
 
@@ -117,9 +124,14 @@ struct GATScore {
   __device__ void load_key(Frag<T>& k, const float* at, int, int) const {
     k.x[0] = kShared ? *at : __ldg(at);  // every lane of the group holds the scalar
   }
+  static constexpr int kParts = 1;  // el[u,h] itself: nothing to add up
   template <class T>
-  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
-    return leaky_relu(k.x[0] + qv.er, slope);
+  __device__ void partial(const Query<T>&, const Frag<T>& k, float (&x)[kParts]) const {
+    x[0] = k.x[0];
+  }
+  template <class T>
+  __device__ float combine(const Query<T>& qv, const float (&x)[kParts]) const {
+    return leaky_relu(x[0] + qv.er, slope);
   }
 };
 
@@ -148,14 +160,31 @@ struct GATv2Score {
   __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
     load_frag<T, kShared>(k, row, D, l);
   }
+  static constexpr int kParts = 1;
   template <class T>
-  __device__ float eval(const Query<T>& qv, const Frag<T>& k) const {
-    float s = 0.f;
+  __device__ void partial(const Query<T>& qv, const Frag<T>& k, float (&x)[kParts]) const {
+    x[0] = 0.f;
 #pragma unroll
-    for (int i = 0; i < T::PER_LANE; ++i) s = fmaf(qv.a.x[i], leaky_relu(k.x[i] + qv.xr.x[i], slope), s);
-    return group_sum<T::LANES>(s);
+    for (int i = 0; i < T::PER_LANE; ++i) x[0] = fmaf(qv.a.x[i], leaky_relu(k.x[i] + qv.xr.x[i], slope), x[0]);
+  }
+  template <class T>
+  __device__ float combine(const Query<T>&, const float (&x)[kParts]) const {
+    return x[0];
   }
 };
+
+/// The score of one (edge, head) pair from its key: the partials summed over the lane group
+/// (a row key; a scalar key is whole in every lane), then combined.
+template <class S, class T>
+__device__ __forceinline__ float eval(const S& sc, const typename S::template Query<T>& qv, const Frag<T>& k) {
+  float x[S::kParts];
+  sc.partial(qv, k, x);
+  if constexpr (S::kRowKey) {
+#pragma unroll
+    for (int p = 0; p < S::kParts; ++p) x[p] = group_sum<T::LANES>(x[p]);
+  }
+  return sc.combine(qv, x);
+}
 
 /// Floats per (node, head) of a functor's key: D for a row key, 1 for a scalar.
 template <class S>

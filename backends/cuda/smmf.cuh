@@ -3,8 +3,8 @@
 // shared memory (or one piece of a split super row) and runs the three steps on them:
 //   1. SDDMM over the block's (edge, head) items, balanced over all its lane groups, scores
 //      into shared memory [H][edges];
-//   2. softmax, one warp per (row, head): the row max, then the exponentials written back over
-//      the scores and their sum (no score is recomputed);
+//   2. softmax, one warp per (row, head): the row max, then the exponentials (times the
+//      dropout factor) written back over the scores and their sum (no score is recomputed);
 //   3. SpMM, one warp per row with 16-byte gathers weighted by the stored exponentials; a
 //      "wide" block (a single heavy row) splits its edges over all warps and sums their
 //      accumulators in a fixed order through shared memory.
@@ -32,7 +32,7 @@ __host__ __device__ inline std::size_t smmf_smem_floats(std::int64_t edges, int 
 /// Four blocks per SM: the register cap keeps enough warps resident to cover the gathers.
 template <class S, class T, int NW>
 __global__ void __launch_bounds__(NW * kWarp, 4)
-    smmf_kernel(S sc, DeviceGraph g, EdgeScale w, const SmmfBlock* __restrict__ blocks, int H, int D,
+    smmf_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, const SmmfBlock* __restrict__ blocks, int H, int D,
                 float* __restrict__ out, Partials part) {
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(NW * kWarp, 4)
     float s = 0.f;
     for (int i = a + lane; i < e; i += kWarp) {
       const float x = __expf(ph[i] - m);
-      ph[i] = x;
+      ph[i] = x * tr.keep(b.e0 + i, j % H);
       s += x;
     }
     s = warp_sum(s);
@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(NW * kWarp, 4)
       const Frag<T> acc = gather_rows<T>(sc.value, g.src, b.e0 + a, b.e0 + e, H, D, sl, weight);
       if (sl.active && sl.edge == 0) {
         const int k = r * H + sl.head;
-        finish_row<T>(acc, rmax[k], rsum[k], b.slot, b.r0 + r, sl.head, H, D, sl.l, out, part);
+        finish_row<T>(acc, rmax[k], rsum[k], b.slot, b.r0 + r, sl.head, H, D, sl.l, out, part, tr);
       }
     }
     return;
@@ -106,6 +106,7 @@ __global__ void __launch_bounds__(NW * kWarp, 4)
     const int h = int(k / D);
     if (b.slot < 0) {
       out[std::size_t(b.r0) * W + k] = rsum[h] > 0.f ? x / rsum[h] : 0.f;
+      if (k % D == 0) tr.store(b.r0, h, H, rmax[h], rsum[h]);
     } else {
       part.acc[std::size_t(b.slot) * W + k] = x;
       if (k % D == 0) part.max[std::size_t(b.slot) * H + h] = rmax[h], part.sum[std::size_t(b.slot) * H + h] = rsum[h];

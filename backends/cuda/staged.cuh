@@ -32,9 +32,9 @@ __device__ __forceinline__ void copy_rows(float* dst, const float* __restrict__ 
 template <class T>
 inline constexpr int kStagedWarps = T::PER_LANE <= 4 ? 32 : 16;
 
-template <class S, class T, int NW = kStagedWarps<T>>
+template <class S, class T, bool kDrop, int NW = kStagedWarps<T>>
 __global__ void __launch_bounds__(NW * kWarp, 1)
-    staged_kernel(S sc, DeviceGraph g, EdgeScale w, const node_t* __restrict__ graph_ptr, int H, int D,
+    staged_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, const node_t* __restrict__ graph_ptr, int H, int D,
                   float* __restrict__ out) {
   extern __shared__ float4 smem4[];
   float* smem = reinterpret_cast<float*>(smem4);
@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(NW * kWarp, 1)
           u[k] = sources[ok ? i : 0] - n0;
           Frag<T> kf;
           sc.template load_key<T, true>(kf, keys + u[k] * key_row + std::size_t(h) * KW, D, sl.l);
-          x[k] = sc.eval(q, kf);
+          x[k] = eval(sc, q, kf);  // every lane: it shuffles
           x[k] = ok ? x[k] * w(c + i, h) : -INFINITY;
         }
         float mx = m;
@@ -96,30 +96,17 @@ __global__ void __launch_bounds__(NW * kWarp, 1)
         for (int k = 0; k < U; ++k) {
           const float p = x[k] == -INFINITY ? 0.f : __expf(x[k] - mx);
           s += p;
+          const float pd = x[k] == -INFINITY ? 0.f : p * tr.keep<kDrop>(c + k0 + k * sl.ep + sl.edge, h);
           Frag<T> vf;
           load_shared<T>(vf, values + std::size_t(u[k]) * H * D + std::size_t(h) * D, D, sl.l);
 #pragma unroll
-          for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(p, vf.x[i], acc.x[i]);
+          for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(pd, vf.x[i], acc.x[i]);
         }
         m = mx;
       }
     }
-    // Merge the edge slots' (max, sum, acc) into slot 0 in a fixed tree.
-    const int stride = sl.edge_stride(H);
-    for (int o = 1; o < sl.ep; o *= 2) {
-      const float m2 = __shfl_down_sync(kFull, m, o * stride);
-      const float s2 = __shfl_down_sync(kFull, s, o * stride);
-      const bool take = sl.edge % (2 * o) == 0 && sl.edge + o < sl.ep;
-      const float mm = fmaxf(m, m2);
-      const float c1 = mm == -INFINITY ? 0.f : __expf(m - mm), c2 = mm == -INFINITY ? 0.f : __expf(m2 - mm);
-#pragma unroll
-      for (int i = 0; i < T::PER_LANE; ++i) {
-        const float a2 = __shfl_down_sync(kFull, acc.x[i], o * stride);
-        if (take) acc.x[i] = acc.x[i] * c1 + a2 * c2;
-      }
-      if (take) s = s * c1 + s2 * c2, m = mm;
-    }
-    if (sl.active && sl.edge == 0) finish_row<T>(acc, m, s, -1, v, h, H, D, sl.l, out, {});
+    merge_edge_slots<T>(m, s, acc, sl.edge, sl.ep, sl.edge_stride(H));
+    if (sl.active && sl.edge == 0) finish_row<T>(acc, m, s, -1, v, h, H, D, sl.l, out, {}, tr);
   }
 }
 

@@ -49,7 +49,7 @@ __device__ __forceinline__ void sddmm_items(const S& sc, const DeviceGraph& g, c
     fetch(base + U * groups);
 #pragma unroll
     for (int j = 0; j < U; ++j) {
-      const float s = sc.eval(q[j], k[j]);
+      const float s = eval(sc, q[j], k[j]);
       const std::int64_t i = base + j * groups + offset;
       if (i < items && l == 0) {
         const edge_t e = e_base + i / H;
@@ -88,6 +88,26 @@ __device__ __forceinline__ void sum_edge_slots(Frag<T>& acc, const Slot<T>& sl, 
       const float x = __shfl_down_sync(kFull, acc.x[i], o * stride);
       if (sl.edge % (2 * o) == 0 && sl.edge + o < sl.ep) acc.x[i] += x;
     }
+  }
+}
+
+/// Merges the online-softmax states (max m, sum s, accumulator) of the ep groups holding the
+/// same head on consecutive edge slots (`edge` in [0, ep), `stride` lanes apart) into the group
+/// on slot 0, in a fixed tree.
+template <class T>
+__device__ __forceinline__ void merge_edge_slots(float& m, float& s, Frag<T>& acc, int edge, int ep, int stride) {
+  for (int o = 1; o < ep; o *= 2) {
+    const float m2 = __shfl_down_sync(kFull, m, o * stride);
+    const float s2 = __shfl_down_sync(kFull, s, o * stride);
+    const bool take = edge % (2 * o) == 0 && edge + o < ep;
+    const float mm = fmaxf(m, m2);
+    const float c1 = mm == -INFINITY ? 0.f : __expf(m - mm), c2 = mm == -INFINITY ? 0.f : __expf(m2 - mm);
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) {
+      const float a2 = __shfl_down_sync(kFull, acc.x[i], o * stride);
+      if (take) acc.x[i] = acc.x[i] * c1 + a2 * c2;
+    }
+    if (take) s = s * c1 + s2 * c2, m = mm;
   }
 }
 

@@ -8,6 +8,7 @@
 /// row-major float32; edge values [E, 1 or H] in the caller's edge order.
 
 #include <dfgnn/csr.hpp>
+#include <dfgnn/dropout.hpp>
 
 #include <memory>
 
@@ -31,11 +32,23 @@ struct DeviceEdgeValues {
   int heads = 0;
 };
 
+/// Optional inputs and outputs of an attention call (a plain DeviceEdgeValues converts).
+struct Options {
+  Options(DeviceEdgeValues w = {}) : edge_values(w) {}  // NOLINT: plain edge values convert
+  DeviceEdgeValues edge_values;
+  /// Training mode: receives logsumexp_u(score) of every row and head [N,H], the statistic the
+  /// backward needs (0 for a row without in-edges); null: inference.
+  float* logsumexp = nullptr;
+  /// Attention dropout: each probability times dropout.factor(edge index as given, head);
+  /// rate 0: none. The logsumexp is of the scores, before dropout.
+  Dropout dropout;
+};
+
 /// True when a CUDA device is visible to this process.
 bool device_available();
 
 /// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
-/// Strategy::Staged needs a batch (HostGraph::graph_ptr, or a graph small enough to be one)
+/// Strategy::Online and Strategy::Staged are CUDA-native only. Strategy::Staged needs a batch (HostGraph::graph_ptr, or a graph small enough to be one)
 /// whose graphs have no edges between them and fit in shared memory; otherwise it throws Error.
 /// D up to 256, or up to 512 when a multiple of 4.
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
@@ -72,16 +85,17 @@ void check_shape(const Plan& plan, int heads, int dim);
 /// Launches the forward on `stream`: out[v,h,:] = sum over u -> v of softmax_u(score) V[u,h,:].
 /// No host synchronisation, allocation or preprocessing. Throws Error for a plan of another
 /// score kind, a null tensor (inputs when E > 0, out when N > 0), edge values with a head
-/// count other than 1 or H, or out overlapping an input; std::runtime_error for CUDA errors.
+/// count other than 1 or H, a dropout rate outside [0, 1), or out or logsumexp overlapping an
+/// input or each other; std::runtime_error for CUDA errors.
 /// Results are bitwise reproducible: no atomics, every reduction in a fixed order.
 void attention(cudaStream_t stream, const Plan& plan, const GT& model, const float* Q,
-               const float* K, const float* V, float* out, DeviceEdgeValues w = {});
+               const float* K, const float* V, float* out, const Options& options = {});
 /// beta has `beta_count` entries on the device, 1 (shared) or H.
 void attention(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X,
-               const float* beta, int beta_count, float* out, DeviceEdgeValues w = {});
+               const float* beta, int beta_count, float* out, const Options& options = {});
 void attention(cudaStream_t stream, const Plan& plan, const GAT& model, const float* el,
-               const float* er, const float* V, float* out, DeviceEdgeValues w = {});
+               const float* er, const float* V, float* out, const Options& options = {});
 void attention(cudaStream_t stream, const Plan& plan, const GATv2& model, const float* XL,
-               const float* XR, const float* a, float* out, DeviceEdgeValues w = {});
+               const float* XR, const float* a, float* out, const Options& options = {});
 
 }  // namespace dfgnn::cuda

@@ -1,7 +1,8 @@
 // GPU tests of the CUDA-native forward: every score kind x strategy x (H, D) x edge values on
 // graphs with empty rows, a single node, no edges, self loops, duplicates, a super node, a
-// batch and a power-law graph, against the float64 reference; plus reproducibility and the
-// argument checks. Needs a CUDA device; skips otherwise.
+// batch and a power-law graph, against the float64 reference; training mode (logsumexp,
+// dropout) on a subset; plus reproducibility and the argument checks. Needs a CUDA device;
+// skips otherwise.
 
 #include <dfgnn/cuda.hpp>
 #include <dfgnn/generate.hpp>
@@ -109,6 +110,22 @@ struct Shape {
   int H, D;
 };
 
+constexpr Strategy kStrategies[] = {Strategy::Auto, Strategy::SMMF,   Strategy::PMF,
+                                    Strategy::Unfused, Strategy::Staged, Strategy::Online};
+
+/// The plan of strategy s, or null where only Staged may refuse a graph (one that is not a
+/// batch of graphs that fit).
+std::unique_ptr<cuda::Plan> make_plan(const HostGraph& g, ScoreKind kind, Shape shape, Strategy s) {
+  try {
+    auto plan = std::make_unique<cuda::Plan>(g, kind, shape.H, shape.D, s);
+    EXPECT_NE(plan->strategy(), Strategy::Auto);
+    return plan;
+  } catch (const Error& e) {
+    EXPECT_EQ(s, Strategy::Staged) << e.what();
+    return nullptr;
+  }
+}
+
 /// Inputs of one score kind, the reference, and a runner through a plan.
 struct Case {
   ScoreKind kind;
@@ -117,6 +134,8 @@ struct Case {
   std::vector<std::vector<float>> in;  // per kind: GT q,k,v; AGNN x,beta; GAT el,er,v; GATv2 xl,xr,a
   std::vector<float> w;                // [E, ew]
   int ew = 0;
+  Dropout dropout;
+  bool training = false;  // also compute the logsumexp
 
   Case(ScoreKind k, const HostGraph& graph, Shape s, int edge_heads, unsigned seed)
       : kind(k), g(&graph), H(s.H), D(s.D), ew(edge_heads) {
@@ -133,43 +152,57 @@ struct Case {
 
   HostEdgeValues host_w() const { return {ew ? w.data() : nullptr, ew}; }
 
-  std::vector<double> reference() const {
+  /// The float64 output, and the logsumexp into `lse` when training.
+  std::vector<double> reference(std::vector<double>* lse = nullptr) const {
+    ReferenceOptions o(host_w());
+    o.dropout = dropout;
+    o.logsumexp = lse;
     switch (kind) {
-      case ScoreKind::GT: return reference_attention(*g, H, D, GT{}, in[0].data(), in[1].data(), in[2].data(), host_w());
-      case ScoreKind::AGNN:
-        return reference_attention(*g, H, D, AGNN{}, in[0].data(), in[1].data(), H, host_w());
-      case ScoreKind::GAT:
-        return reference_attention(*g, H, D, GAT{}, in[0].data(), in[1].data(), in[2].data(), host_w());
+      case ScoreKind::GT: return reference_attention(*g, H, D, GT{}, in[0].data(), in[1].data(), in[2].data(), o);
+      case ScoreKind::AGNN: return reference_attention(*g, H, D, AGNN{}, in[0].data(), in[1].data(), H, o);
+      case ScoreKind::GAT: return reference_attention(*g, H, D, GAT{}, in[0].data(), in[1].data(), in[2].data(), o);
       case ScoreKind::GATv2:
-        return reference_attention(*g, H, D, GATv2{}, in[0].data(), in[1].data(), in[2].data(), host_w());
+        return reference_attention(*g, H, D, GATv2{}, in[0].data(), in[1].data(), in[2].data(), o);
     }
     return {};
   }
 
+  /// One run's output and (training) logsumexp.
+  struct Result {
+    std::vector<float> out, lse;
+  };
+
   /// Runs through `plan` twice into NaN-poisoned outputs; returns both results.
-  std::pair<std::vector<float>, std::vector<float>> run(const cuda::Plan& plan) const {
+  std::pair<Result, Result> run(const cuda::Plan& plan) const {
     std::vector<std::unique_ptr<Buf>> d;
     for (const auto& v : in) d.push_back(std::make_unique<Buf>(v));
     Buf dw(w);
-    const cuda::DeviceEdgeValues wv{ew ? dw.get() : nullptr, ew};
-    Buf out(std::size_t(g->num_nodes) * H * D);
-    std::vector<float> r[2];
+    Buf out(std::size_t(g->num_nodes) * H * D), lse(training ? std::size_t(g->num_nodes) * H : 0);
+    cuda::Options o(cuda::DeviceEdgeValues{ew ? dw.get() : nullptr, ew});
+    o.logsumexp = training ? lse.get() : nullptr;
+    o.dropout = dropout;
+    Result r[2];
     for (auto& res : r) {
       out.poison();
+      lse.poison();
       switch (kind) {
-        case ScoreKind::GT: cuda::attention(nullptr, plan, GT{}, d[0]->get(), d[1]->get(), d[2]->get(), out.get(), wv); break;
-        case ScoreKind::AGNN: cuda::attention(nullptr, plan, AGNN{}, d[0]->get(), d[1]->get(), H, out.get(), wv); break;
-        case ScoreKind::GAT: cuda::attention(nullptr, plan, GAT{}, d[0]->get(), d[1]->get(), d[2]->get(), out.get(), wv); break;
+        case ScoreKind::GT: cuda::attention(nullptr, plan, GT{}, d[0]->get(), d[1]->get(), d[2]->get(), out.get(), o); break;
+        case ScoreKind::AGNN: cuda::attention(nullptr, plan, AGNN{}, d[0]->get(), d[1]->get(), H, out.get(), o); break;
+        case ScoreKind::GAT: cuda::attention(nullptr, plan, GAT{}, d[0]->get(), d[1]->get(), d[2]->get(), out.get(), o); break;
         case ScoreKind::GATv2:
-          cuda::attention(nullptr, plan, GATv2{}, d[0]->get(), d[1]->get(), d[2]->get(), out.get(), wv);
+          cuda::attention(nullptr, plan, GATv2{}, d[0]->get(), d[1]->get(), d[2]->get(), out.get(), o);
           break;
       }
       ok(cudaDeviceSynchronize());
-      res = out.host();
+      res = {out.host(), lse.host()};
     }
     return {r[0], r[1]};
   }
 };
+
+void expect_same(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "two runs differ";
+}
 
 using Param = std::tuple<std::string, ScoreKind, Shape>;
 
@@ -186,21 +219,39 @@ TEST_P(Forward, MatchesReference) {
   for (int ew : {0, 1, shape.H}) {
     const Case c(kind, g, shape, ew, 1000u + unsigned(ew));
     const std::vector<double> ref = c.reference();
-    for (Strategy s : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged}) {
-      SCOPED_TRACE(std::string("strategy ") + std::to_string(int(s)) + ", ew " + std::to_string(ew));
-      std::unique_ptr<cuda::Plan> plan;
-      try {
-        plan = std::make_unique<cuda::Plan>(g, kind, shape.H, shape.D, s);
-      } catch (const Error& e) {
-        // Only Staged may refuse a graph: one not a batch of graphs that fit.
-        EXPECT_EQ(s, Strategy::Staged) << e.what();
-        continue;
-      }
-      EXPECT_NE(plan->strategy(), Strategy::Auto);
+    for (Strategy s : kStrategies) {
+      SCOPED_TRACE(std::string("strategy ") + to_string(s) + ", ew " + std::to_string(ew));
+      const auto plan = make_plan(g, kind, shape, s);
+      if (!plan) continue;
       const auto [a, b] = c.run(*plan);
       if (!g.num_nodes) continue;
-      EXPECT_LT(max_relative_error(a.data(), ref), 1e-5);
-      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "two runs differ";
+      EXPECT_LT(max_relative_error(a.out.data(), ref), 1e-5);
+      expect_same(a.out, b.out);
+    }
+  }
+}
+
+// Training mode: the logsumexp with and without dropout (and edge values), every strategy.
+class Training : public Forward {};
+
+TEST_P(Training, MatchesReference) {
+  const auto& [name, kind, shape] = GetParam();
+  const HostGraph& g = graphs().at(name);
+  for (float rate : {0.f, 0.3f}) {
+    Case c(kind, g, shape, rate > 0 ? 1 : shape.H, 2000u + unsigned(rate * 10));
+    c.training = true;
+    c.dropout = {rate, 0x5eed + std::uint64_t(shape.D)};
+    std::vector<double> ref_lse;
+    const std::vector<double> ref = c.reference(&ref_lse);
+    for (Strategy s : kStrategies) {
+      SCOPED_TRACE(std::string("strategy ") + to_string(s) + ", dropout " + std::to_string(rate));
+      const auto plan = make_plan(g, kind, shape, s);
+      if (!plan) continue;
+      const auto [a, b] = c.run(*plan);
+      EXPECT_LT(max_relative_error(a.out.data(), ref), 1e-5);
+      EXPECT_LT(max_relative_error(a.lse.data(), ref_lse), 1e-5);
+      expect_same(a.out, b.out);
+      expect_same(a.lse, b.lse);
     }
   }
 }
@@ -213,6 +264,14 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(
     All, Forward,
     ::testing::Combine(::testing::Values("empty_rows", "one_node", "no_edges", "super_node", "batch64", "power_law"),
+                       ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 16}, Shape{3, 7}, Shape{1, 256},
+                                         Shape{1, 50})),
+    param_name);
+
+INSTANTIATE_TEST_SUITE_P(
+    Subset, Training,
+    ::testing::Combine(::testing::Values("empty_rows", "super_node", "batch64", "power_law"),
                        ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                        ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 16}, Shape{3, 7})),
     param_name);
@@ -228,11 +287,13 @@ TEST(ForwardMisc, UnalignedPointersUseScalarPath) {
   ok(cudaMemcpy(q.get() + 1, c.in[0].data(), nf * 4, cudaMemcpyHostToDevice));
   ok(cudaMemcpy(k.get() + 1, c.in[1].data(), nf * 4, cudaMemcpyHostToDevice));
   ok(cudaMemcpy(v.get() + 1, c.in[2].data(), nf * 4, cudaMemcpyHostToDevice));
-  const cuda::Plan plan(g, ScoreKind::GT, H, D, Strategy::SMMF);
-  out.poison();
-  cuda::attention(nullptr, plan, GT{}, q.get() + 1, k.get() + 1, v.get() + 1, out.get());
-  ok(cudaDeviceSynchronize());
-  EXPECT_LT(max_relative_error(out.host().data(), c.reference()), 1e-5);
+  for (Strategy s : {Strategy::SMMF, Strategy::Online}) {
+    const cuda::Plan plan(g, ScoreKind::GT, H, D, s);
+    out.poison();
+    cuda::attention(nullptr, plan, GT{}, q.get() + 1, k.get() + 1, v.get() + 1, out.get());
+    ok(cudaDeviceSynchronize());
+    EXPECT_LT(max_relative_error(out.host().data(), c.reference()), 1e-5) << to_string(s);
+  }
 }
 
 TEST(ForwardArgs, RejectsBadArguments) {
@@ -247,7 +308,16 @@ TEST(ForwardArgs, RejectsBadArguments) {
   EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), nullptr), Error);
   EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), x.get()), Error);  // out aliases Q
   EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), y.get() + 5), Error);  // overlaps K
-  EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), out.get(), {w.get(), 2}), Error);
+  EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), out.get(), cuda::DeviceEdgeValues{w.get(), 2}),
+               Error);
+  cuda::Options bad;
+  bad.dropout.rate = 1.f;
+  EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), out.get(), bad), Error);
+  bad = {};
+  bad.logsumexp = out.get() + 3;  // overlaps out
+  EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), out.get(), bad), Error);
+  bad.logsumexp = x.get();  // overlaps Q
+  EXPECT_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), out.get(), bad), Error);
   EXPECT_THROW(cuda::attention(nullptr, gt, GAT{}, x.get(), y.get(), z.get(), out.get()), Error);  // wrong kind
   EXPECT_THROW(cuda::attention(nullptr, agnn, AGNN{}, x.get(), beta.get(), 2, out.get()), Error);
   EXPECT_THROW(cuda::attention(nullptr, agnn, AGNN{}, x.get(), nullptr, 1, out.get()), Error);
@@ -257,14 +327,16 @@ TEST(ForwardArgs, RejectsBadArguments) {
   EXPECT_THROW(cuda::Plan(g, ScoreKind::GT, H, 0), Error);
   EXPECT_THROW(cuda::Plan(g, ScoreKind::GT, 1, 1000), Error);
   EXPECT_THROW(cuda::Plan(graphs().at("power_law"), ScoreKind::GT, 1, 128, Strategy::Staged), Error);
-  EXPECT_NO_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), out.get(), {w.get(), H}));
+  EXPECT_NO_THROW(cuda::attention(nullptr, gt, GT{}, x.get(), y.get(), z.get(), out.get(), cuda::DeviceEdgeValues{w.get(), H}));
   ok(cudaDeviceSynchronize());
 }
 
-TEST(ForwardPlan, AutoPicksStagedForBatches) {
+// Online was measured fastest on batches and single graphs alike (docs/cuda.md).
+TEST(ForwardPlan, AutoPicksOnline) {
   if (!cuda::device_available()) GTEST_SKIP();
-  EXPECT_EQ(cuda::Plan(gen::sbm_batch(gen::SbmKind::Pattern, 16), ScoreKind::GT, 1, 128).strategy(), Strategy::Staged);
-  EXPECT_NE(cuda::Plan(graphs().at("power_law"), ScoreKind::GT, 1, 128).strategy(), Strategy::Staged);
+  EXPECT_EQ(cuda::Plan(gen::sbm_batch(gen::SbmKind::Pattern, 16), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);
+  EXPECT_EQ(cuda::Plan(graphs().at("power_law"), ScoreKind::GAT, 4, 32).strategy(), Strategy::Online);
+  EXPECT_EQ(cuda::Plan(graphs().at("super_node"), ScoreKind::AGNN, 1, 512).strategy(), Strategy::Online);
 }
 
 }  // namespace

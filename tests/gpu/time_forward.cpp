@@ -1,5 +1,6 @@
 // Quick timing of the CUDA-native forward on the anchors.md graphs (not the benchmark harness):
-// median of 20 CUDA-event timings after 3 warm-ups, random inputs, every strategy and Auto.
+// median of 20 CUDA-event timings after 3 warm-ups, random inputs, every strategy and Auto;
+// for GT, Auto once more in training mode (logsumexp + dropout 0.1).
 // Usage: dfgnn_time_forward DATA_DIR [graph...]  (DATA_DIR holds cora/pubmed/tolokers/web-NotreDame)
 
 #include <dfgnn/cuda.hpp>
@@ -65,8 +66,6 @@ HostGraph load(const std::string& path) {
   return graph_from_edges(el.num_nodes, src, dst);
 }
 
-const char* name_of(Strategy s) { return s == Strategy::Staged ? "staged" : to_string(s); }
-
 /// Gather-model bytes (anchors.md): compulsory bytes plus one gathered row per edge and tensor.
 double gather_bytes(const HostGraph& g, ScoreKind k, int H, int D) {
   const double N = g.num_nodes, E = double(g.num_edges()), f = N * H * D * 4, e = E * H * D * 4;
@@ -116,32 +115,40 @@ int main(int argc, char** argv) {
     for (auto [H, D] : {std::pair{1, 128}, std::pair{4, 32}}) {
       const std::size_t nf = std::size_t(g.num_nodes) * H * D, ns = std::size_t(g.num_nodes) * H;
       Dev a(nf, rng), b(nf, rng), c(nf, rng), sa(ns, rng), sb(ns, rng), beta(H, rng, 0.5f, 2.f), att(H * D, rng);
-      float* out;
+      float *out, *lse;
       ok(cudaMalloc(&out, nf * 4));
+      ok(cudaMalloc(&lse, ns * 4));
       for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
-        for (Strategy s : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged}) {
+        int autos = 0;
+        for (Strategy s : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,
+                           Strategy::Online, Strategy::Auto}) {
+          const bool training = s == Strategy::Auto && ++autos == 2;
+          if (training && k != ScoreKind::GT) continue;
           std::unique_ptr<cuda::Plan> plan;
           try {
             plan = std::make_unique<cuda::Plan>(g, k, H, D, s);
           } catch (const Error&) {
             continue;  // Staged on a graph that is no batch
           }
+          cuda::Options o;
+          if (training) o.logsumexp = lse, o.dropout = {0.1f, 42};
           const float ms = median_ms([&] {
             switch (k) {
-              case ScoreKind::GT: cuda::attention(nullptr, *plan, GT{}, a.p, b.p, c.p, out); break;
-              case ScoreKind::AGNN: cuda::attention(nullptr, *plan, AGNN{}, a.p, beta.p, H, out); break;
-              case ScoreKind::GAT: cuda::attention(nullptr, *plan, GAT{}, sa.p, sb.p, c.p, out); break;
-              case ScoreKind::GATv2: cuda::attention(nullptr, *plan, GATv2{}, a.p, b.p, att.p, out); break;
+              case ScoreKind::GT: cuda::attention(nullptr, *plan, GT{}, a.p, b.p, c.p, out, o); break;
+              case ScoreKind::AGNN: cuda::attention(nullptr, *plan, AGNN{}, a.p, beta.p, H, out, o); break;
+              case ScoreKind::GAT: cuda::attention(nullptr, *plan, GAT{}, sa.p, sb.p, c.p, out, o); break;
+              case ScoreKind::GATv2: cuda::attention(nullptr, *plan, GATv2{}, a.p, b.p, att.p, out, o); break;
             }
           });
-          std::string label = name_of(plan->strategy());
-          if (s == Strategy::Auto) label = "auto=" + label;
+          std::string label = to_string(plan->strategy());
+          if (s == Strategy::Auto) label = (training ? "train=" : "auto=") + label;
           std::printf("%-14s %8d %9lld %4lld %dx%-4d %-8s %-12s %8.4f %7.0f\n", name.c_str(), g.num_nodes,
                       (long long)g.num_edges(), (long long)g.stats.max, H, D, to_string(k), label.c_str(), ms,
                       gather_bytes(g, k, H, D) / ms / 1e6);
         }
       }
       cudaFree(out);
+      cudaFree(lse);
     }
   }
   return 0;

@@ -1,0 +1,227 @@
+#pragma once
+// Online: the whole softmax of a row in registers, one kernel (+ the merge of split rows).
+// A warp's lane groups take (row slot, head) pairs: hp = min(H, GROUPS) heads at once, all heads
+// of a row in the same warp (passes when H > GROUPS), and the GROUPS / hp remaining slots go to
+// `ep` contiguous slices of each of `GROUPS / (hp * ep)` rows. A group keeps its running
+// (max, sum, accumulator), rescaled when the max grows, and has U edges in flight per step: the
+// 16-byte loads of U key and value rows are issued together, the source ids come from one
+// group-wide coalesced load a chunk ahead, and the U scores are reduced by one transposed shuffle
+// tree. Rows above `split` edges are done as pieces (listed before the rows, so the longest work
+// starts first) whose (max, sum, accumulator) go to partial slots for merge.cuh.
+// On graphs whose features stay in L1/L2 (batches) the loop's instruction count sets the time
+// (docs/cuda.md), so a row address is one wide multiply-add, and the steps where every group has
+// U valid edges (all but a row's last) run without bounds checks or zero fills.
+
+#include "merge.cuh"
+#include "steps.cuh"
+
+#include <type_traits>
+
+namespace dfgnn::cuda::detail {
+
+/// Edges a lane group has in flight per step: as many as keep a key and a value fragment of each
+/// within the register budget, and at most one per lane (the transposed reduction needs it).
+template <class T>
+inline constexpr int kOnlineEdges = T::LANES < 4 ? T::LANES : T::PER_LANE <= 4 ? 4 : T::PER_LANE <= 8 ? 2 : 1;
+
+inline constexpr int kOnlineThreads = 256;
+
+__host__ __device__ inline int floor_pow2(int x) {
+  int p = 1;
+  while (2 * p <= x) p *= 2;
+  return p;
+}
+
+/// A lane's columns of one head of a node tensor [N, H, width]: node u's fragment is at
+/// base + u * stride bytes, one wide multiply-add per row address.
+template <class T>
+struct HeadColumns {
+  const char* base;  ///< node 0, head h, the lane's first column
+  unsigned stride;   ///< bytes per node
+  bool inside[T::CHUNKS];
+
+  __device__ HeadColumns(const float* t, int H, int width, int h, int l)
+      : base(reinterpret_cast<const char*>(t + std::size_t(h) * width + frag_col<T>(0, l))),
+        stride(unsigned(H) * unsigned(width) * 4u) {
+    // Held in a register: otherwise the compiler rebuilds it from the kernel parameters at every
+    // load of the unrolled loop.
+    asm("" : "+l"(base));
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c) inside[c] = frag_col<T>(c, l) < width;
+  }
+  /// The fragment of node u. kAll: every column is inside the row and the edge is valid, so
+  /// the loads need neither a predicate nor zeros; else zeros where !ok or outside.
+  template <bool kAll>
+  __device__ __forceinline__ void load(Frag<T>& f, node_t u, bool ok) const {
+    const char* row;
+    asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(unsigned(u)), "r"(stride), "l"(base));
+    const float* p = reinterpret_cast<const float*>(row);
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c) {
+      const bool in = kAll || (ok && inside[c]);
+      if constexpr (T::VEC == 4) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (in) v = __ldg(reinterpret_cast<const float4*>(p + c * T::LANES * 4));
+        f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
+      } else {
+        f.x[c] = in ? __ldg(p + c * T::LANES) : 0.f;
+      }
+    }
+  }
+};
+
+/// Transposed sum over a group of LANES lanes of U per-lane partials x[0..U): afterwards x[0]
+/// holds, in lane l, the group total of partial l / (LANES / U). The first log2(U) steps halve
+/// the values each lane carries, the others add one: U - 1 + log2(LANES / U) shuffles instead of
+/// U * log2(LANES) for U separate butterflies.
+template <int LANES, int U>
+__device__ __forceinline__ void reduce_scatter(float (&x)[U], int l) {
+#pragma unroll
+  for (int n = U, o = LANES / 2; n > 1; n /= 2, o /= 2) {
+    const bool upper = (l & o) != 0;
+#pragma unroll
+    for (int i = 0; i < n / 2; ++i) {
+      const float send = upper ? x[i] : x[i + n / 2];
+      const float mine = upper ? x[i + n / 2] : x[i];
+      x[i] = mine + __shfl_xor_sync(kFull, send, o);
+    }
+  }
+#pragma unroll
+  for (int o = LANES / (2 * U); o > 0; o /= 2) x[0] += __shfl_xor_sync(kFull, x[0], o);
+}
+
+/// Butterfly over the lanes that hold different edges after reduce_scatter (lane bits
+/// LANES / U .. LANES / 2): every lane ends with op over the U edges.
+template <int LANES, int U, class Op>
+__device__ __forceinline__ float across_edges(float x, Op op) {
+#pragma unroll
+  for (int o = LANES / 2; o >= LANES / U && o > 0; o /= 2) x = op(x, __shfl_xor_sync(kFull, x, o));
+  return x;
+}
+
+/// kExact: D fills the tile (every lane's columns are inside the row).
+template <class S, class T, bool kDrop, bool kExact>
+__global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
+    online_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, int H, int D, edge_t split, int ep_rows,
+                  const Piece* __restrict__ pieces, int num_pieces, float* __restrict__ out, Partials part) {
+  constexpr int U = kOnlineEdges<T>;
+  constexpr int L = T::LANES;
+  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
+  const std::int64_t unit = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp, r = grp / hp;
+
+  // The warp's unit: a piece of a split row (all slots on it) or `rows` consecutive rows.
+  int ep, slot = -1;
+  node_t v;
+  edge_t a, b;
+  bool mine;  // this group's row is finished here
+  if (unit < num_pieces) {
+    const Piece pc = pieces[unit];
+    ep = floor_pow2(slots);
+    v = pc.row, a = pc.e0, b = pc.e1, slot = pc.slot;
+    mine = r < ep;
+  } else {
+    ep = ep_rows;
+    const int rows = slots / ep;
+    const std::int64_t first = (unit - num_pieces) * rows;
+    if (first >= g.num_nodes) return;  // whole warps only
+    const std::int64_t row = first + r / ep;
+    mine = r < rows * ep && row < g.num_nodes;
+    v = node_t(mine ? row : first);
+    a = __ldg(g.row_ptr + v), b = __ldg(g.row_ptr + v + 1);
+    if (b - a > split) mine = false;  // its pieces do it
+  }
+  const int k = r & (ep - 1), log_ep = __ffs(ep) - 1;  // this group's slice of the row
+  const std::int64_t n = mine ? b - a : 0;
+  const edge_t e0 = a + ((n * k) >> log_ep), e1 = a + ((n * (k + 1)) >> log_ep);
+  const int own = l / (L / U);  // the edge of a step whose score this lane reduces
+
+  for (int pass = 0; pass * hp < H; ++pass) {
+    const int head = pass * hp + grp % hp;
+    const bool active = mine && head < H;
+    const int h = head < H ? head : H - 1;  // idle groups shadow a valid head
+    const int len = active ? int(e1 - e0) : 0;
+    // Steps of the warp, and how many of them have U valid edges in every active group: those
+    // load without bounds checks (idle groups load node 0's rows and weigh them 0).
+    const int steps = int(__reduce_max_sync(kFull, unsigned((len + U - 1) / U)));
+    const int full = min(steps, int(__reduce_min_sync(kFull, active ? unsigned(len / U) : ~0u >> 1)));
+    const auto q = sc.template query<T>(v, h, H, D, l);
+    const HeadColumns<T> keys(sc.key, H, key_width<S>(D), h, l), values(sc.value, H, D, h, l);
+    float m = -INFINITY, s = 0.f;  // s: this lane's share, the sum of its own edges' exponentials
+    Frag<T> acc;
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = 0.f;
+    // Source ids of edges pos .. pos + L: lane l holds edge pos + l, 0 (a valid node) past the end.
+    node_t cur = 0, next = l < len ? __ldg(g.src + e0 + l) : 0;
+
+    auto step = [&](int t, auto checked) {
+      constexpr bool kChecked = decltype(checked)::value;
+      const int pos = t * U;
+      if (pos % L == 0) {  // the next L source ids, prefetched a chunk ahead
+        cur = next;
+        next = pos + L + l < len ? __ldg(g.src + e0 + pos + L + l) : 0;
+      }
+      Frag<T> kf[U], vf[U];
+      node_t u_own = 0;
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        const node_t u = __shfl_sync(kFull, cur, (pos + j) % L, L);
+        if (j == own) u_own = u;
+        const bool ok = !kChecked || pos + j < len;
+        if constexpr (S::kRowKey) keys.template load<kExact && !kChecked>(kf[j], u, ok);
+        if constexpr (!S::kValueIsKey) values.template load<kExact && !kChecked>(vf[j], u, ok);
+      }
+      const bool ok = kChecked ? pos + own < len : active;
+      float score;
+      if constexpr (S::kRowKey) {
+        float x[S::kParts][U];
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+          float y[S::kParts];
+          sc.partial(q, kf[j], y);
+#pragma unroll
+          for (int p = 0; p < S::kParts; ++p) x[p][j] = y[p];
+        }
+        float total[S::kParts];
+#pragma unroll
+        for (int p = 0; p < S::kParts; ++p) reduce_scatter<L, U>(x[p], l), total[p] = x[p][0];
+        score = sc.combine(q, total);
+      } else {  // a scalar key: each lane loads only its own edge's
+        Frag<T> k1;
+        k1.x[0] = ok ? __ldg(sc.key + std::size_t(unsigned(u_own)) * H + h) : 0.f;
+        float y[S::kParts];
+        sc.partial(q, k1, y);
+        score = sc.combine(q, y);
+      }
+      const edge_t e = e0 + pos + own;
+      score = ok ? score * w(e, h) : -INFINITY;
+      const float mx = across_edges<L, U>(score, [](float x, float y) { return fmaxf(x, y); });
+      if (mx > m) {  // the same in the whole group
+        const float c = fast_exp(m - mx);
+        s *= c;
+#pragma unroll
+        for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= c;
+        m = mx;
+      }
+      const float p = ok ? fast_exp(score - m) : 0.f;
+      s += p;
+      const float pd = ok ? p * tr.keep<kDrop>(e, h) : 0.f;
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        const float pj = __shfl_sync(kFull, pd, j * (L / U), L);
+        const Frag<T>& val = S::kValueIsKey ? kf[j] : vf[j];
+#pragma unroll
+        for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(pj, val.x[i], acc.x[i]);
+      }
+    };
+    int t = 0;
+    for (; t < full; ++t) step(t, std::false_type{});
+    for (; t < steps; ++t) step(t, std::true_type{});
+
+    s = across_edges<L, U>(s, [](float x, float y) { return x + y; });
+    merge_edge_slots<T>(m, s, acc, k, ep, hp * L);
+    if (active && k == 0) finish_row<T>(acc, m, s, slot, v, head, H, D, l, out, part, tr);
+  }
+}
+
+}  // namespace dfgnn::cuda::detail
