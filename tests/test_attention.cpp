@@ -31,6 +31,7 @@ struct Case {
   int edge_value_heads = 0;  // 0: none
   Dropout dropout{};
   bool training = false;     // also compare the logsumexp statistics
+  Backend backend = Backend::Portable;
 
   std::size_t N() const { return std::size_t(g.num_nodes); }
   std::vector<float> rand(std::size_t n, unsigned k) const { return test::random_values(n, seed * 31 + k); }
@@ -65,7 +66,7 @@ struct Case {
     auto f2 = [&](const Kokkos::View<float*, Mem>& v) { return NodeScalars<Mem>(v.data(), n, h); };
 
     Exec exec;
-    const Plan<Exec> plan(exec, Graph<Mem>(g), kind, H, D, strategy);
+    const Plan<Exec> plan(exec, Graph<Mem>(g), kind, H, D, strategy, backend);
     NodeOutput<Mem> out("out", n, h, d);
     Kokkos::deep_copy(out, std::numeric_limits<float>::quiet_NaN());
     std::vector<double> ref;
@@ -133,6 +134,31 @@ TEST_P(Attention, TrainingStatisticsAndDropout) {
   EXPECT_LT(c.run(strategy), 1e-5) << name;
 }
 
+#ifdef DFGNN_NATIVE_CUDA
+// The same matrix through the Kokkos API on Kokkos::Cuda, running the CUDA-native kernels.
+class AttentionNative : public ::testing::TestWithParam<Param> {};
+
+TEST_P(AttentionNative, MatchesFloat64Reference) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  for (int ew : {0, hd.first}) {
+    Case c{kind, g, hd.first, hd.second, unsigned(graph) + 29, ew};
+    c.backend = Backend::Native;
+    EXPECT_LT(c.run(strategy), 1e-5) << name << " edge-value heads " << ew;
+  }
+}
+
+TEST_P(AttentionNative, TrainingStatisticsAndDropout) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  Case c{kind, g, hd.first, hd.second, unsigned(graph) + 31, 1};
+  c.training = true;
+  c.dropout = Dropout{0.3f, 42};
+  c.backend = Backend::Native;
+  EXPECT_LT(c.run(strategy), 1e-5) << name;
+}
+#endif
+
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   const auto [kind, strategy, hd, graph] = info.param;
   return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
@@ -146,5 +172,16 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 16}, std::pair{3, 7}),
                        ::testing::Range(0, 8)),
     param_name);
+
+#ifdef DFGNN_NATIVE_CUDA
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, AttentionNative,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
+                                         Strategy::Auto),
+                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 16}, std::pair{3, 7}),
+                       ::testing::Range(0, 8)),
+    param_name);
+#endif
 
 }  // namespace

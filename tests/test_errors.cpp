@@ -361,3 +361,17 @@ TEST_F(ErrorsTest, CorrectCallMatchesTheReference) {
 }
 
 }  // namespace
+
+namespace {
+
+#ifndef DFGNN_NATIVE_CUDA
+TEST(ErrorsBackend, NativeNeedsKokkosCudaAndTheCudaBuild) {
+  using namespace dfgnn;
+  using Exec = Kokkos::DefaultExecutionSpace;
+  const Graph<Exec::memory_space> g(graph_from_edges(2, {0}, {1}));
+  EXPECT_THROW(Plan<Exec>(Exec(), g, ScoreKind::GT, 1, 8, Strategy::Auto, Backend::Native), Error);
+  EXPECT_EQ(Plan<Exec>(Exec(), g, ScoreKind::GT, 1, 8, Strategy::Auto, Backend::Auto).native(), nullptr);
+}
+#endif
+
+}  // namespace

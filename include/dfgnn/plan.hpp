@@ -7,14 +7,26 @@
 #include <dfgnn/graph.hpp>
 #include <dfgnn/schedule.hpp>
 
+#if defined(DFGNN_ENABLE_CUDA) && defined(KOKKOS_ENABLE_CUDA)
+#include <dfgnn/cuda.hpp>
+#define DFGNN_NATIVE_CUDA 1
+#endif
+
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace dfgnn {
 
-/// Per-(graph, score kind, H, D) state of the portable Kokkos kernels.
+namespace cuda {
+class Plan;
+}
+
+/// Per-(graph, score kind, H, D) state of the Kokkos kernels. On Kokkos::Cuda, with
+/// DFGNN_ENABLE_CUDA, it also holds the CUDA-native plan that forward calls then run (see
+/// Backend); the portable layout stays for the backward.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class Plan {
  public:
@@ -33,10 +45,11 @@ class Plan {
   };
 
   Plan(const ExecutionSpace& /*exec*/, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
-       Strategy strategy = Strategy::Auto)
+       Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
       : graph_(std::move(graph)), kind_(kind), heads_(heads), dim_(dim) {
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
+    if (make_native(strategy, backend)) strategy = Strategy::Auto;  // the portable layout's own pick
     if (strategy == Strategy::Staged || strategy == Strategy::Online)
       throw Error(std::string("plan: the ") + to_string(strategy) + " strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
@@ -72,7 +85,12 @@ class Plan {
   }
 
   const Graph<memory_space>& graph() const { return graph_; }
-  Strategy strategy() const { return strategy_; }  ///< resolved, never Auto
+  /// The resolved strategy of the kernels forward calls run (never Auto).
+  Strategy strategy() const;
+  /// The portable kernels' strategy (the backward's layout).
+  Strategy portable_strategy() const { return strategy_; }
+  /// The CUDA-native plan forward calls run, or null (portable kernels).
+  const cuda::Plan* native() const { return native_.get(); }
   ScoreKind kind() const { return kind_; }
   int heads() const { return heads_; }
   int dim() const { return dim_; }
@@ -82,6 +100,22 @@ class Plan {
   Kokkos::View<float*, memory_space>& backward_workspace() const { return *backward_workspace_; }
 
  private:
+  // Builds the CUDA-native plan when the backend asks for it and this space can run it.
+  bool make_native(Strategy strategy, Backend backend) {
+#ifdef DFGNN_NATIVE_CUDA
+    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
+      if (backend == Backend::Portable) return false;
+      const cuda::DeviceGraph device{graph_.num_nodes(), graph_.num_edges(), graph_.row_ptr().data(),
+                                     graph_.src().data(), graph_.dst().data(), graph_.edge_id().data()};
+      native_ = std::make_shared<const cuda::Plan>(graph_.host(), device, kind_, heads_, dim_, strategy);
+      return true;
+    }
+#endif
+    if (backend == Backend::Native)
+      throw Error("plan: the CUDA-native backend needs Kokkos::Cuda and dfgnn built with DFGNN_ENABLE_CUDA");
+    return false;
+  }
+
   Graph<memory_space> graph_;
   ScoreKind kind_;
   int heads_, dim_;
@@ -89,6 +123,15 @@ class Plan {
   Layout layout_;
   std::shared_ptr<Kokkos::View<float*, memory_space>> backward_workspace_ =
       std::make_shared<Kokkos::View<float*, memory_space>>();
+  std::shared_ptr<const cuda::Plan> native_;
 };
+
+template <class ExecutionSpace>
+Strategy Plan<ExecutionSpace>::strategy() const {
+#ifdef DFGNN_NATIVE_CUDA
+  if (native_) return native_->strategy();
+#endif
+  return strategy_;
+}
 
 }  // namespace dfgnn

@@ -34,6 +34,11 @@ enum class Strategy {
   Online,
 };
 
+/// Which kernels a Kokkos plan runs on Kokkos::Cuda when dfgnn is built with DFGNN_ENABLE_CUDA:
+/// the hand-tuned CUDA-native ones (Auto, Native) or the portable Kokkos ones (Portable).
+/// Every other execution space runs the portable kernels; Native there is an error.
+enum class Backend { Auto, Portable, Native };
+
 /// Which score function an attention layer uses.
 enum class ScoreKind { GT, AGNN, GAT, GATv2 };
 
