@@ -232,7 +232,8 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
 
 using Gradients = std::vector<std::pair<std::string, std::vector<float>>>;
 
-// A forward on the default Kokkos execution space: plan and inputs set up once, run repeatable.
+// A forward on the default Kokkos execution space with the portable kernels (the CUDA-native
+// ones are --backend cuda): plan and inputs set up once, run repeatable.
 class KokkosRun {
  public:
   using Exec = Kokkos::DefaultExecutionSpace;
@@ -240,7 +241,7 @@ class KokkosRun {
 
   KokkosRun(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
             bool training = false)
-      : in_(in), scale_(scale), slope_(slope), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy),
+      : in_(in), scale_(scale), slope_(slope), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy, Backend::Portable),
         beta_(detail::upload<float, Mem>("beta", in.beta)), w_(detail::upload<float, Mem>("edge_values", in.edge_values)),
         out_("out", in.N, in.H, in.D) {
     for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
