@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Everything dfgnn checks and measures on a GPU machine, in one go:
+#   tests    the CUDA-native GPU suite, under compute-sanitizer memcheck, a racecheck subset,
+#            and the Kokkos suite built against a CUDA-enabled Kokkos (portable + native paths)
+#   kokkos   portable Kokkos kernels vs CUDA-native on the GPU (dfgnn bench --backend all)
+#   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs
+# Usage: perf/gpu_run.sh BIN DATA OUT [tests|kokkos|bench|all] [extra run_bench.py args]
+#   BIN   dfgnn, dfgnn_gpu_tests, cusparse_pipeline (cuda preset + perf build) and kokkos/{dfgnn,
+#         dfgnn_tests} (a build against a CUDA-enabled Kokkos with DFGNN_ENABLE_CUDA)
+#   DATA  the shared/data folder (real graphs)
+set -uo pipefail
+bin=$(realpath "$1") data=$(realpath "$2") out=$3 what=${4:-all}
+shift $(($# < 4 ? $# : 4))
+mkdir -p "$out"
+status=0
+step() { echo "== $*"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+
+if [[ $what == tests || $what == all ]]; then
+  step "CUDA-native GPU tests"
+  "$bin/dfgnn_gpu_tests" --gtest_brief=1 >"$out/gpu_tests.log" 2>&1 || status=1
+  tail -n 3 "$out/gpu_tests.log"
+  step "compute-sanitizer memcheck (whole GPU suite)"
+  compute-sanitizer --tool memcheck --error-exitcode 1 "$bin/dfgnn_gpu_tests" --gtest_brief=1 \
+    >"$out/memcheck.log" 2>&1 || status=1
+  grep -E "ERROR SUMMARY|PASSED|FAILED" "$out/memcheck.log" | tail -n 3
+  step "compute-sanitizer racecheck (batched, super-node and training cases)"
+  compute-sanitizer --tool racecheck --error-exitcode 1 "$bin/dfgnn_gpu_tests" --gtest_brief=1 \
+    --gtest_filter='*batch64_gt*:*super_node_gt_1x128*:*Training*super_node_gt*' >"$out/racecheck.log" 2>&1 || status=1
+  grep -E "RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED" "$out/racecheck.log" | tail -n 3
+  if [[ -x $bin/kokkos/dfgnn_tests ]]; then
+    step "Kokkos suite on Kokkos::Cuda (portable and CUDA-native through the Kokkos API)"
+    (cd "$bin/kokkos" && ./dfgnn_tests --gtest_brief=1) >"$out/kokkos_tests.log" 2>&1 || status=1
+    tail -n 3 "$out/kokkos_tests.log"
+  fi
+fi
+
+if [[ ($what == kokkos || $what == all) && -x $bin/kokkos/dfgnn ]]; then
+  step "portable Kokkos vs CUDA-native"
+  work=$(mktemp -d)
+  "$bin/dfgnn" gen sbm --kind pattern --graphs 1024 --out "$work/pattern.txt" >/dev/null
+  "$bin/dfgnn" gen rmat --scale 17 --edge-factor 64 --out "$work/rmat17.txt" >/dev/null
+  for g in "$data/cora/planetoid_edges.tsv.gz --symmetrize" "$work/pattern.txt" "$work/rmat17.txt"; do
+    for model in gt gat; do
+      # shellcheck disable=SC2086  # $g carries the file and its flags
+      "$bin/kokkos/dfgnn" bench --graph $g --model $model --heads 1 --dim 128 --backend all \
+        --strategy auto,smmf,pmf,online --json "$out/kokkos_vs_native.jsonl" || status=1
+    done
+  done | tee "$out/kokkos_vs_native.txt"
+fi
+
+if [[ $what == bench || $what == all ]]; then
+  step "benchmark: ours vs PyG vs cuSPARSE"
+  python3 perf/run_bench.py --data "$data" --dfgnn "$bin/dfgnn" --cusparse "$bin/cusparse_pipeline" \
+    --results "$out/bench" "$@" >"$out/bench.log" 2>&1 || status=1
+  sed -n '/^| graph/,$p' "$out/bench/table.md" 2>/dev/null | head -n 80
+fi
+echo "gpu_run: status $status"
+exit $status
