@@ -343,41 +343,87 @@ const std::vector<test::NamedGraph>& graphs() {
   return gs;
 }
 
+// Node 0 has 20500 in-edges and node 1 20500 out-edges, both split into many chunks (no forward
+// graph has a heavy column). Node 1's row (700 in-edges) and node 0's column (300 out-edges) are
+// heavy too; rows and columns 0 start on a chunk boundary, those of node 1 off one. Sources and
+// destinations are random: with half of node 0's in-edges from one node, its destination-side
+// gradients cancel beyond what the forward's fp32 out and lse resolve (docs/backward.md).
+const test::NamedGraph& hubs() {
+  static const test::NamedGraph g = [] {
+    const node_t n = 2000;
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<node_t> any(0, n - 1);
+    std::vector<node_t> src, dst;
+    auto edge = [&](node_t u, node_t v) { src.push_back(u), dst.push_back(v); };
+    for (int i = 0; i < 20500; ++i) edge(any(rng), 0), edge(1, any(rng));
+    for (int i = 0; i < 700; ++i) edge(any(rng), 1);
+    for (int i = 0; i < 300; ++i) edge(0, any(rng));
+    for (node_t v = 2; v < n; ++v) edge(any(rng), v);
+    return test::NamedGraph{"hubs", graph_from_edges(n, src, dst)};
+  }();
+  return g;
+}
+
+// Plain, then with edge values (per edge or per head, alternating over graphs), dropout and, for
+// AGNN, a shared beta; `index` varies the inputs over graphs.
+void expect_matches_reference(ScoreKind kind, Strategy strategy, std::pair<int, int> hd,
+                              const test::NamedGraph& graph, int index) {
+  const auto names = gradient_names(kind);
+  for (bool options : {false, true}) {
+    SCOPED_TRACE(options ? "edge values and dropout" : "plain");
+    const Case c = options ? Case(kind, graph.graph, hd.first, hd.second, unsigned(index) + 31,
+                                  index % 2 ? hd.first : 1, Dropout{0.3f, 42}, 1)
+                           : Case(kind, graph.graph, hd.first, hd.second, unsigned(index) + 11);
+    const auto got = c.kokkos(strategy).front();
+    const auto ref = c.reference();
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      EXPECT_LT(gradient_error(got[i], ref[i]), tolerance(kind, i)) << graph.name << " " << names[i];
+  }
+}
+
+const auto kKinds = ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2);
+const auto kShapes = ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 16}, std::pair{3, 7});
+
+std::string shape_name(std::pair<int, int> hd) {
+  return "H" + std::to_string(hd.first) + "D" + std::to_string(hd.second);
+}
+
 using KernelParam = std::tuple<ScoreKind, Strategy, std::pair<int, int>, int>;
 
 class BackwardKernels : public ::testing::TestWithParam<KernelParam> {};
 
-// Plain, then with edge values (per edge or per head, alternating over graphs), dropout and, for
-// AGNN, a shared beta.
 TEST_P(BackwardKernels, MatchesFloat64Reference) {
   const auto [kind, strategy, hd, graph] = GetParam();
-  const auto& [name, g] = graphs()[std::size_t(graph)];
-  const auto names = gradient_names(kind);
-  for (bool options : {false, true}) {
-    SCOPED_TRACE(options ? "edge values and dropout" : "plain");
-    const Case c = options ? Case(kind, g, hd.first, hd.second, unsigned(graph) + 31, graph % 2 ? hd.first : 1,
-                                  Dropout{0.3f, 42}, 1)
-                           : Case(kind, g, hd.first, hd.second, unsigned(graph) + 11);
-    const auto got = c.kokkos(strategy).front();
-    const auto ref = c.reference();
-    for (std::size_t i = 0; i < ref.size(); ++i)
-      EXPECT_LT(gradient_error(got[i], ref[i]), tolerance(kind, i)) << name << " " << names[i];
-  }
+  expect_matches_reference(kind, strategy, hd, graphs()[std::size_t(graph)], graph);
 }
 
 std::string kernel_name(const ::testing::TestParamInfo<KernelParam>& info) {
   const auto [kind, strategy, hd, graph] = info.param;
-  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
-         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_" + shape_name(hd) + "_" +
+         graphs()[std::size_t(graph)].name;
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Backward, BackwardKernels,
-    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
-                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused),
-                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 16}, std::pair{3, 7}),
+    ::testing::Combine(kKinds, ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused), kShapes,
                        ::testing::Range(0, int(graphs().size()))),
     kernel_name);
+
+using HubParam = std::tuple<ScoreKind, std::pair<int, int>>;
+
+class BackwardHubs : public ::testing::TestWithParam<HubParam> {};
+
+// The forward strategy reaches the backward only through out and lse, covered above: PMF alone.
+TEST_P(BackwardHubs, MatchesFloat64Reference) {
+  const auto [kind, hd] = GetParam();
+  expect_matches_reference(kind, Strategy::PMF, hd, hubs(), int(graphs().size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backward, BackwardHubs, ::testing::Combine(kKinds, kShapes),
+                         [](const ::testing::TestParamInfo<HubParam>& info) {
+                           return std::string(to_string(std::get<0>(info.param))) + "_" +
+                                  shape_name(std::get<1>(info.param));
+                         });
 
 // AGNN takes the cosine with a zero vector as 0: no gradient flows through such scores.
 TEST(BackwardZeroVectors, AgnnMatchesReference) {
@@ -395,11 +441,13 @@ TEST(BackwardZeroVectors, AgnnMatchesReference) {
 // ---- (c) reproducibility ------------------------------------------------------------------
 
 TEST(BackwardReproducible, TwoRunsAreBitwiseEqual) {
-  for (const char* graph : {"super_node", "power_law"}) {
-    const auto& g = std::find_if(graphs().begin(), graphs().end(), [&](const auto& n) { return n.name == graph; })->graph;
+  auto named = [](const char* name) {
+    return &*std::find_if(graphs().begin(), graphs().end(), [&](const auto& g) { return g.name == name; });
+  };
+  for (const test::NamedGraph* graph : {named("super_node"), named("power_law"), &hubs()}) {
     for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
-      SCOPED_TRACE(std::string(graph) + " " + to_string(kind));
-      const auto runs = Case(kind, g, 4, 8, 3, 4, Dropout{0.2f, 9}).kokkos(Strategy::PMF, 2);
+      SCOPED_TRACE(graph->name + " " + to_string(kind));
+      const auto runs = Case(kind, graph->graph, 4, 8, 3, 4, Dropout{0.2f, 9}).kokkos(Strategy::PMF, 2);
       for (std::size_t i = 0; i < runs[0].size(); ++i)
         EXPECT_EQ(std::memcmp(runs[0][i].data(), runs[1][i].data(), runs[0][i].size() * sizeof(float)), 0)
             << gradient_names(kind)[i];

@@ -1,4 +1,4 @@
-// Public backward entries -> checks -> the two passes (and the parameter sums), instantiated
+// Public backward entries -> checks -> the two gathers (and the parameter sums), instantiated
 // for every enabled execution space.
 
 #include "backward.hpp"
@@ -28,28 +28,21 @@ Options<typename Exec::memory_space> check_upstream(const Checker<Exec>& check,
   return options;
 }
 
-/// Backward workspace: `slots` per-(edge, head) arrays, then `extra` floats.
-template <class Mem>
-struct Workspace {
-  Kokkos::View<float*, Mem> all;
-  std::size_t slot_size;
-  Kokkos::View<float*, Mem> slot(int i) const {
-    return Kokkos::View<float*, Mem>(all.data() + i * slot_size, slot_size);
-  }
-  Kokkos::View<float*, Mem> extra(int slots) const {
-    return Kokkos::View<float*, Mem>(all.data() + slots * slot_size, all.extent(0) - slots * slot_size);
-  }
-};
-
-// The plan's workspace: allocated by its first backward, grown if a later one needs more.
-template <class Exec>
-Workspace<typename Exec::memory_space> workspace(const Plan<Exec>& plan, int slots, std::size_t extra) {
-  const std::size_t slot_size = std::size_t(plan.graph().num_edges()) * std::size_t(plan.heads());
+// The plan's workspace for `model`: `slots` per-(edge, head) arrays (dr, q and AGNN's cos),
+// then the gathers' chunk partials, which the parameter sums (`parameters` floats) reuse.
+// Allocated by the plan's first backward, grown if a later one needs more.
+template <class Exec, class Model>
+Workspace<typename Exec::memory_space> workspace(const Plan<Exec>& plan, const Model& model, int slots,
+                                                 std::size_t parameters) {
+  using View = Kokkos::View<float*, typename Exec::memory_space>;
+  const edge_t E = plan.graph().num_edges();
+  const std::size_t slot_size = std::size_t(E) * std::size_t(plan.heads());
+  const std::size_t extra = std::max(partial_floats(E, plan.heads(), model), parameters);
   auto& all = plan.backward_workspace();
   if (all.extent(0) < slots * slot_size + extra)
-    all = Kokkos::View<float*, typename Exec::memory_space>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::backward_workspace"), slots * slot_size + extra);
-  return {all, slot_size};
+    all = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::backward_workspace"), slots * slot_size + extra);
+  auto slot = [&](int i) { return i < slots ? View(all.data() + i * slot_size, slot_size) : View(); };
+  return {{slot(0), slot(1), slot(2)}, View(all.data() + slots * slot_size, extra)};
 }
 
 }  // namespace
@@ -75,10 +68,9 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& mode
                  {{"Q", Q}, {"K", K}, {"V", V}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
   const float scale = dot_scale(model, plan.dim());
-  const auto s = workspace(plan, 2, 0);
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), DotScore<Mem>{Q, K, V, scale},
-           DotGrad<Mem>{Q, K, dOut, dQ, dK, dV, scale}, Upstream<Mem>{out, logsumexp, dOut},
-           EdgeWork<Mem>{s.slot(0), s.slot(1)});
+  const DotGrad<Mem> grad{Q, K, dOut, dQ, dK, dV, scale, {}};
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), DotScore<Mem>{Q, K, V, scale}, grad,
+           Upstream<Mem>{out, logsumexp, dOut}, workspace(plan, grad, 2, 0));
 }
 
 template <class Exec>
@@ -100,13 +92,12 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
                  {{"X", X}, {"beta", beta}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
   const int count = int(beta.extent(0));
-  const auto s = workspace(plan, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count);
-  const EdgeWork<Mem> work{s.slot(0), s.slot(1)};
-  const auto cos = s.slot(2);
   const auto inv = inverse_norms(exec, plan, X);
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), CosineScore<Mem>{X, inv, beta},
-           CosineGrad<Mem>{X, dOut, inv, beta, dX, cos}, Upstream<Mem>{out, logsumexp, dOut}, work);
-  sum_over_edges(exec, plan, BetaTerm<Mem>{work.dr, cos, plan.heads(), count}, s.extra(3), dbeta);
+  const CosineGrad<Mem> grad{X, dOut, inv, beta, dX, {}};
+  const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count);
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), CosineScore<Mem>{X, inv, beta}, grad,
+           Upstream<Mem>{out, logsumexp, dOut}, s);
+  sum_over_edges(exec, plan, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials, dbeta);
 }
 
 template <class Exec>
@@ -129,10 +120,9 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GAT& mod
   check.disjoint({{"del", del}, {"der", der}, {"dV", dV}},
                  {{"el", el}, {"er", er}, {"V", V}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
-  const auto s = workspace(plan, 2, 0);
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AdditiveScore<Mem>{el, er, V, model.slope},
-           AdditiveGrad<Mem>{el, er, dOut, del, der, dV, model.slope}, Upstream<Mem>{out, logsumexp, dOut},
-           EdgeWork<Mem>{s.slot(0), s.slot(1)});
+  const AdditiveGrad<Mem> grad{el, er, dOut, del, der, dV, model.slope, {}};
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AdditiveScore<Mem>{el, er, V, model.slope}, grad,
+           Upstream<Mem>{out, logsumexp, dOut}, workspace(plan, grad, 2, 0));
 }
 
 template <class Exec>
@@ -156,11 +146,11 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& m
                  {{"XL", XL}, {"XR", XR}, {"a", a}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
   const auto& g = plan.graph();
-  const auto s = workspace(plan, 2, std::size_t(edge_slices(g.num_edges())) * da.size());
-  const EdgeWork<Mem> work{s.slot(0), s.slot(1)};
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AdditiveV2Score<Mem>{XL, XR, a, model.slope},
-           AdditiveV2Grad<Mem>{XL, XR, dOut, a, dXL, dXR, model.slope}, Upstream<Mem>{out, logsumexp, dOut}, work);
-  sum_over_edges(exec, plan, WeightTerm<Mem>{work.dr, XL, XR, g.src(), g.dst(), model.slope}, s.extra(2),
+  const AdditiveV2Grad<Mem> grad{XL, XR, dOut, a, dXL, dXR, model.slope, {}};
+  const auto s = workspace(plan, grad, 2, std::size_t(edge_slices(g.num_edges())) * da.size());
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AdditiveV2Score<Mem>{XL, XR, a, model.slope}, grad,
+           Upstream<Mem>{out, logsumexp, dOut}, s);
+  sum_over_edges(exec, plan, WeightTerm<Mem>{s.work.dr, XL, XR, g.src(), g.dst(), model.slope}, s.partials,
                  Kokkos::View<float*, Kokkos::LayoutRight, Mem>(da.data(), da.size()));
 }
 

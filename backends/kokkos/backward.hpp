@@ -1,22 +1,28 @@
 #pragma once
 // Fused attention backward (docs/backward.md). With p_e = exp(s_e - lse_v) recomputed from the
 // forward's statistics, dq_e = <dOut_v, value_u>, Delta_v = <dOut_v, out_v> and
-// dr_e = w_e p_e (keep_e dq_e - Delta_v):
-//   pass 1, one thread group per (destination v, head), lanes over features: recomputes every
-//     in-edge's score, forms dr_e, leaves dr_e and q_e = p_e keep_e in the workspace and
-//     gathers the gradients that live at destinations;
-//   pass 2, one thread group per (source u, head) over the transposed graph: gathers the
-//     gradients that live at sources (the value gradient sum q_e dOut_v among them);
-//   parameter gradients (AGNN's beta, GATv2's a): fixed slices of edges summed in order.
-// Every gradient entry is owned by one thread group or lane, so there are no atomics and the
-// results are bitwise reproducible.
+// dr_e = w_e p_e (keep_e dq_e - Delta_v), every gradient is a sum over edges of terms made of
+// dr_e, q_e = p_e keep_e and node features, gathered at destinations or at sources:
+//   1. destinations (the CSR's rows): each in-edge's dr_e and q_e (AGNN: also its cosine) are
+//      formed and left in the workspace, then the destination-side sums gathered;
+//   2. sources (the CSC's columns): the source-side sums, the value gradient among them;
+//   3. parameter gradients (AGNN's beta, GATv2's a): fixed slices of edges summed in order.
+// Steps 1 and 2 walk segments (rows or columns), one thread group per (segment, head) with
+// lanes over the entries it gathers. A heavy segment, longer than a chunk, is cut at the
+// multiples of the chunk length in edge position: each chunk after its first cut gets a team of
+// its own (HeavyChunks), which spreads the chunk's edges over its thread groups and leaves one
+// partial sum per entry in the workspace; the segment's thread group then walks its edges
+// before the first cut and adds the partials in chunk order. So no thread group walks more than
+// a chunk of edges, whatever the degrees. Every gradient entry is written by one lane, summing
+// in an order fixed by the graph and the chunk length alone: no atomics, and results bitwise
+// reproducible whatever the team size.
 //
-// A model's gradient functor provides, for thread group `t` and head h,
-//   begin_row(t, v, h)                         before v's in-edges (zeroes its row of outputs)
-//   destination(t, v, u, i, h, dr, raw) -> x   per in-edge, i = its slot e*H + h in the
-//                                              workspace (raw: the score's feature sum)
-//   end_row(t, v, h, sum of x)
-// and the same for sources: begin_col(t, u, h), source(t, u, v, i, h, dr, q) -> x, end_col.
+// A model's gradient functor provides, for each side (AtDestination, AtSource),
+//   width(side)                     entries gathered per (node, head)
+//   term(side, n, m, i, h, f) -> x  entry f's term of the edge between n (the segment's node)
+//                                   and m, at workspace slot i = e*H + h
+//   put(side, n, h, f, sum)         stores node n's entry f
+// and note(i, v, u, h, raw): what it keeps of an edge's score besides dr_e and q_e.
 
 #include "rowwise.hpp"
 
@@ -25,29 +31,22 @@ namespace dfgnn::kokkos_impl {
 /// d LeakyReLU(x) / dx, taking the slope at 0 as the forward's `x > 0` branch does.
 KOKKOS_INLINE_FUNCTION float leaky_relu_grad(float x, float slope) { return x > 0.0f ? 1.0f : slope; }
 
-/// `f(d)` for every feature d, over the calling thread group's vector lanes. A lane always gets
-/// the same features, so each lane updates only what it wrote itself.
-template <class Member, class F>
-KOKKOS_INLINE_FUNCTION void each_feature(const Member& team, int dim, const F& f) {
-  Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, dim), f);
-}
+struct AtDestination {};
+struct AtSource {};
 
-template <class Member, class Out>
-KOKKOS_INLINE_FUNCTION void zero_row(const Member& team, const Out& g, node_t n, int h) {
-  each_feature(team, int(g.extent(2)), [&](int d) { g(n, h, d) = 0.0f; });
-}
-
-/// Writes a thread-group-uniform scalar once.
-template <class Member, class Out>
-KOKKOS_INLINE_FUNCTION void store(const Member& team, const Out& g, node_t n, int h, float x) {
-  Kokkos::single(Kokkos::PerThread(team), [&] { g(n, h) = x; });
-}
-
-/// What pass 1 leaves for pass 2 and the parameter sums, [E*H] edge-major like the forward's
-/// scores (slot e*H + h).
+/// What step 1 leaves for step 2 and the parameter sums, [E*H] edge-major like the forward's
+/// scores (slot e*H + h); cos is AGNN's only.
 template <class Mem>
 struct EdgeWork {
-  Kokkos::View<float*, Mem> dr, q;
+  Kokkos::View<float*, Mem> dr, q, cos;
+};
+
+/// The plan's backward workspace: the edge arrays above, then the chunk partials of the gathers,
+/// reused by the parameter sums.
+template <class Mem>
+struct Workspace {
+  EdgeWork<Mem> work;
+  Kokkos::View<float*, Mem> partials;
 };
 
 /// The forward's output side: out and the row statistics, and dLoss/dout.
@@ -58,77 +57,67 @@ struct Upstream {
   Features<Mem> dout;
 };
 
+// dQ_v = scale sum dr_e K_u; dK_u = scale sum dr_e Q_v and dV_u = sum q_e dOut_v, as entries
+// [0, D) and [D, 2D) of one source-side gather.
 template <class Mem>
 struct DotGrad {
   Features<Mem> q, k, dout;
   Output<Mem> dq, dk, dv;
   float scale;
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_row(const M& t, node_t v, int h) const { zero_row(t, dq, v, h); }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float destination(const M& t, node_t v, node_t u, edge_t, int h, float dr, float) const {
-    const float g = scale * dr;
-    each_feature(t, int(dq.extent(2)), [&](int d) { dq(v, h, d) += g * k(u, h, d); });
-    return 0.0f;
+  EdgeWork<Mem> work;
+  KOKKOS_INLINE_FUNCTION int dim() const { return int(dq.extent(2)); }
+  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return dim(); }
+  KOKKOS_INLINE_FUNCTION float term(AtDestination, node_t, node_t u, edge_t i, int h, int f) const {
+    return work.dr(i) * k(u, h, f);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_row(const M&, node_t, int, float) const {}
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_col(const M& t, node_t u, int h) const {
-    zero_row(t, dk, u, h);
-    zero_row(t, dv, u, h);
+  KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int f, float s) const { dq(v, h, f) = scale * s; }
+  KOKKOS_INLINE_FUNCTION int width(AtSource) const { return 2 * dim(); }
+  KOKKOS_INLINE_FUNCTION float term(AtSource, node_t, node_t v, edge_t i, int h, int f) const {
+    return f < dim() ? work.dr(i) * q(v, h, f) : work.q(i) * dout(v, h, f - dim());
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float source(const M& t, node_t u, node_t v, edge_t, int h, float dr, float p) const {
-    const float g = scale * dr;
-    each_feature(t, int(dk.extent(2)), [&](int d) {
-      dk(u, h, d) += g * q(v, h, d);
-      dv(u, h, d) += p * dout(v, h, d);
-    });
-    return 0.0f;
+  KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int f, float s) const {
+    if (f < dim())
+      dk(u, h, f) = scale * s;
+    else
+      dv(u, h, f - dim()) = s;
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_col(const M&, node_t, int, float) const {}
 };
 
-// cos_e = <x_v, x_u> n_v n_u with n = 1/|x|; d cos / d x_v = n_v n_u x_u - cos n_v^2 x_v. X is
-// also the values, so pass 2 adds q_e dOut_v to what pass 1 wrote.
+// cos_e = <x_v, x_u> n_v n_u with n = 1/|x|, kept per edge by step 1. X is also the values, so
+// the source side adds q_e dOut_v and its sum to what the destination side wrote.
 template <class Mem>
 struct CosineGrad {
   Features<Mem> x, dout;
   Matrix<Mem> inv_norm;
   Vector<Mem> beta;
   Output<Mem> dx;
-  Kokkos::View<float*, Mem> cos;  // [E*H], written by pass 1 for pass 2 and dbeta
+  EdgeWork<Mem> work;
   KOKKOS_INLINE_FUNCTION float beta_of(int h) const { return beta(beta.extent(0) == 1 ? 0 : h); }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_row(const M& t, node_t v, int h) const { zero_row(t, dx, v, h); }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float destination(const M& t, node_t v, node_t u, edge_t i, int h, float dr,
-                                           float raw) const {
-    const float nv = inv_norm(v, h), nu = inv_norm(u, h), c = raw * nv * nu, g = beta_of(h) * dr;
-    Kokkos::single(Kokkos::PerThread(t), [&] { cos(i) = c; });
-    each_feature(t, int(dx.extent(2)), [&](int d) { dx(v, h, d) += g * (nv * nu * x(u, h, d) - c * nv * nv * x(v, h, d)); });
-    return 0.0f;
+  KOKKOS_INLINE_FUNCTION void note(edge_t i, node_t v, node_t u, int h, float raw) const {
+    work.cos(i) = raw * inv_norm(v, h) * inv_norm(u, h);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_row(const M&, node_t, int, float) const {}
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_col(const M&, node_t, int) const {}
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float source(const M& t, node_t u, node_t v, edge_t i, int h, float dr, float p) const {
-    const float nv = inv_norm(v, h), nu = inv_norm(u, h), c = cos(i);
-    const float g = beta_of(h) * dr;
-    each_feature(t, int(dx.extent(2)), [&](int d) {
-      dx(u, h, d) += g * (nv * nu * x(v, h, d) - c * nu * nu * x(u, h, d)) + p * dout(v, h, d);
-    });
-    return 0.0f;
+  /// d cos_e / d x_n[f] = n_n n_m x_m[f] - cos_e n_n^2 x_n[f], m the edge's other node.
+  KOKKOS_INLINE_FUNCTION float dcos(edge_t i, node_t n, node_t m, int h, int f) const {
+    const float nn = inv_norm(n, h);
+    return nn * inv_norm(m, h) * x(m, h, f) - work.cos(i) * nn * nn * x(n, h, f);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_col(const M&, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return int(dx.extent(2)); }
+  KOKKOS_INLINE_FUNCTION float term(AtDestination, node_t v, node_t u, edge_t i, int h, int f) const {
+    return work.dr(i) * dcos(i, v, u, h, f);
+  }
+  KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int f, float s) const {
+    dx(v, h, f) = beta_of(h) * s;
+  }
+  KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dx.extent(2)); }
+  KOKKOS_INLINE_FUNCTION float term(AtSource, node_t u, node_t v, edge_t i, int h, int f) const {
+    return beta_of(h) * work.dr(i) * dcos(i, u, v, h, f) + work.q(i) * dout(v, h, f);
+  }
+  KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int f, float s) const { dx(u, h, f) += s; }
 };
 
-// d score / d el_u = d score / d er_v = LeakyReLU'(el_u + er_v): scalar sums per node.
+// d score / d el_u = d score / d er_v = LeakyReLU'(el_u + er_v): der is a one-entry gather,
+// del entry D of the source side's, after dV.
 template <class Mem>
 struct AdditiveGrad {
   Matrix<Mem> el, er;
@@ -136,74 +125,77 @@ struct AdditiveGrad {
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> del, der;
   Output<Mem> dv;
   float slope;
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_row(const M&, node_t, int) const {}
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float destination(const M&, node_t v, node_t u, edge_t, int h, float dr, float) const {
-    return dr * leaky_relu_grad(el(u, h) + er(v, h), slope);
+  EdgeWork<Mem> work;
+  KOKKOS_INLINE_FUNCTION int dim() const { return int(dv.extent(2)); }
+  KOKKOS_INLINE_FUNCTION float dscore(node_t v, node_t u, edge_t i, int h) const {
+    return work.dr(i) * leaky_relu_grad(el(u, h) + er(v, h), slope);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_row(const M& t, node_t v, int h, float sum) const { store(t, der, v, h, sum); }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_col(const M& t, node_t u, int h) const { zero_row(t, dv, u, h); }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float source(const M& t, node_t u, node_t v, edge_t, int h, float dr, float p) const {
-    each_feature(t, int(dv.extent(2)), [&](int d) { dv(u, h, d) += p * dout(v, h, d); });
-    return dr * leaky_relu_grad(el(u, h) + er(v, h), slope);
+  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return 1; }
+  KOKKOS_INLINE_FUNCTION float term(AtDestination, node_t v, node_t u, edge_t i, int h, int) const {
+    return dscore(v, u, i, h);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_col(const M& t, node_t u, int h, float sum) const { store(t, del, u, h, sum); }
+  KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int, float s) const { der(v, h) = s; }
+  KOKKOS_INLINE_FUNCTION int width(AtSource) const { return dim() + 1; }
+  KOKKOS_INLINE_FUNCTION float term(AtSource, node_t u, node_t v, edge_t i, int h, int f) const {
+    return f < dim() ? work.q(i) * dout(v, h, f) : dscore(v, u, i, h);
+  }
+  KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int f, float s) const {
+    if (f < dim())
+      dv(u, h, f) = s;
+    else
+      del(u, h) = s;
+  }
 };
 
-// d score / d XR_v,d = d score / d XL_u,d = a_d LeakyReLU'(XL_u,d + XR_v,d); XL is also the values.
+// d score / d XR_v,f = d score / d XL_u,f = a_f LeakyReLU'(XL_u,f + XR_v,f); XL is also the values.
 template <class Mem>
 struct AdditiveV2Grad {
   Features<Mem> xl, xr, dout;
   Matrix<Mem> a;
   Output<Mem> dxl, dxr;
   float slope;
-  KOKKOS_INLINE_FUNCTION float slope_term(node_t v, node_t u, int h, int d) const {
-    return a(h, d) * leaky_relu_grad(xl(u, h, d) + xr(v, h, d), slope);
+  EdgeWork<Mem> work;
+  KOKKOS_INLINE_FUNCTION float dscore(node_t v, node_t u, edge_t i, int h, int f) const {
+    return work.dr(i) * a(h, f) * leaky_relu_grad(xl(u, h, f) + xr(v, h, f), slope);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_row(const M& t, node_t v, int h) const { zero_row(t, dxr, v, h); }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float destination(const M& t, node_t v, node_t u, edge_t, int h, float dr, float) const {
-    each_feature(t, int(dxr.extent(2)), [&](int d) { dxr(v, h, d) += dr * slope_term(v, u, h, d); });
-    return 0.0f;
+  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return int(dxr.extent(2)); }
+  KOKKOS_INLINE_FUNCTION float term(AtDestination, node_t v, node_t u, edge_t i, int h, int f) const {
+    return dscore(v, u, i, h, f);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_row(const M&, node_t, int, float) const {}
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void begin_col(const M& t, node_t u, int h) const { zero_row(t, dxl, u, h); }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION float source(const M& t, node_t u, node_t v, edge_t, int h, float dr, float p) const {
-    each_feature(t, int(dxl.extent(2)), [&](int d) { dxl(u, h, d) += dr * slope_term(v, u, h, d) + p * dout(v, h, d); });
-    return 0.0f;
+  KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int f, float s) const { dxr(v, h, f) = s; }
+  KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dxl.extent(2)); }
+  KOKKOS_INLINE_FUNCTION float term(AtSource, node_t u, node_t v, edge_t i, int h, int f) const {
+    return dscore(v, u, i, h, f) + work.q(i) * dout(v, h, f);
   }
-  template <class M>
-  KOKKOS_INLINE_FUNCTION void end_col(const M&, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int f, float s) const { dxl(u, h, f) = s; }
 };
 
-/// Pass 1: one thread group per (destination v, head h), in-edges in CSR order.
+/// Step 1's side: the CSR's rows. Before gathering, a thread group forms dr_e and q_e of the
+/// in-edges it gathers, recomputing their scores with the forward's functors.
 template <class Score, class Model, class Mem>
-struct DestinationPass {
+struct Destinations {
+  using at = AtDestination;
   Problem<Mem> p;
   Score score;
   Model model;
   Upstream<Mem> up;
-  EdgeWork<Mem> work;
+  KOKKOS_INLINE_FUNCTION edge_t begin(node_t v) const { return p.row_ptr(v); }
+  KOKKOS_INLINE_FUNCTION node_t owner(edge_t e) const { return p.dst(e); }
+  KOKKOS_INLINE_FUNCTION node_t other(edge_t e) const { return p.src(e); }
+  KOKKOS_INLINE_FUNCTION edge_t edge(edge_t e) const { return e; }
+
+  /// dr_e and q_e of v's in-edges [a, b), head h, over the calling thread group's lanes.
   template <class Member>
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t v, int h) const {
-    const edge_t a = p.row_ptr(v), b = p.row_ptr(v + 1);
-    // The softmax Jacobian's row term, once per row: sum_e p_e keep_e dq_e = <dOut_v, out_v>.
+  KOKKOS_INLINE_FUNCTION void prepare(const Member& team, node_t v, int h, edge_t a, edge_t b) const {
+    if (a == b) return;
+    // The softmax Jacobian's row term, once per call: sum_e p_e keep_e dq_e = <dOut_v, out_v>.
     float delta = 0.0f;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim),
         [&](int d, float& acc) { acc += up.dout(v, h, d) * up.out(v, h, d); }, delta);
     const float lse = up.lse(v, h);
-    model.begin_row(team, v, h);
-    float sum = 0.0f;
     for (edge_t e = a; e < b; ++e) {
       const node_t u = p.src(e);
       float raw = 0.0f, dq = 0.0f;
@@ -215,45 +207,146 @@ struct DestinationPass {
           Kokkos::ThreadVectorRange(team, p.dim),
           [&](int d, float& acc) { acc += up.dout(v, h, d) * score.value(u, h, d); }, dq);
       const float prob = exp(p.scaled(score.finish(raw, v, u, h), e, h) - lse), keep = p.keep(e, h);
-      const float dr = p.scaled(prob * (keep * dq - delta), e, h);
       const edge_t i = e * p.heads + h;
+      // single ends with a lane barrier (a __syncwarp on CUDA): the gather's lanes read these.
       Kokkos::single(Kokkos::PerThread(team), [&] {
-        work.dr(i) = dr;
-        work.q(i) = prob * keep;
+        model.work.dr(i) = p.scaled(prob * (keep * dq - delta), e, h);
+        model.work.q(i) = prob * keep;
+        model.note(i, v, u, h, raw);
       });
-      sum += model.destination(team, v, u, i, h, dr, raw);
     }
-    model.end_row(team, v, h, sum);
   }
 };
 
-/// Pass 2: one thread group per (source u, head h), out-edges in CSC order.
+/// Step 2's side: the CSC's columns, position j being CSR edge csr_edge(j), whose dr_e and q_e
+/// step 1 left.
 template <class Model, class Mem>
-struct SourcePass {
+struct Sources {
+  using at = AtSource;
   typename Graph<Mem>::Transposed csc;
+  Kokkos::View<const node_t*, Mem> src;  // the CSR's: a CSC position's column
   Model model;
-  EdgeWork<Mem> work;
-  int heads;
+  KOKKOS_INLINE_FUNCTION edge_t begin(node_t u) const { return csc.col_ptr(u); }
+  KOKKOS_INLINE_FUNCTION node_t owner(edge_t j) const { return src(csc.csr_edge(j)); }
+  KOKKOS_INLINE_FUNCTION node_t other(edge_t j) const { return csc.dst(j); }
+  KOKKOS_INLINE_FUNCTION edge_t edge(edge_t j) const { return csc.csr_edge(j); }
   template <class Member>
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t u, int h) const {
-    model.begin_col(team, u, h);
-    float sum = 0.0f;
-    for (edge_t j = csc.col_ptr(u); j < csc.col_ptr(u + 1); ++j) {
-      const edge_t i = csc.csr_edge(j) * heads + h;
-      sum += model.source(team, u, csc.dst(j), i, h, work.dr(i), work.q(i));
-    }
-    model.end_col(team, u, h, sum);
+  KOKKOS_INLINE_FUNCTION void prepare(const Member&, node_t, int, edge_t, edge_t) const {}
+};
+
+/// Segments longer than a chunk are heavy. A chunk has at least as many edges as the model's
+/// widest gather has entries, so the partials (per chunk, head and entry) take at most
+/// E*H + H*width floats.
+inline constexpr edge_t kChunkEdges = 256;
+
+template <class Model>
+int gather_width(const Model& m) {
+  return std::max(m.width(AtDestination()), m.width(AtSource()));
+}
+
+template <class Model>
+edge_t chunk_length(const Model& m) {
+  return std::max<edge_t>(kChunkEdges, gather_width(m));
+}
+
+/// Floats of chunk partials the gathers of `m` need on a graph of `edges` edges.
+template <class Model>
+std::size_t partial_floats(edge_t edges, int heads, const Model& m) {
+  const edge_t chunk = chunk_length(m);
+  return std::size_t((edges + chunk - 1) / chunk) * std::size_t(heads) * std::size_t(gather_width(m));
+}
+
+/// One side's gather: entry f of segment n, head h, sums model.term over the segment's edges.
+template <class Side, class Mem>
+struct Gather {
+  Side side;
+  Kokkos::View<float*, Mem> partials;  // [chunks * heads * width]
+  edge_t chunk;
+  int heads, width;
+
+  /// Entry f's terms over positions [a, b) of segment n, in order.
+  KOKKOS_INLINE_FUNCTION float sum(node_t n, int h, int f, edge_t a, edge_t b) const {
+    float s = 0.0f;
+    for (edge_t j = a; j < b; ++j)
+      s += side.model.term(typename Side::at(), n, side.other(j), side.edge(j) * heads + h, h, f);
+    return s;
+  }
+  KOKKOS_INLINE_FUNCTION float& partial(edge_t c, int h, int f) const {
+    return partials((c * heads + h) * width + f);
+  }
+
+  /// One thread group per (segment n, head h), lanes over entries: a light segment whole; a
+  /// heavy one up to its first cut, then the partials of its chunks in order.
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t n, int h) const {
+    const edge_t a = side.begin(n), b = side.begin(n + 1);
+    const edge_t cut = b - a > chunk ? (a + chunk - 1) / chunk * chunk : b;
+    side.prepare(team, n, h, a, cut);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, width), [&](int f) {
+      float s = sum(n, h, f, a, cut);
+      for (edge_t c = cut; c < b; c += chunk) s += partial(c / chunk, h, f);
+      side.model.put(typename Side::at(), n, h, f, s);
+    });
   }
 };
+
+/// A team per chunk of edge positions [c*chunk, (c+1)*chunk) (cut where its segment ends): in a
+/// heavy segment, its thread groups prepare the chunk's edges, then the whole team sums every
+/// (head, entry) over the chunk into the chunk's partials. A light segment's chunk returns at once.
+template <class Exec, class Side>
+struct HeavyChunks {
+  using member = typename Kokkos::TeamPolicy<Exec>::member_type;
+  Gather<Side, typename Exec::memory_space> g;
+  KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
+    const edge_t c = team.league_rank(), a = c * g.chunk;
+    const node_t n = g.side.owner(a);
+    const edge_t end = g.side.begin(n + 1);
+    if (end - g.side.begin(n) <= g.chunk) return;
+    const edge_t b = end - a < g.chunk ? end : a + g.chunk;
+    // A contiguous share per (thread group, head): how the chunk is shared changes no result.
+    const int groups = team.team_size();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, groups * g.heads), [&](int k) {
+      const edge_t share = k / g.heads;
+      g.side.prepare(team, n, k % g.heads, a + (b - a) * share / groups, a + (b - a) * (share + 1) / groups);
+    });
+    team.team_barrier();
+    // Threads and lanes over (head, entry): coalesced reads of feature rows.
+    Kokkos::parallel_for(Kokkos::TeamVectorRange(team, g.heads * g.width), [&](int k) {
+      const int h = k / g.width, f = k % g.width;
+      g.partial(c, h, f) = g.sum(n, h, f, a, b);
+    });
+  }
+};
+
+/// The heavy segments' chunks if `heavy` (some segment may be longer than a chunk), then every
+/// segment.
+template <class Exec, class Side>
+void gather(const Exec& exec, const Plan<Exec>& plan, const char* chunks_name, const char* name,
+            const Gather<Side, typename Exec::memory_space>& g, bool heavy) {
+  const auto& L = plan.layout();
+  if (heavy)
+    launch(exec, chunks_name, int((plan.graph().num_edges() + g.chunk - 1) / g.chunk), L.team_size,
+           L.vector_length, HeavyChunks<Exec, Side>{g});
+  launch_rows(exec, name, plan, g);
+}
 
 template <class Exec, class Score, class Model>
 void backward(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
-              const Score& score, const Model& model, const Upstream<typename Exec::memory_space>& up,
-              const EdgeWork<typename Exec::memory_space>& work) {
+              const Score& score, Model model, const Upstream<typename Exec::memory_space>& up,
+              const Workspace<typename Exec::memory_space>& s) {
   using Mem = typename Exec::memory_space;
-  launch_rows(exec, "dfgnn::backward_destinations", plan, DestinationPass<Score, Model, Mem>{p, score, model, up, work});
-  launch_rows(exec, "dfgnn::backward_sources", plan,
-              SourcePass<Model, Mem>{plan.graph().transposed(), model, work, p.heads});
+  using Rows = Destinations<Score, Model, Mem>;
+  using Cols = Sources<Model, Mem>;
+  model.work = s.work;
+  const auto& g = plan.graph();
+  const edge_t chunk = chunk_length(model);
+  gather(exec, plan, "dfgnn::backward_destination_chunks", "dfgnn::backward_destinations",
+         Gather<Rows, Mem>{Rows{p, score, model, up}, s.partials, chunk, p.heads, model.width(AtDestination())},
+         g.stats().max > chunk);
+  // The host knows no column degree: when some column might be heavy, every chunk's team looks.
+  gather(exec, plan, "dfgnn::backward_source_chunks", "dfgnn::backward_sources",
+         Gather<Cols, Mem>{Cols{g.transposed(), g.src(), model}, s.partials, chunk, p.heads, model.width(AtSource())},
+         g.num_edges() > chunk);
 }
 
 /// Parameter gradients sum over all edges: at most kMaxSlices slices of at least kSliceEdges
