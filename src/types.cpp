@@ -20,6 +20,7 @@ const char* to_string(Strategy s) {
     case Strategy::Unfused: return "unfused";
     case Strategy::Staged: return "staged";
     case Strategy::Online: return "online";
+    case Strategy::Dense: return "dense";
   }
   return "?";
 }
@@ -37,9 +38,9 @@ const char* to_string(ScoreKind k) {
 Strategy parse_strategy(const std::string& text) {
   const std::string s = lower(text);
   for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,
-                     Strategy::Online})
+                     Strategy::Online, Strategy::Dense})
     if (s == to_string(v)) return v;
-  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused, staged or online)");
+  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused, staged, online or dense)");
 }
 
 ScoreKind parse_score_kind(const std::string& text) {

@@ -568,7 +568,8 @@ int cmd_bench(int argc, char** argv) {
   std::vector<Strategy> strategies;
   const std::string list = a.get("strategy", "all");
   if (list == "all") {
-    strategies = {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged};
+    strategies = {Strategy::Auto,   Strategy::SMMF,   Strategy::PMF,  Strategy::Unfused,
+                  Strategy::Online, Strategy::Staged, Strategy::Dense};
   } else {
     for (std::size_t p = 0, q; p <= list.size(); p = q + 1) {
       q = std::min(list.find(',', p), list.size());

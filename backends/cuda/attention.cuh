@@ -9,7 +9,6 @@
 #include "unfused.cuh"
 
 #include <algorithm>
-#include <atomic>
 #include <initializer_list>
 #include <string>
 #include <type_traits>
@@ -59,15 +58,6 @@ inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::in
     throw Error(where + "dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
 }
 
-/// Raises a kernel's dynamic shared-memory limit once per size actually asked for.
-template <auto Kernel>
-void allow_smem(std::size_t bytes) {
-  static std::atomic<std::size_t> allowed{48 * 1024};
-  if (bytes <= allowed.load()) return;
-  DFGNN_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  allowed.store(bytes);
-}
-
 inline bool aligned16(std::initializer_list<const float*> ptrs) {
   for (const float* q : ptrs)
     if (reinterpret_cast<std::uintptr_t>(q) % 16 != 0) return false;
@@ -106,6 +96,15 @@ void with_dropout(const Train& tr, F&& f) {
 
 inline unsigned blocks_for(std::int64_t threads, int block) {
   return unsigned(std::max<std::int64_t>(1, (threads + block - 1) / block));
+}
+
+/// Dense (GT only) needs 16-byte aligned tensors, i.e. the 16-byte tile (its D is a multiple of
+/// 32); returns false, and launches nothing, for the others.
+template <class S, class T>
+bool dense(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScale& w, const Train& tr, float* out) {
+  constexpr bool kRuns = std::is_same_v<S, GTScore> && T::VEC == 4;
+  if constexpr (kRuns) launch_dense(st, p.dense, sc, w, tr, p.graph.row_ptr, p.heads, p.dim, out);
+  return kRuns;
 }
 
 template <class S, class T>
@@ -147,6 +146,9 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
         kernel<<<p.num_graphs, kStagedWarps<T> * kWarp, p.staged_smem, st>>>(sc, g, w, tr, p.graph_ptr, H, D, out);
       });
       break;
+    case Strategy::Dense:
+      if (dense<S, T>(st, p, sc, w, tr, out)) break;
+      [[fallthrough]];  // unaligned tensors: Online on whole rows (the plan has no pieces)
     case Strategy::Online: {
       // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as
       // many as still give a slice U edges a step on an average row.

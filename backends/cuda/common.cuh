@@ -1,11 +1,12 @@
 #pragma once
-// Shared device vocabulary: error checks, the lane tile of one head row, warp reductions,
-// fragment loads. Every kernel family builds on these.
+// Shared device vocabulary: error checks, the shared-memory opt-in, the lane tile of one head
+// row, warp reductions, fragment loads. Every kernel family builds on these.
 
 #include <dfgnn/dropout.hpp>
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cfloat>
 #include <cstdint>
 
@@ -17,6 +18,15 @@ void check(cudaError_t e, const char* what);
 
 constexpr int kWarp = 32;
 constexpr unsigned kFull = 0xffffffffu;
+
+/// Raises a kernel's dynamic shared-memory limit once per size actually asked for.
+template <auto Kernel>
+void allow_smem(std::size_t bytes) {
+  static std::atomic<std::size_t> allowed{48 * 1024};
+  if (bytes <= allowed.load()) return;
+  DFGNN_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  allowed.store(bytes);
+}
 
 /// How the lanes of a warp cover one head row of D floats: LANES lanes per (edge, head) pair,
 /// each holding CHUNKS loads of VEC floats (VEC = 4: 16-byte loads). A warp holds 32 / LANES

@@ -1,11 +1,14 @@
 // Plan construction: device limits, the Auto cost model, the SMMF block partition with split
-// super rows, PMF's and Online's pieces, the Staged batch check, and the workspace.
+// super rows, PMF's and Online's pieces, the Staged batch check, Dense's eligibility and
+// adjacency, and the workspace.
 
 #include "plan_impl.hpp"
 #include "staged.cuh"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 
 namespace dfgnn::cuda {
@@ -44,9 +47,9 @@ std::vector<node_t> batch_offsets(const HostGraph& g) {
 }
 
 /// Bytes of shared memory a Staged block needs, or 0 when Staged cannot run this graph: a
-/// graph of the batch has an edge from outside itself or does not fit in shared memory.
-std::size_t staged_smem(const HostGraph& g, ScoreKind kind, int H, int D, std::size_t optin) {
-  const std::vector<node_t> ptr = batch_offsets(g);
+/// graph of the batch `ptr` has an edge from outside itself or does not fit in shared memory.
+std::size_t staged_smem(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind kind, int H, int D,
+                        std::size_t optin) {
   node_t widest = 0;
   for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
     widest = std::max(widest, ptr[i + 1] - ptr[i]);
@@ -57,7 +60,115 @@ std::size_t staged_smem(const HostGraph& g, ScoreKind kind, int H, int D, std::s
   return bytes <= optin ? bytes : 0;
 }
 
-int key_floats(ScoreKind kind, int D) { return kind == ScoreKind::GAT ? 1 : D; }
+/// Whether Dense can run a plan, and what Auto's rule reads.
+struct DenseFit {
+  std::string why;  ///< empty: Dense can run
+  double density = 0;     ///< E / sum of n^2 over the graphs
+  double mean_nodes = 0;  ///< nodes per non-empty graph
+  int max_nodes[detail::kDenseBuckets] = {};
+};
+
+/// Dense needs the GT score, D % 32 == 0 (S takes d in blocks of 16, PV writes 32-column
+/// chunks), graphs of at most kDenseMaxNodes nodes without edges between them, rows of at most
+/// kDenseMaxDegree edges, and each bucket's largest graph in shared memory with one region.
+/// The cheap checks come first, so that a large graph is turned down without reading its edges.
+DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind kind, int H, int D,
+                   std::size_t optin) {
+  DenseFit f;
+  const auto fail = [&](std::string why) {
+    f.why = std::move(why);
+    return f;
+  };
+  if (kind != ScoreKind::GT) return fail(std::string("computes the GT score only, not ") + to_string(kind));
+  if (D % 32 != 0) return fail("needs D a multiple of 32, got " + std::to_string(D));
+  if (ptr.empty() || ptr.front() != 0 || ptr.back() != g.num_nodes)
+    return fail("needs graph_ptr to run from 0 to the node count");
+  double squares = 0, graphs = 0;
+  for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
+    const node_t n = ptr[i + 1] - ptr[i];
+    if (n < 0) return fail("needs a non-decreasing graph_ptr");
+    if (n > detail::kDenseMaxNodes)
+      return fail("needs a batch of graphs of at most " + std::to_string(detail::kDenseMaxNodes) + " nodes; graph " +
+                  std::to_string(i) + " has " + std::to_string(n));
+    if (n == 0) continue;
+    const int b = detail::dense_bucket(n);
+    f.max_nodes[b] = std::max(f.max_nodes[b], n);
+    squares += double(n) * n, graphs += 1;
+  }
+  for (const int nodes : f.max_nodes) {
+    const std::size_t bytes = detail::dense_smem_bytes(nodes, H, D, true);
+    if (nodes > 0 && bytes > optin)
+      return fail("needs " + std::to_string(bytes) + " bytes of shared memory for graphs of " + std::to_string(nodes) +
+                  " nodes at D = " + std::to_string(D) + ", the device allows " + std::to_string(optin));
+  }
+  for (std::size_t i = 0; i + 1 < ptr.size(); ++i)
+    for (node_t v = ptr[i]; v < ptr[i + 1]; ++v) {
+      if (degree(g, v) > detail::kDenseMaxDegree)
+        return fail("takes rows of at most " + std::to_string(detail::kDenseMaxDegree) + " edges; node " +
+                    std::to_string(v) + " has " + std::to_string(degree(g, v)));
+      for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e)
+        if (g.src[e] < ptr[i] || g.src[e] >= ptr[i + 1])
+          return fail("needs graphs without edges between them; edge " + std::to_string(g.src[e]) + " -> " +
+                      std::to_string(v) + " crosses");
+    }
+  f.density = squares > 0 ? double(g.num_edges()) / squares : 0;
+  f.mean_nodes = graphs > 0 ? g.num_nodes / graphs : 0;
+  return f;
+}
+
+/// Dense's arrays (dense.cuh) on the host, for a batch dense_fit accepted.
+struct DenseHost {
+  std::vector<std::uint32_t> mask;
+  std::vector<std::int64_t> mask_off;
+  std::vector<std::uint16_t> first;
+  std::vector<std::int64_t> first_off;  ///< empty when no graph has duplicate edges
+  std::vector<std::uint16_t> order;
+  std::vector<int> bucket[detail::kDenseBuckets];  ///< graph ids, largest first
+};
+
+DenseHost dense_host(const HostGraph& g, const std::vector<node_t>& ptr) {
+  const int G = int(ptr.size()) - 1;
+  DenseHost d;
+  d.mask_off.resize(G);
+  d.first_off.assign(G, -1);
+  d.order.resize(g.num_edges());
+  bool any_dup = false;
+  std::vector<int> rank;
+  for (int i = 0; i < G; ++i) {
+    const node_t n0 = ptr[i];
+    const int n = ptr[i + 1] - n0, nw = (n + 31) / 32;
+    d.mask_off[i] = std::int64_t(d.mask.size());
+    d.mask.resize(d.mask.size() + std::size_t(n) * nw, 0u);
+    std::uint32_t* m = d.mask.data() + d.mask_off[i];
+    bool dup = false;
+    for (int v = 0; v < n; ++v)
+      for (edge_t e = g.row_ptr[n0 + v]; e < g.row_ptr[n0 + v + 1]; ++e) {
+        const int u = g.src[e] - n0;
+        std::uint32_t& w = m[std::size_t(v) * nw + u / 32];
+        dup |= (w >> (u % 32)) & 1u;
+        w |= 1u << (u % 32);
+      }
+    if (dup) {
+      any_dup = true;
+      d.first_off[i] = std::int64_t(d.first.size());
+      d.first.resize(d.first.size() + std::size_t(n) * (n + 1));
+    }
+    // Each row's edges by source (a counting sort, stable): rank[u] = edges from sources below u.
+    for (int v = 0; v < n; ++v) {
+      const edge_t a = g.row_ptr[n0 + v], b = g.row_ptr[n0 + v + 1];
+      rank.assign(n + 1, 0);
+      for (edge_t e = a; e < b; ++e) ++rank[g.src[e] - n0 + 1];
+      for (int u = 0; u < n; ++u) rank[u + 1] += rank[u];
+      if (dup) std::copy(rank.begin(), rank.end(), d.first.begin() + d.first_off[i] + std::size_t(v) * (n + 1));
+      for (edge_t e = a; e < b; ++e) d.order[a + rank[g.src[e] - n0]++] = std::uint16_t(e - a);
+    }
+    if (n > 0) d.bucket[detail::dense_bucket(n)].push_back(i);
+  }
+  if (!any_dup) d.first_off.clear();
+  for (auto& b : d.bucket)  // largest first: the long blocks start early, short ones fill the tail
+    std::stable_sort(b.begin(), b.end(), [&](int x, int y) { return ptr[x + 1] - ptr[x] > ptr[y + 1] - ptr[y]; });
+  return d;
+}
 
 /// Rows of PMF and Online above this many edges are cut into pieces of at most this many. A
 /// piece is about half a warp's share of the edges (E / (SMs * 32 resident warps)): one warp
@@ -66,12 +177,6 @@ int key_floats(ScoreKind kind, int D) { return kind == ScoreKind::GAT ? 1 : D; }
 /// graphs, whose time is that of their longest row.
 edge_t piece_edges(Strategy s, edge_t E, int sms) {
   return std::max<edge_t>(s == Strategy::PMF ? 128 : 32, E / (64 * edge_t(sms)));
-}
-
-edge_t max_degree(const HostGraph& g) {
-  edge_t d = 0;
-  for (node_t v = 0; v < g.num_nodes; ++v) d = std::max(d, degree(g, v));
-  return d;
 }
 
 /// Online's row statistic (plan_impl.hpp): rows of a warp wait for the heaviest, so with
@@ -90,27 +195,19 @@ double uneven_mean(const HostGraph& g, edge_t split) {
   return cv > kUnevenRows ? mean : 0;
 }
 
-/// Auto: modelled time of Online and, for a batch, Staged; the smaller wins (docs/cuda.md).
-/// SMMF, PMF and Unfused move a superset of Online's bytes (their item-parallel SDDMM re-reads
-/// the destination side per edge, PMF and Unfused add the score buffer) in more launches, so
-/// the model never prefers them; measured, Online was the fastest on every graph of the table.
-/// Both modelled strategies read the compulsory bytes (graph, each node's rows once, output)
-/// from DRAM, and each edge reads its source's key and value rows on chip: Staged from shared
-/// memory, Online through L1, each at a fraction of the 128 B/clk/SM calibrated on the H100
-/// (Staged: shared-memory traffic and a warp-wide reduction per edge; Online: instruction
-/// issue). A split row adds Online's merge launch. For a scalar key (GAT) Staged saves only
-/// the value gathers, which the caches already serve, so it is not considered.
-Strategy choose(const HostGraph& g, ScoreKind kind, int H, int D, int sms, bool staged_ok) {
-  constexpr double kBandwidth = 2.9e12, kLaunch = 4e-6, kOnChip = 128 * 1.7e9;
-  constexpr double kOnlineEfficiency = 0.5, kStagedEfficiency = 0.25;
-  const double N = g.num_nodes, E = double(g.num_edges());
-  const double row = double(H) * (key_floats(kind, D) + D) * 4;
-  const double compulsory = (N * 8 + E * 8 + N * H * D * 4 * 2 + N * row) / kBandwidth;
-  const bool split = max_degree(g) > piece_edges(Strategy::Online, g.num_edges(), sms);
-  const double t_online =
-      std::max(compulsory, E * row / (sms * kOnChip * kOnlineEfficiency)) + kLaunch * (split ? 2 : 1);
-  const double t_staged = std::max(compulsory, E * row / (sms * kOnChip * kStagedEfficiency)) + kLaunch;
-  return staged_ok && kind != ScoreKind::GAT && t_staged < t_online ? Strategy::Staged : Strategy::Online;
+/// Auto: Dense by a rule, else Online (docs/cuda.md). Dense's rule comes from the prototype's
+/// measurements: faster than Online on batches of dense-ish graphs of ~115 nodes (PATTERN,
+/// CLUSTER: 41% and 30% of the pairs are edges), slower on sparse graphs of ~58 (MNIST: 13%),
+/// where the products of absent pairs and the per-graph staging outweigh the reuse.
+/// Online was the fastest of the others on every graph, model and shape measured (64 cases):
+/// SMMF, PMF and Unfused move a superset of its bytes in more launches, and Staged, which reads
+/// each edge's rows from shared memory with a warp-wide reduction, ran 2x slower on PATTERN.
+/// A cost model between Online and Staged only ever preferred Staged on tiny batches, by one
+/// launch, so it was dropped; Staged stays available explicitly.
+Strategy choose(const DenseFit& dense) {
+  constexpr double kDenseDensity = 0.2, kDenseMeanNodes = 64;
+  const bool dense_pays = dense.density >= kDenseDensity && dense.mean_nodes >= kDenseMeanNodes;
+  return dense.why.empty() && dense_pays ? Strategy::Dense : Strategy::Online;
 }
 
 /// SMMF partition. Rows of at most `wide` edges are packed in order into blocks of at most
@@ -240,8 +337,12 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
                p.upload(g.dst.data(), g.dst.size()), p.upload(g.edge_id.data(), g.edge_id.size())};
   }
 
-  const std::size_t staged = staged_smem(g, kind, heads, dim, p.smem_optin);
-  if (strategy == Strategy::Auto) strategy = choose(g, kind, heads, dim, p.sms, staged > 0);
+  const std::vector<node_t> ptr = batch_offsets(g);
+  const std::size_t staged = staged_smem(g, ptr, kind, heads, dim, p.smem_optin);
+  const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
+                             ? dense_fit(g, ptr, kind, heads, dim, p.smem_optin)
+                             : DenseFit{};
+  if (strategy == Strategy::Auto) strategy = choose(dense);
   p.strategy = strategy;
 
   std::vector<SplitRow> split;
@@ -274,10 +375,31 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       if (staged == 0)
         throw Error("cuda::Plan: Staged needs a batch of graphs (graph_ptr) without edges between them, each "
                     "graph's staged features fitting in " + std::to_string(p.smem_optin) + " bytes of shared memory");
-      const std::vector<node_t> ptr = batch_offsets(g);
       p.graph_ptr = p.upload(ptr.data(), ptr.size());
       p.num_graphs = int(ptr.size()) - 1;
       p.staged_smem = staged;
+      break;
+    }
+    case Strategy::Dense: {
+      if (!dense.why.empty()) throw Error("cuda::Plan: Dense " + dense.why);
+      const DenseHost d = dense_host(g, ptr);
+      detail::DenseGraphs& dg = p.dense.graphs;
+      dg.graph_ptr = p.upload(ptr.data(), ptr.size());
+      dg.mask = p.upload(d.mask.data(), d.mask.size());
+      dg.mask_off = p.upload(d.mask_off.data(), d.mask_off.size());
+      dg.first = p.upload(d.first.data(), d.first.size());
+      dg.first_off = p.upload(d.first_off.data(), d.first_off.size());
+      dg.order = p.upload(d.order.data(), d.order.size());
+      for (int b = 0; b < detail::kDenseBuckets; ++b) {
+        if (d.bucket[b].empty()) continue;
+        const int nodes = dense.max_nodes[b];
+        const bool shared = detail::dense_shared_region(b, nodes, heads, dim, p.smem_optin);
+        p.dense.bucket[b] = {p.upload(d.bucket[b].data(), d.bucket[b].size()), int(d.bucket[b].size()),
+                             detail::dense_smem_bytes(nodes, heads, dim, shared), shared};
+      }
+      // Online's data for unaligned tensors: whole rows, so no pieces and no merge.
+      p.split = std::numeric_limits<edge_t>::max();
+      p.online_uneven_mean = uneven_mean(g, p.split);
       break;
     }
     case Strategy::Auto: break;

@@ -1,8 +1,9 @@
 #pragma once
 // What a cuda::Plan caches: the resolved strategy, the device's limits, the SMMF block list,
-// PMF's and Online's pieces of split rows, the batched graphs' offsets, and the workspace
-// (scores, partials).
+// PMF's and Online's pieces of split rows, the batched graphs' offsets, Dense's adjacency and
+// buckets, and the workspace (scores, partials).
 
+#include "dense.cuh"
 #include "merge.cuh"
 #include "pmf.cuh"
 #include "smmf.cuh"
@@ -43,6 +44,9 @@ struct Plan::Impl {
   const node_t* graph_ptr = nullptr;
   int num_graphs = 0;
   std::size_t staged_smem = 0;
+  // Dense: the batch's adjacency and the size buckets' launches. A Dense plan also holds
+  // Online's data for whole rows (no pieces), which runs for tensors not 16-byte aligned.
+  detail::DenseData dense;
 
   Impl() = default;
   Impl(const Impl&) = delete;

@@ -48,8 +48,11 @@ struct Options {
 bool device_available();
 
 /// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
-/// Strategy::Online and Strategy::Staged are CUDA-native only. Strategy::Staged needs a batch (HostGraph::graph_ptr, or a graph small enough to be one)
-/// whose graphs have no edges between them and fit in shared memory; otherwise it throws Error.
+/// Online, Staged and Dense are CUDA-native only. Staged and Dense need a batch
+/// (HostGraph::graph_ptr, or independent_blocks of the graph) whose graphs have no edges between
+/// them; Staged needs each graph's rows to fit in shared memory, Dense the GT score, D % 32 == 0
+/// and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the graph cannot run
+/// throws Error naming the reason; Auto only picks what can run.
 /// D up to 256, or up to 512 when a multiple of 4.
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
 /// a plan does no host work beyond the kernel launches.

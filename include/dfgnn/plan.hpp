@@ -50,7 +50,7 @@ class Plan {
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
     if (make_native(strategy, backend)) strategy = Strategy::Auto;  // the portable layout's own pick
-    if (strategy == Strategy::Staged || strategy == Strategy::Online)
+    if (strategy == Strategy::Staged || strategy == Strategy::Online || strategy == Strategy::Dense)
       throw Error(std::string("plan: the ") + to_string(strategy) + " strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
     // normalisers (or a super row's running max, sum and rescale per head) must fit.

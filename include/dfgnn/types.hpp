@@ -32,6 +32,9 @@ enum class Strategy {
   /// CUDA-native: one warp (or sub-warp group) per row, online softmax in registers; heavy rows
   /// split and merged
   Online,
+  /// batched small graphs (CUDA-native only, GT): a block per graph computes all its (row, node)
+  /// scores on tensor cores, masked by the adjacency
+  Dense,
 };
 
 /// Which kernels a Kokkos plan runs on Kokkos::Cuda when dfgnn is built with DFGNN_ENABLE_CUDA:
@@ -76,7 +79,7 @@ struct DegreeStats {
 
 const char* to_string(Strategy s);
 const char* to_string(ScoreKind k);
-/// Parses "auto|smmf|pmf|unfused|staged|online" (case-insensitive); throws Error otherwise.
+/// Parses "auto|smmf|pmf|unfused|staged|online|dense" (case-insensitive); throws Error otherwise.
 Strategy parse_strategy(const std::string& s);
 /// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
 ScoreKind parse_score_kind(const std::string& s);

@@ -1,8 +1,10 @@
 // GPU tests of the CUDA-native forward: every score kind x strategy x (H, D) x edge values on
 // graphs with empty rows, a single node, no edges, self loops, duplicates, a super node, a
 // batch and a power-law graph, against the float64 reference; training mode (logsumexp,
-// dropout) on a subset; plus reproducibility and the argument checks. Needs a CUDA device;
-// skips otherwise.
+// dropout) on a subset; Dense on its own batches (bucket limits, duplicates); plus
+// reproducibility, Auto's picks and the argument checks. Needs a CUDA device; skips otherwise.
+
+#include "../expect_error.hpp"
 
 #include <dfgnn/cuda.hpp>
 #include <dfgnn/generate.hpp>
@@ -110,18 +112,19 @@ struct Shape {
   int H, D;
 };
 
-constexpr Strategy kStrategies[] = {Strategy::Auto, Strategy::SMMF,   Strategy::PMF,
-                                    Strategy::Unfused, Strategy::Staged, Strategy::Online};
+constexpr Strategy kStrategies[] = {Strategy::Auto,   Strategy::SMMF,   Strategy::PMF,  Strategy::Unfused,
+                                    Strategy::Staged, Strategy::Online, Strategy::Dense};
 
-/// The plan of strategy s, or null where only Staged may refuse a graph (one that is not a
-/// batch of graphs that fit).
+/// The plan of strategy s, or null where Staged or Dense refuses a graph (Staged: not a batch
+/// of graphs that fit; Dense: that, or not GT with D % 32 == 0; DenseForward checks that it
+/// takes what it should).
 std::unique_ptr<cuda::Plan> make_plan(const HostGraph& g, ScoreKind kind, Shape shape, Strategy s) {
   try {
     auto plan = std::make_unique<cuda::Plan>(g, kind, shape.H, shape.D, s);
     EXPECT_NE(plan->strategy(), Strategy::Auto);
     return plan;
   } catch (const Error& e) {
-    EXPECT_EQ(s, Strategy::Staged) << e.what();
+    EXPECT_TRUE(s == Strategy::Staged || s == Strategy::Dense) << e.what();
     return nullptr;
   }
 }
@@ -276,24 +279,138 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 16}, Shape{3, 7})),
     param_name);
 
-// A misaligned feature pointer takes the scalar tile and must give the same answer.
+/// Dense's own batches: PATTERN-like; the same with every 7th edge three times and the first
+/// node of each graph without in-edges; random graphs (edge probability 1/2, self loops, no
+/// duplicates) at and around each bucket's size limit.
+const std::map<std::string, HostGraph>& dense_graphs() {
+  static const std::map<std::string, HostGraph> g = [] {
+    std::map<std::string, HostGraph> m;
+    m["batch64"] = graphs().at("batch64");
+    m["pattern"] = gen::sbm_batch(gen::SbmKind::Pattern, 64);
+    {
+      const HostGraph p = gen::sbm_batch(gen::SbmKind::Pattern, 64, 7);
+      std::vector<node_t> src, dst;
+      for (std::size_t i = 0; i + 1 < p.graph_ptr.size(); ++i)
+        for (node_t v = p.graph_ptr[i] + 1; v < p.graph_ptr[i + 1]; ++v)
+          for (edge_t e = p.row_ptr[v]; e < p.row_ptr[v + 1]; ++e)
+            for (int r = 0; r < (e % 7 == 0 ? 3 : 1); ++r) src.push_back(p.src[e]), dst.push_back(v);
+      m["pattern_dup"] = graph_from_edges(p.num_nodes, src, dst);
+      m["pattern_dup"].graph_ptr = p.graph_ptr;
+    }
+    {
+      std::mt19937 rng(11);
+      std::vector<HostGraph> parts;
+      for (node_t n : {1, 7, 8, 9, 63, 64, 65, 127, 128, 129, 191, 192}) {
+        std::vector<node_t> src, dst;
+        for (node_t v = 0; v < n; ++v)
+          for (node_t u = 0; u < n; ++u)
+            if (rng() % 2) src.push_back(u), dst.push_back(v);
+        parts.push_back(graph_from_edges(n, src, dst));
+      }
+      m["sizes"] = batch_graphs(parts);
+    }
+    return m;
+  }();
+  return g;
+}
+
+// A misaligned feature pointer takes the scalar tile (Dense: the Online kernel) and must give
+// the same answer.
 TEST(ForwardMisc, UnalignedPointersUseScalarPath) {
   if (!cuda::device_available()) GTEST_SKIP();
-  const HostGraph& g = graphs().at("power_law");
-  const int H = 2, D = 16;
-  const Case c(ScoreKind::GT, g, {H, D}, 0, 3);
-  const std::size_t nf = std::size_t(g.num_nodes) * H * D;
-  Buf q(nf + 1), k(nf + 1), v(nf + 1), out(nf);
-  ok(cudaMemcpy(q.get() + 1, c.in[0].data(), nf * 4, cudaMemcpyHostToDevice));
-  ok(cudaMemcpy(k.get() + 1, c.in[1].data(), nf * 4, cudaMemcpyHostToDevice));
-  ok(cudaMemcpy(v.get() + 1, c.in[2].data(), nf * 4, cudaMemcpyHostToDevice));
-  for (Strategy s : {Strategy::SMMF, Strategy::Online}) {
-    const cuda::Plan plan(g, ScoreKind::GT, H, D, s);
+  const int H = 2, D = 32;
+  for (const auto& [g, s] : {std::pair{&graphs().at("power_law"), Strategy::SMMF},
+                             std::pair{&graphs().at("power_law"), Strategy::Online},
+                             std::pair{&dense_graphs().at("pattern"), Strategy::Dense}}) {
+    const Case c(ScoreKind::GT, *g, {H, D}, 0, 3);
+    const std::size_t nf = std::size_t(g->num_nodes) * H * D;
+    Buf q(nf + 1), k(nf + 1), v(nf + 1), out(nf);
+    ok(cudaMemcpy(q.get() + 1, c.in[0].data(), nf * 4, cudaMemcpyHostToDevice));
+    ok(cudaMemcpy(k.get() + 1, c.in[1].data(), nf * 4, cudaMemcpyHostToDevice));
+    ok(cudaMemcpy(v.get() + 1, c.in[2].data(), nf * 4, cudaMemcpyHostToDevice));
+    const cuda::Plan plan(*g, ScoreKind::GT, H, D, s);
     out.poison();
     cuda::attention(nullptr, plan, GT{}, q.get() + 1, k.get() + 1, v.get() + 1, out.get());
     ok(cudaDeviceSynchronize());
     EXPECT_LT(max_relative_error(out.host().data(), c.reference()), 1e-5) << to_string(s);
   }
+}
+
+// Dense on the batches it is for: every shape, edge values, training mode; the plan must take
+// them (the Forward suites skip a refusing Dense).
+using DenseParam = std::tuple<std::string, Shape>;
+
+class DenseForward : public ::testing::TestWithParam<DenseParam> {
+ protected:
+  void SetUp() override {
+    if (!cuda::device_available()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_P(DenseForward, MatchesReference) {
+  const auto& [name, shape] = GetParam();
+  const HostGraph& g = dense_graphs().at(name);
+  const cuda::Plan plan(g, ScoreKind::GT, shape.H, shape.D, Strategy::Dense);
+  for (int ew : {0, 1, shape.H}) {
+    SCOPED_TRACE("ew " + std::to_string(ew));
+    const Case c(ScoreKind::GT, g, shape, ew, 3000u + unsigned(ew));
+    const auto [a, b] = c.run(plan);
+    EXPECT_LT(max_relative_error(a.out.data(), c.reference()), 1e-5);
+    expect_same(a.out, b.out);
+  }
+}
+
+// The logsumexp from the plain kernel (no edge values, no dropout) and the edge-wise one.
+TEST_P(DenseForward, TrainingMatchesReference) {
+  const auto& [name, shape] = GetParam();
+  const HostGraph& g = dense_graphs().at(name);
+  const cuda::Plan plan(g, ScoreKind::GT, shape.H, shape.D, Strategy::Dense);
+  for (const auto& [rate, ew] : {std::pair{0.f, 0}, std::pair{0.3f, 0}, std::pair{0.3f, 1}}) {
+    SCOPED_TRACE("dropout " + std::to_string(rate) + ", ew " + std::to_string(ew));
+    Case c(ScoreKind::GT, g, shape, ew, 4000u + unsigned(ew));
+    c.training = true;
+    c.dropout = {rate, 0x5eed + std::uint64_t(shape.D)};
+    std::vector<double> ref_lse;
+    const std::vector<double> ref = c.reference(&ref_lse);
+    const auto [a, b] = c.run(plan);
+    EXPECT_LT(max_relative_error(a.out.data(), ref), 1e-5);
+    EXPECT_LT(max_relative_error(a.lse.data(), ref_lse), 1e-5);
+    expect_same(a.out, b.out);
+    expect_same(a.lse, b.lse);
+  }
+}
+
+std::string dense_param_name(const ::testing::TestParamInfo<DenseParam>& info) {
+  const auto& [name, shape] = info.param;
+  return name + "_" + std::to_string(shape.H) + "x" + std::to_string(shape.D);
+}
+
+INSTANTIATE_TEST_SUITE_P(Batches, DenseForward,
+                         ::testing::Combine(::testing::Values("batch64", "pattern", "pattern_dup", "sizes"),
+                                            ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 64})),
+                         dense_param_name);
+
+// Explicit Dense on what it cannot take throws, naming the reason.
+TEST(DensePlan, RejectsIneligiblePlans) {
+  if (!cuda::device_available()) GTEST_SKIP();
+  const HostGraph& pattern = dense_graphs().at("pattern");
+  auto plan = [](const HostGraph& g, ScoreKind kind, int H, int D) {
+    return [&g, kind, H, D] { cuda::Plan(g, kind, H, D, Strategy::Dense); };
+  };
+  test::expect_error(plan(pattern, ScoreKind::AGNN, 1, 128), {"Dense", "GT score only"});
+  test::expect_error(plan(pattern, ScoreKind::GT, 1, 48), {"Dense", "multiple of 32"});
+  test::expect_error(plan(pattern, ScoreKind::GT, 4, 16), {"Dense", "multiple of 32"});
+  test::expect_error(plan(graphs().at("power_law"), ScoreKind::GT, 1, 128), {"at most 192 nodes"});
+  std::vector<node_t> src, dst;
+  for (node_t v = 0; v < 193; ++v) src.push_back((v + 1) % 193), dst.push_back(v);
+  test::expect_error(plan(graph_from_edges(193, src, dst), ScoreKind::GT, 1, 32), {"at most 192 nodes", "has 193"});
+  HostGraph crossing = graph_from_edges(6, {0, 1, 4}, {1, 4, 5});  // 1 -> 4 joins the two graphs
+  crossing.graph_ptr = {0, 3, 6};
+  test::expect_error(plan(crossing, ScoreKind::GT, 1, 32), {"without edges between them", "1 -> 4"});
+  // At D = 512 one region of a 128-node graph needs 272384 bytes (the H100 allows 232448).
+  test::expect_error(plan(dense_graphs().at("sizes"), ScoreKind::GT, 1, 512), {"shared memory", "128 nodes"});
+  const HostGraph heavy = graph_from_edges(2, std::vector<node_t>(70000, 0), std::vector<node_t>(70000, 1));
+  test::expect_error(plan(heavy, ScoreKind::GT, 1, 32), {"at most 65535 edges", "node 1"});
 }
 
 TEST(ForwardArgs, RejectsBadArguments) {
@@ -331,12 +448,20 @@ TEST(ForwardArgs, RejectsBadArguments) {
   ok(cudaDeviceSynchronize());
 }
 
-// Online was measured fastest on batches and single graphs alike (docs/cuda.md).
-TEST(ForwardPlan, AutoPicksOnline) {
+// Dense on batches of dense-ish graphs of 64 nodes or more (GT, D % 32 == 0); elsewhere
+// Online, measured fastest on batches and single graphs alike (docs/cuda.md).
+TEST(ForwardPlan, AutoPicksDenseOrOnline) {
   if (!cuda::device_available()) GTEST_SKIP();
-  EXPECT_EQ(cuda::Plan(gen::sbm_batch(gen::SbmKind::Pattern, 16), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);
+  const HostGraph pattern = gen::sbm_batch(gen::SbmKind::Pattern, 16);
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GT, 1, 128).strategy(), Strategy::Dense);
+  EXPECT_EQ(cuda::Plan(gen::sbm_batch(gen::SbmKind::Cluster, 16), ScoreKind::GT, 4, 32).strategy(), Strategy::Dense);
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GT, 1, 48).strategy(), Strategy::Online);     // D % 32 != 0: not Staged either
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::AGNN, 1, 128).strategy(), Strategy::Online);  // GT only
+  EXPECT_EQ(cuda::Plan(gen::knn_batch(16), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);  // 57 nodes, 13%
+  EXPECT_EQ(cuda::Plan(graphs().at("batch64"), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);
   EXPECT_EQ(cuda::Plan(graphs().at("power_law"), ScoreKind::GAT, 4, 32).strategy(), Strategy::Online);
   EXPECT_EQ(cuda::Plan(graphs().at("super_node"), ScoreKind::AGNN, 1, 512).strategy(), Strategy::Online);
+  EXPECT_EQ(parse_strategy("Dense"), Strategy::Dense);
 }
 
 }  // namespace

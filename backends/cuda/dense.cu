@@ -1,0 +1,60 @@
+// Dense launches (dense.cuh). The kernels live in this one translation unit, so that the plan's
+// occupancy query and the launches see the same instantiations.
+#include "dense.cuh"
+
+#include <type_traits>
+
+namespace dfgnn::cuda::detail {
+namespace {
+
+/// Calls f(std::integral_constant<int, warps>{}) with bucket b's warp count.
+template <class F>
+void with_bucket(int b, F&& f) {
+  if (b == 0) return f(std::integral_constant<int, kDenseWarps[0]>{});
+  if (b == 1) return f(std::integral_constant<int, kDenseWarps[1]>{});
+  f(std::integral_constant<int, kDenseWarps[2]>{});
+}
+
+}  // namespace
+
+bool dense_shared_region(int b, int max_nodes, int H, int D, std::size_t optin) {
+  bool shared = true;
+  with_bucket(b, [&](auto warps) {
+    constexpr auto kernel = dense_kernel<warps, false>;
+    const auto blocks_per_sm = [&](bool one) {
+      const std::size_t bytes = dense_smem_bytes(max_nodes, H, D, one);
+      if (bytes > optin) return 0;
+      allow_smem<kernel>(bytes);  // the occupancy API counts only what the kernel may ask for
+      int blocks = 0;
+      DFGNN_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * kWarp, bytes));
+      return blocks;
+    };
+    const int two = blocks_per_sm(false);
+    shared = two == 0 || blocks_per_sm(true) > two;
+  });
+  return shared;
+}
+
+void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const EdgeScale& w, const Train& tr,
+                  const edge_t* row_ptr, int H, int D, float* out) {
+  const bool edge_wise = w.data != nullptr || tr.dropout.rate > 0.f;
+  for (int b = kDenseBuckets - 1; b >= 0; --b) {  // largest graphs first: the long blocks start early
+    const DenseBucket& k = d.bucket[b];
+    if (k.count == 0) continue;
+    const DenseArgs a{sc.q,   sc.key,   sc.value,        out,     sc.scale * 1.4426950408889634f, H, D,
+                      d.graphs, k.graphs, k.shared_region, row_ptr, w,                               tr};
+    with_bucket(b, [&](auto warps) {
+      const auto run = [&](auto wise) {
+        constexpr auto kernel = dense_kernel<warps, wise>;
+        allow_smem<kernel>(k.smem);
+        kernel<<<k.count, warps * kWarp, k.smem, st>>>(a);
+      };
+      if (edge_wise)
+        run(std::true_type{});
+      else
+        run(std::false_type{});
+    });
+  }
+}
+
+}  // namespace dfgnn::cuda::detail

@@ -1,0 +1,466 @@
+#pragma once
+// Dense (GT only): batched small graphs computed like attention on a dense block, on tensor
+// cores. A block takes one graph of n <= 16 * WARPS nodes; warp w owns destination rows
+// 16w..16w+15. S = scale * Q K^T for all (row, node) pairs with mma.sync m16n8k8 TF32, masked
+// by the graph's adjacency bitmask, row softmax in registers, O = P V with mma.sync, written
+// out. Every K and V row is read from shared memory by all warps at once through tensor-core
+// fragments instead of once per edge, and the 41%-dense PATTERN graphs waste less than they
+// reuse.
+//
+// Accuracy: each fp32 operand is split as x = hi + lo (hi = x truncated to tf32, lo = x - hi)
+// and a*b ~ lo_a*hi_b + hi_a*lo_b + hi_a*hi_b (3 MMAs, lo*lo ~2^-20 dropped): max relative
+// error 1.3e-6 against float64 on the benchmark batches (plain TF32: 8e-4).
+//
+// Buckets: graphs of n <= 64, 128, 192 nodes run in kernels of 4, 8, 12 warps (one launch
+// each, largest graphs first). Needs D % 32 == 0 and 16-byte aligned tensors (else the plan's
+// Online data runs, attention.cuh).
+//
+// Duplicate edges: a (row, key) pair stands for all its edges; graphs that have any carry a
+// rank table (`first`), and the pair's probability is weighted by its multiplicity. Edge values
+// and dropout need each edge's CSR position: the pair's rank among its row's edges in source
+// order (mask bits below it, or `first`) indexes `order`, the row's edges sorted by source. That
+// edge-wise softmax is a second instantiation, so inference keeps the plain loop.
+//
+// Index permutations (no shuffles, 16-byte loads everywhere): a contraction index can be
+// permuted freely as long as A and B agree. S: k-steps 2b, 2b+1 of lane (g, t) take d = 16b+4t
+// +{0,1} and +{2,3}, so Q and K fragments are one float4 each. PV: the S accumulator's columns
+// (2t, 2t+1) become A's k = t, t+4, so P is used in place; V's output columns of n-tile i of a
+// 32-column chunk are 4g + i, so one float4 of V feeds 4 MMAs and each lane writes 8
+// consecutive outputs of a row.
+
+#include "score.cuh"
+
+#include <cstdint>
+
+namespace dfgnn::cuda::detail {
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core helpers
+
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                         std::uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// An operand fragment, split once and reused by every MMA it feeds: hi is x itself (the MMA
+/// reads a tf32 operand's top 19 bits and ignores the rest, i.e. truncates), lo = x - trunc(x)
+/// is exact in fp32 and truncated by the MMA in turn (error < 2^-20 |x|). Two instructions per
+/// element, no register for hi.
+template <int N>
+struct SplitFrag {
+  std::uint32_t hi[N], lo[N];
+  __device__ __forceinline__ explicit SplitFrag(const float (&x)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      hi[i] = __float_as_uint(x[i]);
+      lo[i] = __float_as_uint(x[i] - __uint_as_float(hi[i] & 0xffffe000u));
+    }
+  }
+};
+
+/// One product of a split MMA, c += term: 0 = lo*hi, 1 = hi*lo, 2 = hi*hi (lo*lo ~2^-20 is
+/// dropped). Callers issue a term for all their independent accumulators before the next
+/// term, the small ones first, so that consecutive MMAs never wait on each other.
+__device__ __forceinline__ void mma_term(int term, float (&c)[4], const SplitFrag<4>& a, const SplitFrag<2>& b) {
+  if (term == 0) return mma_tf32(c, a.lo, b.hi[0], b.hi[1]);
+  if (term == 1) return mma_tf32(c, a.hi, b.lo[0], b.lo[1]);
+  mma_tf32(c, a.hi, b.hi[0], b.hi[1]);
+}
+
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const auto s = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layout and limits (shared with the plan)
+
+/// Shared row strides (floats) for `cols` staged columns. K fragments are read as float4 by
+/// lanes (g, t) at row g, column 4t: a stride of 16 mod 32 puts rows g and g+1 on disjoint
+/// banks. V fragments are read at rows 2t, column 4g: a stride of 4 mod 16 spreads rows
+/// 0, 2, 4, 6 over banks 0, 8, 16, 24. Both conflict-free for 16-byte loads.
+__host__ __device__ constexpr int dense_key_stride(int cols) { return (cols + 31) / 32 * 32 + 16; }
+__host__ __device__ constexpr int dense_value_stride(int cols) { return (cols + 15) / 16 * 16 + 4; }
+
+/// Largest graph (nodes) a block handles: 192 keeps the S row of a warp (96 registers) and the
+/// two regions (192 x (144 + 132) floats = 212 KB at H*D = 128) inside one SM.
+inline constexpr int kDenseMaxNodes = 192;
+/// Edges of one row at most: `first` and `order` hold 16-bit offsets within a row.
+inline constexpr int kDenseMaxDegree = 65535;
+/// Warp counts of the instantiated kernels: graph bucket b takes n <= 16 * kDenseWarps[b].
+inline constexpr int kDenseWarps[] = {4, 8, 12};
+inline constexpr int kDenseBuckets = 3;
+
+/// The bucket of a graph of 1 .. kDenseMaxNodes nodes.
+inline int dense_bucket(int nodes) {
+  int b = 0;
+  while (nodes > 16 * kDenseWarps[b]) ++b;
+  return b;
+}
+
+/// Key tiles whose S products a warp interleaves (registers: a float4 of K and its lo parts per
+/// tile): 4, or 2 for 12 warps, whose 96-float S rows leave no room for 4 (they spill).
+template <int WARPS>
+inline constexpr int kDenseTileGroup = WARPS >= 12 ? 2 : 4;
+
+/// Blocks per SM the launch bounds ask for: 128 registers per thread below 12 warps, so that
+/// two blocks of 8 warps share an SM; 12 warps keep 168 registers for their 96-float S rows.
+template <int WARPS>
+inline constexpr int kDenseMinBlocks = WARPS <= 4 ? 4 : WARPS <= 8 ? 2 : 1;
+
+/// Shared memory of a block for graphs of up to max_nodes nodes: `shared_region` stages K and
+/// V of one head after the other in one region (half the memory, two blocks per SM); otherwise
+/// K and V of all heads are resident in two regions from the start (V's copy overlaps S). The
+/// adjacency bitmask follows.
+inline std::size_t dense_smem_bytes(int max_nodes, int H, int D, bool shared_region) {
+  const std::size_t rows = (max_nodes + 7) / 8 * 8, mask = rows * ((max_nodes + 31) / 32) * 4;
+  if (shared_region) {
+    const int s = dense_key_stride(D) > dense_value_stride(D) ? dense_key_stride(D) : dense_value_stride(D);
+    return rows * s * 4 + mask;
+  }
+  return rows * (dense_key_stride(H * D) + dense_value_stride(H * D)) * 4 + mask;
+}
+
+/// The batch as Dense reads it (device arrays owned by the plan).
+struct DenseGraphs {
+  const node_t* graph_ptr = nullptr;        ///< node offsets of the batch [G+1]
+  const std::uint32_t* mask = nullptr;      ///< per graph: [n][ceil(n/32)] words, bit u of row v = edge u -> v
+  const std::int64_t* mask_off = nullptr;   ///< [G] first word of each graph
+  /// Per graph with duplicate edges: [n][n+1], entry (v, u) = row v's edges from sources below
+  /// u (so the pair's multiplicity is entry (v, u+1) minus entry (v, u)).
+  const std::uint16_t* first = nullptr;
+  const std::int64_t* first_off = nullptr;  ///< [G], -1 for a graph without duplicates; null: none anywhere
+  const std::uint16_t* order = nullptr;     ///< [E]: row v's edges sorted by source, as offsets from row_ptr[v]
+};
+
+/// One launch: a size bucket's graphs, largest first, and the shared memory of its largest.
+struct DenseBucket {
+  const int* graphs = nullptr;
+  int count = 0;
+  std::size_t smem = 0;
+  bool shared_region = false;
+};
+
+struct DenseData {
+  DenseGraphs graphs;
+  DenseBucket bucket[kDenseBuckets];
+};
+
+struct DenseArgs {
+  const float* q;
+  const float* k;
+  const float* v;
+  float* out;
+  float scale_log2;  ///< score scale * log2(e): the softmax runs in base 2
+  int H, D;
+  DenseGraphs batch;
+  const int* graphs;  ///< graph ids of this launch (one bucket)
+  bool shared_region;
+  const edge_t* row_ptr;  ///< the CSR's, for the edge-wise softmax
+  EdgeScale w;
+  Train tr;
+};
+
+/// Copies columns [col, col + cols) of rows [n0, n0 + n) of a [N, HD] tensor into shared rows
+/// of `stride` floats with 16-byte cp.async, and zeroes rows n .. pad: padded keys must hold
+/// finite values, since P = 0 times a stale NaN would still be NaN.
+__device__ __forceinline__ void dense_stage(float* dst, int stride, const float* __restrict__ src, int HD, int col,
+                                            int cols, node_t n0, int n, int pad) {
+  const int c4 = cols / 4;
+  for (int i = threadIdx.x; i < n * c4; i += blockDim.x) {
+    const int r = i / c4, c = i - r * c4;
+    cp_async16(dst + r * stride + 4 * c, src + (std::size_t(n0) + r) * HD + col + 4 * c);
+  }
+  for (int i = threadIdx.x; i < (pad - n) * c4; i += blockDim.x) {
+    const int r = n + i / c4, c = i % c4;
+    *reinterpret_cast<float4*>(dst + r * stride + 4 * c) = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernel (GT score)
+
+/// kEdgeWise: edge values or dropout, so every (row, key) pair goes through its CSR edges.
+template <int WARPS, bool kEdgeWise>
+__global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_kernel(DenseArgs a) {
+  constexpr int NKT = 2 * WARPS;     // key tiles of 8 (graphs of at most 16 * WARPS nodes)
+  constexpr int MW = (NKT + 3) / 4;  // mask words per row
+  constexpr int TG = kDenseTileGroup<WARPS>;
+  using FA = SplitFrag<4>;
+  using FB = SplitFrag<2>;
+  extern __shared__ float4 dense_smem4[];
+  float* smem = reinterpret_cast<float*>(dense_smem4);
+
+  const int gid = a.graphs[blockIdx.x];
+  const node_t n0 = a.batch.graph_ptr[gid];
+  const int n = a.batch.graph_ptr[gid + 1] - n0;
+  const int nkt = (n + 7) / 8, pad = 8 * nkt;
+  const int H = a.H, D = a.D, HD = H * D;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
+  const int row[2] = {16 * warp + g, 16 * warp + g + 8};  // this lane's destination rows (graph-local)
+  const bool active = 16 * warp < n;                      // warp-uniform
+  const std::int64_t foff = a.batch.first_off ? a.batch.first_off[gid] : -1;
+  edge_t row_start[2] = {0, 0};
+  if (kEdgeWise) {
+#pragma unroll
+    for (int x = 0; x < 2; ++x)
+      if (row[x] < n) row_start[x] = __ldg(a.row_ptr + n0 + row[x]);
+  }
+
+  const bool shared_region = a.shared_region;
+  const int ks = dense_key_stride(shared_region ? D : HD), vs = dense_value_stride(shared_region ? D : HD);
+  float* kbuf = smem;
+  float* vbuf = shared_region ? smem : smem + pad * ks;
+  // The adjacency rows (n x nw words, bit u of word u/32) go behind the feature regions, in the
+  // first copy group; kept out of registers until the softmax.
+  const int nw = (n + 31) / 32;
+  std::uint32_t* mbuf =
+      reinterpret_cast<std::uint32_t*>(smem + (shared_region ? pad * (ks > vs ? ks : vs) : pad * (ks + vs)));
+  {
+    const std::uint32_t* mg = a.batch.mask + a.batch.mask_off[gid];
+    for (int i = threadIdx.x; i < n * nw; i += blockDim.x) {
+      const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(mbuf + i));
+      asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(mg + i) : "memory");
+    }
+  }
+  if (!shared_region) {  // K then V of every head, two groups: S waits for K only
+    dense_stage(kbuf, ks, a.k, HD, 0, HD, n0, n, pad);
+    cp_async_commit();
+    dense_stage(vbuf, vs, a.v, HD, 0, HD, n0, n, pad);
+    cp_async_commit();
+  }
+
+  auto load_q = [&](int r, int col) {
+    return r < n ? __ldg(reinterpret_cast<const float4*>(a.q + (std::size_t(n0) + r) * HD + col))
+                 : make_float4(0.f, 0.f, 0.f, 0.f);
+  };
+
+  for (int h = 0; h < H; ++h) {
+    const int soff = shared_region ? 0 : h * D;  // head's column in the staged rows
+    if (shared_region) {
+      dense_stage(kbuf, ks, a.k, HD, h * D, D, n0, n, pad);
+      cp_async_commit();
+    }
+    // First Q block in flight while the keys arrive.
+    float4 qa = load_q(row[0], h * D + 4 * t), qb = load_q(row[1], h * D + 4 * t);
+    if (shared_region || h == 0) {
+      if (shared_region)
+        cp_async_wait<0>();
+      else
+        cp_async_wait<1>();
+      __syncthreads();
+    }
+
+    // ---- S = Q K^T over 16-column blocks of d (two k-steps each)
+    float s[NKT][4];
+#pragma unroll
+    for (int j = 0; j < NKT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    if (active) {
+      const float* kp = kbuf + g * ks + soff + 4 * t;
+      for (int b = 0; b < D / 16; ++b) {
+        const float4 xa = qa, xb = qb;
+        if (b + 1 < D / 16) qa = load_q(row[0], h * D + 16 * (b + 1) + 4 * t), qb = load_q(row[1], h * D + 16 * (b + 1) + 4 * t);
+        const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
+        const FA A0(a0), A1(a1);
+        const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
+#pragma unroll
+        for (int j0 = 0; j0 < NKT; j0 += TG) {
+          if (j0 < nkt) {
+            // TG key tiles at once: their MMAs are independent and interleave.
+            float4 kv[TG];
+#pragma unroll
+            for (int u = 0; u < TG; ++u) {
+              if (j0 + u < nkt) kv[u] = *reinterpret_cast<const float4*>(kq);
+              kq += 8 * ks;
+            }
+#pragma unroll
+            for (int term = 0; term < 3; ++term)
+#pragma unroll
+              for (int u = 0; u < TG; ++u)
+                if (j0 + u < nkt) {
+                  const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
+                  mma_term(term, s[j0 + u], A0, FB(b0));
+                  mma_term(term, s[j0 + u], A1, FB(b1));
+                }
+          }
+        }
+      }
+    }
+    if (shared_region) {  // every warp is done with K: V of this head into the same region
+      __syncthreads();
+      dense_stage(vbuf, vs, a.v, HD, h * D, D, n0, n, pad);
+      cp_async_commit();
+    }
+
+    // ---- masked row softmax in base 2. s[j][i] is row[i / 2], key 8j + 2t + i % 2 (the
+    // m16n8k8 accumulator layout); idle and padded pairs hold anything and are never read.
+    std::uint32_t m[2][MW];
+#pragma unroll
+    for (int x = 0; x < 2; ++x)
+#pragma unroll
+      for (int w = 0; w < MW; ++w) m[x][w] = (w < nw && row[x] < n) ? mbuf[row[x] * nw + w] : 0u;
+    auto key = [&](int j, int i) { return 8 * j + 2 * t + i % 2; };
+    auto bit = [&](int j, int i) { return 8 * (j % 4) + 2 * t + i % 2; };  // of mask word j / 4
+    auto edge = [&](int j, int i) { return ((m[i / 2][j / 4] >> bit(j, i)) & 1u) != 0; };
+    auto first = [&](int j, int i) { return a.batch.first + foff + std::size_t(row[i / 2]) * (n + 1) + key(j, i); };
+    // The CSR edges behind pair (j, i), f(e) for each: the pair's rank among its row's edges in
+    // source order (from `first`, or the mask bits below it) indexes the row's `order`.
+    auto for_edges = [&](int j, int i, auto&& f) {
+      int k = 0, c = 0;
+      if (foff >= 0) {
+        if (row[i / 2] < n && key(j, i) < n) {
+          const std::uint16_t* fr = first(j, i);
+          k = fr[0], c = fr[1] - fr[0];
+        }
+      } else if (edge(j, i)) {
+        c = 1, k = __popc(m[i / 2][j / 4] & ((1u << bit(j, i)) - 1u));
+#pragma unroll
+        for (int w = 0; w < j / 4; ++w) k += __popc(m[i / 2][w]);
+      }
+      const edge_t e0 = row_start[i / 2];
+      for (int q = 0; q < c; ++q) f(e0 + a.batch.order[e0 + k + q]);
+    };
+
+    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+    // Pass 1 for pair (j, i) with base-2 score x: the row's max (of x * w with edge values).
+    auto raise = [&](int j, int i, float x) {
+      float& top = mx[i / 2];
+      if (kEdgeWise && a.w.data != nullptr)
+        for_edges(j, i, [&](edge_t e) { top = fmaxf(top, x * a.w(e, h)); });
+      else if (edge(j, i))
+        top = fmaxf(top, x);
+    };
+    auto reduce_max = [&] {
+#pragma unroll
+      for (int x = 0; x < 2; ++x)
+        mx[x] = fmaxf(mx[x], __shfl_xor_sync(kFull, mx[x], 1)), mx[x] = fmaxf(mx[x], __shfl_xor_sync(kFull, mx[x], 2));
+    };
+    // Pass 2: the pair's unnormalised probability; l sums the undropped exponentials, the
+    // probability has the dropout factors.
+    auto weigh = [&](int j, int i, float x) {
+      const float top = mx[i / 2];
+      float p = 0.f;
+      if (kEdgeWise) {
+        float sum = 0.f;
+        for_edges(j, i, [&](edge_t e) {
+          const float y = exp2f(x * a.w(e, h) - top);
+          sum += y;
+          p += y * a.tr.keep(e, h);
+        });
+        l[i / 2] += sum;
+      } else if (edge(j, i)) {  // a select, not a product: a masked or padded score may be anything
+        p = exp2f(x - top);
+        if (foff >= 0) {  // duplicate edges: weight by multiplicity (rare path)
+          const std::uint16_t* fr = first(j, i);
+          p *= float(fr[1] - fr[0]);
+        }
+        l[i / 2] += p;
+      }
+      return p;
+    };
+    if constexpr (kEdgeWise) {
+      // Unrolled over the 4 * NKT pairs, the per-edge work (rank, edge values, dropout hash) would
+      // be tens of thousands of instructions: the pairs go through local memory, in rolled loops.
+      float xs[4 * NKT];
+#pragma unroll
+      for (int j = 0; j < NKT; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) xs[4 * j + i] = s[j][i] * a.scale_log2;
+#pragma unroll 1
+      for (int q = 0; q < 4 * NKT; ++q) raise(q / 4, q % 4, xs[q]);
+      reduce_max();
+#pragma unroll 1
+      for (int q = 0; q < 4 * NKT; ++q) xs[q] = weigh(q / 4, q % 4, xs[q]);
+#pragma unroll
+      for (int j = 0; j < NKT; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[j][i] = xs[4 * j + i];
+    } else {
+#pragma unroll
+      for (int j = 0; j < NKT; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) raise(j, i, s[j][i] *= a.scale_log2);
+      reduce_max();
+#pragma unroll
+      for (int j = 0; j < NKT; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s[j][i] = weigh(j, i, s[j][i]);
+    }
+    float inv[2];
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      l[x] += __shfl_xor_sync(kFull, l[x], 1), l[x] += __shfl_xor_sync(kFull, l[x], 2);
+      inv[x] = l[x] > 0.f ? 1.f / l[x] : 0.f;  // no in-edges: 0
+      if (t == 0 && row[x] < n) a.tr.store(n0 + row[x], h, H, mx[x] * 0.6931471805599453f, l[x]);
+    }
+
+    if (shared_region || h == 0) {
+      cp_async_wait<0>();
+      __syncthreads();
+    }
+
+    // ---- O = P V in chunks of 32 output columns (16 accumulators; P stays in registers)
+    if (active) {
+      for (int c = 0; c < D / 32; ++c) {
+        float o[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+        const float* vp = vbuf + 2 * t * vs + soff + 32 * c + 4 * g;
+#pragma unroll
+        for (int j = 0; j < NKT; ++j) {
+          if (j < nkt) {
+            float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
+            // Opaque per chunk: else the compiler hoists every tile's P split out of the chunk
+            // loop (2 x 64 live registers) and spills.
+            asm volatile("" : "+f"(pa[0]), "+f"(pa[1]), "+f"(pa[2]), "+f"(pa[3]));
+            const FA A(pa);
+            const float4 v0 = *reinterpret_cast<const float4*>(vp), v1 = *reinterpret_cast<const float4*>(vp + vs);
+            vp += 8 * vs;
+            const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
+            const FB B0(e0), B1(e1), B2(e2), B3(e3);
+#pragma unroll
+            for (int term = 0; term < 3; ++term) {
+              mma_term(term, o[0], A, B0);
+              mma_term(term, o[1], A, B1);
+              mma_term(term, o[2], A, B2);
+              mma_term(term, o[3], A, B3);
+            }
+          }
+        }
+        // n-tile i, accumulator (row x, 2t + e) is o[i][2x + e], output column 32c + 8t + 4e + i.
+        const int col = h * D + 32 * c + 8 * t;
+#pragma unroll
+        for (int x = 0; x < 2; ++x)
+          if (row[x] < n) {
+            float* dst = a.out + (std::size_t(n0) + row[x]) * HD + col;
+            const float f = inv[x];
+            *reinterpret_cast<float4*>(dst) =
+                make_float4(o[0][2 * x] * f, o[1][2 * x] * f, o[2][2 * x] * f, o[3][2 * x] * f);
+            *reinterpret_cast<float4*>(dst + 4) =
+                make_float4(o[0][2 * x + 1] * f, o[1][2 * x + 1] * f, o[2][2 * x + 1] * f, o[3][2 * x + 1] * f);
+          }
+      }
+    }
+    if (shared_region) __syncthreads();  // the next head's K overwrites this V
+  }
+}
+
+/// Whether bucket b's graphs (up to max_nodes nodes) stage K and V in one region: only when that
+/// fits more blocks on an SM (occupancy API) or two regions exceed `optin` bytes. Raises the
+/// kernels' shared-memory limit (dense.cu).
+bool dense_shared_region(int b, int max_nodes, int H, int D, std::size_t optin);
+
+/// Launches the plan's buckets, largest graphs first; the edge-wise kernels when there are edge
+/// values or dropout (dense.cu).
+void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const EdgeScale& w, const Train& tr,
+                  const edge_t* row_ptr, int H, int D, float* out);
+
+}  // namespace dfgnn::cuda::detail
