@@ -195,17 +195,18 @@ double uneven_mean(const HostGraph& g, edge_t split) {
   return cv > kUnevenRows ? mean : 0;
 }
 
-/// Auto: Dense by a rule, else Online (docs/cuda.md). Dense's rule comes from the prototype's
-/// measurements: faster than Online on batches of dense-ish graphs of ~115 nodes (PATTERN,
-/// CLUSTER: 41% and 30% of the pairs are edges), slower on sparse graphs of ~58 (MNIST: 13%),
-/// where the products of absent pairs and the per-graph staging outweigh the reuse.
+/// Auto: Dense by a rule, else Online (docs/cuda.md). The rule comes from the benchmark on the
+/// H100 (docs/performance.md): Dense beat Online on PATTERN-like batches (~115 nodes, 41% of
+/// the pairs are edges: 0.27 vs 0.37 ms at 1x128), tied at 1x128 and lost at 4x32 on
+/// CLUSTER-like ones (30%: 0.46 vs 0.34 ms) and lost on MNIST-like ones (~58 nodes, 13%), where
+/// the products of absent pairs and the per-graph staging outweigh the reuse.
 /// Online was the fastest of the others on every graph, model and shape measured (64 cases):
 /// SMMF, PMF and Unfused move a superset of its bytes in more launches, and Staged, which reads
 /// each edge's rows from shared memory with a warp-wide reduction, ran 2x slower on PATTERN.
 /// A cost model between Online and Staged only ever preferred Staged on tiny batches, by one
 /// launch, so it was dropped; Staged stays available explicitly.
 Strategy choose(const DenseFit& dense) {
-  constexpr double kDenseDensity = 0.2, kDenseMeanNodes = 64;
+  constexpr double kDenseDensity = 0.35, kDenseMeanNodes = 64;
   const bool dense_pays = dense.density >= kDenseDensity && dense.mean_nodes >= kDenseMeanNodes;
   return dense.why.empty() && dense_pays ? Strategy::Dense : Strategy::Online;
 }
