@@ -1,6 +1,7 @@
 // Tests of the host graph preprocessing (csr.hpp), the scheduling rules (schedule.hpp) and the
 // Kokkos-side Graph (graph.hpp).
 
+#include "expect_error.hpp"
 #include "graphs.hpp"
 
 #include <dfgnn/graph.hpp>
@@ -23,29 +24,7 @@ using namespace dfgnn;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
-/// The message of the dfgnn::Error thrown by f ("" and a failure when none is thrown).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected dfgnn::Error, got another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "expected dfgnn::Error, nothing was thrown";
-  return "";
-}
-
-/// Expects f to throw a one-line dfgnn::Error containing every fragment.
-template <class F>
-void expect_error(F&& f, const std::vector<std::string>& fragments) {
-  const std::string msg = error_of(f);
-  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  for (const std::string& frag : fragments)
-    EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' not in: " << msg;
-}
+using test::expect_error;
 
 /// Every structural invariant of a HostGraph, checked against the edge list it was built from
 /// (edge i is src[i] -> dst[i]).

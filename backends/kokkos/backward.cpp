@@ -183,17 +183,6 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& m
       const NodeOutput<EXEC::memory_space>&, const HeadFeaturesOutput<EXEC::memory_space>&,      \
       const Options<EXEC::memory_space>&);
 
-#ifdef KOKKOS_ENABLE_SERIAL
-DFGNN_INSTANTIATE(Kokkos::Serial)
-#endif
-#ifdef KOKKOS_ENABLE_OPENMP
-DFGNN_INSTANTIATE(Kokkos::OpenMP)
-#endif
-#ifdef KOKKOS_ENABLE_THREADS
-DFGNN_INSTANTIATE(Kokkos::Threads)
-#endif
-#ifdef KOKKOS_ENABLE_CUDA
-DFGNN_INSTANTIATE(Kokkos::Cuda)
-#endif
+DFGNN_FOR_EACH_EXECUTION_SPACE(DFGNN_INSTANTIATE)
 
 }  // namespace dfgnn

@@ -11,6 +11,29 @@
 #include <sstream>
 #include <string>
 
+// Applies M to every enabled execution space: the entries are instantiated once per space.
+#ifdef KOKKOS_ENABLE_SERIAL
+#define DFGNN_ON_SERIAL(M) M(Kokkos::Serial)
+#else
+#define DFGNN_ON_SERIAL(M)
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+#define DFGNN_ON_OPENMP(M) M(Kokkos::OpenMP)
+#else
+#define DFGNN_ON_OPENMP(M)
+#endif
+#ifdef KOKKOS_ENABLE_THREADS
+#define DFGNN_ON_THREADS(M) M(Kokkos::Threads)
+#else
+#define DFGNN_ON_THREADS(M)
+#endif
+#ifdef KOKKOS_ENABLE_CUDA
+#define DFGNN_ON_CUDA(M) M(Kokkos::Cuda)
+#else
+#define DFGNN_ON_CUDA(M)
+#endif
+#define DFGNN_FOR_EACH_EXECUTION_SPACE(M) DFGNN_ON_SERIAL(M) DFGNN_ON_OPENMP(M) DFGNN_ON_THREADS(M) DFGNN_ON_CUDA(M)
+
 namespace dfgnn::kokkos_impl {
 
 template <class View>
