@@ -43,7 +43,8 @@ constexpr const char* kUsage = R"(usage:
   dfgnn gen sbm --kind pattern|cluster --graphs G [--seed S] --out FILE
   dfgnn gen knn --graphs G [--k K] [--seed S] --out FILE
   dfgnn bench --graph FILE --model M --heads H --dim D [--inputs DIR] [--backend cuda|kokkos|all]
-              [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--name NAME] [--json F]
+              [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--backward]
+              [--name NAME] [--json F]
 
 graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas),
   Matrix Market .mtx (row = destination, col = source, 1-based); .gz read transparently.
@@ -71,7 +72,8 @@ bench: times the forward per backend and strategy (CUDA events, median of --iter
   --warmup; the plan is built and inputs uploaded beforehand), with bandwidth against the
   bytes it must move and, on CUDA, the device copy bandwidth measured in the same run. Inputs
   come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where present, else random. --check compares each
-  output with the float64 reference. --json appends one JSON object per line.
+  output with the float64 reference. --backward also times the training forward plus the fused
+  backward on the portable Kokkos kernels. --json appends one JSON object per line.
 )";
 
 // ---- command line -------------------------------------------------------------------------
@@ -270,47 +272,54 @@ class KokkosRun {
 
   std::vector<float> output() const { return to_host(out_); }
 
-  /// The fused backward after a training-mode forward: (name, gradient) in the API's order.
-  Gradients backward(const std::vector<float>& dout_host) const {
-    const auto dout_buf = detail::upload<float, Mem>("dout", dout_host);
-    const NodeFeatures<Mem> dout(dout_buf.data(), in_.N, in_.H, in_.D), out(out_.data(), in_.N, in_.H, in_.D);
-    const NodeScalars<Mem> lse = options_.logsumexp;
-    auto node = [&](const std::string& name) { return NodeOutput<Mem>(name, in_.N, in_.H, in_.D); };
-    Gradients grads;
+  /// Sets dLoss/dOut and allocates the model's gradients, named in the API's order.
+  void set_dout(const std::vector<float>& dout) {
+    dout_ = detail::upload<float, Mem>("dout", dout);
+    const std::size_t nhd = in_.N * in_.H * in_.D, nh = in_.N * in_.H;
+    std::vector<std::pair<std::string, std::size_t>> sizes;
     switch (in_.kind) {
-      case ScoreKind::GT: {
-        const auto dQ = node("dQ"), dK = node("dK"), dV = node("dV");
-        attention_backward(exec_, plan_, GT{scale_}, features(0), features(1), features(2), out, lse, dout, dQ, dK,
-                           dV, options_);
-        grads = {{"dQ", to_host(dQ)}, {"dK", to_host(dK)}, {"dV", to_host(dV)}};
-        break;
-      }
-      case ScoreKind::AGNN: {
-        const auto dX = node("dX");
-        const HeadScalarsOutput<Mem> dbeta("dbeta", in_.beta.size());
-        attention_backward(exec_, plan_, AGNN{}, features(0), HeadScalars<Mem>(beta_.data(), in_.beta.size()), out,
-                           lse, dout, dX, dbeta, options_);
-        grads = {{"dX", to_host(dX)}, {"dbeta", to_host(dbeta)}};
-        break;
-      }
-      case ScoreKind::GAT: {
-        const NodeScalarsOutput<Mem> del("del", in_.N, in_.H), der("der", in_.N, in_.H);
-        const auto dV = node("dV");
-        attention_backward(exec_, plan_, GAT{slope_}, scalars(0), scalars(1), features(2), out, lse, dout, del, der,
-                           dV, options_);
-        grads = {{"del", to_host(del)}, {"der", to_host(der)}, {"dV", to_host(dV)}};
-        break;
-      }
-      case ScoreKind::GATv2: {
-        const auto dXL = node("dXL"), dXR = node("dXR");
-        const HeadFeaturesOutput<Mem> da("da", in_.H, in_.D);
-        attention_backward(exec_, plan_, GATv2{slope_}, features(0), features(1),
-                           HeadFeatures<Mem>(t_[2].data(), in_.H, in_.D), out, lse, dout, dXL, dXR, da, options_);
-        grads = {{"dXL", to_host(dXL)}, {"dXR", to_host(dXR)}, {"da", to_host(da)}};
-        break;
-      }
+      case ScoreKind::GT: sizes = {{"dQ", nhd}, {"dK", nhd}, {"dV", nhd}}; break;
+      case ScoreKind::AGNN: sizes = {{"dX", nhd}, {"dbeta", in_.beta.size()}}; break;
+      case ScoreKind::GAT: sizes = {{"del", nh}, {"der", nh}, {"dV", nhd}}; break;
+      case ScoreKind::GATv2: sizes = {{"dXL", nhd}, {"dXR", nhd}, {"da", in_.H * in_.D}}; break;
     }
-    return grads;
+    grads_.clear();
+    for (const auto& [name, n] : sizes) grads_.emplace_back(name, Kokkos::View<float*, Mem>(name, n));
+  }
+
+  /// The fused backward after a training-mode forward, into the gradients of set_dout.
+  void backward() const {
+    const NodeFeatures<Mem> dout(dout_.data(), in_.N, in_.H, in_.D), out(out_.data(), in_.N, in_.H, in_.D);
+    const NodeScalars<Mem> lse = options_.logsumexp;
+    auto node = [&](int i) { return NodeOutput<Mem>(grads_[std::size_t(i)].second.data(), in_.N, in_.H, in_.D); };
+    auto scalar = [&](int i) { return NodeScalarsOutput<Mem>(grads_[std::size_t(i)].second.data(), in_.N, in_.H); };
+    switch (in_.kind) {
+      case ScoreKind::GT:
+        attention_backward(exec_, plan_, GT{scale_}, features(0), features(1), features(2), out, lse, dout, node(0),
+                           node(1), node(2), options_);
+        break;
+      case ScoreKind::AGNN:
+        attention_backward(exec_, plan_, AGNN{}, features(0), HeadScalars<Mem>(beta_.data(), in_.beta.size()), out,
+                           lse, dout, node(0), HeadScalarsOutput<Mem>(grads_[1].second.data(), in_.beta.size()),
+                           options_);
+        break;
+      case ScoreKind::GAT:
+        attention_backward(exec_, plan_, GAT{slope_}, scalars(0), scalars(1), features(2), out, lse, dout, scalar(0),
+                           scalar(1), node(2), options_);
+        break;
+      case ScoreKind::GATv2:
+        attention_backward(exec_, plan_, GATv2{slope_}, features(0), features(1),
+                           HeadFeatures<Mem>(t_[2].data(), in_.H, in_.D), out, lse, dout, node(0), node(1),
+                           HeadFeaturesOutput<Mem>(grads_[2].second.data(), in_.H, in_.D), options_);
+        break;
+    }
+    exec_.fence();
+  }
+
+  Gradients gradients() const {
+    Gradients host;
+    for (const auto& [name, view] : grads_) host.emplace_back(name, to_host(view));
+    return host;
   }
 
  private:
@@ -330,6 +339,8 @@ class KokkosRun {
   Kokkos::View<float*, Mem> beta_, w_;
   NodeOutput<Mem> out_;
   Options<Mem> options_;
+  Kokkos::View<float*, Mem> dout_;
+  std::vector<std::pair<std::string, Kokkos::View<float*, Mem>>> grads_;
 };
 
 std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
@@ -388,9 +399,11 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
 int run_backward(const Args& a, const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope) {
   const std::string path = a.get("grad-out");
   const std::vector<float> dout = checked(io::read_npy_f32(path), path, {in.N, in.H, in.D}, {in.N, in.H * in.D});
-  const KokkosRun run(g, in, strategy, scale, slope, /*training=*/true);
+  KokkosRun run(g, in, strategy, scale, slope, /*training=*/true);
+  run.set_dout(dout);
   run();
-  const Gradients grads = run.backward(dout);
+  run.backward();
+  const Gradients grads = run.gradients();
   const std::string prefix = a.get("grad-prefix", "grad_");
   for (const auto& [name, values] : grads) {
     std::vector<std::int64_t> shape{std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)};
@@ -532,14 +545,17 @@ Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
   return {};
 }
 
+// Times the forward, or with `backward` the training forward plus the fused backward.
 cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
-                        int warmup, int iters, Strategy& used, std::vector<float>& out) {
-  const KokkosRun run(g, in, strategy, scale, slope);
+                        int warmup, int iters, Strategy& used, std::vector<float>& out, bool backward = false) {
+  KokkosRun run(g, in, strategy, scale, slope, backward);
+  if (backward) run.set_dout(random_tensor(in.N * in.H * in.D, 7));
   used = run.strategy();
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     run();
+    if (backward) run.backward();
     if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   out = run.output();
@@ -551,7 +567,7 @@ int cmd_bench(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"graph", "nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
                        "json", "name", "seed", "slope", "scale"},
-                      {"symmetrize", "check"});
+                      {"symmetrize", "check", "backward"});
   // DIR/<name>.npy for each input; X and XL fall back to q, XR to k (the harness writes q, k,
   // v, el, er, a once and every model reads what it needs).
   if (a.has("inputs"))
@@ -599,6 +615,22 @@ int cmd_bench(int argc, char** argv) {
               (long long)g.num_edges(), in.H, in.D, copy_gbs);
   std::printf("%-7s %-8s %-8s %10s %10s %12s %12s %10s\n", "backend", "strategy", "resolved", "median ms", "min ms",
               "compulsory", "gather", "max err");
+  // One printed line and one JSON object per timing; byte fractions for the forward only.
+  auto report = [&](const std::string& b, Strategy s, Strategy used, const cli::Timing& t, const char* pass,
+                    double comp, double gath, double err) {
+    std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g  %s\n", b.c_str(), to_string(s),
+                to_string(used), t.median_ms, t.min_ms, 100 * comp, 100 * gath, err, pass);
+    if (json)
+      std::fprintf(json,
+                   "{\"name\": \"%s\", \"device\": \"%s\", \"commit\": \"%s\", \"model\": \"%s\", \"N\": %d, "
+                   "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"backend\": \"%s\", \"strategy\": \"%s\", "
+                   "\"resolved\": \"%s\", \"pass\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
+                   "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
+                   "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g}\n",
+                   a.get("name", a.get("graph")).c_str(), device.c_str(), DFGNN_GIT_COMMIT, to_string(in.kind),
+                   g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used), pass,
+                   t.median_ms, t.min_ms, bytes.compulsory, bytes.gather, copy_gbs, comp, gath, err);
+  };
   for (const std::string& b : backends)
     for (Strategy s : strategies) {
       Strategy used = s;
@@ -616,22 +648,22 @@ int cmd_bench(int argc, char** argv) {
       const double err = ref.empty() ? -1.0 : max_relative_error(out.data(), ref);
       const double comp = copy_gbs > 0 ? bytes.compulsory / (t.median_ms * 1e6) / copy_gbs : 0;
       const double gath = copy_gbs > 0 ? bytes.gather / (t.median_ms * 1e6) / copy_gbs : 0;
-      std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g\n", b.c_str(), to_string(s), to_string(used),
-                  t.median_ms, t.min_ms, 100 * comp, 100 * gath, err);
-      if (json)
-        std::fprintf(json,
-                     "{\"name\": \"%s\", \"device\": \"%s\", \"commit\": \"%s\", \"model\": \"%s\", \"N\": %d, "
-                     "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"backend\": \"%s\", \"strategy\": \"%s\", "
-                     "\"resolved\": \"%s\", \"pass\": \"fwd\", \"ms\": %.6f, \"min_ms\": %.6f, "
-                     "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
-                     "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g}\n",
-                     a.get("name", a.get("graph")).c_str(), device.c_str(), DFGNN_GIT_COMMIT, to_string(in.kind),
-                     g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used),
-                     t.median_ms, t.min_ms, bytes.compulsory, bytes.gather, copy_gbs, comp, gath, err);
+      report(b, s, used, t, "fwd", comp, gath, err);
       if (!ref.empty() && !(err <= 1e-4)) {
         std::fprintf(stderr, "dfgnn: error: %s %s output differs from the reference (%.3g)\n", b.c_str(),
                      to_string(used), err);
         return 1;
+      }
+    }
+  if (a.flags.count("backward"))
+    for (Strategy s : strategies) {
+      Strategy used = s;
+      std::vector<float> out;
+      try {
+        report("kokkos", s, used, time_kokkos(g, in, s, scale, slope, warmup, iters, used, out, true), "fwd+bwd",
+               0, 0, -1);
+      } catch (const Error& e) {
+        std::printf("%-7s %-8s n/a: %s\n", "kokkos", to_string(s), e.what());
       }
     }
   if (json) std::fclose(json);
