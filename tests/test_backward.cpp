@@ -2,6 +2,7 @@
 // forward reference; the Kokkos kernels against that reference for every model x forward
 // strategy x (H,D) x graph shape; bitwise reproducibility; argument checks.
 
+#include "call_fixture.hpp"
 #include "expect_error.hpp"
 #include "graphs.hpp"
 
@@ -457,33 +458,15 @@ TEST(BackwardReproducible, TwoRunsAreBitwiseEqual) {
 
 // ---- (d) argument checks ------------------------------------------------------------------
 
-class BackwardErrors : public ::testing::Test {
+class BackwardErrors : public test::CallFixture {
  protected:
-  static constexpr std::size_t N = 13, H = 2, D = 3;
   using View2 = Kokkos::View<float**, Kokkos::LayoutRight, Mem>;
   using View3 = Kokkos::View<float***, Kokkos::LayoutRight, Mem>;
 
-  BackwardErrors() : host_(test::random_graph(node_t(N), 60, 7)), graph_(host_) {}
-
-  const Plan<Exec>& plan(ScoreKind kind) {
-    plans_.emplace_back(std::make_unique<Plan<Exec>>(exec_, graph_, kind, int(H), int(D)));
-    return *plans_.back();
-  }
-  View1 buffer(std::size_t n) {
-    View1 v("buffer", n);
-    Kokkos::deep_copy(v, 0.5f);
-    return buffers_.emplace_back(v);
-  }
   View3 f3(std::size_t n = N) { return View3(buffer(n * H * D).data(), n, H, D); }
   View2 f2(std::size_t n = N) { return View2(buffer(n * H).data(), n, H); }
   View2 a2(std::size_t h = H) { return View2(buffer(h * D).data(), h, D); }
   View1 f1(std::size_t n = H) { return buffer(n); }
-
-  Exec exec_;
-  HostGraph host_;
-  Graph<Mem> graph_;
-  std::vector<std::unique_ptr<Plan<Exec>>> plans_;
-  std::vector<View1> buffers_;
 };
 
 TEST_F(BackwardErrors, PlanOfAnotherModel) {

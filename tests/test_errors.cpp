@@ -1,8 +1,8 @@
 // Argument checking of the public attention overloads and of Plan: every wrong shape, a plan
 // of another model, an output overlapping an input -> dfgnn::Error naming the argument.
 
+#include "call_fixture.hpp"
 #include "expect_error.hpp"
-#include "graphs.hpp"
 
 #include <dfgnn/attention.hpp>
 #include <dfgnn/reference.hpp>
@@ -28,34 +28,11 @@ using View3 = Kokkos::View<float***, Kokkos::LayoutRight, Mem>;
 using Shape2 = std::array<std::size_t, 2>;
 using Shape3 = std::array<std::size_t, 3>;
 
-/// Views filled with values in [-1, 1] (never all zero, so a cosine is defined).
-View1 filled1(std::size_t n, unsigned seed) {
-  View1 v("t1", n);
-  const auto h = Kokkos::create_mirror_view(v);
-  const auto r = test::random_values(n, seed, 0.5f, 1.5f);
-  for (std::size_t i = 0; i < n; ++i) h(i) = r[i];
-  Kokkos::deep_copy(v, h);
-  return v;
-}
 
-/// Owns every allocation a test makes, so unmanaged views into them stay valid.
-class ErrorsTest : public ::testing::Test {
+class ErrorsTest : public test::CallFixture {
  protected:
-  static constexpr std::size_t N = 13, H = 2, D = 3;
-
-  ErrorsTest() : host_(test::random_graph(node_t(N), 60, 7)), graph_(host_) {}
-
   std::size_t E() const { return std::size_t(host_.num_edges()); }
 
-  const Plan<Exec>& plan(ScoreKind kind) {
-    plans_.emplace_back(std::make_unique<Plan<Exec>>(exec_, graph_, kind, int(H), int(D)));
-    return *plans_.back();
-  }
-
-  View1 buffer(std::size_t n) {
-    buffers_.push_back(filled1(n, unsigned(buffers_.size()) + 1));
-    return buffers_.back();
-  }
   NodeFeatures<Mem> f3(Shape3 s = {N, H, D}) { return View3(buffer(s[0] * s[1] * s[2]).data(), s[0], s[1], s[2]); }
   NodeOutput<Mem> out3(Shape3 s = {N, H, D}) { return View3(buffer(s[0] * s[1] * s[2]).data(), s[0], s[1], s[2]); }
   NodeScalars<Mem> f2(Shape2 s = {N, H}) { return View2(buffer(s[0] * s[1]).data(), s[0], s[1]); }
@@ -81,12 +58,6 @@ class ErrorsTest : public ::testing::Test {
     return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "," + std::to_string(s[2]) + "]";
   }
   static std::string str(const Shape2& s) { return "[" + std::to_string(s[0]) + "," + std::to_string(s[1]) + "]"; }
-
-  Exec exec_;
-  HostGraph host_;
-  Graph<Mem> graph_;
-  std::vector<std::unique_ptr<Plan<Exec>>> plans_;
-  std::vector<View1> buffers_;
 };
 
 // ---- GT ------------------------------------------------------------------------------------
