@@ -1,0 +1,82 @@
+#pragma once
+// The g-SpMM / g-SDDMM cases every message-passing test walks (reference, Kokkos, CUDA-native):
+// all messages and reduces, operand shapes broadcast along heads and/or features, and random
+// operands bounded away from 0 (they are divisors).
+
+#include "graphs.hpp"
+
+#include <dfgnn/message.hpp>
+
+#include <string>
+#include <vector>
+
+namespace dfgnn::test {
+
+/// Whether an operand has all H heads and D features (true) or one, broadcast (false).
+struct OperandShape {
+  bool per_head = true, per_feature = true;
+  int heads(int H) const { return per_head ? H : 1; }
+  int dim(int D) const { return per_feature ? D : 1; }
+};
+
+/// Shapes of lhs and rhs; for a copy only lhs counts.
+struct Broadcast {
+  std::string name;
+  OperandShape lhs, rhs;
+};
+
+inline const std::vector<Broadcast>& broadcasts() {
+  static const std::vector<Broadcast> b{
+      {"full", {true, true}, {true, true}},          // [.,H,D] both
+      {"rhs_per_head", {true, true}, {true, false}},  // DGL's [E,H] edge weights
+      {"rhs_scalar", {true, true}, {false, false}},   // DGL's [E] edge weights
+      {"lhs_shared", {false, true}, {true, true}},    // one row shared by every head
+      {"crossed", {true, false}, {false, true}},      // [.,H,1] against [.,1,D]
+  };
+  return b;
+}
+
+inline const std::vector<Message>& messages() {
+  static const std::vector<Message> m = [] {
+    std::vector<Message> all{Message::copy_u(), Message::copy_e()};
+    for (BinaryOp op : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div})
+      all.push_back(Message::u_op_e(op)), all.push_back(Message::u_op_v(op));
+    return all;
+  }();
+  return m;
+}
+
+inline const std::vector<Reduce>& reduces() {
+  static const std::vector<Reduce> r{Reduce::Sum, Reduce::Mean, Reduce::Max, Reduce::Min};
+  return r;
+}
+
+/// A host tensor [rows, heads, dim] of values in +-[0.5, 1.5].
+struct HostTensor {
+  std::vector<float> data;
+  int heads = 0, dim = 0;
+
+  HostTensor() = default;
+  HostTensor(std::size_t rows, int h, int d, unsigned seed) : data(random_values(rows * h * d, seed, 0.5f, 1.5f)), heads(h), dim(d) {
+    const std::vector<float> sign = random_values(data.size(), seed + 1000);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = sign[i] < 0 ? -data[i] : data[i];
+  }
+  Operand operand() const { return heads ? Operand{data.data(), heads, dim} : Operand{}; }
+};
+
+inline std::size_t rows_of(Target t, const HostGraph& g) {
+  return t == Target::E ? std::size_t(g.num_edges()) : std::size_t(g.num_nodes);
+}
+
+/// The operands of a g-SpMM with output [N,H,D]: rhs is empty for a copy.
+struct SpmmOperands {
+  HostTensor lhs, rhs;
+  SpmmOperands(const HostGraph& g, const Message& m, const Broadcast& b, int H, int D, unsigned seed)
+      : lhs(rows_of(m.lhs, g), b.lhs.heads(H), b.lhs.dim(D), seed) {
+    if (!m.is_copy()) rhs = HostTensor(rows_of(m.rhs, g), b.rhs.heads(H), b.rhs.dim(D), seed + 1);
+  }
+};
+
+inline std::string case_name(const Message& m, Reduce r) { return to_string(m) + "_" + to_string(r); }
+
+}  // namespace dfgnn::test
