@@ -4,6 +4,7 @@
 
 #include "call_fixture.hpp"
 #include "expect_error.hpp"
+#include "gradient_check.hpp"
 #include "graphs.hpp"
 
 #include <dfgnn/backward.hpp>
@@ -24,6 +25,8 @@ namespace {
 
 using namespace dfgnn;
 using test::expect_error;
+using test::gradient_error;
+using test::gradient_names;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 using View1 = Kokkos::View<float*, Kokkos::LayoutRight, Mem>;
@@ -184,15 +187,6 @@ std::vector<float> to_host(const View1& v) {
   return std::vector<float>(h.data(), h.data() + h.size());
 }
 
-std::vector<const char*> gradient_names(ScoreKind kind) {
-  switch (kind) {
-    case ScoreKind::GT: return {"dQ", "dK", "dV"};
-    case ScoreKind::AGNN: return {"dX", "dbeta"};
-    case ScoreKind::GAT: return {"del", "der", "dV"};
-    case ScoreKind::GATv2: return {"dXL", "dXR", "da"};
-  }
-  return {};
-}
 
 // One model's random inputs on one graph: the Kokkos forward (training mode) and backward
 // through a plan, and the reference backward; gradients in gradient_names(kind) order.
@@ -244,7 +238,8 @@ class Case {
 
   // The forward with `strategy`, then `runs` backward calls through the same plan, each into
   // fresh NaN-poisoned gradients; one list of host gradients per run.
-  std::vector<std::vector<std::vector<float>>> kokkos(Strategy strategy, int runs = 1) const {
+  std::vector<std::vector<std::vector<float>>> kokkos(Strategy strategy, int runs = 1,
+                                                      Backend backend = Backend::Auto) const {
     const std::size_t n = std::size_t(g_.num_nodes), h = std::size_t(H_), d = std::size_t(D_);
     const auto A = to_device(a_), B = to_device(b_), C = to_device(c_), L = to_device(l_), R = to_device(r_),
                HD = to_device(head_), BETA = to_device(beta_), W = to_device(w_), DOUT = to_device(dout_);
@@ -256,7 +251,7 @@ class Case {
     opt.logsumexp = decltype(opt.logsumexp)("lse", n, h);
 
     Exec exec;
-    const Plan<Exec> plan(exec, Graph<Mem>(g_), kind_, H_, D_, strategy);
+    const Plan<Exec> plan(exec, Graph<Mem>(g_), kind_, H_, D_, strategy, backend);
     const NodeOutput<Mem> out("out", n, h, d);
     const HeadScalars<Mem> beta(BETA.data(), std::size_t(beta_count_));
     switch (kind_) {
@@ -317,27 +312,6 @@ class Case {
   std::vector<float> a_, b_, c_, l_, r_, dout_, head_, beta_, w_;
 };
 
-// max_relative_error, unless the gradient is zero in exact arithmetic and the reference holds
-// only float64 rounding (the score gradients of a graph whose rows have one edge each, whose
-// softmax is constant): then the fp32 rounding left in `got`, absolutely.
-double gradient_error(const std::vector<float>& got, const std::vector<double>& ref) {
-  double scale = 0;
-  for (double r : ref) scale = std::max(scale, std::abs(r));
-  if (scale > 1e-12) return max_relative_error(got.data(), ref);
-  double err = 0;
-  for (float x : got) err = std::max(err, std::isnan(x) ? std::numeric_limits<double>::infinity() : std::abs(double(x)));
-  return err;
-}
-
-// 1e-4, but 1e-3 for the parameter gradients (dbeta, da, listed last): they sum terms over
-// all edges that largely cancel (a row's softmax-gradient terms sum to zero), so fp32 rounding
-// of the terms, relative to the sum, exceeds 1e-4 on the super node with a shared beta (2e-4
-// from the forward's statistics, 1e-4 even from float64-exact ones rounded to fp32).
-double tolerance(ScoreKind kind, std::size_t gradient) {
-  const bool parameter = (kind == ScoreKind::AGNN && gradient == 1) || (kind == ScoreKind::GATv2 && gradient == 2);
-  return parameter ? 1e-3 : 1e-4;
-}
-
 // Beyond the Serial/OpenMP scratch of 32 KB and CUDA's shared memory alike, as the forward tests.
 const std::vector<test::NamedGraph>& graphs() {
   static const auto gs = test::test_graphs(20000);
@@ -365,6 +339,15 @@ const test::NamedGraph& hubs() {
   return g;
 }
 
+// What a backward runs on here: Auto, and where Auto picks the CUDA-native kernels (Kokkos::Cuda
+// with DFGNN_ENABLE_CUDA) the portable ones too.
+std::vector<Backend> backends() {
+#ifdef DFGNN_NATIVE_CUDA
+  if (std::is_same_v<Exec, Kokkos::Cuda>) return {Backend::Auto, Backend::Portable};
+#endif
+  return {Backend::Auto};
+}
+
 // Plain, then with edge values (per edge or per head, alternating over graphs), dropout and, for
 // AGNN, a shared beta; `index` varies the inputs over graphs.
 void expect_matches_reference(ScoreKind kind, Strategy strategy, std::pair<int, int> hd,
@@ -375,10 +358,13 @@ void expect_matches_reference(ScoreKind kind, Strategy strategy, std::pair<int, 
     const Case c = options ? Case(kind, graph.graph, hd.first, hd.second, unsigned(index) + 31,
                                   index % 2 ? hd.first : 1, Dropout{0.3f, 42}, 1)
                            : Case(kind, graph.graph, hd.first, hd.second, unsigned(index) + 11);
-    const auto got = c.kokkos(strategy).front();
     const auto ref = c.reference();
-    for (std::size_t i = 0; i < ref.size(); ++i)
-      EXPECT_LT(gradient_error(got[i], ref[i]), tolerance(kind, i)) << graph.name << " " << names[i];
+    for (Backend backend : backends()) {
+      const auto got = c.kokkos(strategy, 1, backend).front();
+      for (std::size_t i = 0; i < ref.size(); ++i)
+        EXPECT_LT(gradient_error(got[i], ref[i]), test::gradient_tolerance(kind, i))
+            << graph.name << " " << names[i] << (backend == Backend::Portable ? " portable" : " auto");
+    }
   }
 }
 
@@ -435,7 +421,7 @@ TEST(BackwardZeroVectors, AgnnMatchesReference) {
     const auto got = c.kokkos(strategy).front();
     const auto ref = c.reference();
     for (std::size_t i = 0; i < ref.size(); ++i)
-      EXPECT_LT(gradient_error(got[i], ref[i]), tolerance(ScoreKind::AGNN, i)) << gradient_names(ScoreKind::AGNN)[i];
+      EXPECT_LT(gradient_error(got[i], ref[i]), test::gradient_tolerance(ScoreKind::AGNN, i)) << gradient_names(ScoreKind::AGNN)[i];
   }
 }
 
@@ -448,10 +434,12 @@ TEST(BackwardReproducible, TwoRunsAreBitwiseEqual) {
   for (const test::NamedGraph* graph : {named("super_node"), named("power_law"), &hubs()}) {
     for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
       SCOPED_TRACE(graph->name + " " + to_string(kind));
-      const auto runs = Case(kind, graph->graph, 4, 8, 3, 4, Dropout{0.2f, 9}).kokkos(Strategy::PMF, 2);
-      for (std::size_t i = 0; i < runs[0].size(); ++i)
-        EXPECT_EQ(std::memcmp(runs[0][i].data(), runs[1][i].data(), runs[0][i].size() * sizeof(float)), 0)
-            << gradient_names(kind)[i];
+      for (Backend backend : backends()) {
+        const auto runs = Case(kind, graph->graph, 4, 8, 3, 4, Dropout{0.2f, 9}).kokkos(Strategy::PMF, 2, backend);
+        for (std::size_t i = 0; i < runs[0].size(); ++i)
+          EXPECT_EQ(std::memcmp(runs[0][i].data(), runs[1][i].data(), runs[0][i].size() * sizeof(float)), 0)
+              << gradient_names(kind)[i] << (backend == Backend::Portable ? " portable" : " auto");
+      }
     }
   }
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The launch path shared by the four score kinds: argument checks, the tile chosen from D and
-// the pointers' alignment, and the kernel launches of the plan's strategy.
+// the pointers' alignment, the kernel launches of the plan's strategy, and the backward's.
 
+#include "backward.cuh"
 #include "online.cuh"
 #include "plan_impl.hpp"
 #include "sddmm.cuh"
@@ -54,6 +55,36 @@ inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::in
       throw Error(where + "logsumexp overlaps the edge values");
   }
   if (overlaps(out, out_floats * 4, o.logsumexp, lse_floats * 4)) throw Error(where + "out overlaps logsumexp");
+  if (!(o.dropout.rate >= 0.f && o.dropout.rate < 1.f))
+    throw Error(where + "dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
+}
+
+/// The backward's checks: the plan's kind, null arguments, a gradient overlapping an input or
+/// another gradient, edge values and dropout as in the forward.
+inline void validate_backward(const Plan& plan, ScoreKind kind, std::initializer_list<Arg> inputs,
+                              std::initializer_list<Arg> grads, const Options& o) {
+  const Plan::Impl& p = plan.impl();
+  const std::string where = std::string("cuda::attention_backward(") + to_string(kind) + "): ";
+  if (p.kind != kind) throw Error(where + "the plan was built for " + to_string(p.kind));
+  const std::size_t E = std::size_t(p.graph.num_edges);
+  auto overlaps = [](const Arg& a, const Arg& b) {
+    const char *x = reinterpret_cast<const char*>(a.ptr), *y = reinterpret_cast<const char*>(b.ptr);
+    return a.floats > 0 && b.floats > 0 && x < y + 4 * b.floats && y < x + 4 * a.floats;
+  };
+  const Arg w{o.edge_values.data, E * std::size_t(o.edge_values.heads), "edge values", false};
+  for (const auto& list : {inputs, grads})
+    for (const Arg& a : list)
+      if (a.required && a.floats > 0 && a.ptr == nullptr) throw Error(where + a.name + " is null");
+  for (auto g = grads.begin(); g != grads.end(); ++g) {
+    for (const Arg& a : inputs)
+      if (overlaps(*g, a)) throw Error(where + g->name + " overlaps the input " + a.name);
+    if (w.ptr != nullptr && overlaps(*g, w)) throw Error(where + g->name + " overlaps the edge values");
+    for (auto h = grads.begin(); h != g; ++h)
+      if (overlaps(*g, *h)) throw Error(where + g->name + " overlaps " + h->name);
+  }
+  if (w.ptr != nullptr && o.edge_values.heads != 1 && o.edge_values.heads != p.heads)
+    throw Error(where + "edge values have " + std::to_string(o.edge_values.heads) + " heads, expected 1 or " +
+                std::to_string(p.heads));
   if (!(o.dropout.rate >= 0.f && o.dropout.rate < 1.f))
     throw Error(where + "dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
 }
@@ -183,6 +214,49 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   const Train tr{o.logsumexp, p.graph.edge_id, o.dropout};
   with_tile(p.dim, vec4 && aligned16({out}),
             [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); });
+}
+
+/// Launches the backward: rows, the merge of split rows, columns, the merge of split columns,
+/// then the parameter sums into `param` (`param_count` outputs; null for GT and GAT).
+template <class S>
+void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, const Upstream& up,
+                  const Grads& gr, float* param, int param_count, bool vec4) {
+  const Plan::Impl& p = plan.impl();
+  const DeviceGraph& g = p.graph;
+  const int H = p.heads, D = p.dim;
+  const node_t N = g.num_nodes;
+  if (N == 0) return;
+  const BackwardWork& wk = p.backward_work();
+  const EdgeScale scale{o.edge_values.data, g.edge_id, o.edge_values.heads};
+  const Train tr{nullptr, g.edge_id, o.dropout};
+  const Segments rows{g.row_ptr, g.src, N, p.bwd_split, p.bwd_rows.pieces, p.bwd_rows.num_pieces};
+  const Segments cols{p.col_ptr, p.col_dst, N, p.bwd_split, p.bwd_cols.pieces, p.bwd_cols.num_pieces};
+  const auto merge = [&](auto kCols, const SplitSegments& seg, const float* part) {
+    const std::size_t threads =
+        std::size_t(seg.num_split) * H * (decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D));
+    if (threads == 0) return;
+    merge_sums<S, decltype(kCols)::value><<<blocks_for(std::int64_t(threads), 256), 256, 0, st>>>(
+        seg.split, seg.num_split, H, D, part, gr);
+  };
+  with_tile(D, vec4, [&](auto tile) {
+    using T = decltype(tile);
+    const int slots = T::GROUPS / std::min(H, T::GROUPS);
+    const auto blocks = [&](const Segments& s) {
+      return blocks_for((s.num_pieces + std::int64_t(N) + slots - 1) / slots * kWarp, kOnlineThreads);
+    };
+    with_dropout(tr, [&](auto drop) {
+      backward_rows<S, T, decltype(drop)::value><<<blocks(rows), kOnlineThreads, 0, st>>>(
+          sc, rows, scale, tr, up, gr, wk, p.csc_pos, H, D);
+    });
+    merge(std::false_type{}, p.bwd_rows, wk.row_part);
+    backward_cols<S, T><<<blocks(cols), kOnlineThreads, 0, st>>>(sc, cols, up, gr, wk, H, D);
+    merge(std::true_type{}, p.bwd_cols, wk.col_part);
+  });
+  if (param != nullptr) {
+    const std::int64_t units = std::int64_t(N) + p.bwd_rows.slots;
+    launch_param_sums(st, wk.param, units, H * param_width<S>(D), wk.param_slices, param, param_count);
+  }
+  DFGNN_CUDA(cudaGetLastError());
 }
 
 }  // namespace dfgnn::cuda::detail

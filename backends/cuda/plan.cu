@@ -6,6 +6,7 @@
 #include "staged.cuh"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -261,12 +262,12 @@ SmmfPartition smmf_partition(const HostGraph& g, int H, int D, int sms, std::siz
   return p;
 }
 
-/// PMF's and Online's pieces: rows above `split` edges are cut into equal pieces of at most
-/// `split` edges.
-void row_pieces(const HostGraph& g, edge_t split, std::vector<Piece>& pieces, std::vector<SplitRow>& rows,
+/// PMF's, Online's and the backward's pieces: segments (rows, or the CSC's columns) of `ptr`
+/// above `split` edges are cut into equal pieces of at most `split` edges.
+void row_pieces(const std::vector<edge_t>& ptr, edge_t split, std::vector<Piece>& pieces, std::vector<SplitRow>& rows,
                 int& slots) {
-  for (node_t v = 0; v < g.num_nodes; ++v) {
-    const edge_t a = g.row_ptr[v], d = degree(g, v);
+  for (node_t v = 0; v + 1 < node_t(ptr.size()); ++v) {
+    const edge_t a = ptr[v], d = ptr[v + 1] - a;
     if (d <= split) continue;
     const edge_t n = (d + split - 1) / split;
     rows.push_back({v, slots, int(n)});
@@ -290,12 +291,41 @@ T* Plan::Impl::upload(const T* host, std::size_t n) {
   return static_cast<T*>(d);
 }
 
-float* Plan::Impl::workspace(std::size_t floats) {
+float* Plan::Impl::workspace(std::size_t floats) const {
   if (floats == 0) return nullptr;
   void* d = nullptr;
   DFGNN_CUDA(cudaMalloc(&d, floats * sizeof(float)));
   owned.push_back(d);
   return static_cast<float*>(d);
+}
+
+const detail::BackwardWork& Plan::Impl::backward_work() const {
+  if (has_bwd_work) return bwd_work;
+  const std::size_t N = std::size_t(graph.num_nodes), EH = std::size_t(graph.num_edges) * heads, NH = N * heads;
+  const bool agnn = kind == ScoreKind::AGNN;
+  const auto widths = [&](auto score) {
+    using S = decltype(score);
+    return std::array<int, 3>{detail::pad4(detail::row_width<S>(dim)), detail::pad4(detail::col_width<S>(dim)),
+                              detail::param_width<S>(dim)};
+  };
+  std::array<int, 3> w{};
+  switch (kind) {
+    case ScoreKind::GT: w = widths(detail::GTScore{}); break;
+    case ScoreKind::AGNN: w = widths(detail::AGNNScore{}); break;
+    case ScoreKind::GAT: w = widths(detail::GATScore{}); break;
+    case ScoreKind::GATv2: w = widths(detail::GATv2Score{}); break;
+  }
+  bwd_work.dr = workspace(EH);
+  bwd_work.q = workspace(EH);
+  bwd_work.cos = agnn ? workspace(EH) : nullptr;
+  bwd_work.inv_norm = agnn ? workspace(NH) : nullptr;
+  bwd_work.row_part = workspace(std::size_t(bwd_rows.slots) * heads * w[0]);
+  bwd_work.col_part = workspace(std::size_t(bwd_cols.slots) * heads * w[1]);
+  const std::size_t units = N + bwd_rows.slots;
+  bwd_work.param = workspace(units * heads * w[2]);
+  bwd_work.param_slices = workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * w[2]);
+  has_bwd_work = true;
+  return bwd_work;
 }
 
 bool device_available() {
@@ -362,7 +392,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     case Strategy::Online: {
       p.split = piece_edges(strategy, E, p.sms);
       std::vector<Piece> pieces;
-      row_pieces(g, p.split, pieces, split, slots);
+      row_pieces(g.row_ptr, p.split, pieces, split, slots);
       p.pieces = p.upload(pieces.data(), pieces.size());
       p.num_pieces = int(pieces.size());
       if (strategy == Strategy::PMF) p.scores = p.workspace(std::size_t(E) * heads);
@@ -406,6 +436,24 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     case Strategy::Auto: break;
     default: throw Error("cuda::Plan: unknown strategy");
   }
+  // The backward's transposed graph and pieces; its workspace waits for the first backward.
+  const HostCsc csc = transpose(g);
+  std::vector<edge_t> csc_pos(E);
+  for (edge_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = c;
+  p.col_ptr = p.upload(csc.col_ptr.data(), csc.col_ptr.size());
+  p.col_dst = p.upload(csc.dst.data(), csc.dst.size());
+  p.csc_pos = p.upload(csc_pos.data(), csc_pos.size());
+  p.bwd_split = piece_edges(Strategy::Online, E, p.sms);
+  for (auto [ptr, seg] : {std::pair{&g.row_ptr, &p.bwd_rows}, std::pair{&csc.col_ptr, &p.bwd_cols}}) {
+    std::vector<Piece> pieces;
+    std::vector<SplitRow> rows;
+    row_pieces(*ptr, p.bwd_split, pieces, rows, seg->slots);
+    seg->pieces = p.upload(pieces.data(), pieces.size());
+    seg->num_pieces = int(pieces.size());
+    seg->split = p.upload(rows.data(), rows.size());
+    seg->num_split = int(rows.size());
+  }
+
   p.split_rows = p.upload(split.data(), split.size());
   p.num_split_rows = int(split.size());
   p.part.max = p.workspace(std::size_t(slots) * heads);

@@ -3,6 +3,7 @@
 // PMF's and Online's pieces of split rows, the batched graphs' offsets, Dense's adjacency and
 // buckets, and the workspace (scores, partials).
 
+#include "backward.cuh"
 #include "dense.cuh"
 #include "merge.cuh"
 #include "pmf.cuh"
@@ -22,7 +23,7 @@ struct Plan::Impl {
   int device = 0;
   int sms = 0;
   std::size_t smem_optin = 0;      ///< bytes of dynamic shared memory a block may ask for
-  std::vector<void*> owned;        ///< device allocations freed with the plan
+  mutable std::vector<void*> owned;  ///< device allocations freed with the plan
 
   // SMMF: one block per entry.
   const detail::SmmfBlock* blocks = nullptr;
@@ -47,6 +48,16 @@ struct Plan::Impl {
   // Dense: the batch's adjacency and the size buckets' launches. A Dense plan also holds
   // Online's data for whole rows (no pieces), which runs for tensors not 16-byte aligned.
   detail::DenseData dense;
+  // Backward: the CSC (column offsets, each CSC edge's destination, each CSR edge's CSC
+  // position), the pieces of rows and columns above bwd_split edges, and the workspace that
+  // the first backward allocates.
+  const edge_t* col_ptr = nullptr;
+  const node_t* col_dst = nullptr;
+  const edge_t* csc_pos = nullptr;
+  edge_t bwd_split = 0;
+  detail::SplitSegments bwd_rows, bwd_cols;
+  mutable detail::BackwardWork bwd_work{};
+  mutable bool has_bwd_work = false;
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -56,7 +67,9 @@ struct Plan::Impl {
   /// Copies `n` elements to a new device allocation owned by the plan.
   template <class T>
   T* upload(const T* host, std::size_t n);
-  float* workspace(std::size_t floats);
+  float* workspace(std::size_t floats) const;
+  /// The backward's workspace for this plan's score kind (allocated once).
+  const detail::BackwardWork& backward_work() const;
 };
 
 /// Warps per block of the SMMF kernel.

@@ -1,6 +1,6 @@
 #pragma once
 /// \file cuda.hpp
-/// CUDA-native fused attention forward: a plain C++ entry on device pointers and a stream, so
+/// CUDA-native fused attention forward and backward: a plain C++ entry on device pointers and a stream, so
 /// applications and the PyTorch binding can use the tuned kernels without a CUDA-enabled Kokkos.
 /// Available when dfgnn is built with DFGNN_ENABLE_CUDA (target dfgnn::dfgnn_cuda).
 ///
@@ -100,5 +100,28 @@ void attention(cudaStream_t stream, const Plan& plan, const GAT& model, const fl
                const float* er, const float* V, float* out, const Options& options = {});
 void attention(cudaStream_t stream, const Plan& plan, const GATv2& model, const float* XL,
                const float* XR, const float* a, float* out, const Options& options = {});
+
+/// Training backward (docs/backward.md): the gradients of every input of the forward from
+/// dOut = dLoss/dout, recomputing probabilities from the forward's `logsumexp` [N,H] (the
+/// training-mode statistic of Options::logsumexp). Pass the plan, model, inputs and Options of
+/// the forward (edge values and dropout are used again; options.logsumexp is ignored) and the
+/// forward's `out`. Gradients are overwritten. The first call through a plan uploads the
+/// transposed graph and allocates an O(E*H) workspace that later calls reuse, so calls through
+/// one plan must not overlap on different streams. No atomics: bitwise reproducible. Throws
+/// Error like attention() (null, overlapping or mismatched arguments).
+void attention_backward(cudaStream_t stream, const Plan& plan, const GT& model, const float* Q,
+                        const float* K, const float* V, const float* out, const float* logsumexp,
+                        const float* dOut, float* dQ, float* dK, float* dV, const Options& options = {});
+/// dbeta has beta_count entries (a shared beta gets the sum over heads).
+void attention_backward(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X,
+                        const float* beta, int beta_count, const float* out, const float* logsumexp,
+                        const float* dOut, float* dX, float* dbeta, const Options& options = {});
+void attention_backward(cudaStream_t stream, const Plan& plan, const GAT& model, const float* el,
+                        const float* er, const float* V, const float* out, const float* logsumexp,
+                        const float* dOut, float* del, float* der, float* dV, const Options& options = {});
+/// da is [H,D].
+void attention_backward(cudaStream_t stream, const Plan& plan, const GATv2& model, const float* XL,
+                        const float* XR, const float* a, const float* out, const float* logsumexp,
+                        const float* dOut, float* dXL, float* dXR, float* da, const Options& options = {});
 
 }  // namespace dfgnn::cuda

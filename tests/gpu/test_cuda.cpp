@@ -1,14 +1,18 @@
-// GPU tests of the CUDA-native forward: every score kind x strategy x (H, D) x edge values on
-// graphs with empty rows, a single node, no edges, self loops, duplicates, a super node, a
-// batch and a power-law graph, against the float64 reference; training mode (logsumexp,
-// dropout) on a subset; Dense on its own batches (bucket limits, duplicates); plus
-// reproducibility, Auto's picks and the argument checks. Needs a CUDA device; skips otherwise.
+// GPU tests of the CUDA-native forward and backward: every score kind x strategy x (H, D) x
+// edge values on graphs with empty rows, a single node, no edges, self loops, duplicates, a
+// super node, hubs (a heavy row and a heavy column), a batch and a power-law graph, against
+// the float64 reference; training mode (logsumexp, dropout) on a subset; the backward of every
+// kind x (H, D) with and without edge values and dropout; Dense on its own batches (bucket
+// limits, duplicates); plus reproducibility, Auto's picks and the argument checks. Needs a CUDA
+// device; skips otherwise.
 
 #include "../expect_error.hpp"
+#include "../gradient_check.hpp"
 
 #include <dfgnn/cuda.hpp>
 #include <dfgnn/generate.hpp>
 #include <dfgnn/reference.hpp>
+#include <dfgnn/reference_backward.hpp>
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -103,6 +107,14 @@ const std::map<std::string, HostGraph>& graphs() {
       m["batch64"] = batch_graphs(parts);
     }
     m["power_law"] = gen::rmat(12, 8);
+    {
+      // Node 0 receives 20500 edges and node 1 sends 20500: both split for the backward.
+      std::vector<node_t> src, dst;
+      std::uniform_int_distribution<node_t> any(0, 1999);
+      for (int i = 0; i < 20500; ++i) src.push_back(any(rng)), dst.push_back(0), src.push_back(1), dst.push_back(any(rng));
+      for (node_t v = 2; v < 2000; ++v) src.push_back(any(rng)), dst.push_back(v);
+      m["hubs"] = graph_from_edges(2000, src, dst);
+    }
     return m;
   }();
   return g;
@@ -203,6 +215,88 @@ struct Case {
   }
 };
 
+/// The backward of one Case: the forward in training mode, then the backward with dOut, twice
+/// into NaN-poisoned gradients (gradient_names order), and the float64 reference.
+struct BackwardCase : Case {
+  std::vector<float> dout;
+
+  BackwardCase(ScoreKind k, const HostGraph& graph, Shape s, int edge_heads, Dropout drop, unsigned seed)
+      : Case(k, graph, s, edge_heads, seed) {
+    std::mt19937 rng(seed + 1);
+    dout = uniform(std::size_t(g->num_nodes) * H * D, rng);
+    dropout = drop;
+  }
+
+  std::vector<std::vector<double>> reference_gradients() const {
+    ReferenceOptions o(host_w());
+    o.dropout = dropout;
+    const float* d = dout.data();
+    switch (kind) {
+      case ScoreKind::GT: {
+        auto r = reference_attention_backward(*g, H, D, GT{}, in[0].data(), in[1].data(), in[2].data(), d, o);
+        return {r.dQ, r.dK, r.dV};
+      }
+      case ScoreKind::AGNN: {
+        auto r = reference_attention_backward(*g, H, D, AGNN{}, in[0].data(), in[1].data(), H, d, o);
+        return {r.dX, r.dbeta};
+      }
+      case ScoreKind::GAT: {
+        auto r = reference_attention_backward(*g, H, D, GAT{}, in[0].data(), in[1].data(), in[2].data(), d, o);
+        return {r.del, r.der, r.dV};
+      }
+      case ScoreKind::GATv2: {
+        auto r = reference_attention_backward(*g, H, D, GATv2{}, in[0].data(), in[1].data(), in[2].data(), d, o);
+        return {r.dXL, r.dXR, r.da};
+      }
+    }
+    return {};
+  }
+
+  std::vector<std::vector<std::vector<float>>> gradients(const cuda::Plan& plan) const {
+    std::vector<std::unique_ptr<Buf>> d, grad;
+    for (const auto& v : in) d.push_back(std::make_unique<Buf>(v)), grad.push_back(std::make_unique<Buf>(v.size()));
+    const std::size_t ns = std::size_t(g->num_nodes) * H;
+    Buf dw(w), dO(dout), out(ns * D), lse(ns);
+    cuda::Options o(cuda::DeviceEdgeValues{ew ? dw.get() : nullptr, ew});
+    o.logsumexp = lse.get();
+    o.dropout = dropout;
+    auto p = [&](int i) { return d[std::size_t(i)]->get(); };
+    auto dp = [&](int i) { return grad[std::size_t(i)]->get(); };
+    switch (kind) {
+      case ScoreKind::GT: cuda::attention(nullptr, plan, GT{}, p(0), p(1), p(2), out.get(), o); break;
+      case ScoreKind::AGNN: cuda::attention(nullptr, plan, AGNN{}, p(0), p(1), H, out.get(), o); break;
+      case ScoreKind::GAT: cuda::attention(nullptr, plan, GAT{}, p(0), p(1), p(2), out.get(), o); break;
+      case ScoreKind::GATv2: cuda::attention(nullptr, plan, GATv2{}, p(0), p(1), p(2), out.get(), o); break;
+    }
+    std::vector<std::vector<std::vector<float>>> runs;
+    for (int run = 0; run < 2; ++run) {
+      for (auto& b : grad) b->poison();
+      switch (kind) {
+        case ScoreKind::GT:
+          cuda::attention_backward(nullptr, plan, GT{}, p(0), p(1), p(2), out.get(), lse.get(), dO.get(), dp(0),
+                                   dp(1), dp(2), o);
+          break;
+        case ScoreKind::AGNN:
+          cuda::attention_backward(nullptr, plan, AGNN{}, p(0), p(1), H, out.get(), lse.get(), dO.get(), dp(0), dp(1),
+                                   o);
+          break;
+        case ScoreKind::GAT:
+          cuda::attention_backward(nullptr, plan, GAT{}, p(0), p(1), p(2), out.get(), lse.get(), dO.get(), dp(0),
+                                   dp(1), dp(2), o);
+          break;
+        case ScoreKind::GATv2:
+          cuda::attention_backward(nullptr, plan, GATv2{}, p(0), p(1), p(2), out.get(), lse.get(), dO.get(), dp(0),
+                                   dp(1), dp(2), o);
+          break;
+      }
+      ok(cudaDeviceSynchronize());
+      auto& r = runs.emplace_back();
+      for (auto& b : grad) r.push_back(b->host());
+    }
+    return runs;
+  }
+};
+
 void expect_same(const std::vector<float>& a, const std::vector<float>& b) {
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "two runs differ";
 }
@@ -278,6 +372,76 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                        ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 16}, Shape{3, 7})),
     param_name);
+
+// The backward after the Auto forward: plain, then with edge values (per edge or per head) and
+// dropout; gradients against the float64 reference and bitwise equal over two runs.
+class Backward : public Forward {};
+
+TEST_P(Backward, MatchesReference) {
+  const auto& [name, kind, shape] = GetParam();
+  const HostGraph& g = graphs().at(name);
+  const cuda::Plan plan(g, kind, shape.H, shape.D);
+  const auto names = test::gradient_names(kind);
+  for (const auto& [ew, rate] : {std::pair{0, 0.f}, std::pair{1, 0.3f}, std::pair{shape.H, 0.3f}}) {
+    SCOPED_TRACE("ew " + std::to_string(ew) + ", dropout " + std::to_string(rate));
+    const BackwardCase c(kind, g, shape, ew, Dropout{rate, 77}, 5000u + unsigned(ew));
+    const auto runs = c.gradients(plan);
+    const auto ref = c.reference_gradients();
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      EXPECT_LT(test::gradient_error(runs[0][i], ref[i]), test::gradient_tolerance(kind, i)) << names[i];
+      expect_same(runs[0][i], runs[1][i]);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, Backward,
+    ::testing::Combine(::testing::Values("empty_rows", "one_node", "no_edges", "super_node", "hubs", "batch64",
+                                         "power_law"),
+                       ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 16}, Shape{3, 7}, Shape{1, 256},
+                                         Shape{1, 50})),
+    param_name);
+
+TEST(BackwardArgs, RejectsBadArguments) {
+  if (!cuda::device_available()) GTEST_SKIP();
+  const HostGraph& g = graphs().at("empty_rows");
+  const int H = 2, D = 16;
+  const std::size_t nf = std::size_t(g.num_nodes) * H * D, ns = std::size_t(g.num_nodes) * H;
+  Buf q(nf), k(nf), v(nf), out(nf), lse(ns), dout(nf), dq(nf), dk(nf), dv(nf), beta{std::size_t(H)};
+  const cuda::Plan gt(g, ScoreKind::GT, H, D), agnn(g, ScoreKind::AGNN, H, D);
+  const auto call = [&](float* a, float* b, float* c, const cuda::Options& o = {}) {
+    return [&, a, b, c, o] {
+      cuda::attention_backward(nullptr, gt, GT{}, q.get(), k.get(), v.get(), out.get(), lse.get(), dout.get(), a,
+                               b, c, o);
+    };
+  };
+  test::expect_error(call(nullptr, dk.get(), dv.get()), {"attention_backward", "dQ is null"});
+  test::expect_error(call(dq.get(), q.get(), dv.get()), {"dK overlaps the input Q"});
+  test::expect_error(call(dq.get(), dk.get(), dout.get() + 4), {"dV overlaps the input dOut"});
+  test::expect_error(call(dq.get(), dk.get(), dq.get() + 8), {"dV overlaps dQ"});
+  cuda::Options bad;
+  bad.dropout.rate = -0.5f;
+  test::expect_error(call(dq.get(), dk.get(), dv.get(), bad), {"dropout rate"});
+  test::expect_error(
+      [&] {
+        cuda::attention_backward(nullptr, gt, AGNN{}, q.get(), beta.get(), H, out.get(), lse.get(), dout.get(),
+                                 dq.get(), dk.get());
+      },
+      {"the plan was built for gt"});
+  test::expect_error(
+      [&] {
+        cuda::attention_backward(nullptr, agnn, AGNN{}, q.get(), beta.get(), 3, out.get(), lse.get(), dout.get(),
+                                 dq.get(), dk.get());
+      },
+      {"beta_count is 3"});
+  test::expect_error(
+      [&] {
+        cuda::attention_backward(nullptr, gt, GT{}, q.get(), k.get(), v.get(), out.get(), nullptr, dout.get(),
+                                 dq.get(), dk.get(), dv.get());
+      },
+      {"logsumexp is null"});
+}
 
 /// Dense's own batches: PATTERN-like; the same with every 7th edge three times and the first
 /// node of each graph without in-edges; random graphs (edge probability 1/2, self loops, no

@@ -1,0 +1,472 @@
+#pragma once
+// The fused backward (docs/backward.md, "CUDA-native"): the portable backward's two segment
+// walks in the Online kernel's register-resident style.
+//   rows:    a lane group per (CSR row or piece, head) recomputes each in-edge's score with the
+//            forward's functor, p_e = exp(s_e - lse_v), dq_e = <dOut_v, value_u> and
+//            dr_e = w_e p_e (keep_e dq_e - Delta_v), Delta_v = <dOut_v, out_v>; it leaves dr_e
+//            and q_e = p_e keep_e at the edge's CSC position in the workspace and sums the
+//            destination-side gradient in registers;
+//   columns: a lane group per (CSC column or piece, head) reads dr_e and q_e back in order and
+//            sums the source-side gradients (the value gradient among them).
+// Segments above `split` edges are cut into pieces (listed first, so the long work starts
+// first) whose partial sums merge_sums adds in slot order. The parameter gradients (AGNN's
+// beta, GATv2's a) leave one partial per row unit, summed by a fixed two-level reduction. Every
+// sum runs in an order fixed by the graph: no atomics, bitwise reproducible.
+
+#include "merge.cuh"
+#include "online.cuh"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace dfgnn::cuda::detail {
+
+/// dLeakyReLU(x)/dx with the forward's `x > 0` branch.
+__device__ __forceinline__ float leaky_relu_grad(float x, float slope) { return x > 0.f ? 1.f : slope; }
+
+/// What the forward left: its output, row statistics and dLoss/dout.
+struct Upstream {
+  const float* out;
+  const float* lse;
+  const float* dout;
+};
+
+/// The gradients: at destinations (GT dQ, AGNN dX, GAT der, GATv2 dXR), at sources (GT dK,
+/// AGNN dX again, GAT del, GATv2 dXL) and the value gradient where the values are their own
+/// tensor (GT and GAT dV; else null).
+struct Grads {
+  float* at_dst;
+  float* at_src;
+  float* value;
+};
+
+/// The workspace of one backward: per (edge, head) at CSC position c, slot c*H + h.
+struct BackwardWork {
+  float* dr;        ///< [E*H]
+  float* q;         ///< [E*H] p_e keep_e
+  float* cos;       ///< [E*H] AGNN's cosine
+  float* inv_norm;  ///< [N*H] AGNN's 1/|x|
+  float* row_part;  ///< [row slots, H, row_stride(D)]
+  float* col_part;  ///< [column slots, H, col_stride(D)]
+  float* param;     ///< [N + row slots, H, param_width(D)]: one partial per row unit
+  float* param_slices;  ///< [slices, H, param_width(D)]: param_slices' output
+};
+
+/// The segments of one walk: rows (CSR) or columns (CSC), and the pieces of those above split.
+struct Segments {
+  const edge_t* ptr;  ///< [count + 1]
+  const node_t* ids;  ///< [E] the other end of each edge (CSR: sources, CSC: destinations)
+  node_t count;
+  edge_t split;
+  const Piece* pieces;
+  int num_pieces;
+};
+
+/// The pieces of one walk's segments above split, and the segments they belong to.
+struct SplitSegments {
+  const Piece* pieces = nullptr;
+  int num_pieces = 0;
+  const SplitRow* split = nullptr;
+  int num_split = 0;
+  int slots = 0;
+};
+
+/// A lane group's unit: a piece (slot >= 0) or a whole segment (slot < 0); a segment above
+/// split has no edges here (its pieces take them) and does not gather.
+struct Unit {
+  node_t node = 0;
+  edge_t e0 = 0, e1 = 0;
+  int slot = -1;
+  bool valid = false, gathers = false;
+
+  __device__ Unit(const Segments& s, std::int64_t i) {
+    if (i < s.num_pieces) {
+      const Piece p = s.pieces[i];
+      node = p.row, e0 = p.e0, e1 = p.e1, slot = p.slot, valid = gathers = true;
+      return;
+    }
+    i -= s.num_pieces;
+    if (i >= s.count) return;
+    node = node_t(i), valid = true;
+    e0 = __ldg(s.ptr + i), e1 = __ldg(s.ptr + i + 1);
+    gathers = e1 - e0 <= s.split;
+    if (!gathers) e1 = e0;
+  }
+};
+
+/// Floats per (slot, head) of the partials: the widest gather of a side, padded to 16 bytes.
+template <class S>
+__host__ __device__ constexpr int row_width(int D) {
+  return std::is_same_v<S, GATScore> ? 1 : D;
+}
+template <class S>
+__host__ __device__ constexpr int col_width(int D) {
+  return std::is_same_v<S, GTScore> ? 2 * D : std::is_same_v<S, GATScore> ? D + 1 : D;
+}
+__host__ __device__ constexpr int pad4(int w) { return (w + 3) / 4 * 4; }
+/// Floats per (row unit, head) of the parameter partials.
+template <class S>
+__host__ __device__ constexpr int param_width(int D) {
+  return std::is_same_v<S, AGNNScore> ? 1 : std::is_same_v<S, GATv2Score> ? D : 0;
+}
+
+/// Node ids of a segment's edges for one lane group, L at a time: lane l holds edge pos + l
+/// of the current chunk and the next chunk is fetched a chunk ahead (as in the Online kernel).
+template <int L>
+struct IdStream {
+  const node_t* ids;
+  int len, l;
+  node_t cur = 0, next;
+  __device__ IdStream(const node_t* ids_, int len_, int l_) : ids(ids_), len(len_), l(l_) {
+    next = l < len ? __ldg(ids + l) : 0;
+  }
+  /// At the start of a step at edge pos (a multiple of U, U dividing L).
+  __device__ __forceinline__ void advance(int pos) {
+    if (pos % L != 0) return;
+    cur = next;
+    next = pos + L + l < len ? __ldg(ids + pos + L + l) : 0;
+  }
+  __device__ __forceinline__ node_t at(int pos) const { return __shfl_sync(kFull, cur, pos % L, L); }
+};
+
+template <class T>
+__device__ __forceinline__ void zero(Frag<T>& f) {
+#pragma unroll
+  for (int i = 0; i < T::PER_LANE; ++i) f.x[i] = 0.f;
+}
+
+template <class T>
+__device__ __forceinline__ float dot(const Frag<T>& a, const Frag<T>& b) {
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < T::PER_LANE; ++i) s = fmaf(a.x[i], b.x[i], s);
+  return s;
+}
+
+/// acc += c * x
+template <class T>
+__device__ __forceinline__ void axpy(Frag<T>& acc, float c, const Frag<T>& x) {
+#pragma unroll
+  for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(c, x.x[i], acc.x[i]);
+}
+
+/// A row or partial slot of a [*, H, width] tensor.
+__device__ __forceinline__ float* slot_row(float* base, std::int64_t index, int h, int H, int width) {
+  return base + (std::size_t(index) * H + h) * width;
+}
+
+/// The lane group's (unit, head) for `pass` and the warp's step counts, as in the Online kernel.
+template <int U>
+struct GroupWork {
+  bool active;
+  int head, h, len, steps, full;
+  __device__ GroupWork(const Unit& u, int pass, int hp, int grp, int H) {
+    head = pass * hp + grp % hp;
+    active = u.valid && head < H;
+    h = head < H ? head : H - 1;  // idle groups shadow a valid head
+    len = active ? int(u.e1 - u.e0) : 0;
+    steps = int(__reduce_max_sync(kFull, unsigned((len + U - 1) / U)));
+    full = min(steps, int(__reduce_min_sync(kFull, active ? unsigned(len / U) : ~0u >> 1)));
+  }
+};
+
+/// Step 1, the rows.
+template <class S, class T, bool kDrop>
+__global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
+    backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
+                  const edge_t* __restrict__ csc_pos, int H, int D) {
+  constexpr int U = kOnlineEdges<T>;
+  constexpr int L = T::LANES;
+  constexpr bool kAGNN = std::is_same_v<S, AGNNScore>, kGAT = std::is_same_v<S, GATScore>,
+                 kGATv2 = std::is_same_v<S, GATv2Score>;
+  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
+  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  if (warp * slots >= rows.num_pieces + std::int64_t(rows.count)) return;  // whole warps only
+  const Unit u(rows, warp * slots + grp / hp);
+  const node_t v = u.node;
+
+  for (int pass = 0; pass * hp < H; ++pass) {
+    const GroupWork<U> gw(u, pass, hp, grp, H);
+    const int h = gw.h;
+    const auto qv = sc.template query<T>(v, h, H, D, l);
+    Frag<T> dout, o;
+    load_global<T>(dout, up.dout + (std::size_t(v) * H + h) * D, D, l);
+    load_global<T>(o, up.out + (std::size_t(v) * H + h) * D, D, l);
+    const float delta = group_sum<L>(dot(dout, o)), lse = __ldg(up.lse + std::size_t(v) * H + h);
+    float inv_norm_v = 0.f;
+    if constexpr (kAGNN) {
+      const float n2 = group_sum<L>(dot(qv.x, qv.x));
+      inv_norm_v = n2 > 0.f ? rsqrtf(n2) : 0.f;
+    }
+    const HeadColumns<T> keys(sc.key, H, key_width<S>(D), h, l), values(sc.value, H, D, h, l);
+    Frag<T> acc, acc_param;  // the destination-side sum; GATv2: the row's share of da
+    zero(acc), zero(acc_param);
+    float acc_s = 0.f;  // this lane's edges: AGNN sum dr c, GAT sum dr L'
+    IdStream<L> ids(rows.ids + u.e0, gw.len, l);
+
+    auto step = [&](int t, auto checked) {
+      constexpr bool kChecked = decltype(checked)::value;
+      const int pos = t * U;
+      ids.advance(pos);
+      Frag<T> kf[U], vf[U];
+      node_t u_own = 0;
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        const node_t src = ids.at(pos + j);
+        if (j == own) u_own = src;
+        const bool ok = !kChecked || pos + j < gw.len;
+        if constexpr (S::kRowKey) keys.template load<false>(kf[j], src, ok);
+        if constexpr (!S::kValueIsKey) values.template load<false>(vf[j], src, ok);
+      }
+      const bool ok = kChecked ? pos + own < gw.len : gw.active;
+      // dq_e = <dOut_v, value_u> and the score's partials, reduced together: lane l ends with
+      // the totals of edge `own`.
+      float dq[U];
+#pragma unroll
+      for (int j = 0; j < U; ++j) dq[j] = dot(dout, S::kValueIsKey ? kf[j] : vf[j]);
+      reduce_scatter<L, U>(dq, l);
+      float score, parts[S::kParts];
+      if constexpr (S::kRowKey) {
+        float x[S::kParts][U];
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+          float y[S::kParts];
+          sc.partial(qv, kf[j], y);
+#pragma unroll
+          for (int p = 0; p < S::kParts; ++p) x[p][j] = y[p];
+        }
+#pragma unroll
+        for (int p = 0; p < S::kParts; ++p) reduce_scatter<L, U>(x[p], l), parts[p] = x[p][0];
+      } else {  // GAT: the scalar key el_u, each lane its own edge's
+        parts[0] = ok ? __ldg(sc.key + std::size_t(unsigned(u_own)) * H + h) : 0.f;
+      }
+      score = sc.combine(qv, parts);
+      const edge_t e = u.e0 + pos + own;
+      const float we = ok ? w(e, h) : 0.f;
+      const float p = ok ? fast_exp(score * we - lse) : 0.f;
+      const float keep = ok ? tr.keep<kDrop>(e, h) : 0.f;
+      const float dr = we * p * (keep * dq[0] - delta);
+      [[maybe_unused]] float coef = dr;  // what multiplies the key row in the destination-side sum
+      [[maybe_unused]] float cosine = 0.f;
+      if constexpr (kAGNN) {
+        const float inv_norm_u = parts[1] > 0.f ? rsqrtf(parts[1]) : 0.f;
+        cosine = parts[0] * inv_norm_v * inv_norm_u;
+        coef = dr * inv_norm_u;
+        acc_s += dr * cosine;
+      }
+      if constexpr (kGAT) acc_s += dr * leaky_relu_grad(parts[0] + qv.er, sc.slope);
+      if (ok && l % (L / U) == 0) {
+        const std::size_t c = std::size_t(__ldg(csc_pos + e)) * H + h;
+        wk.dr[c] = dr, wk.q[c] = p * keep;
+        if constexpr (kAGNN) wk.cos[c] = cosine;
+      }
+      if constexpr (!kGAT) {
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+          const float cj = __shfl_sync(kFull, coef, j * (L / U), L);
+          if constexpr (kGATv2) {
+#pragma unroll
+            for (int i = 0; i < T::PER_LANE; ++i) {
+              const float z = kf[j].x[i] + qv.xr.x[i];
+              acc.x[i] = fmaf(cj * qv.a.x[i], leaky_relu_grad(z, sc.slope), acc.x[i]);
+              acc_param.x[i] = fmaf(cj, leaky_relu(z, sc.slope), acc_param.x[i]);
+            }
+          } else {
+            axpy(acc, cj, kf[j]);
+          }
+        }
+      }
+    };
+    int t = 0;
+    for (; t < gw.full; ++t) step(t, std::false_type{});
+    for (; t < gw.steps; ++t) step(t, std::true_type{});
+    acc_s = across_edges<L, U>(acc_s, [](float x, float y) { return x + y; });
+
+    if (!gw.active) continue;
+    const std::int64_t unit = u.slot < 0 ? std::int64_t(v) : rows.count + u.slot;
+    if constexpr (kAGNN) {
+      if (u.slot < 0 && l == 0) wk.inv_norm[std::size_t(v) * H + h] = inv_norm_v;
+      if (l == 0) wk.param[std::size_t(unit) * H + h] = acc_s;
+    }
+    if constexpr (kGATv2) store_row<T>(slot_row(wk.param, unit, h, H, D), acc_param, D, l);
+    if (!u.gathers) continue;
+    float* dst = u.slot < 0 ? slot_row(gr.at_dst, v, h, H, row_width<S>(D))
+                            : slot_row(wk.row_part, u.slot, h, H, pad4(row_width<S>(D)));
+    if constexpr (kGAT) {
+      if (l == 0) *dst = acc_s;
+    } else {
+      float scale = 1.f, self = 0.f;  // dst = scale * acc - self * x_v
+      if constexpr (std::is_same_v<S, GTScore>) scale = sc.scale;
+      if constexpr (kAGNN) {
+        // dX_v = beta (n_v sum dr n_u x_u - n_v^2 (sum dr c) x_v)
+        const float beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
+        scale = beta * inv_norm_v, self = beta * inv_norm_v * inv_norm_v * acc_s;
+      }
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) {
+        acc.x[i] *= scale;
+        if constexpr (kAGNN) acc.x[i] = fmaf(-self, qv.x.x[i], acc.x[i]);
+      }
+      store_row<T>(dst, acc, D, l);
+    }
+  }
+}
+
+/// Step 2, the columns: reads dr_e and q_e back at the CSC positions.
+template <class S, class T>
+__global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
+    backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
+  constexpr int U = kOnlineEdges<T>;
+  constexpr int L = T::LANES;
+  constexpr bool kGT = std::is_same_v<S, GTScore>, kAGNN = std::is_same_v<S, AGNNScore>,
+                 kGAT = std::is_same_v<S, GATScore>, kGATv2 = std::is_same_v<S, GATv2Score>;
+  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
+  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  if (warp * slots >= cols.num_pieces + std::int64_t(cols.count)) return;
+  const Unit u(cols, warp * slots + grp / hp);
+  const node_t src = u.node;
+  // The destination rows an edge's term reads besides dOut_v: GT Q_v, AGNN x_v, GATv2 XR_v.
+  const float* feature = up.dout;
+  if constexpr (kGT) feature = sc.q;
+  if constexpr (kAGNN) feature = sc.key;
+  if constexpr (kGATv2) feature = sc.xr;
+
+  for (int pass = 0; pass * hp < H; ++pass) {
+    const GroupWork<U> gw(u, pass, hp, grp, H);
+    const int h = gw.h;
+    Frag<T> self, a;  // the column's own row (AGNN x_u, GATv2 XL_u) and GATv2's a[h]
+    float inv_norm_u = 0.f, beta = 0.f, el_u = 0.f;
+    if constexpr (kAGNN || kGATv2) load_global<T>(self, sc.key + (std::size_t(src) * H + h) * D, D, l);
+    if constexpr (kAGNN) {
+      const float n2 = group_sum<L>(dot(self, self));
+      inv_norm_u = n2 > 0.f ? rsqrtf(n2) : 0.f;
+      beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
+    }
+    if constexpr (kGATv2) load_global<T>(a, sc.a + std::size_t(h) * D, D, l);
+    if constexpr (kGAT) el_u = __ldg(sc.key + std::size_t(src) * H + h);
+    const HeadColumns<T> features(feature, H, D, h, l), douts(up.dout, H, D, h, l);
+    Frag<T> acc, acc_value;  // GT dK and dV; GAT dV; AGNN and GATv2 the whole term in acc
+    zero(acc), zero(acc_value);
+    float acc_s = 0.f;  // this lane's edges: AGNN sum beta dr c, GAT sum dr L'
+    IdStream<L> ids(cols.ids + u.e0, gw.len, l);
+
+    auto step = [&](int t, auto checked) {
+      constexpr bool kChecked = decltype(checked)::value;
+      const int pos = t * U;
+      ids.advance(pos);
+      [[maybe_unused]] Frag<T> ff[U];
+      Frag<T> of[U];
+      node_t v_own = 0;
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        const node_t dst = ids.at(pos + j);
+        if (j == own) v_own = dst;
+        const bool ok = !kChecked || pos + j < gw.len;
+        if constexpr (!kGAT) features.template load<false>(ff[j], dst, ok);
+        douts.template load<false>(of[j], dst, ok);
+      }
+      const bool ok = kChecked ? pos + own < gw.len : gw.active;
+      const std::size_t c = std::size_t(u.e0 + pos + own) * H + h;
+      const float dr = ok ? __ldg(wk.dr + c) : 0.f, q = ok ? __ldg(wk.q + c) : 0.f;
+      float coef = dr;  // what multiplies the destination's feature row
+      if constexpr (kAGNN) {
+        const float inv_norm_v = ok ? __ldg(wk.inv_norm + std::size_t(v_own) * H + h) : 0.f;
+        coef = beta * dr * inv_norm_u * inv_norm_v;
+        acc_s += ok ? beta * dr * __ldg(wk.cos + c) : 0.f;
+      }
+      if constexpr (kGAT)
+        acc_s += ok ? dr * leaky_relu_grad(el_u + __ldg(sc.er + std::size_t(v_own) * H + h), sc.slope) : 0.f;
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        const float cj = __shfl_sync(kFull, coef, j * (L / U), L), qj = __shfl_sync(kFull, q, j * (L / U), L);
+        if constexpr (kGATv2) {
+#pragma unroll
+          for (int i = 0; i < T::PER_LANE; ++i)
+            acc.x[i] = fmaf(cj * a.x[i], leaky_relu_grad(self.x[i] + ff[j].x[i], sc.slope), acc.x[i]);
+        } else if constexpr (!kGAT) {
+          axpy(acc, cj, ff[j]);
+        }
+        axpy(kGT || kGAT ? acc_value : acc, qj, of[j]);
+      }
+    };
+    int t = 0;
+    for (; t < gw.full; ++t) step(t, std::false_type{});
+    for (; t < gw.steps; ++t) step(t, std::true_type{});
+    acc_s = across_edges<L, U>(acc_s, [](float x, float y) { return x + y; });
+
+    if (!gw.active || !u.gathers) continue;
+    const bool whole = u.slot < 0;
+    float* part = slot_row(wk.col_part, u.slot, h, H, pad4(col_width<S>(D)));
+    if constexpr (kGT) {
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
+      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc, D, l);
+      store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part + D, acc_value, D, l);
+    } else if constexpr (kGAT) {
+      store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part, acc_value, D, l);
+      if (l == 0) *(whole ? gr.at_src + std::size_t(src) * H + h : part + D) = acc_s;
+    } else {
+      if constexpr (kAGNN) {  // dX_u += beta sum dr (n_u n_v x_v - c n_u^2 x_u) + q dOut_v
+        const float s = inv_norm_u * inv_norm_u * acc_s;
+#pragma unroll
+        for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(-s, self.x[i], acc.x[i]);
+        if (whole) {  // the row walk wrote the destination side
+          Frag<T> before;
+          load_global<T>(before, slot_row(gr.at_src, src, h, H, D), D, l);
+#pragma unroll
+          for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] += before.x[i];
+        }
+      }
+      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc, D, l);
+    }
+  }
+}
+
+/// Adds the pieces of each split segment in slot order and stores the sums where the whole
+/// segment's walk would have (kCols: the column side; AGNN's dX adds to the row side's).
+template <class S, bool kCols>
+__global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ segs, int num, int H, int D,
+                                                  const float* __restrict__ part, Grads gr) {
+  const int W = kCols ? col_width<S>(D) : row_width<S>(D), stride = pad4(W);
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::size_t(num) * H * W) return;
+  const SplitRow r = segs[i / (std::size_t(H) * W)];
+  const int k = int(i % (std::size_t(H) * W)), h = k / W, f = k % W;
+  float s = 0.f;
+  for (int j = 0; j < r.count; ++j) s += part[(std::size_t(r.first + j) * H + h) * stride + f];
+  const std::size_t node_head = std::size_t(r.row) * H + h;
+  if constexpr (!kCols) {
+    gr.at_dst[node_head * W + f] = s;
+  } else if constexpr (std::is_same_v<S, GTScore>) {
+    (f < D ? gr.at_src : gr.value)[node_head * D + f % D] = s;
+  } else if constexpr (std::is_same_v<S, GATScore>) {
+    if (f < D)
+      gr.value[node_head * D + f] = s;
+    else
+      gr.at_src[node_head] = s;
+  } else if constexpr (std::is_same_v<S, AGNNScore>) {
+    gr.at_src[node_head * D + f] += s;
+  } else {
+    gr.at_src[node_head * D + f] = s;
+  }
+}
+
+/// How the parameter sums slice the row units: at least 256 units a slice, at most 65535 slices.
+struct ParamSlicing {
+  std::int64_t per;
+  unsigned count;
+  explicit ParamSlicing(std::int64_t units) {
+    per = std::max<std::int64_t>(256, (units + 65534) / 65535);
+    count = unsigned(std::max<std::int64_t>(1, (units + per - 1) / per));
+  }
+};
+
+/// Sums the parameter partials `param` [units, entries] over the units, in a fixed order, into
+/// `out`: output i gets entries [i * fold, (i + 1) * fold) (fold = entries / outputs; AGNN's
+/// shared beta sums its heads). `slices` holds ParamSlicing(units).count * entries floats.
+void launch_param_sums(cudaStream_t stream, const float* param, std::int64_t units, int entries, float* slices,
+                       float* out, int outputs);
+
+}  // namespace dfgnn::cuda::detail
