@@ -4,7 +4,8 @@
 #            and the Kokkos suite built against a CUDA-enabled Kokkos (portable + native paths)
 #   kokkos   portable Kokkos kernels vs CUDA-native on the GPU (dfgnn bench --backend all)
 #   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs
-# Usage: perf/gpu_run.sh BIN DATA OUT [tests|kokkos|bench|all] [extra run_bench.py args]
+#   backward the CUDA-native training forward + backward (dfgnn bench --backward --check)
+# Usage: perf/gpu_run.sh BIN DATA OUT [tests|kokkos|bench|backward|all] [extra run_bench.py args]
 #   BIN   dfgnn, dfgnn_gpu_tests, cusparse_pipeline (cuda preset + perf build) and kokkos/{dfgnn,
 #         dfgnn_tests} (a build against a CUDA-enabled Kokkos with DFGNN_ENABLE_CUDA)
 #   DATA  the shared/data folder (real graphs)
@@ -47,6 +48,27 @@ if [[ ($what == kokkos || $what == all) && -x $bin/kokkos/dfgnn ]]; then
         --strategy auto,smmf,pmf,online --json "$out/kokkos_vs_native.jsonl" || status=1
     done
   done | tee "$out/kokkos_vs_native.txt"
+fi
+
+if [[ $what == backward || $what == all ]]; then
+  step "CUDA-native forward + backward"
+  work=$(mktemp -d)
+  "$bin/dfgnn" gen sbm --kind pattern --graphs 1024 --out "$work/pattern.txt" >/dev/null
+  "$bin/dfgnn" gen rmat --scale 17 --edge-factor 64 --out "$work/rmat-s17-d64.txt" >/dev/null
+  for g in cora pubmed pattern rmat-s17-d64; do
+    case $g in
+      cora | pubmed) file="$data/$g/planetoid_edges.tsv.gz --symmetrize" ;;
+      *) file=$work/$g.txt ;;
+    esac
+    for model in gt agnn gat gatv2; do
+      for hd in "1 128" "4 32"; do
+        set -- $hd
+        # shellcheck disable=SC2086  # $file carries the file and its flags
+        "$bin/dfgnn" bench --graph $file --name $g --model $model --heads $1 --dim $2 --backend cuda \
+          --strategy auto --backward --check --iters 10 --warmup 3 --json "$out/backward.jsonl" || status=1
+      done
+    done
+  done | tee "$out/backward.txt"
 fi
 
 if [[ $what == bench || $what == all ]]; then

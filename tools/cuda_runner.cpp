@@ -30,36 +30,88 @@ Buffer upload(const std::vector<float>& host) {
   return b;
 }
 
-// Inputs on the device and the call that runs the model on them.
+// Inputs on the device and the calls that run the model on them: the forward (training mode
+// keeps the logsumexp) and, after set_dout, the backward into the gradients.
 struct Launcher {
-  std::vector<Buffer> tensors;
-  Buffer beta, edge_values, out;
-  std::function<void(cudaStream_t)> run;
+  std::vector<Buffer> tensors, grads;
+  Buffer beta, edge_values, out, lse, dout;
+  std::function<void(cudaStream_t)> run, backward;
 
-  Launcher(const cuda::Plan& plan, const Inputs& in, float scale, float slope) {
+  Launcher(const cuda::Plan& plan, const Inputs& in, float scale, float slope, bool training = false) {
     for (const auto& t : in.tensors) tensors.push_back(upload(t));
     beta = upload(in.beta);
     edge_values = upload(in.edge_values);
     out = upload(std::vector<float>(in.N * in.H * in.D));
-    const cuda::DeviceEdgeValues w{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads};
+    lse = upload(std::vector<float>(training ? in.N * in.H : 0));
+    cuda::Options o(cuda::DeviceEdgeValues{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads});
+    o.logsumexp = training ? lse.get() : nullptr;
     const float* t0 = tensors[0].get();
     const float* t1 = tensors.size() > 1 ? tensors[1].get() : nullptr;
     const float* t2 = tensors.size() > 2 ? tensors[2].get() : nullptr;
-    float* o = out.get();
+    float* y = out.get();
     const float* b = beta.get();
     const int nb = int(in.beta.size());
     switch (in.kind) {
-      case ScoreKind::GT: run = [&plan, t0, t1, t2, o, w, scale](cudaStream_t s) { cuda::attention(s, plan, GT{scale}, t0, t1, t2, o, w); }; break;
-      case ScoreKind::AGNN: run = [&plan, t0, b, nb, o, w](cudaStream_t s) { cuda::attention(s, plan, AGNN{}, t0, b, nb, o, w); }; break;
-      case ScoreKind::GAT: run = [&plan, t0, t1, t2, o, w, slope](cudaStream_t s) { cuda::attention(s, plan, GAT{slope}, t0, t1, t2, o, w); }; break;
-      case ScoreKind::GATv2: run = [&plan, t0, t1, t2, o, w, slope](cudaStream_t s) { cuda::attention(s, plan, GATv2{slope}, t0, t1, t2, o, w); }; break;
+      case ScoreKind::GT: run = [&plan, t0, t1, t2, y, o, scale](cudaStream_t s) { cuda::attention(s, plan, GT{scale}, t0, t1, t2, y, o); }; break;
+      case ScoreKind::AGNN: run = [&plan, t0, b, nb, y, o](cudaStream_t s) { cuda::attention(s, plan, AGNN{}, t0, b, nb, y, o); }; break;
+      case ScoreKind::GAT: run = [&plan, t0, t1, t2, y, o, slope](cudaStream_t s) { cuda::attention(s, plan, GAT{slope}, t0, t1, t2, y, o); }; break;
+      case ScoreKind::GATv2: run = [&plan, t0, t1, t2, y, o, slope](cudaStream_t s) { cuda::attention(s, plan, GATv2{slope}, t0, t1, t2, y, o); }; break;
+    }
+    if (!training) return;
+    // Gradients in the order of KokkosRun::gradients: each input's shape (AGNN: dX, dbeta).
+    std::vector<std::size_t> sizes;
+    for (const auto& t : in.tensors) sizes.push_back(t.size());
+    if (in.kind == ScoreKind::AGNN) sizes.push_back(in.beta.size());
+    for (std::size_t n : sizes) grads.push_back(upload(std::vector<float>(n)));
+    const float *l = lse.get(), *y0 = out.get();
+    float* g0 = grads[0].get();
+    float* g1 = grads[1].get();
+    float* g2 = grads.size() > 2 ? grads[2].get() : nullptr;
+    const auto d = [this] { return static_cast<const float*>(dout.get()); };
+    switch (in.kind) {
+      case ScoreKind::GT: backward = [&plan, t0, t1, t2, y0, l, d, g0, g1, g2, o, scale](cudaStream_t s) { cuda::attention_backward(s, plan, GT{scale}, t0, t1, t2, y0, l, d(), g0, g1, g2, o); }; break;
+      case ScoreKind::AGNN: backward = [&plan, t0, b, nb, y0, l, d, g0, g1, o](cudaStream_t s) { cuda::attention_backward(s, plan, AGNN{}, t0, b, nb, y0, l, d(), g0, g1, o); }; break;
+      case ScoreKind::GAT: backward = [&plan, t0, t1, t2, y0, l, d, g0, g1, g2, o, slope](cudaStream_t s) { cuda::attention_backward(s, plan, GAT{slope}, t0, t1, t2, y0, l, d(), g0, g1, g2, o); }; break;
+      case ScoreKind::GATv2: backward = [&plan, t0, t1, t2, y0, l, d, g0, g1, g2, o, slope](cudaStream_t s) { cuda::attention_backward(s, plan, GATv2{slope}, t0, t1, t2, y0, l, d(), g0, g1, g2, o); }; break;
     }
   }
 
-  std::vector<float> download(std::size_t n) const {
+  void set_dout(const std::vector<float>& host) { dout = upload(host); }
+
+  static std::vector<float> download(const Buffer& b, std::size_t n) {
     std::vector<float> host(n);
-    check(cudaMemcpy(host.data(), out.get(), n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    check(cudaMemcpy(host.data(), b.get(), n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
     return host;
+  }
+  std::vector<std::vector<float>> gradients(const Inputs& in) const {
+    std::vector<std::vector<float>> r;
+    for (std::size_t i = 0; i < grads.size(); ++i)
+      r.push_back(download(grads[i], i < in.tensors.size() ? in.tensors[i].size() : in.beta.size()));
+    return r;
+  }
+};
+
+/// Median and minimum of the samples.
+Timing summary(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  return ms.empty() ? Timing{} : Timing{ms[ms.size() / 2], ms.front()};
+}
+
+/// CUDA events on the default stream; elapsed() gives the milliseconds between two marks.
+struct Events {
+  std::vector<cudaEvent_t> e;
+  explicit Events(int n) : e(std::size_t(n)) {
+    for (auto& x : e) check(cudaEventCreate(&x), "cudaEventCreate");
+  }
+  ~Events() {
+    for (auto& x : e) cudaEventDestroy(x);
+  }
+  void mark(int i) { check(cudaEventRecord(e[std::size_t(i)]), "cudaEventRecord"); }
+  double elapsed(int a, int b) {
+    check(cudaEventSynchronize(e[std::size_t(b)]), "attention");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, e[std::size_t(a)], e[std::size_t(b)]), "cudaEventElapsedTime");
+    return t;
   }
 };
 
@@ -72,7 +124,18 @@ std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strat
   Launcher launch(plan, in, scale, slope);
   launch.run(nullptr);
   check(cudaDeviceSynchronize(), "attention");
-  return launch.download(in.N * in.H * in.D);
+  return Launcher::download(launch.out, in.N * in.H * in.D);
+}
+
+std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
+                                                  float slope, const std::vector<float>& dout) {
+  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
+  Launcher launch(plan, in, scale, slope, /*training=*/true);
+  launch.set_dout(dout);
+  launch.run(nullptr);
+  launch.backward(nullptr);
+  check(cudaDeviceSynchronize(), "attention_backward");
+  return launch.gradients(in);
 }
 
 Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
@@ -80,25 +143,39 @@ Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float 
   const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
   used = plan.strategy();
   Launcher launch(plan, in, scale, slope);
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
+  Events ev(2);
   for (int i = 0; i < warmup; ++i) launch.run(nullptr);
   std::vector<double> ms;
   for (int i = 0; i < iters; ++i) {
-    check(cudaEventRecord(start), "cudaEventRecord");
+    ev.mark(0);
     launch.run(nullptr);
-    check(cudaEventRecord(stop), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "attention");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
-    ms.push_back(t);
+    ev.mark(1);
+    ms.push_back(ev.elapsed(0, 1));
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  if (out) *out = launch.download(in.N * in.H * in.D);
-  std::sort(ms.begin(), ms.end());
-  return ms.empty() ? Timing{} : Timing{ms[ms.size() / 2], ms.front()};
+  if (out) *out = Launcher::download(launch.out, in.N * in.H * in.D);
+  return summary(ms);
+}
+
+TrainTiming time_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
+                               const std::vector<float>& dout, int warmup, int iters, Strategy& used,
+                               std::vector<std::vector<float>>* grads) {
+  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
+  used = plan.strategy();
+  Launcher launch(plan, in, scale, slope, /*training=*/true);
+  launch.set_dout(dout);
+  Events ev(3);
+  std::vector<double> total, backward;
+  for (int i = 0; i < warmup + iters; ++i) {
+    ev.mark(0);
+    launch.run(nullptr);
+    ev.mark(1);
+    launch.backward(nullptr);
+    ev.mark(2);
+    const double t = ev.elapsed(0, 2), b = ev.elapsed(1, 2);
+    if (i >= warmup) total.push_back(t), backward.push_back(b);
+  }
+  if (grads) *grads = launch.gradients(in);
+  return {summary(total), summary(backward)};
 }
 
 std::string cuda_device_name() {

@@ -1,6 +1,6 @@
 #pragma once
-// The CLI's bridge to the CUDA-native kernels: host inputs in, host output back, and timing
-// with CUDA events for `dfgnn bench`.
+// The CLI's bridge to the CUDA-native kernels: host inputs in, host outputs (and gradients)
+// back, and timing with CUDA events for `dfgnn bench`.
 
 #include "inputs.hpp"
 
@@ -19,6 +19,22 @@ std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strat
 /// built and inputs uploaded beforehand. `out` (if given) receives the last output.
 Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
                  int warmup, int iters, Strategy& used, std::vector<float>* out = nullptr);
+
+/// The training forward, then the fused backward with dLoss/dout = dout; the gradients in the
+/// order of the CLI's gradient names (GT dQ dK dV, AGNN dX dbeta, GAT del der dV, GATv2 dXL dXR da).
+std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
+                                                  float slope, const std::vector<float>& dout);
+
+struct TrainTiming {
+  Timing total;     ///< training forward + backward
+  Timing backward;  ///< the backward alone
+};
+
+/// Times `iters` training forwards + backwards after `warmup` (CUDA events around each pass);
+/// `grads` (if given) receives the last gradients.
+TrainTiming time_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
+                               const std::vector<float>& dout, int warmup, int iters, Strategy& used,
+                               std::vector<std::vector<float>>* grads = nullptr);
 
 std::string cuda_device_name();
 

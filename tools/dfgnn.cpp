@@ -9,6 +9,7 @@
 #include <dfgnn/reference_backward.hpp>
 
 #include "inputs.hpp"
+#include "message_passing_cli.hpp"
 #ifdef DFGNN_ENABLE_CUDA
 #include <dfgnn/cuda.hpp>
 
@@ -38,6 +39,8 @@ using cli::Inputs;
 
 constexpr const char* kUsage = R"(usage:
   dfgnn attention --graph FILE --model gt|agnn|gat|gatv2 --heads H [options]
+  dfgnn spmm --graph FILE --message M --reduce sum|mean|max|min [options]
+  dfgnn sddmm --graph FILE --op add|sub|mul|div|dot [options]
   dfgnn info --graph FILE [--nodes N] [--symmetrize] [--model M --heads H --dim D]
   dfgnn gen rmat --scale S --edge-factor F [--seed S] --out FILE
   dfgnn gen sbm --kind pattern|cluster --graphs G [--seed S] --out FILE
@@ -64,16 +67,30 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
   --reference           also run the float64 reference, print the max relative error and
                         fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta and da)
   --grad-out G.npy      dLoss/dOut [N,H,D]: also run the training forward and the fused
-                        backward (kokkos backend) and write each gradient to PREFIX<name>.npy:
+                        backward (same backend) and write each gradient to PREFIX<name>.npy:
                         gt dQ dK dV | agnn dX dbeta | gat del der dV | gatv2 dXL dXR da
   --grad-prefix PREFIX  where the gradients go (default "grad_")
+
+spmm / sddmm (generalized message passing, docs/message_passing.md):
+  spmm   out[v] = reduce over u -> v of message: --message copy_u | copy_e | u_OP_e | u_OP_v
+         (OP add, sub, mul, div); operands --lhs F (on u, on e for copy_e), --rhs F (e or v)
+  sddmm  out[e] = OP(x[u], y[v]) for every edge: --op add|sub|mul|div|dot, --x F --y F;
+         out [E,H,D] ([E,H,1] for dot), edges in file order
+  Operands: node tensors [N,..], edge tensors [E,..] in file order, each [R], [R,H], [R,H*D]
+  or [R,1|H,1|D] (axes of 1 broadcast); missing ones are random [R,H,D] (--seed).
+  --heads H (default 1)  --dim D (default: from the files, else 64)  --out F.npy
+  --reference  --grad-out G.npy [--grad-prefix P]: writes P{dlhs,drhs}.npy | P{dx,dy}.npy
+  --reorder none|rcm|degree   run on the renumbered graph (results in file order)
+  --iters N [--warmup W]      time the kernels (median; bandwidth of the forward)
+  --backend auto|kokkos|cuda  --json F (one JSON object per run, appended)
 
 bench: times the forward per backend and strategy (CUDA events, median of --iters after
   --warmup; the plan is built and inputs uploaded beforehand), with bandwidth against the
   bytes it must move and, on CUDA, the device copy bandwidth measured in the same run. Inputs
   come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where present, else random. --check compares each
-  output with the float64 reference. --backward also times the training forward plus the fused
-  backward on the portable Kokkos kernels. --json appends one JSON object per line.
+  output with the float64 reference. --backward also times, per backend and strategy, the
+  training forward plus the fused backward ("fwd+bwd") and, on CUDA, the backward alone ("bwd",
+  whose gradients --check compares with the reference). --json appends one JSON object per line.
 )";
 
 // ---- command line -------------------------------------------------------------------------
@@ -235,6 +252,18 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
 
 using Gradients = std::vector<std::pair<std::string, std::vector<float>>>;
 
+/// The gradients of a model, in the API's order, with their element counts.
+std::vector<std::pair<std::string, std::size_t>> gradient_sizes(const Inputs& in) {
+  const std::size_t nhd = in.N * in.H * in.D, nh = in.N * in.H;
+  switch (in.kind) {
+    case ScoreKind::GT: return {{"dQ", nhd}, {"dK", nhd}, {"dV", nhd}};
+    case ScoreKind::AGNN: return {{"dX", nhd}, {"dbeta", in.beta.size()}};
+    case ScoreKind::GAT: return {{"del", nh}, {"der", nh}, {"dV", nhd}};
+    case ScoreKind::GATv2: return {{"dXL", nhd}, {"dXR", nhd}, {"da", in.H * in.D}};
+  }
+  return {};
+}
+
 // A forward on the default Kokkos execution space with the portable kernels (the CUDA-native
 // ones are --backend cuda): plan and inputs set up once, run repeatable.
 class KokkosRun {
@@ -275,16 +304,8 @@ class KokkosRun {
   /// Sets dLoss/dOut and allocates the model's gradients, named in the API's order.
   void set_dout(const std::vector<float>& dout) {
     dout_ = detail::upload<float, Mem>("dout", dout);
-    const std::size_t nhd = in_.N * in_.H * in_.D, nh = in_.N * in_.H;
-    std::vector<std::pair<std::string, std::size_t>> sizes;
-    switch (in_.kind) {
-      case ScoreKind::GT: sizes = {{"dQ", nhd}, {"dK", nhd}, {"dV", nhd}}; break;
-      case ScoreKind::AGNN: sizes = {{"dX", nhd}, {"dbeta", in_.beta.size()}}; break;
-      case ScoreKind::GAT: sizes = {{"del", nh}, {"der", nh}, {"dV", nhd}}; break;
-      case ScoreKind::GATv2: sizes = {{"dXL", nhd}, {"dXR", nhd}, {"da", in_.H * in_.D}}; break;
-    }
     grads_.clear();
-    for (const auto& [name, n] : sizes) grads_.emplace_back(name, Kokkos::View<float*, Mem>(name, n));
+    for (const auto& [name, n] : gradient_sizes(in_)) grads_.emplace_back(name, Kokkos::View<float*, Mem>(name, n));
   }
 
   /// The fused backward after a training-mode forward, into the gradients of set_dout.
@@ -394,16 +415,30 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
   return {};
 }
 
-// Training forward + fused backward on Kokkos; writes PREFIX<name>.npy per gradient and, with
-// --reference, checks each against the float64 reference. Returns the exit code.
-int run_backward(const Args& a, const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope) {
+// The largest relative error a gradient may have against the float64 reference: parameter
+// gradients sum cancelling terms over all edges (docs/backward.md).
+double gradient_tolerance(const std::string& name) { return name == "dbeta" || name == "da" ? 1e-3 : 1e-4; }
+
+// Training forward + fused backward on `backend`; writes PREFIX<name>.npy per gradient and,
+// with --reference, checks each against the float64 reference. Returns the exit code.
+int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const std::string& backend, Strategy strategy,
+                 float scale, float slope) {
   const std::string path = a.get("grad-out");
   const std::vector<float> dout = checked(io::read_npy_f32(path), path, {in.N, in.H, in.D}, {in.N, in.H * in.D});
-  KokkosRun run(g, in, strategy, scale, slope, /*training=*/true);
-  run.set_dout(dout);
-  run();
-  run.backward();
-  const Gradients grads = run.gradients();
+  Gradients grads;
+  if (backend == "kokkos") {
+    KokkosRun run(g, in, strategy, scale, slope, /*training=*/true);
+    run.set_dout(dout);
+    run();
+    run.backward();
+    grads = run.gradients();
+  } else {
+#ifdef DFGNN_ENABLE_CUDA
+    auto values = cli::run_cuda_backward(g, in, strategy, scale, slope, dout);
+    const auto sizes = gradient_sizes(in);
+    for (std::size_t i = 0; i < sizes.size(); ++i) grads.emplace_back(sizes[i].first, std::move(values[i]));
+#endif
+  }
   const std::string prefix = a.get("grad-prefix", "grad_");
   for (const auto& [name, values] : grads) {
     std::vector<std::int64_t> shape{std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)};
@@ -418,7 +453,7 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, Strategy s
   int status = 0;
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const double err = max_relative_error(grads[i].second.data(), ref[i]);
-    const double tol = grads[i].first == "dbeta" || grads[i].first == "da" ? 1e-3 : 1e-4;
+    const double tol = gradient_tolerance(grads[i].first);
     std::printf("max relative error of %s vs float64 reference: %.3g\n", grads[i].first.c_str(), err);
     if (!(err <= tol)) {
       std::fprintf(stderr, "dfgnn: error: %s relative error %.3g exceeds %.0e\n", grads[i].first.c_str(), err, tol);
@@ -442,7 +477,7 @@ int cmd_attention(int argc, char** argv) {
   std::string backend = a.get("backend", "auto");
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
 #ifdef DFGNN_ENABLE_CUDA
-  if (backend == "auto") backend = cuda::device_available() && !a.has("grad-out") ? "cuda" : "kokkos";
+  if (backend == "auto") backend = cuda::device_available() ? "cuda" : "kokkos";
 #else
   if (backend == "auto") backend = "kokkos";
 #endif
@@ -475,8 +510,7 @@ int cmd_attention(int argc, char** argv) {
     }
   }
   if (!a.has("grad-out")) return 0;
-  if (backend != "kokkos") throw Error("--grad-out: the backward runs on --backend kokkos only");
-  return run_backward(a, g, in, strategy, scale, slope);
+  return run_backward(a, g, in, backend, strategy, scale, slope);
 }
 
 int cmd_info(int argc, char** argv) {
@@ -543,6 +577,24 @@ Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
     case ScoreKind::GATv2: return {graph + 3 * features + H * D * 4, graph + 3 * features + H * D * 4 + E * H * D * 4};
   }
   return {};
+}
+
+// The backward's bytes: compulsory, every tensor it reads (inputs, out, dOut, the statistics)
+// and every gradient it writes, with the CSR and the CSC; gather, also each row its two walks
+// gather per edge and head (rows: the key and value rows of the source; columns: the
+// destination's rows) and the per-edge workspace written and read back.
+Traffic backward_bytes(const HostGraph& g, const Inputs& in) {
+  const double N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
+  const double graphs = 2 * ((N + 1) * 8 + E * 4) + E * 8, features = N * H * D * 4, scalars = N * H * 4;
+  const double row = E * H * D * 4, work = 2 * 2 * E * H * 4;
+  double comp = graphs + scalars, gathered = 0;  // scalars: the logsumexp
+  switch (in.kind) {
+    case ScoreKind::GT: comp += 8 * features, gathered = 4 * row; break;       // Q K V out dOut; dQ dK dV
+    case ScoreKind::AGNN: comp += 4 * features, gathered = 3 * row + work / 2; break;  // X out dOut; dX (+cos)
+    case ScoreKind::GAT: comp += 4 * features + 4 * scalars, gathered = 2 * row; break;  // V out dOut; dV; el er del der
+    case ScoreKind::GATv2: comp += 6 * features + 2 * H * D * 4, gathered = 3 * row; break;  // XL XR out dOut; dXL dXR; a da
+  }
+  return {comp, comp + gathered + work};
 }
 
 // Times the forward, or with `backward` the training forward plus the fused backward.
@@ -617,7 +669,7 @@ int cmd_bench(int argc, char** argv) {
               "compulsory", "gather", "max err");
   // One printed line and one JSON object per timing; byte fractions for the forward only.
   auto report = [&](const std::string& b, Strategy s, Strategy used, const cli::Timing& t, const char* pass,
-                    double comp, double gath, double err) {
+                    const Traffic& moved, double comp, double gath, double err) {
     std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g  %s\n", b.c_str(), to_string(s),
                 to_string(used), t.median_ms, t.min_ms, 100 * comp, 100 * gath, err, pass);
     if (json)
@@ -629,7 +681,7 @@ int cmd_bench(int argc, char** argv) {
                    "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g}\n",
                    a.get("name", a.get("graph")).c_str(), device.c_str(), DFGNN_GIT_COMMIT, to_string(in.kind),
                    g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used), pass,
-                   t.median_ms, t.min_ms, bytes.compulsory, bytes.gather, copy_gbs, comp, gath, err);
+                   t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err);
   };
   for (const std::string& b : backends)
     for (Strategy s : strategies) {
@@ -648,24 +700,56 @@ int cmd_bench(int argc, char** argv) {
       const double err = ref.empty() ? -1.0 : max_relative_error(out.data(), ref);
       const double comp = copy_gbs > 0 ? bytes.compulsory / (t.median_ms * 1e6) / copy_gbs : 0;
       const double gath = copy_gbs > 0 ? bytes.gather / (t.median_ms * 1e6) / copy_gbs : 0;
-      report(b, s, used, t, "fwd", comp, gath, err);
+      report(b, s, used, t, "fwd", bytes, comp, gath, err);
       if (!ref.empty() && !(err <= 1e-4)) {
         std::fprintf(stderr, "dfgnn: error: %s %s output differs from the reference (%.3g)\n", b.c_str(),
                      to_string(used), err);
         return 1;
       }
     }
-  if (a.flags.count("backward"))
-    for (Strategy s : strategies) {
-      Strategy used = s;
-      std::vector<float> out;
-      try {
-        report("kokkos", s, used, time_kokkos(g, in, s, scale, slope, warmup, iters, used, out, true), "fwd+bwd",
-               0, 0, -1);
-      } catch (const Error& e) {
-        std::printf("%-7s %-8s n/a: %s\n", "kokkos", to_string(s), e.what());
+  if (a.flags.count("backward")) {
+    const std::vector<float> dout = random_tensor(in.N * in.H * in.D, 7);
+    const auto ref_grads =
+        a.flags.count("check") ? run_reference_backward(g, in, dout, scale, slope) : std::vector<std::vector<double>>{};
+    const Traffic bwd = backward_bytes(g, in), both{bytes.compulsory + bwd.compulsory, bytes.gather + bwd.gather};
+    const auto fractions = [&](const Traffic& t, double ms) {
+      return copy_gbs > 0 ? std::pair{t.compulsory / (ms * 1e6) / copy_gbs, t.gather / (ms * 1e6) / copy_gbs}
+                          : std::pair{0.0, 0.0};
+    };
+    for (const std::string& b : backends)
+      for (Strategy s : strategies) {
+        Strategy used = s;
+        try {
+          if (b == "kokkos") {
+            std::vector<float> out;
+            const cli::Timing t = time_kokkos(g, in, s, scale, slope, warmup, iters, used, out, true);
+            report(b, s, used, t, "fwd+bwd", both, 0, 0, -1);
+            continue;
+          }
+#ifdef DFGNN_ENABLE_CUDA
+          std::vector<std::vector<float>> grads;
+          const cli::TrainTiming t = cli::time_cuda_backward(g, in, s, scale, slope, dout, warmup, iters, used,
+                                                             ref_grads.empty() ? nullptr : &grads);
+          double err = -1;
+          for (std::size_t i = 0; i < ref_grads.size(); ++i) {
+            const double e = max_relative_error(grads[i].data(), ref_grads[i]);
+            err = std::max(err, e);
+            if (!(e <= gradient_tolerance(gradient_sizes(in)[i].first))) {
+              std::fprintf(stderr, "dfgnn: error: cuda %s differs from the reference (%.3g)\n",
+                           gradient_sizes(in)[i].first.c_str(), e);
+              return 1;
+            }
+          }
+          const auto [tc, tg] = fractions(both, t.total.median_ms);
+          report(b, s, used, t.total, "fwd+bwd", both, tc, tg, -1);
+          const auto [bc, bg] = fractions(bwd, t.backward.median_ms);
+          report(b, s, used, t.backward, "bwd", bwd, bc, bg, err);
+#endif
+        } catch (const Error& e) {
+          std::printf("%-7s %-8s n/a: %s\n", b.c_str(), to_string(s), e.what());
+        }
       }
-    }
+  }
   if (json) std::fclose(json);
   return 0;
 }
@@ -687,7 +771,9 @@ int main(int argc, char** argv) {
     if (cmd == "info") return cmd_info(argc, argv);
     if (cmd == "gen") return cmd_gen(argc, argv);
     if (cmd == "bench") return cmd_bench(argc, argv);
-    throw Error("unknown command '" + cmd + "' (expected attention, info, gen or bench; see dfgnn --help)");
+    if (cmd == "spmm") return cli::cmd_spmm(argc, argv);
+    if (cmd == "sddmm") return cli::cmd_sddmm(argc, argv);
+    throw Error("unknown command '" + cmd + "' (expected attention, spmm, sddmm, info, gen or bench; see dfgnn --help)");
   } catch (const Error& e) {
     std::fprintf(stderr, "dfgnn: error: %s\n", e.what());
     return 2;

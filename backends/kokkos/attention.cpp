@@ -27,25 +27,6 @@ void dispatch(const Exec& exec, const Plan<Exec>& plan, const Problem<typename E
   throw Error(std::string("attention: no portable kernel for strategy ") + to_string(plan.strategy()));
 }
 
-// Runs the call on the plan's CUDA-native kernels if it has them (Kokkos::Cuda with
-// DFGNN_ENABLE_CUDA); `args` are the model's device pointers as dfgnn::cuda::attention takes them.
-template <class Exec, class Model, class... Args>
-bool run_native(const Exec& exec, const Plan<Exec>& plan, const Model& model,
-                const Options<typename Exec::memory_space>& o, Args... args) {
-#ifdef DFGNN_NATIVE_CUDA
-  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
-    if (!plan.native()) return false;
-    cuda::Options native{cuda::DeviceEdgeValues{o.edge_values.data(), int(o.edge_values.extent(1))}};
-    native.logsumexp = o.logsumexp.data();
-    native.dropout = o.dropout;
-    cuda::attention(exec.cuda_stream(), *plan.native(), model, args..., native);
-    return true;
-  }
-#endif
-  (void)exec, (void)plan, (void)model, (void)o, ((void)args, ...);
-  return false;
-}
-
 }  // namespace
 
 template <class Exec>
@@ -61,7 +42,10 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
   check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
                  {{"Q", Q}, {"K", K}, {"V", V}, {"edge_values", options.edge_values}});
   const float scale = dot_scale(model, plan.dim());
-  if (run_native(exec, plan, GT{scale}, options, Q.data(), K.data(), V.data(), out.data())) return;
+  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
+        cuda::attention(stream, native, GT{scale}, Q.data(), K.data(), V.data(), out.data(), o);
+      }))
+    return;
   dispatch(exec, plan, problem(plan, out, options),
            DotScore<typename Exec::memory_space>{Q, K, V, scale});
 }
@@ -77,7 +61,10 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
   check.options(options);
   check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
                  {{"X", X}, {"beta", beta}, {"edge_values", options.edge_values}});
-  if (run_native(exec, plan, AGNN{}, options, X.data(), beta.data(), int(beta.extent(0)), out.data())) return;
+  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
+        cuda::attention(stream, native, AGNN{}, X.data(), beta.data(), int(beta.extent(0)), out.data(), o);
+      }))
+    return;
   dispatch(exec, plan, problem(plan, out, options),
            CosineScore<typename Exec::memory_space>{X, inverse_norms(exec, plan, X), beta});
 }
@@ -94,7 +81,10 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
   check.options(options);
   check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
                  {{"el", el}, {"er", er}, {"V", V}, {"edge_values", options.edge_values}});
-  if (run_native(exec, plan, model, options, el.data(), er.data(), V.data(), out.data())) return;
+  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
+        cuda::attention(stream, native, model, el.data(), er.data(), V.data(), out.data(), o);
+      }))
+    return;
   dispatch(exec, plan, problem(plan, out, options),
            AdditiveScore<typename Exec::memory_space>{el, er, V, model.slope});
 }
@@ -112,7 +102,10 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
   check.options(options);
   check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
                  {{"XL", XL}, {"XR", XR}, {"a", a}, {"edge_values", options.edge_values}});
-  if (run_native(exec, plan, model, options, XL.data(), XR.data(), a.data(), out.data())) return;
+  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
+        cuda::attention(stream, native, model, XL.data(), XR.data(), a.data(), out.data(), o);
+      }))
+    return;
   dispatch(exec, plan, problem(plan, out, options),
            AdditiveV2Score<typename Exec::memory_space>{XL, XR, a, model.slope});
 }

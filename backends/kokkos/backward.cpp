@@ -68,6 +68,11 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& mode
                  {{"Q", Q}, {"K", K}, {"V", V}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
   const float scale = dot_scale(model, plan.dim());
+  if (run_native(exec, plan, o, [&](auto stream, const auto& native, const auto& no) {
+        cuda::attention_backward(stream, native, GT{scale}, Q.data(), K.data(), V.data(), out.data(),
+                                 logsumexp.data(), dOut.data(), dQ.data(), dK.data(), dV.data(), no);
+      }))
+    return;
   const DotGrad<Mem> grad{Q, K, dOut, dQ, dK, dV, scale, {}};
   backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), DotScore<Mem>{Q, K, V, scale}, grad,
            Upstream<Mem>{out, logsumexp, dOut}, workspace(plan, grad, 2, 0));
@@ -92,6 +97,11 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
                  {{"X", X}, {"beta", beta}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
   const int count = int(beta.extent(0));
+  if (run_native(exec, plan, o, [&](auto stream, const auto& native, const auto& no) {
+        cuda::attention_backward(stream, native, AGNN{}, X.data(), beta.data(), count, out.data(),
+                                 logsumexp.data(), dOut.data(), dX.data(), dbeta.data(), no);
+      }))
+    return;
   const auto inv = inverse_norms(exec, plan, X);
   const CosineGrad<Mem> grad{X, dOut, inv, beta, dX, {}};
   const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count);
@@ -120,6 +130,11 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GAT& mod
   check.disjoint({{"del", del}, {"der", der}, {"dV", dV}},
                  {{"el", el}, {"er", er}, {"V", V}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
+  if (run_native(exec, plan, o, [&](auto stream, const auto& native, const auto& no) {
+        cuda::attention_backward(stream, native, model, el.data(), er.data(), V.data(), out.data(),
+                                 logsumexp.data(), dOut.data(), del.data(), der.data(), dV.data(), no);
+      }))
+    return;
   const AdditiveGrad<Mem> grad{el, er, dOut, del, der, dV, model.slope, {}};
   backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AdditiveScore<Mem>{el, er, V, model.slope}, grad,
            Upstream<Mem>{out, logsumexp, dOut}, workspace(plan, grad, 2, 0));
@@ -145,6 +160,11 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& m
   check.disjoint({{"dXL", dXL}, {"dXR", dXR}, {"da", da}},
                  {{"XL", XL}, {"XR", XR}, {"a", a}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
+  if (run_native(exec, plan, o, [&](auto stream, const auto& native, const auto& no) {
+        cuda::attention_backward(stream, native, model, XL.data(), XR.data(), a.data(), out.data(),
+                                 logsumexp.data(), dOut.data(), dXL.data(), dXR.data(), da.data(), no);
+      }))
+    return;
   const auto& g = plan.graph();
   const AdditiveV2Grad<Mem> grad{XL, XR, dOut, a, dXL, dXR, model.slope, {}};
   const auto s = workspace(plan, grad, 2, std::size_t(edge_slices(g.num_edges())) * da.size());

@@ -5,11 +5,13 @@
 #include "scores.hpp"
 
 #include <dfgnn/attention.hpp>
+#include <dfgnn/cuda.hpp>  // declarations only: run_native names the native entries
 
 #include <cmath>
 #include <initializer_list>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 // Applies M to every enabled execution space: the entries are instantiated once per space.
 #ifdef KOKKOS_ENABLE_SERIAL
@@ -153,6 +155,26 @@ Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> in
         inv(n, h) = sq > 0.0f ? 1.0f / sqrt(sq) : 0.0f;
       });
   return inv;
+}
+
+/// Runs `call(stream, native plan, native options)` when the plan has CUDA-native kernels
+/// (Kokkos::Cuda with DFGNN_ENABLE_CUDA) and returns true; else false, and the caller runs the
+/// portable kernels. `call` is generic so that builds without the native path never see it.
+template <class Exec, class Call>
+bool run_native(const Exec& exec, const Plan<Exec>& plan, const Options<typename Exec::memory_space>& o,
+                const Call& call) {
+#ifdef DFGNN_NATIVE_CUDA
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) {
+    if (!plan.native()) return false;
+    cuda::Options native{cuda::DeviceEdgeValues{o.edge_values.data(), int(o.edge_values.extent(1))}};
+    native.logsumexp = o.logsumexp.data();
+    native.dropout = o.dropout;
+    call(exec.cuda_stream(), *plan.native(), native);
+    return true;
+  }
+#endif
+  (void)exec, (void)plan, (void)o, (void)call;
+  return false;
 }
 
 }  // namespace dfgnn::kokkos_impl

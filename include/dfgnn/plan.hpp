@@ -25,8 +25,8 @@ class Plan;
 }
 
 /// Per-(graph, score kind, H, D) state of the Kokkos kernels. On Kokkos::Cuda, with
-/// DFGNN_ENABLE_CUDA, it also holds the CUDA-native plan that forward calls then run (see
-/// Backend); the portable layout stays for the backward.
+/// DFGNN_ENABLE_CUDA, it also holds the CUDA-native plan that forward and backward calls then
+/// run (see Backend).
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class Plan {
  public:
