@@ -220,7 +220,7 @@ std::size_t check_gsddmm_backward(const char* who, node_t N, edge_t E, BinaryOp 
   return D;
 }
 
-void check_gcn(const char* who, node_t N, const Extents& x, const Extents& out) {
+void check_node_map(const char* who, node_t N, const Extents& x, const Extents& out) {
   expect_output(who, out, std::size_t(N), "N");
   expect(who, x, std::size_t(N), "N", out.heads, out.dim, false);
   check_disjoint(who, {out}, {x});

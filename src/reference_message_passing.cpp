@@ -206,7 +206,7 @@ std::vector<double> reference_gcn_aggregate(const HostGraph& g, int H, int D, co
   check_width(who, H, D);
   const std::size_t N = std::size_t(g.num_nodes), W = std::size_t(H) * D;
   std::vector<double> out(N * W, 0.0);
-  detail::check_gcn(who, g.num_nodes, {"x", x, N, std::size_t(H), std::size_t(D)}, result("out", out, N, H, D));
+  detail::check_node_map(who, g.num_nodes, {"x", x, N, std::size_t(H), std::size_t(D)}, result("out", out, N, H, D));
   const GcnScales s(g);
   for (edge_t e = 0; e < g.num_edges(); ++e) {
     const std::size_t u = std::size_t(g.src[e]), v = std::size_t(g.dst[e]);
@@ -220,7 +220,7 @@ std::vector<double> reference_gcn_aggregate_backward(const HostGraph& g, int H, 
   check_width(who, H, D);
   const std::size_t N = std::size_t(g.num_nodes), W = std::size_t(H) * D;
   std::vector<double> dx(N * W, 0.0);
-  detail::check_gcn(who, g.num_nodes, {"dout", dout, N, std::size_t(H), std::size_t(D)}, result("dx", dx, N, H, D));
+  detail::check_node_map(who, g.num_nodes, {"dout", dout, N, std::size_t(H), std::size_t(D)}, result("dx", dx, N, H, D));
   const GcnScales s(g);
   for (edge_t e = 0; e < g.num_edges(); ++e) {
     const std::size_t u = std::size_t(g.src[e]), v = std::size_t(g.dst[e]);

@@ -164,20 +164,4 @@ Reordered reorder(const HostGraph& g, Ordering o) {
   return permute(g, std::move(identity));
 }
 
-std::vector<float> gather_rows(const std::vector<float>& x, const std::vector<node_t>& index) {
-  if (index.empty() ? !x.empty() : x.size() % index.size() != 0)
-    throw Error("gather_rows: " + std::to_string(x.size()) + " values are not rows for " +
-                std::to_string(index.size()) + " nodes");
-  const std::size_t width = index.empty() ? 0 : x.size() / index.size();
-  std::vector<float> out(x.size());
-  for (std::size_t i = 0; i < index.size(); ++i) {
-    if (index[i] < 0 || std::size_t(index[i]) >= index.size())
-      throw Error("gather_rows: index " + std::to_string(i) + " (" + std::to_string(index[i]) + ") is outside [0, " +
-                  std::to_string(index.size()) + ")");
-    std::copy_n(x.begin() + std::ptrdiff_t(std::size_t(index[i]) * width), width,
-                out.begin() + std::ptrdiff_t(i * width));
-  }
-  return out;
-}
-
 }  // namespace dfgnn

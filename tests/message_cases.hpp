@@ -7,8 +7,18 @@
 
 #include <dfgnn/message.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <ostream>
 #include <string>
 #include <vector>
+
+namespace dfgnn {
+// GoogleTest prints parameters with these (found by argument-dependent lookup).
+inline void PrintTo(const Message& m, std::ostream* os) { *os << to_string(m); }
+inline void PrintTo(Reduce r, std::ostream* os) { *os << to_string(r); }
+inline void PrintTo(BinaryOp op, std::ostream* os) { *os << to_string(op); }
+}  // namespace dfgnn
 
 namespace dfgnn::test {
 
@@ -51,15 +61,21 @@ inline const std::vector<Reduce>& reduces() {
   return r;
 }
 
-/// A host tensor [rows, heads, dim] of values in +-[0.5, 1.5].
+/// A host tensor [rows, heads, dim] of values in +-[0.5, 1.5]. On the grid of multiples of 1/8
+/// (`exact`), messages of two values are exact in float32 or (quotients) far from each other,
+/// so float32 kernels and the float64 reference see the same ties and pick the same max/min.
 struct HostTensor {
   std::vector<float> data;
   int heads = 0, dim = 0;
 
   HostTensor() = default;
-  HostTensor(std::size_t rows, int h, int d, unsigned seed) : data(random_values(rows * h * d, seed, 0.5f, 1.5f)), heads(h), dim(d) {
+  HostTensor(std::size_t rows, int h, int d, unsigned seed, bool exact = false)
+      : data(random_values(rows * h * d, seed, 0.5f, 1.5f)), heads(h), dim(d) {
     const std::vector<float> sign = random_values(data.size(), seed + 1000);
-    for (std::size_t i = 0; i < data.size(); ++i) data[i] = sign[i] < 0 ? -data[i] : data[i];
+    for (std::size_t i = 0; i < data.size(); ++i) {
+      if (exact) data[i] = std::round(data[i] * 8.0f) / 8.0f;
+      if (sign[i] < 0) data[i] = -data[i];
+    }
   }
   Operand operand() const { return heads ? Operand{data.data(), heads, dim} : Operand{}; }
 };
@@ -71,11 +87,22 @@ inline std::size_t rows_of(Target t, const HostGraph& g) {
 /// The operands of a g-SpMM with output [N,H,D]: rhs is empty for a copy.
 struct SpmmOperands {
   HostTensor lhs, rhs;
-  SpmmOperands(const HostGraph& g, const Message& m, const Broadcast& b, int H, int D, unsigned seed)
-      : lhs(rows_of(m.lhs, g), b.lhs.heads(H), b.lhs.dim(D), seed) {
-    if (!m.is_copy()) rhs = HostTensor(rows_of(m.rhs, g), b.rhs.heads(H), b.rhs.dim(D), seed + 1);
+  SpmmOperands(const HostGraph& g, const Message& m, const Broadcast& b, int H, int D, unsigned seed,
+               bool exact = false)
+      : lhs(rows_of(m.lhs, g), b.lhs.heads(H), b.lhs.dim(D), seed, exact) {
+    if (!m.is_copy()) rhs = HostTensor(rows_of(m.rhs, g), b.rhs.heads(H), b.rhs.dim(D), seed + 1, exact);
   }
 };
+
+/// Float32 sums of n same-sign terms drift by up to about n/2 ulps, so the tolerance grows with
+/// the longest sum: the edges of the busiest node (in or out) times the (h, d) entries broadcast
+/// onto one output entry.
+inline double tolerance(const HostGraph& g, std::size_t broadcast = 1) {
+  const HostCsc t = transpose(g);
+  edge_t busiest = g.stats.max;
+  for (std::size_t u = 0; u + 1 < t.col_ptr.size(); ++u) busiest = std::max(busiest, t.col_ptr[u + 1] - t.col_ptr[u]);
+  return std::max(1e-5, 6e-8 * double(busiest) * double(broadcast));
+}
 
 inline std::string case_name(const Message& m, Reduce r) { return to_string(m) + "_" + to_string(r); }
 

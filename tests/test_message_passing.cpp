@@ -52,7 +52,7 @@ std::vector<double> numeric_gradient(std::vector<float>& x, Loss loss) {
 
 // ---- names ---------------------------------------------------------------------------------
 
-TEST(MessageNames, RoundTripAndRejectUnknown) {
+TEST(MessageRefNames, RoundTripAndRejectUnknown) {
   for (const Message& m : test::messages()) {
     const Message p = parse_message(to_string(m));
     EXPECT_TRUE(p.lhs == m.lhs && p.rhs == m.rhs && (m.is_copy() || p.op == m.op)) << to_string(m);
@@ -77,7 +77,7 @@ const HostGraph& tiny() {
 }
 const std::vector<float> kX{1, -2, 4}, kW{0.5f, 2, -1, 3};
 
-TEST(MessageReference, HandComputedSpmm) {
+TEST(MessageRef, HandComputedSpmm) {
   const Operand x{kX.data(), 1, 1}, w{kW.data(), 1, 1};
   auto run = [&](Message m, Reduce r, std::vector<edge_t>* arg = nullptr) {
     return reference_gspmm(tiny(), m, r, 1, 1, m.lhs == Target::E ? w : x,
@@ -97,7 +97,7 @@ TEST(MessageReference, HandComputedSpmm) {
   EXPECT_EQ(run(Message::u_op_v(BinaryOp::Div), Reduce::Min), (std::vector<double>{0, -0.5, -0.5}));
 }
 
-TEST(MessageReference, HandComputedSddmmKeepsCallerEdgeOrder) {
+TEST(MessageRef, HandComputedSddmmKeepsCallerEdgeOrder) {
   // Two heads of two features: x_u . y_v per head, edges in the order given.
   const HostGraph g = graph_from_edges(2, {1, 0, 1}, {0, 1, 1});
   const std::vector<float> x{1, 2, 3, 4, 5, 6, 7, 8}, y{1, 0, 0, 1, 2, 2, -1, 1};
@@ -118,9 +118,9 @@ const std::vector<HostGraph>& small_graphs() {
 }
 
 using SpmmParam = std::tuple<Message, Reduce>;
-class MessageSpmmReference : public ::testing::TestWithParam<SpmmParam> {};
+class MessageRefSpmm : public ::testing::TestWithParam<SpmmParam> {};
 
-TEST_P(MessageSpmmReference, BackwardMatchesFiniteDifferences) {
+TEST_P(MessageRefSpmm, BackwardMatchesFiniteDifferences) {
   const auto [m, r] = GetParam();
   const int H = 2, D = 3;
   for (const HostGraph& g : small_graphs())
@@ -137,15 +137,15 @@ TEST_P(MessageSpmmReference, BackwardMatchesFiniteDifferences) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, MessageSpmmReference,
+INSTANTIATE_TEST_SUITE_P(All, MessageRefSpmm,
                          ::testing::Combine(::testing::ValuesIn(test::messages()), ::testing::ValuesIn(test::reduces())),
                          [](const ::testing::TestParamInfo<SpmmParam>& info) {
                            return test::case_name(std::get<0>(info.param), std::get<1>(info.param));
                          });
 
-class MessageSddmmReference : public ::testing::TestWithParam<BinaryOp> {};
+class MessageRefSddmm : public ::testing::TestWithParam<BinaryOp> {};
 
-TEST_P(MessageSddmmReference, BackwardMatchesFiniteDifferences) {
+TEST_P(MessageRefSddmm, BackwardMatchesFiniteDifferences) {
   const BinaryOp op = GetParam();
   const int H = 2, D = 3, width = op == BinaryOp::Dot ? 1 : D;
   for (const HostGraph& g : small_graphs())
@@ -161,11 +161,11 @@ TEST_P(MessageSddmmReference, BackwardMatchesFiniteDifferences) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, MessageSddmmReference,
+INSTANTIATE_TEST_SUITE_P(All, MessageRefSddmm,
                          ::testing::Values(BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Dot),
                          [](const ::testing::TestParamInfo<BinaryOp>& info) { return to_string(info.param); });
 
-TEST(MessageReference, GcnIsSpmmWithDegreeWeights) {
+TEST(MessageRef, GcnIsSpmmWithDegreeWeights) {
   const int H = 2, D = 3;
   for (const HostGraph& g : small_graphs()) {
     const std::size_t N = std::size_t(g.num_nodes);
@@ -188,7 +188,7 @@ TEST(MessageReference, GcnIsSpmmWithDegreeWeights) {
   }
 }
 
-TEST(MessageReference, RejectsBadArguments) {
+TEST(MessageRef, RejectsBadArguments) {
   const HostGraph& g = tiny();
   const Operand x{kX.data(), 1, 1}, w{kW.data(), 1, 1}, x2{kX.data(), 2, 1};
   const auto mul_e = Message::u_op_e(BinaryOp::Mul);
@@ -298,8 +298,8 @@ TEST(Reorder, RejectsBadPermutations) {
   test::expect_error([&] { permute(g, {0, 1}); }, {"2 entries, expected N = 3"});
   test::expect_error([&] { permute(g, {0, 1, 1}); }, {"entry 2 (1)", "repeated"});
   test::expect_error([&] { permute(g, {0, 3, 1}); }, {"entry 1 (3)", "outside [0, N)"});
-  test::expect_error([] { gather_rows({1, 2, 3}, {0, 1}); }, {"3 values", "2 nodes"});
-  test::expect_error([] { gather_rows({1, 2}, {0, 2}); }, {"index 1 (2)", "outside [0, 2)"});
+  test::expect_error([] { gather_rows(std::vector<float>{1, 2, 3}, {0, 1}); }, {"3 values", "2 nodes"});
+  test::expect_error([] { gather_rows(std::vector<float>{1, 2}, {0, 2}); }, {"index 1 (2)", "outside [0, 2)"});
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <dfgnn/graph.hpp>
 #include <dfgnn/io.hpp>
 #include <dfgnn/message.hpp>
+#include <dfgnn/message_passing.hpp>
 #include <dfgnn/plan.hpp>
 #include <dfgnn/reference.hpp>
 #include <dfgnn/reference_backward.hpp>

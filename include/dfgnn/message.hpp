@@ -128,8 +128,9 @@ std::size_t check_gsddmm(const char* who, node_t N, edge_t E, BinaryOp op, const
 /// The checks of a g-SDDMM backward: dout shaped like the forward's out, dx like x, dy like y.
 std::size_t check_gsddmm_backward(const char* who, node_t N, edge_t E, BinaryOp op, const Extents& x,
                                   const Extents& y, const Extents& dout, const Extents& dx, const Extents& dy);
-/// The checks of gcn_aggregate (x, out [N,H,D]) and of its backward (dout, dx).
-void check_gcn(const char* who, node_t N, const Extents& x, const Extents& out);
+/// The checks of a node-to-node map (gcn_aggregate, its backward, permute_nodes): x and out
+/// [N,H,D], disjoint.
+void check_node_map(const char* who, node_t N, const Extents& x, const Extents& out);
 
 /// No written tensor shares a byte with a read one or another written one.
 void check_disjoint(const char* who, std::initializer_list<Extents> written, std::initializer_list<Extents> read);

@@ -17,6 +17,7 @@
 
 #include <dfgnn/csr.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,24 @@ Reordered permute(const HostGraph& g, std::vector<node_t> order);
 Reordered reorder(const HostGraph& g, Ordering o);
 
 /// Row i of the result is row index[i] of x, whose rows are x.size() / index.size() values
-/// (x empty when index is). Moves node tensors between orders: index = order (to the new
-/// order) or position (back). Throws Error when x.size() is not a multiple of index.size().
-std::vector<float> gather_rows(const std::vector<float>& x, const std::vector<node_t>& index);
+/// (x empty when index is). Moves node tensors (features, g-SpMM's max/min arguments) between
+/// orders: index = order (to the new order) or position (back). Throws Error when x.size() is
+/// not a multiple of index.size() or an index is outside [0, index.size()).
+template <class T>
+std::vector<T> gather_rows(const std::vector<T>& x, const std::vector<node_t>& index) {
+  if (index.empty() ? !x.empty() : x.size() % index.size() != 0)
+    throw Error("gather_rows: " + std::to_string(x.size()) + " values are not rows for " +
+                std::to_string(index.size()) + " nodes");
+  const std::size_t width = index.empty() ? 0 : x.size() / index.size();
+  std::vector<T> out(x.size());
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    if (index[i] < 0 || std::size_t(index[i]) >= index.size())
+      throw Error("gather_rows: index " + std::to_string(i) + " (" + std::to_string(index[i]) + ") is outside [0, " +
+                  std::to_string(index.size()) + ")");
+    std::copy_n(x.begin() + std::ptrdiff_t(std::size_t(index[i]) * width), width,
+                out.begin() + std::ptrdiff_t(i * width));
+  }
+  return out;
+}
 
 }  // namespace dfgnn
