@@ -7,6 +7,7 @@
 #include <dfgnn/csr.hpp>
 #include <dfgnn/io.hpp>
 #include <dfgnn/reference.hpp>
+#include <dfgnn/reference_message_passing.hpp>
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -407,6 +408,116 @@ TEST_F(CliTest, KokkosLookalikeOptions) {
   const std::string g = quote(tiny_graph());
   expect_user_error("info --graph " + g + " --threads 2", {"--threads"});
   expect_user_error("info --graph " + g + " --help", {"--help"});
+}
+
+// ---- spmm / sddmm --------------------------------------------------------------------------
+
+// Every operand shape the files may have ([R], [R,H], [R,H*D], [R,1|H,1|D]), each message
+// family and reduce, with and without reordering, against the float64 reference; gradients'
+// files named and shaped (the CLI's own --reference checks their values).
+TEST_F(CliTest, SpmmRoundTrips) {
+  const HostGraph g = graph_from_edges(kNodes, kSrc, kDst);
+  const std::int64_t N = kNodes, E = g.num_edges(), H = 2, D = 3;
+  using Shape = std::vector<std::int64_t>;
+  struct Case {
+    std::string message, reduce;
+    Shape lhs, rhs;  // file shapes; empty rhs: a copy
+    int lh, ld, rh, rd;  // the operands as [R, h, d]
+  };
+  const std::vector<Case> cases{{"copy_u", "sum", {N, H, D}, {}, 2, 3, 0, 0},
+                                {"copy_e", "max", {E}, {}, 1, 1, 0, 0},
+                                {"u_mul_e", "mean", {N, H * D}, {E, H}, 2, 3, 2, 1},
+                                {"u_sub_v", "min", {N, 1, D}, {N, H, D}, 1, 3, 2, 3},
+                                {"u_div_e", "sum", {N, H, 1}, {E, 1, D}, 2, 1, 1, 3}};
+  const std::string dout = npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 5));
+  for (const Case& c : cases)
+    for (const std::string reorder : {"none", "rcm", "degree"}) {
+      SCOPED_TRACE(c.message + " " + c.reduce + " " + reorder);
+      const Message m = parse_message(c.message);
+      auto values = [](std::size_t n, unsigned seed) {  // bounded away from 0: divisors
+        auto v = test::random_values(n, seed, 0.5f, 1.5f);
+        for (std::size_t i = 0; i < n; i += 2) v[i] = -v[i];
+        return v;
+      };
+      const std::size_t lrows = m.lhs == Target::E ? std::size_t(E) : std::size_t(N);
+      const std::size_t rrows = m.rhs == Target::E ? std::size_t(E) : std::size_t(N);
+      const auto L = values(lrows * std::size_t(c.lh * c.ld), 1), R = values(rrows * std::size_t(c.rh * c.rd), 2);
+      std::string args = "spmm --graph " + quote(tiny_graph()) + " --message " + c.message + " --reduce " + c.reduce +
+                         " --heads 2 --dim 3 --reorder " + reorder + " --reference --out " + quote(path("out.npy")) +
+                         " --grad-out " + quote(dout) + " --grad-prefix " + quote(path("g_")) + " --lhs " +
+                         quote(npy("lhs.npy", c.lhs, L));
+      if (!c.rhs.empty()) args += " --rhs " + quote(npy("rhs.npy", c.rhs, R));
+      const Result r = run(args);
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("N=7 E=14 H=2 D=3 reorder=" + reorder), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("max relative error of dlhs"), std::string::npos) << r.out;
+      const auto ref = reference_gspmm(g, m, parse_reduce(c.reduce), 2, 3, {L.data(), c.lh, c.ld},
+                                       c.rhs.empty() ? Operand{} : Operand{R.data(), c.rh, c.rd});
+      const io::Array out = io::read_npy_f32(path("out.npy"));
+      EXPECT_EQ(out.shape, (Shape{N, H, D}));
+      EXPECT_LT(max_relative_error(out.data.data(), ref), 1e-6);
+      EXPECT_EQ(io::read_npy_f32(path("g_dlhs.npy")).shape, (Shape{std::int64_t(lrows), c.lh, c.ld}));
+      if (!c.rhs.empty()) EXPECT_EQ(io::read_npy_f32(path("g_drhs.npy")).shape, (Shape{std::int64_t(rrows), c.rh, c.rd}));
+    }
+}
+
+TEST_F(CliTest, SddmmRoundTrips) {
+  const HostGraph g = graph_from_edges(kNodes, kSrc, kDst);
+  const std::int64_t N = kNodes, E = g.num_edges(), H = 2, D = 4;
+  const auto X = test::random_values(std::size_t(N * H * D), 3), Y = test::random_values(std::size_t(N * H), 4, 0.5f, 2.0f);
+  for (const std::string op : {"dot", "div"}) {
+    const std::int64_t width = op == "dot" ? 1 : D;
+    const std::string args = "sddmm --graph " + quote(tiny_graph()) + " --op " + op + " --heads 2 --x " +
+                             quote(npy("x.npy", {N, H * D}, X)) + " --y " + quote(npy("y.npy", {N, H}, Y)) +
+                             " --reorder rcm --reference --out " + quote(path("e.npy")) + " --grad-out " +
+                             quote(npy("de.npy", {E, H, width}, test::random_values(std::size_t(E * H * width), 6)));
+    const Result r = run(args);
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("sddmm " + op + " N=7 E=14 H=2 D=4"), std::string::npos) << r.out;
+    const io::Array out = io::read_npy_f32(path("e.npy"));
+    EXPECT_EQ(out.shape, (std::vector<std::int64_t>{E, H, width}));
+    // y is [N,H] = [N,H,1]: a dot of x with y broadcast over the features.
+    EXPECT_LT(max_relative_error(out.data.data(), reference_gsddmm(g, parse_binary_op(op), 2, 4, {X.data(), 2, 4},
+                                                                   {Y.data(), 2, 1})),
+              1e-6);
+  }
+}
+
+TEST_F(CliTest, SpmmOnCoraWithTiming) {
+  for (const std::string reorder : {"none", "rcm"}) {
+    const Result r = run("spmm --graph " + cora() + " --symmetrize --message u_mul_v --reduce max --heads 2 --dim 8 "
+                         "--reference --iters 2 --warmup 1 --reorder " + reorder + " --json " + quote(path("mp.jsonl")));
+    EXPECT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("N=2708 E=10556 H=2 D=8 reorder=" + reorder), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("forward: median"), std::string::npos) << r.out;
+  }
+  const std::string json = slurp(path("mp.jsonl"));
+  EXPECT_EQ(std::count(json.begin(), json.end(), '\n'), 2) << json;
+  EXPECT_NE(json.find("\"reorder\": \"rcm\""), std::string::npos) << json;
+}
+
+TEST_F(CliTest, SpmmAndSddmmErrors) {
+  const std::string g = " --graph " + quote(tiny_graph());
+  const std::int64_t N = kNodes, E = std::int64_t(kSrc.size());
+  const auto v = test::random_values(std::size_t(4 * N * E), 7);
+  expect_user_error("spmm" + g + " --reduce sum", {"missing --message"});
+  expect_user_error("spmm" + g + " --message u_dot_e --reduce sum", {"unknown message 'u_dot_e'"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce prod", {"unknown reduce 'prod'"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --rhs x.npy", {"--rhs", "copy_u takes one operand"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --op dot", {"--op is an option of sddmm"});
+  expect_user_error("sddmm" + g + " --op dot --lhs x.npy", {"--lhs is an option of spmm"});
+  expect_user_error("sddmm" + g + " --op pow", {"unknown operator 'pow'"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --reorder metis", {"unknown ordering 'metis'"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --grad-prefix p", {"--grad-prefix needs --grad-out"});
+  expect_user_error("spmm" + g + " --message u_mul_e --reduce sum --symmetrize --rhs " + quote(npy("w.npy", {E}, v)),
+                    {"--rhs", "--symmetrize"});
+  expect_user_error("spmm" + g + " --message u_mul_e --reduce sum --heads 2 --rhs " + quote(npy("w.npy", {E, 3}, v)),
+                    {"w.npy: shape [14,3]", "R = 14 (edges), H = 2"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --lhs " + quote(npy("x.npy", {N + 1, 2}, v)),
+                    {"x.npy: shape [8,2]", "R = 7 (nodes)"});
+  expect_user_error("sddmm" + g + " --op add --dim 2 --grad-out " + quote(npy("d.npy", {E, 1, 3}, v)),
+                    {"d.npy: shape [14,1,3], expected [14,1,2] or [14,2]"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --backend tpu", {"unknown backend 'tpu'"});
 }
 
 }  // namespace

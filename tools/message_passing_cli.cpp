@@ -1,0 +1,340 @@
+// `dfgnn spmm` / `dfgnn sddmm`: g-SpMM and g-SDDMM on a graph file with the conventions of
+// `dfgnn attention` (.npy inputs or random ones, --out, --reference, --grad-out), optional
+// reordering (results always in the file's node order) and timing.
+
+#include "message_passing_cli.hpp"
+
+#include "cli_common.hpp"
+
+#include <dfgnn/message_passing.hpp>
+#include <dfgnn/reference.hpp>
+#include <dfgnn/reference_message_passing.hpp>
+#include <dfgnn/reorder.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace dfgnn::cli {
+
+namespace {
+
+// ---- the portable Kokkos backend -----------------------------------------------------------
+
+/// Runs f once, or warmup + iters times and returns the median and minimum of the last iters.
+template <class F>
+Timing timed(const F& f, int warmup, int iters) {
+  if (iters <= 0) {
+    f();
+    return {};
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < warmup + iters; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front()};
+}
+
+template <class View>
+std::vector<typename View::non_const_value_type> to_host(const View& v) {
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  return {h.data(), h.data() + h.size()};
+}
+
+bool is_extreme(Reduce r) { return r == Reduce::Max || r == Reduce::Min; }
+
+}  // namespace
+
+MessageResult run_message_kokkos(const HostGraph& g, const MessageJob& job) {
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Mem = Exec::memory_space;
+  const Exec exec;
+  const Graph<Mem> graph(g);
+  // Device copies of the inputs and rank-3 views of them (empty for an absent operand).
+  std::vector<Kokkos::View<float*, Mem>> keep;
+  auto device = [&](const HostTensor& t) {
+    keep.push_back(detail::upload<float, Mem>("input", t.data));
+    return t.heads ? Tensor<Mem>(keep.back().data(), t.rows, std::size_t(t.heads), std::size_t(t.dim)) : Tensor<Mem>();
+  };
+  auto output = [](const char* name, std::size_t rows, int heads, int dim) {
+    return heads ? TensorOutput<Mem>(std::string(name), rows, std::size_t(heads), std::size_t(dim)) : TensorOutput<Mem>();
+  };
+  const Tensor<Mem> lhs = device(job.lhs), rhs = device(job.rhs);
+  const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
+  const TensorOutput<Mem> out = job.sddmm ? output("out", E, job.H, job.op == BinaryOp::Dot ? 1 : job.D)
+                                          : output("out", N, job.H, job.D);
+  const ArgOutput<Mem> arg = !job.sddmm && is_extreme(job.reduce)
+                                 ? ArgOutput<Mem>("arg", N, std::size_t(job.H), std::size_t(job.D))
+                                 : ArgOutput<Mem>();
+  MessageResult r;
+  r.forward = timed(
+      [&] {
+        if (job.sddmm)
+          gsddmm(exec, graph, job.op, lhs, rhs, out);
+        else
+          gspmm(exec, graph, job.message, job.reduce, lhs, rhs, out, arg);
+        exec.fence();
+      },
+      job.warmup, job.iters);
+  r.out = to_host(out);
+  if (arg.size()) r.arg = to_host(arg);
+  if (job.dout.empty()) return r;
+  const Tensor<Mem> dout = device(HostTensor{job.dout, out.extent(0), int(out.extent(1)), int(out.extent(2))});
+  const TensorOutput<Mem> dlhs = output("dlhs", job.lhs.rows, job.lhs.heads, job.lhs.dim),
+                          drhs = output("drhs", job.rhs.rows, job.rhs.heads, job.rhs.dim);
+  r.backward = timed(
+      [&] {
+        if (job.sddmm)
+          gsddmm_backward(exec, graph, job.op, lhs, rhs, dout, dlhs, drhs);
+        else
+          gspmm_backward(exec, graph, job.message, job.reduce, lhs, rhs, arg, dout, dlhs, drhs);
+        exec.fence();
+      },
+      job.warmup, job.iters);
+  r.dlhs = to_host(dlhs);
+  r.drhs = to_host(drhs);
+  return r;
+}
+
+namespace {
+
+// ---- the command ---------------------------------------------------------------------------
+
+std::string shape_string(const std::vector<std::int64_t>& s) {
+  std::string r = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+/// The feature width an operand file suggests: dim of [rows,h,d], D of [rows,H*D], else 1.
+int suggested_dim(const io::Array& t, int H) {
+  if (t.shape.size() == 3) return int(t.shape[2]);
+  if (t.shape.size() == 2 && t.shape[1] != H && t.shape[1] % H == 0) return int(t.shape[1] / H);
+  return 1;
+}
+
+/// An operand file as [rows, h, d]: [rows] is [rows,1,1], [rows,H] is [rows,H,1] (DGL's edge
+/// shapes), [rows,H*D] is [rows,H,D]; rank 3 as is, with h in {1,H} and d in {1,D}.
+HostTensor interpret(const io::Array& t, const std::string& path, std::size_t rows, const char* what, int H, int D) {
+  const auto& s = t.shape;
+  HostTensor r{t.data, rows, 0, 0};
+  if (!s.empty() && std::size_t(s[0]) == rows) {
+    if (s.size() == 1) r.heads = 1, r.dim = 1;
+    if (s.size() == 2 && s[1] == std::int64_t(H) * D) r.heads = H, r.dim = D;
+    if (s.size() == 2 && s[1] == H && !r.heads) r.heads = H, r.dim = 1;
+    if (s.size() == 2 && s[1] == 1 && !r.heads) r.heads = 1, r.dim = 1;
+    if (s.size() == 3 && (s[1] == 1 || s[1] == H) && (s[2] == 1 || s[2] == D)) r.heads = int(s[1]), r.dim = int(s[2]);
+  }
+  if (!r.heads)
+    throw Error(path + ": shape " + shape_string(s) + ", expected [R], [R,H], [R,H*D] or [R,1|H,1|D] with R = " +
+                std::to_string(rows) + " (" + what + "), H = " + std::to_string(H) + ", D = " + std::to_string(D));
+  return r;
+}
+
+/// One operand of the command: its option, rows and whether it lives on edges.
+struct Slot {
+  const char* option;
+  Target target;
+};
+
+std::size_t rows_of(Target t, const HostGraph& g) {
+  return t == Target::E ? std::size_t(g.num_edges()) : std::size_t(g.num_nodes);
+}
+
+/// Bytes a forward must move (anchors.md): each input read once, the output written once and
+/// the graph; the gather model adds one row read per edge for each tensor read at sources.
+struct Traffic {
+  double compulsory = 0, gather = 0;
+};
+
+Traffic traffic(const HostGraph& g, const MessageJob& job, const std::vector<Slot>& slots, std::size_t out_floats,
+                bool arg) {
+  const double E = double(g.num_edges());
+  Traffic t;
+  t.compulsory = job.sddmm ? E * 16 : (double(g.num_nodes) + 1) * 8 + E * 4;  // sddmm: src, dst, edge_id
+  t.compulsory += double(out_floats) * (arg ? 12 : 4);
+  t.gather = t.compulsory;
+  bool edge_ids = false;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const HostTensor& x = i == 0 ? job.lhs : job.rhs;
+    const double row = double(x.heads) * x.dim * 4;
+    t.compulsory += double(x.rows) * row;
+    t.gather += slots[i].target == Target::U || (job.sddmm && slots[i].target == Target::V) ? E * row : double(x.rows) * row;
+    edge_ids = edge_ids || slots[i].target == Target::E;
+  }
+  if (edge_ids) t.compulsory += E * 8, t.gather += E * 8;
+  return t;
+}
+
+int run_command(int argc, char** argv, bool sddmm) {
+  const Args a = parse_args(argc, argv, 2,
+                            {"graph", "nodes", "message", "reduce", "op", "heads", "dim", "lhs", "rhs", "x", "y", "seed",
+                             "out", "reorder", "grad-out", "grad-prefix", "warmup", "iters", "backend", "json", "name"},
+                            {"reference", "symmetrize"});
+  const HostGraph g = load_graph(a);
+  MessageJob job;
+  job.sddmm = sddmm;
+  std::vector<Slot> slots;
+  if (sddmm) {
+    for (const char* k : {"message", "reduce", "lhs", "rhs"})
+      if (a.has(k)) throw Error(std::string("--") + k + " is an option of spmm; sddmm takes --op, --x and --y");
+    job.op = parse_binary_op(a.need("op"));
+    slots = {{"x", Target::U}, {"y", Target::V}};
+  } else {
+    for (const char* k : {"op", "x", "y"})
+      if (a.has(k)) throw Error(std::string("--") + k + " is an option of sddmm; spmm takes --message, --lhs and --rhs");
+    job.message = parse_message(a.need("message"));
+    job.reduce = parse_reduce(a.need("reduce"));
+    slots = {{"lhs", job.message.lhs}};
+    if (!job.message.is_copy()) slots.push_back({"rhs", job.message.rhs});
+    if (job.message.is_copy() && a.has("rhs"))
+      throw Error("--rhs: " + to_string(job.message) + " takes one operand (--lhs)");
+  }
+  const long long heads = a.integer("heads", 1);
+  if (heads < 1) throw Error("--heads must be >= 1");
+  job.H = int(heads);
+  std::vector<io::Array> files(slots.size());
+  int width = 0;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (!a.has(slots[i].option)) continue;
+    if (slots[i].target == Target::E && a.flags.count("symmetrize"))
+      throw Error(std::string("--") + slots[i].option +
+                  " holds edge values, which cannot be combined with --symmetrize (it changes the edges and their order)");
+    files[i] = io::read_npy_f32(a.get(slots[i].option));
+    width = std::max(width, suggested_dim(files[i], job.H));
+  }
+  const long long dim = a.integer("dim", width ? width : 64);
+  if (dim < 1) throw Error("--dim must be >= 1");
+  job.D = int(dim);
+  const std::uint64_t seed = std::uint64_t(a.integer("seed", 1));
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const std::size_t rows = rows_of(slots[i].target, g);
+    HostTensor& t = i == 0 ? job.lhs : job.rhs;
+    t = a.has(slots[i].option)
+            ? interpret(files[i], a.get(slots[i].option), rows, slots[i].target == Target::E ? "edges" : "nodes", job.H,
+                        job.D)
+            : HostTensor{random_tensor(rows * job.H * job.D, seed * 1000003 + i + 1), rows, job.H, job.D};
+  }
+  const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
+  const int out_dim = sddmm && job.op == BinaryOp::Dot ? 1 : job.D;
+  const std::vector<std::int64_t> out_shape{std::int64_t(sddmm ? E : N), job.H, out_dim};
+  std::vector<float> dout;
+  if (a.has("grad-out")) {
+    const std::string path = a.get("grad-out");
+    const io::Array t = io::read_npy_f32(path);
+    const std::vector<std::int64_t> flat{out_shape[0], std::int64_t(job.H) * out_dim};
+    if (t.shape != out_shape && t.shape != flat)
+      throw Error(path + ": shape " + shape_string(t.shape) + ", expected " + shape_string(out_shape) + " or " +
+                  shape_string(flat));
+    dout = t.data;
+  } else if (a.has("grad-prefix")) {
+    throw Error("--grad-prefix needs --grad-out");
+  }
+  const int warmup = int(a.integer("warmup", 3)), iters = int(a.integer("iters", 0));
+  if (warmup < 0 || iters < 0) throw Error("--warmup and --iters must be >= 0");
+  job.warmup = warmup, job.iters = iters;
+
+  // Reordering: node tensors into the new order, results back; edge tensors keep the file's.
+  const Ordering ordering = parse_ordering(a.get("reorder", "none"));
+  const auto t0 = std::chrono::steady_clock::now();
+  const Reordered re = reorder(g, ordering);
+  const double reorder_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  auto to_new = [&](const std::vector<float>& x) { return gather_rows(x, re.order); };
+  auto back = [&](const auto& x) { return gather_rows(x, re.position); };
+  MessageJob run = job;
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (slots[i].target != Target::E) (i == 0 ? run.lhs : run.rhs).data = to_new((i == 0 ? job.lhs : job.rhs).data);
+  run.dout = sddmm ? dout : to_new(dout);
+
+  std::string backend = a.get("backend", "auto");
+  if (backend == "auto") backend = "kokkos";
+  const auto t1 = std::chrono::steady_clock::now();
+  MessageResult r;
+  if (backend == "kokkos") {
+    r = run_message_kokkos(re.graph, run);
+  } else if (backend == "cuda") {
+    throw Error("--backend cuda: the CUDA-native message-passing kernels are not built yet");
+  } else {
+    throw Error("unknown backend '" + backend + "' (expected auto, kokkos or cuda)");
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+  if (!sddmm) r.out = back(r.out), r.arg = back(r.arg);
+  if (slots[0].target != Target::E) r.dlhs = back(r.dlhs);
+  if (slots.size() > 1 && slots[1].target != Target::E) r.drhs = back(r.drhs);
+
+  const std::string what = sddmm ? std::string(to_string(job.op)) : to_string(job.message) + " " + to_string(job.reduce);
+  std::printf("%s %s N=%zu E=%zu H=%d D=%d reorder=%s (%.1f ms) backend=%s time=%.3f ms (with transfers)\n",
+              sddmm ? "sddmm" : "spmm", what.c_str(), N, E, job.H, job.D, to_string(ordering), reorder_ms,
+              backend.c_str(), ms);
+  const Traffic bytes = traffic(g, job, slots, r.out.size(), !r.arg.empty());
+  if (iters > 0) {
+    std::printf("forward: median %.4f ms, min %.4f ms over %d runs (%.1f GB/s compulsory, %.1f GB/s gather model)\n",
+                r.forward.median_ms, r.forward.min_ms, iters, bytes.compulsory / (r.forward.median_ms * 1e6),
+                bytes.gather / (r.forward.median_ms * 1e6));
+    if (!dout.empty()) std::printf("backward: median %.4f ms, min %.4f ms\n", r.backward.median_ms, r.backward.min_ms);
+  }
+  if (a.has("json")) {
+    std::FILE* json = std::fopen(a.get("json").c_str(), "a");
+    if (!json) throw Error(a.get("json") + ": cannot open for writing");
+    std::fprintf(json,
+                 "{\"name\": \"%s\", \"kernel\": \"%s\", \"op\": \"%s\", \"N\": %zu, \"E\": %zu, \"H\": %d, \"D\": %d, "
+                 "\"reorder\": \"%s\", \"reorder_ms\": %.3f, \"backend\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
+                 "\"bwd_ms\": %.6f, \"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f}\n",
+                 a.get("name", a.get("graph")).c_str(), sddmm ? "sddmm" : "spmm", what.c_str(), N, E, job.H, job.D,
+                 to_string(ordering), reorder_ms, backend.c_str(), r.forward.median_ms, r.forward.min_ms,
+                 r.backward.median_ms, bytes.compulsory, bytes.gather);
+    std::fclose(json);
+  }
+  if (a.has("out")) io::write_npy_f32(a.get("out"), out_shape, r.out.data());
+  const std::string prefix = a.get("grad-prefix", "grad_");
+  const std::vector<std::pair<std::string, const HostTensor*>> grads{{sddmm ? "dx" : "dlhs", &job.lhs},
+                                                                     {sddmm ? "dy" : "drhs", &job.rhs}};
+  if (!dout.empty()) {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const HostTensor& t = *grads[i].second;
+      io::write_npy_f32(prefix + grads[i].first + ".npy", {std::int64_t(t.rows), t.heads, t.dim},
+                        (i == 0 ? r.dlhs : r.drhs).data());
+    }
+    std::printf("backward: wrote %zu gradients to %s*.npy\n", slots.size(), prefix.c_str());
+  }
+  if (!a.flags.count("reference")) return 0;
+  // The float64 reference on the file's graph and order: checks the reordering too.
+  const Operand x{job.lhs.data.data(), job.lhs.heads, job.lhs.dim};
+  const Operand y{job.rhs.data.data(), job.rhs.heads, job.rhs.dim};
+  const int D = sddmm && job.op == BinaryOp::Dot ? std::max(job.lhs.dim, job.rhs.dim) : job.D;
+  std::vector<std::pair<std::string, double>> errors{
+      {"out", max_relative_error(r.out.data(), sddmm ? reference_gsddmm(g, job.op, job.H, D, x, y)
+                                                     : reference_gspmm(g, job.message, job.reduce, job.H, job.D, x, y))}};
+  if (!dout.empty()) {
+    std::vector<double> ref_l, ref_r;
+    if (sddmm) {
+      GsddmmGradients ref = reference_gsddmm_backward(g, job.op, job.H, D, x, y, dout.data());
+      ref_l = std::move(ref.dx), ref_r = std::move(ref.dy);
+    } else {  // with the kernel's winners: a near-tie may go either way in float32
+      GspmmGradients ref = reference_gspmm_backward(g, job.message, job.reduce, job.H, job.D, x, y, r.arg.data(),
+                                                    dout.data());
+      ref_l = std::move(ref.dlhs), ref_r = std::move(ref.drhs);
+    }
+    errors.emplace_back(grads[0].first, max_relative_error(r.dlhs.data(), ref_l));
+    if (slots.size() > 1) errors.emplace_back(grads[1].first, max_relative_error(r.drhs.data(), ref_r));
+  }
+  int status = 0;
+  for (const auto& [name, err] : errors) {
+    std::printf("max relative error of %s vs float64 reference: %.3g\n", name.c_str(), err);
+    if (!(err <= 1e-4)) {
+      std::fprintf(stderr, "dfgnn: error: %s relative error %.3g exceeds 1e-4\n", name.c_str(), err);
+      status = 1;
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+int cmd_spmm(int argc, char** argv) { return run_command(argc, argv, false); }
+int cmd_sddmm(int argc, char** argv) { return run_command(argc, argv, true); }
+
+}  // namespace dfgnn::cli
