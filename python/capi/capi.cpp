@@ -1,0 +1,460 @@
+// The C ABI of dfgnn_capi.h: graphs, plans and the four models' forward and backward on the
+// Kokkos host kernels or (built with DFGNN_ENABLE_CUDA) the CUDA-native ones. Every entry
+// catches everything: exceptions become a return code and a thread-local message.
+
+#include "dfgnn_capi.h"
+
+#include <dfgnn/attention.hpp>
+#include <dfgnn/backward.hpp>
+#include <dfgnn/csr.hpp>
+
+#ifdef DFGNN_ENABLE_CUDA
+#include <dfgnn/cuda.hpp>
+
+#include <cuda_runtime_api.h>
+#endif
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+using HostExec = Kokkos::DefaultHostExecutionSpace;
+using HostMem = HostExec::memory_space;
+using dfgnn::edge_t;
+using dfgnn::node_t;
+
+thread_local std::string last_error;
+
+int fail(int code, const char* what) noexcept {
+  try {
+    last_error = what;
+  } catch (...) {
+    last_error.clear();  // no memory for the message: the code still tells the kind
+  }
+  return code;
+}
+
+template <class F>
+int guarded(F&& f) noexcept {
+  try {
+    f();
+    return 0;
+  } catch (const dfgnn::Error& e) {
+    return fail(1, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(2, "dfgnn: out of host memory");
+  } catch (const std::exception& e) {
+    return fail(2, e.what());
+  } catch (...) {
+    return fail(2, "dfgnn: unknown C++ exception");
+  }
+}
+
+// Kokkos is initialised by the first graph, unless the process already did it; finalised at
+// exit, after Python has released its graphs and plans.
+void ensure_kokkos() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!Kokkos::is_initialized()) {
+      Kokkos::initialize();
+      std::atexit([] { Kokkos::finalize(); });
+    }
+  });
+}
+
+node_t checked_nodes(int64_t num_nodes) {
+  if (num_nodes < 0 || num_nodes >= int64_t(1) << 31)
+    throw dfgnn::Error("graph: num_nodes must be in [0, 2^31), got " + std::to_string(num_nodes));
+  return node_t(num_nodes);
+}
+
+// Node ids arrive as int64 (PyTorch's index type); the graph stores them as int32.
+std::vector<node_t> node_ids(const int64_t* ids, int64_t count, node_t num_nodes, const char* what) {
+  std::vector<node_t> out(static_cast<std::size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    if (ids[i] < 0 || ids[i] >= num_nodes)
+      throw dfgnn::Error(std::string("graph: ") + what + " " + std::to_string(ids[i]) + " of edge " +
+                         std::to_string(i) + " is outside [0, " + std::to_string(num_nodes) + ")");
+    out[std::size_t(i)] = node_t(ids[i]);
+  }
+  return out;
+}
+
+dfgnn::ScoreKind score_kind(int kind) {
+  if (kind < DFGNN_GT || kind > DFGNN_GATV2)
+    throw dfgnn::Error("plan: unknown score kind " + std::to_string(kind));
+  return dfgnn::ScoreKind(kind);
+}
+
+#ifdef DFGNN_ENABLE_CUDA
+void cuda_check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess)
+    throw std::runtime_error(std::string("dfgnn: ") + what + ": " + cudaGetErrorString(status));
+}
+
+// Makes the plan's device current for the call (PyTorch may have another one current).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) : device_(device) {
+    cuda_check(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device_) cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  }
+  ~DeviceGuard() {
+    if (previous_ != device_) cudaSetDevice(previous_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int device_, previous_ = 0;
+};
+#define DFGNN_ON_CUDA(plan, ...)        \
+  do {                                  \
+    DeviceGuard guard((plan)->device);  \
+    __VA_ARGS__;                        \
+  } while (0)
+#else
+#define DFGNN_ON_CUDA(plan, ...) throw std::logic_error("dfgnn: a CUDA plan in a build without CUDA")
+#endif
+
+}  // namespace
+
+struct dfgnn_graph {
+  dfgnn::Graph<HostMem> graph;
+};
+
+struct dfgnn_plan {
+  node_t nodes = 0;
+  edge_t edges = 0;
+  int heads = 0, dim = 0;
+  std::unique_ptr<dfgnn::Plan<HostExec>> host;
+#ifdef DFGNN_ENABLE_CUDA
+  std::unique_ptr<dfgnn::cuda::Plan> cuda;
+  int device = 0;
+#endif
+  const char* strategy = "";
+
+  // Tensors of the plan's shapes on the caller's host memory (unmanaged views).
+  using NodeFeatures = dfgnn::NodeFeatures<HostMem>;
+  using NodeOutput = dfgnn::NodeOutput<HostMem>;
+  using NodeScalars = dfgnn::NodeScalars<HostMem>;
+  using NodeScalarsOutput = dfgnn::NodeScalarsOutput<HostMem>;
+  NodeFeatures in(const float* x) const { return NodeFeatures(x, size_t(nodes), size_t(heads), size_t(dim)); }
+  NodeOutput out(float* x) const { return NodeOutput(x, size_t(nodes), size_t(heads), size_t(dim)); }
+  NodeScalars scalars(const float* x) const { return NodeScalars(x, size_t(nodes), size_t(heads)); }
+  NodeScalarsOutput scalars_out(float* x) const { return NodeScalarsOutput(x, size_t(nodes), size_t(heads)); }
+  dfgnn::HeadFeatures<HostMem> head_features(const float* x) const {
+    return dfgnn::HeadFeatures<HostMem>(x, size_t(heads), size_t(dim));
+  }
+
+  dfgnn::Options<HostMem> host_options(const float* w, int w_heads, float rate, uint64_t seed,
+                                       float* logsumexp) const {
+    dfgnn::Options<HostMem> o;
+    if (w) o.edge_values = dfgnn::EdgeValues<HostMem>(w, size_t(edges), size_t(w_heads));
+    if (logsumexp) o.logsumexp = dfgnn::NodeScalarsOutput<HostMem>(logsumexp, size_t(nodes), size_t(heads));
+    o.dropout = dfgnn::Dropout{rate, seed};
+    return o;
+  }
+#ifdef DFGNN_ENABLE_CUDA
+  static dfgnn::cuda::Options cuda_options(const float* w, int w_heads, float rate, uint64_t seed,
+                                           float* logsumexp) {
+    dfgnn::cuda::Options o(dfgnn::cuda::DeviceEdgeValues{w, w ? w_heads : 0});
+    o.logsumexp = logsumexp;
+    o.dropout = dfgnn::Dropout{rate, seed};
+    return o;
+  }
+#endif
+};
+
+namespace {
+
+const dfgnn_plan& checked(const dfgnn_plan* plan) {
+  if (!plan) throw dfgnn::Error("dfgnn: null plan");
+  return *plan;
+}
+
+// Runs a host call and waits for it: the caller's memory is only borrowed for the call.
+template <class F>
+void on_host(F&& call) {
+  const HostExec exec;
+  call(exec);
+  exec.fence();
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* dfgnn_last_error(void) { return last_error.c_str(); }
+
+int dfgnn_has_cuda(void) {
+#ifdef DFGNN_ENABLE_CUDA
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+int dfgnn_graph_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t* src, const int64_t* dst,
+                         dfgnn_graph** graph) {
+  return guarded([&] {
+    const node_t n = checked_nodes(num_nodes);
+    if (num_edges < 0) throw dfgnn::Error("graph: num_edges must be >= 0");
+    if (num_edges > 0 && (!src || !dst)) throw dfgnn::Error("graph: null edge arrays");
+    ensure_kokkos();
+    *graph = new dfgnn_graph{dfgnn::Graph<HostMem>(dfgnn::graph_from_edges(
+        n, node_ids(src, num_edges, n, "source"), node_ids(dst, num_edges, n, "destination")))};
+  });
+}
+
+int dfgnn_graph_from_csr(int64_t num_nodes, const int64_t* row_ptr, const int64_t* col, dfgnn_graph** graph) {
+  return guarded([&] {
+    const node_t n = checked_nodes(num_nodes);
+    if (!row_ptr) throw dfgnn::Error("graph: null row_ptr");
+    const int64_t num_edges = row_ptr[n];
+    if (num_edges < 0) throw dfgnn::Error("graph: row_ptr[N] must be >= 0");
+    if (num_edges > 0 && !col) throw dfgnn::Error("graph: null col");
+    ensure_kokkos();
+    *graph = new dfgnn_graph{dfgnn::Graph<HostMem>(dfgnn::graph_from_csr(
+        n, std::vector<edge_t>(row_ptr, row_ptr + n + 1), node_ids(col, num_edges, n, "source")))};
+  });
+}
+
+void dfgnn_graph_free(dfgnn_graph* graph) { delete graph; }
+
+void dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_edges,
+                      int64_t* max_in_degree) {
+  *num_nodes = graph->graph.num_nodes();
+  *num_edges = graph->graph.num_edges();
+  *max_in_degree = graph->graph.stats().max;
+}
+
+void dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, int32_t* dst,
+                     int64_t* edge_id) {
+  const dfgnn::HostGraph& h = graph->graph.host();
+  std::copy(h.row_ptr.begin(), h.row_ptr.end(), row_ptr);
+  std::copy(h.src.begin(), h.src.end(), src);
+  std::copy(h.dst.begin(), h.dst.end(), dst);
+  std::copy(h.edge_id.begin(), h.edge_id.end(), edge_id);
+}
+
+int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, dfgnn_plan** plan) {
+  return guarded([&] {
+    if (!graph) throw dfgnn::Error("plan: null graph");
+    auto p = std::make_unique<dfgnn_plan>();
+    p->host = std::make_unique<dfgnn::Plan<HostExec>>(HostExec(), graph->graph, score_kind(kind), heads, dim);
+    p->nodes = graph->graph.num_nodes();
+    p->edges = graph->graph.num_edges();
+    p->heads = heads;
+    p->dim = dim;
+    p->strategy = dfgnn::to_string(p->host->strategy());
+    *plan = p.release();
+  });
+}
+
+int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* row_ptr,
+                           const int32_t* src, const int32_t* dst, const int64_t* edge_id, int kind,
+                           int heads, int dim, dfgnn_plan** plan) {
+  return guarded([&] {
+    if (!graph) throw dfgnn::Error("plan: null graph");
+#ifdef DFGNN_ENABLE_CUDA
+    const DeviceGuard guard(device);
+    const dfgnn::HostGraph& h = graph->graph.host();
+    const dfgnn::cuda::DeviceGraph on_device{h.num_nodes, h.num_edges(), row_ptr, src, dst, edge_id};
+    auto p = std::make_unique<dfgnn_plan>();
+    p->cuda = std::make_unique<dfgnn::cuda::Plan>(h, on_device, score_kind(kind), heads, dim);
+    p->device = device;
+    p->nodes = h.num_nodes;
+    p->edges = h.num_edges();
+    p->heads = heads;
+    p->dim = dim;
+    p->strategy = dfgnn::to_string(p->cuda->strategy());
+    *plan = p.release();
+#else
+    (void)device, (void)row_ptr, (void)src, (void)dst, (void)edge_id, (void)kind, (void)heads, (void)dim,
+        (void)plan;
+    throw dfgnn::Error("dfgnn was built without CUDA (DFGNN_ENABLE_CUDA=OFF): CUDA tensors are not supported");
+#endif
+  });
+}
+
+void dfgnn_plan_free(dfgnn_plan* plan) {
+#ifdef DFGNN_ENABLE_CUDA
+  if (plan && plan->cuda) {
+    DeviceGuard guard(plan->device);
+    delete plan;
+    return;
+  }
+#endif
+  delete plan;
+}
+
+const char* dfgnn_plan_strategy(const dfgnn_plan* plan) { return plan->strategy; }
+
+int dfgnn_gt_forward(const dfgnn_plan* plan, intptr_t stream, float scale, const float* Q, const float* K,
+                     const float* V, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
+                     float* lse) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::GT model{scale};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention(exec, *p.host, model, p.in(Q), p.in(K), p.in(V), p.out(out),
+                         p.host_options(w, w_heads, dropout, seed, lse));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q, K, V,
+                                               out, p.cuda_options(w, w_heads, dropout, seed, lse)));
+    }
+  });
+}
+
+int dfgnn_gt_backward(const dfgnn_plan* plan, intptr_t stream, float scale, const float* Q, const float* K,
+                      const float* V, const float* w, int w_heads, float dropout, uint64_t seed,
+                      const float* out, const float* lse, const float* dOut, float* dQ, float* dK,
+                      float* dV) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::GT model{scale};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention_backward(exec, *p.host, model, p.in(Q), p.in(K), p.in(V), p.in(out), p.scalars(lse),
+                                  p.in(dOut), p.out(dQ), p.out(dK), p.out(dV),
+                                  p.host_options(w, w_heads, dropout, seed, nullptr));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q,
+                                                        K, V, out, lse, dOut, dQ, dK, dV,
+                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
+    }
+  });
+}
+
+int dfgnn_agnn_forward(const dfgnn_plan* plan, intptr_t stream, const float* X, const float* beta,
+                       int beta_count, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
+                       float* lse) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::AGNN model{};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention(exec, *p.host, model, p.in(X), dfgnn::HeadScalars<HostMem>(beta, size_t(beta_count)),
+                         p.out(out), p.host_options(w, w_heads, dropout, seed, lse));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X, beta,
+                                               beta_count, out, p.cuda_options(w, w_heads, dropout, seed, lse)));
+    }
+  });
+}
+
+int dfgnn_agnn_backward(const dfgnn_plan* plan, intptr_t stream, const float* X, const float* beta,
+                        int beta_count, const float* w, int w_heads, float dropout, uint64_t seed,
+                        const float* out, const float* lse, const float* dOut, float* dX, float* dbeta) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::AGNN model{};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention_backward(exec, *p.host, model, p.in(X),
+                                  dfgnn::HeadScalars<HostMem>(beta, size_t(beta_count)), p.in(out),
+                                  p.scalars(lse), p.in(dOut), p.out(dX),
+                                  dfgnn::HeadScalarsOutput<HostMem>(dbeta, size_t(beta_count)),
+                                  p.host_options(w, w_heads, dropout, seed, nullptr));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X,
+                                                        beta, beta_count, out, lse, dOut, dX, dbeta,
+                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
+    }
+  });
+}
+
+int dfgnn_gat_forward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* el, const float* er,
+                      const float* V, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
+                      float* lse) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::GAT model{slope};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention(exec, *p.host, model, p.scalars(el), p.scalars(er), p.in(V), p.out(out),
+                         p.host_options(w, w_heads, dropout, seed, lse));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el, er, V,
+                                               out, p.cuda_options(w, w_heads, dropout, seed, lse)));
+    }
+  });
+}
+
+int dfgnn_gat_backward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* el, const float* er,
+                       const float* V, const float* w, int w_heads, float dropout, uint64_t seed,
+                       const float* out, const float* lse, const float* dOut, float* del, float* der,
+                       float* dV) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::GAT model{slope};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention_backward(exec, *p.host, model, p.scalars(el), p.scalars(er), p.in(V), p.in(out),
+                                  p.scalars(lse), p.in(dOut), p.scalars_out(del), p.scalars_out(der), p.out(dV),
+                                  p.host_options(w, w_heads, dropout, seed, nullptr));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el,
+                                                        er, V, out, lse, dOut, del, der, dV,
+                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
+    }
+  });
+}
+
+int dfgnn_gatv2_forward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* XL, const float* XR,
+                        const float* a, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
+                        float* lse) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::GATv2 model{slope};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention(exec, *p.host, model, p.in(XL), p.in(XR), p.head_features(a), p.out(out),
+                         p.host_options(w, w_heads, dropout, seed, lse));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL, XR, a,
+                                               out, p.cuda_options(w, w_heads, dropout, seed, lse)));
+    }
+  });
+}
+
+int dfgnn_gatv2_backward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* XL, const float* XR,
+                         const float* a, const float* w, int w_heads, float dropout, uint64_t seed,
+                         const float* out, const float* lse, const float* dOut, float* dXL, float* dXR,
+                         float* da) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    const dfgnn::GATv2 model{slope};
+    if (p.host) {
+      on_host([&](const HostExec& exec) {
+        dfgnn::attention_backward(exec, *p.host, model, p.in(XL), p.in(XR), p.head_features(a), p.in(out),
+                                  p.scalars(lse), p.in(dOut), p.out(dXL), p.out(dXR),
+                                  dfgnn::HeadFeaturesOutput<HostMem>(da, size_t(p.heads), size_t(p.dim)),
+                                  p.host_options(w, w_heads, dropout, seed, nullptr));
+      });
+    } else {
+      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL,
+                                                        XR, a, out, lse, dOut, dXL, dXR, da,
+                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
+    }
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,216 @@
+"""Graph: the preprocessed structure every attention call reads, built once and reused.
+
+A Graph holds the native destination-major CSR (built from a PyG edge_index or a CSR), and
+caches what calls on it need: the plan of each (device, model, heads, dim) — strategy, launch
+geometry, workspace, and after the first backward the transposed structure — and, per CUDA
+device, the device copy of the CSR the CUDA plans read. Layers given an edge_index tensor
+build its Graph once and find it again for the same tensor (`Graph.cached`).
+"""
+
+import ctypes
+import itertools
+import threading
+import weakref
+
+import torch
+from torch.utils.weak import WeakTensorKeyDictionary
+
+from . import _lib
+
+__all__ = ["Graph"]
+
+MODELS = {"gt": _lib.GT, "agnn": _lib.AGNN, "gat": _lib.GAT, "gatv2": _lib.GATV2}
+
+# Custom ops receive a graph as an int (an op argument cannot be an arbitrary object); this maps
+# the int back to its live Graph.
+_registry = {}
+_ids = itertools.count(1)
+
+
+def lookup(graph_id):
+    """The live Graph of an id passed to a dfgnn op."""
+    ref = _registry.get(graph_id)
+    graph = ref() if ref is not None else None
+    if graph is None:
+        raise ValueError(f"dfgnn: no live Graph has id {graph_id}")
+    return graph
+
+
+def _device_key(device):
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+class _Plan:
+    """A native plan; frees it when collected. Keeps the device CSR it reads alive."""
+
+    def __init__(self, handle, arrays):
+        self.handle = handle
+        self._arrays = arrays
+        self.strategy = _lib.lib.dfgnn_plan_strategy(handle).decode()
+        weakref.finalize(self, _lib.lib.dfgnn_plan_free, handle)
+
+
+class Graph:
+    """A graph of `num_nodes` nodes and `num_edges` directed edges u -> v, aggregated at
+    destinations (PyG's default flow: messages go from edge_index[0] to edge_index[1]).
+
+    Build it with `Graph.from_edge_index` or `Graph.from_csr`; pass it to the layers in place
+    of an edge_index, or to the functional ops (`dfgnn.gt_attention`, ...). Per-edge inputs
+    (edge values) are in the order the edges were given.
+    """
+
+    def __init__(self, handle):
+        if not isinstance(handle, ctypes.c_void_p):
+            raise TypeError("dfgnn.Graph: build it with Graph.from_edge_index(edge_index) or "
+                            "Graph.from_csr(rowptr, col)")
+        self._handle = handle
+        weakref.finalize(self, _lib.lib.dfgnn_graph_free, handle)
+        n, e, d = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        _lib.lib.dfgnn_graph_info(handle, ctypes.byref(n), ctypes.byref(e), ctypes.byref(d))
+        self.num_nodes, self.num_edges, self.max_in_degree = n.value, e.value, d.value
+        self._plans = {}
+        self._device_csr = {}
+        self._self_loops = None
+        self._lock = threading.Lock()
+        self.id = next(_ids)
+        _registry[self.id] = weakref.ref(self)
+        weakref.finalize(self, _registry.pop, self.id, None)
+
+    @classmethod
+    def from_edge_index(cls, edge_index, num_nodes=None):
+        """From a PyG edge_index [2, E] (int64 or int32, any device): edge i is
+        edge_index[0, i] -> edge_index[1, i]. num_nodes defaults to the largest id + 1."""
+        if not isinstance(edge_index, torch.Tensor):
+            raise TypeError(f"dfgnn.Graph: edge_index must be a torch.Tensor, got {type(edge_index).__name__}")
+        if edge_index.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"dfgnn.Graph: edge_index must be int64 or int32, got {edge_index.dtype}")
+        if edge_index.dim() != 2 or edge_index.size(0) != 2:
+            raise ValueError(f"dfgnn.Graph: edge_index must have shape [2, E], got {list(edge_index.shape)}")
+        edges = edge_index.detach().as_subclass(torch.Tensor).to("cpu", torch.int64)
+        if num_nodes is None:
+            num_nodes = int(edges.max()) + 1 if edges.numel() else 0
+        src, dst = edges[0].contiguous(), edges[1].contiguous()
+        handle = ctypes.c_void_p()
+        _lib.call(_lib.lib.dfgnn_graph_from_coo, int(num_nodes), src.numel(), src.data_ptr(), dst.data_ptr(),
+                  ctypes.byref(handle))
+        return cls(handle)
+
+    @classmethod
+    def from_csr(cls, rowptr, col):
+        """From a destination-major CSR: node v's in-edges come from col[rowptr[v]:rowptr[v+1]]
+        (PyG's `adj_t`, i.e. SparseTensor(row=edge_index[1], col=edge_index[0]).csr()).
+        Edge ids are CSR positions."""
+        for name, t in (("rowptr", rowptr), ("col", col)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"dfgnn.Graph: {name} must be a torch.Tensor, got {type(t).__name__}")
+            if t.dtype not in (torch.int64, torch.int32):
+                raise TypeError(f"dfgnn.Graph: {name} must be int64 or int32, got {t.dtype}")
+            if t.dim() != 1:
+                raise ValueError(f"dfgnn.Graph: {name} must be one-dimensional, got shape {list(t.shape)}")
+        if rowptr.numel() == 0:
+            raise ValueError("dfgnn.Graph: rowptr needs N + 1 >= 1 entries")
+        rowptr = rowptr.detach().to("cpu", torch.int64).contiguous()
+        col = col.detach().to("cpu", torch.int64).contiguous()
+        if int(rowptr[-1]) != col.numel():
+            raise ValueError(f"dfgnn.Graph: rowptr[-1] = {int(rowptr[-1])} but col has {col.numel()} entries")
+        handle = ctypes.c_void_p()
+        _lib.call(_lib.lib.dfgnn_graph_from_csr, rowptr.numel() - 1, rowptr.data_ptr(), col.data_ptr(),
+                  ctypes.byref(handle))
+        return cls(handle)
+
+    _cache = WeakTensorKeyDictionary()
+
+    @classmethod
+    def cached(cls, edge_index, num_nodes):
+        """The Graph of this edge_index tensor, built on first use and kept while the tensor
+        lives (rebuilt if it was modified in place)."""
+        if not isinstance(edge_index, torch.Tensor):
+            raise TypeError(f"dfgnn: edge_index must be a torch.Tensor or a dfgnn.Graph, "
+                            f"got {type(edge_index).__name__}")
+        entry = cls._cache.get(edge_index)
+        try:
+            version = edge_index._version
+        except RuntimeError:  # inference tensors keep no version counter (nor can change)
+            version = None
+        key = (version, num_nodes)
+        if entry is None or entry[0] != key:
+            entry = (key, cls.from_edge_index(edge_index, num_nodes))
+            cls._cache[edge_index] = entry
+        return entry[1]
+
+    def csr(self):
+        """The CSR the kernels read, as CPU tensors: (rowptr [N+1] int64, src [E] int32,
+        dst [E] int32, edge_id [E] int64: CSR position -> index of the edge as given)."""
+        rowptr = torch.empty(self.num_nodes + 1, dtype=torch.int64)
+        src = torch.empty(self.num_edges, dtype=torch.int32)
+        dst = torch.empty(self.num_edges, dtype=torch.int32)
+        edge_id = torch.empty(self.num_edges, dtype=torch.int64)
+        _lib.lib.dfgnn_graph_csr(self._handle, rowptr.data_ptr(), src.data_ptr(), dst.data_ptr(),
+                                 edge_id.data_ptr())
+        return rowptr, src, dst, edge_id
+
+    def edge_index(self):
+        """The edges as a [2, E] int64 CPU tensor, in the order they were given."""
+        _, src, dst, edge_id = self.csr()
+        out = torch.empty(2, self.num_edges, dtype=torch.int64)
+        out[0, edge_id] = src.long()
+        out[1, edge_id] = dst.long()
+        return out
+
+    def with_self_loops(self):
+        """This graph with its self loops removed and one loop added per node, as PyG's
+        remove_self_loops + add_self_loops do (GATConv, GATv2Conv, AGNNConv); cached."""
+        if self._self_loops is not None:  # lock-free once built, so torch.compile traces it
+            return self._self_loops
+        with self._lock:
+            if self._self_loops is None:
+                edges = self.edge_index()
+                edges = edges[:, edges[0] != edges[1]]
+                loops = torch.arange(self.num_nodes, dtype=torch.int64).expand(2, -1)
+                self._self_loops = Graph.from_edge_index(torch.cat([edges, loops], dim=1), self.num_nodes)
+            return self._self_loops
+
+    def prepare(self, model, heads, dim, device="cpu"):
+        """Builds (or finds) the plan of `model` ('gt', 'agnn', 'gat', 'gatv2') for `heads` x
+        `dim` features on `device`, as the first call would; returns the strategy its forward
+        runs. Lets preprocessing happen before, and be timed apart from, the first call."""
+        if model not in MODELS:
+            raise ValueError(f"dfgnn: model must be one of {sorted(MODELS)}, got {model!r}")
+        return self.plan(torch.device(device), MODELS[model], int(heads), int(dim)).strategy
+
+    def plan(self, device, kind, heads, dim):
+        """The cached native plan for (device, kind, heads, dim)."""
+        device = _device_key(device)
+        key = (device, kind, heads, dim)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                handle = ctypes.c_void_p()
+                if device.type == "cpu":
+                    arrays = None
+                    _lib.call(_lib.lib.dfgnn_plan_create, self._handle, kind, heads, dim, ctypes.byref(handle))
+                elif device.type == "cuda":
+                    arrays = self._device_arrays(device)
+                    _lib.call(_lib.lib.dfgnn_plan_create_cuda, self._handle, device.index,
+                              *(a.data_ptr() for a in arrays), kind, heads, dim, ctypes.byref(handle))
+                else:
+                    raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")
+                plan = self._plans[key] = _Plan(handle, arrays)
+        return plan
+
+    def _device_arrays(self, device):
+        # The device copy of the CSR, shared by every plan on that device (lock held).
+        arrays = self._device_csr.get(device)
+        if arrays is None:
+            arrays = self._device_csr[device] = tuple(a.to(device) for a in self.csr())
+            torch.cuda.current_stream(device).synchronize()  # plans are built outside any stream order
+        return arrays
+
+    def __repr__(self):
+        return f"dfgnn.Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges})"

@@ -1,0 +1,123 @@
+"""The layers against PyG's: same initialisation from the same seed, then, with the same
+weights, outputs and gradients (input and every parameter) within fp32 of PyG run in float64."""
+
+import copy
+
+import pytest
+import torch
+import torch_geometric.nn as pyg_nn
+
+import dfgnn
+import dfgnn.nn
+import reference as ref
+from conftest import DEVICES, assert_close
+
+N, F = 20, 12
+CASES = [
+    ("TransformerConv", (F, 8), {}),
+    ("TransformerConv", (F, 6), {"heads": 3, "beta": True}),
+    ("TransformerConv", (F, 6), {"heads": 2, "concat": False, "bias": False}),
+    ("TransformerConv", (F, 5), {"heads": 2, "root_weight": False, "beta": True}),
+    ("AGNNConv", (), {}),
+    ("AGNNConv", (), {"requires_grad": False, "add_self_loops": False}),
+    ("GATConv", (F, 8), {}),
+    ("GATConv", (F, 6), {"heads": 3, "concat": False, "negative_slope": 0.1}),
+    ("GATConv", (F, 6), {"heads": 2, "add_self_loops": False, "residual": True, "bias": False}),
+    ("GATConv", (F, 6), {"heads": 2, "dropout": 0.5}),  # dropout: eval mode only here
+    ("GATv2Conv", (F, 8), {}),
+    ("GATv2Conv", (F, 6), {"heads": 3, "share_weights": True, "residual": True}),
+    ("GATv2Conv", (F, 6), {"heads": 2, "concat": False, "add_self_loops": False, "bias": False}),
+]
+
+
+def make(name, args, kwargs):
+    torch.manual_seed(42)
+    theirs = getattr(pyg_nn, name)(*args, **kwargs)
+    torch.manual_seed(42)
+    ours = getattr(dfgnn.nn, name)(*args, **kwargs)
+    return theirs, ours
+
+
+@pytest.mark.parametrize("name,args,kwargs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_same_initialisation(name, args, kwargs):
+    theirs, ours = make(name, args, kwargs)
+    theirs_state, ours_state = theirs.state_dict(), ours.state_dict()
+    assert list(ours_state) == list(theirs_state)
+    for key in theirs_state:
+        assert torch.equal(ours_state[key], theirs_state[key]), key
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("graph_arg", ["edge_index", "graph"])
+@pytest.mark.parametrize("name,args,kwargs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_matches_pyg(name, args, kwargs, graph_arg, device):
+    theirs, ours = make(name, args, kwargs)
+    theirs = copy.deepcopy(theirs).double().eval()
+    ours.load_state_dict(theirs.state_dict())  # float64 weights rounded into our float32 ones
+    theirs.load_state_dict(ours.state_dict())  # so both hold the same (float32) values
+    ours = ours.to(device).eval()
+    edge_index = ref.random_graph(N, 70, 3)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(N, F, generator=gen)
+    x_theirs = x.double().requires_grad_()
+    x_ours = x.to(device).requires_grad_()
+    arg = edge_index.to(device) if graph_arg == "edge_index" else dfgnn.Graph.from_edge_index(edge_index, N)
+    out = ours(x_ours, arg)
+    expected = theirs(x_theirs, edge_index)
+    assert_close(out, expected, 1e-5, f"{name} out")
+    grad = torch.randn(expected.shape, generator=gen, dtype=torch.float64)
+    out.backward(grad.float().to(device))
+    expected.backward(grad)
+    assert_close(x_ours.grad, x_theirs.grad, 2e-5, f"{name} dx")
+    theirs_params = dict(theirs.named_parameters())
+    # dlin_key.bias is 0 in exact arithmetic (a shift of all keys cancels in the softmax)
+    scale = max((p.grad.abs().max().item() for p in theirs_params.values() if p.grad is not None), default=0.0)
+    for key, p in ours.named_parameters():
+        if theirs_params[key].grad is None:  # unused, as lin_skip without root_weight
+            assert p.grad is None, key
+            continue
+        assert_close(p.grad, theirs_params[key].grad, 1e-4, f"{name} d{key}", scale)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_dropout(device):
+    """Attention dropout in training mode: a new mask per step (repeatable under
+    torch.manual_seed), none in eval mode."""
+    conv = dfgnn.nn.GATConv(F, 4, heads=2, dropout=0.5).to(device)
+    edge_index = ref.random_graph(N, 70, 3).to(device)
+    x = torch.randn(N, F, device=device)
+    torch.manual_seed(0)
+    a, b = conv(x, edge_index), conv(x, edge_index)
+    torch.manual_seed(0)
+    assert torch.equal(conv(x, edge_index), a) and not torch.equal(a, b)
+    conv.eval()
+    assert torch.equal(conv(x, edge_index), conv(x, edge_index))
+
+
+@pytest.mark.parametrize("make_layer,match", [
+    (lambda: dfgnn.nn.GATConv((F, F), 4), "bipartite and lazy"),
+    (lambda: dfgnn.nn.TransformerConv(-1, 4), "bipartite and lazy"),
+    (lambda: dfgnn.nn.GATv2Conv(F, 4, edge_dim=3), "edge features \\(edge_dim\\)"),
+    (lambda: dfgnn.nn.TransformerConv(F, 4, aggr="mean"), "option aggr='mean' is not supported"),
+    (lambda: dfgnn.nn.AGNNConv(flow="target_to_source"), "option flow='target_to_source'"),
+])
+def test_unsupported_options(make_layer, match):
+    with pytest.raises(ValueError, match=match):
+        make_layer()
+
+
+@pytest.mark.parametrize("call,error,match", [
+    (lambda c, x, e: c((x, x), e), TypeError, "bipartite"),
+    (lambda c, x, e: c(x, e, edge_attr=torch.ones(e.size(1), 3)), ValueError, "edge_attr"),
+    (lambda c, x, e: c(x, e, return_attention_weights=True), ValueError, "return_attention_weights"),
+    (lambda c, x, e: c(x[:5], e), ValueError, "is outside \\[0, 5\\)"),
+    (lambda c, x, e: c(x[:5], dfgnn.Graph.from_edge_index(e, N)), ValueError, "x has 5 nodes but the graph has 20"),
+    (lambda c, x, e: c(x, e.float()), TypeError, "edge_index must be int64 or int32"),
+    (lambda c, x, e: c(x.double(), e), RuntimeError, "dtype"),  # the linear layer's own error
+])
+def test_bad_forward_arguments(call, error, match):
+    conv = dfgnn.nn.GATConv(F, 4, heads=2)
+    edge_index = ref.random_graph(N, 70, 3)
+    edge_index[0, 1] = N - 1
+    with pytest.raises(error, match=match):
+        call(conv, torch.randn(N, F), edge_index)

@@ -1,0 +1,150 @@
+"""The four ops against float64 references: outputs and gradients, with edge values and
+dropout, on a small irregular graph and on one with a heavy row (other kernel paths)."""
+
+import zlib
+
+import pytest
+import torch
+
+import dfgnn
+import reference as ref
+from conftest import DEVICES, assert_close
+
+GRAPHS = {"small": (10, 40, 0), "hub": (64, 100, 9000)}  # nodes, random edges, extra edges into node 1
+VARIANTS = ["plain", "edge_values", "edge_values_per_head", "dropout"]
+SEED = 1234567
+
+
+def inputs(model, n, h, d, gen):
+    def rand(*shape):
+        return torch.randn(*shape, generator=gen, dtype=torch.float64)
+    if model == "gt":
+        return {"q": rand(n, h, d), "k": rand(n, h, d), "v": rand(n, h, d)}
+    if model == "agnn":
+        return {"x": rand(n, h, d), "beta": rand(h)}
+    if model == "gat":
+        return {"el": rand(n, h), "er": rand(n, h), "v": rand(n, h, d)}
+    return {"xl": rand(n, h, d), "xr": rand(n, h, d), "a": rand(h, d)}
+
+
+def run_ours(model, graph, t, **kw):
+    if model == "gt":
+        return dfgnn.gt_attention(graph, t["q"], t["k"], t["v"], **kw)
+    if model == "agnn":
+        return dfgnn.agnn_attention(graph, t["x"], t["beta"], **kw)
+    if model == "gat":
+        return dfgnn.gat_attention(graph, t["el"], t["er"], t["v"], negative_slope=0.2, **kw)
+    return dfgnn.gatv2_attention(graph, t["xl"], t["xr"], t["a"], negative_slope=0.2, **kw)
+
+
+def run_reference(model, edge_index, t, **kw):
+    if model == "gt":
+        return ref.gt(edge_index, t["q"], t["k"], t["v"], t["q"].size(-1) ** -0.5, **kw)
+    if model == "agnn":
+        return ref.agnn(edge_index, t["x"], t["beta"], **kw)
+    if model == "gat":
+        return ref.gat(edge_index, t["el"], t["er"], t["v"], 0.2, **kw)
+    return ref.gatv2(edge_index, t["xl"], t["xr"], t["a"], 0.2, **kw)
+
+
+def check(model, edge_index, num_nodes, heads, dim, device, variant, gen, beta_heads=None, out_tol=1e-5,
+          grad_tol=2e-5):
+    graph = dfgnn.Graph.from_edge_index(edge_index.to(device), num_nodes)
+    E = edge_index.size(1)
+    master = inputs(model, num_nodes, heads, dim, gen)
+    if beta_heads is not None:
+        master["beta"] = master["beta"][:beta_heads]
+    ours = {k: v.float().to(device).requires_grad_() for k, v in master.items()}
+    theirs = {k: v.float().double().requires_grad_() for k, v in master.items()}
+    ours_kw, ref_kw = {}, {}
+    if variant.startswith("edge_values"):
+        w = torch.rand(E, heads if variant == "edge_values_per_head" else 1, generator=gen, dtype=torch.float64) * 2
+        ours_kw["edge_values"] = w.float().to(device).squeeze(1) if w.size(1) == 1 else w.float().to(device)
+        ref_kw["edge_values"] = w.float().double()
+    if variant == "dropout":
+        ours_kw.update(dropout=0.3, seed=SEED)
+        ref_kw["factors"] = ref.dropout_factors(0.3, SEED, E, heads)
+        assert 0 < (ref_kw["factors"] == 0).sum() < E * heads  # some dropped, some kept
+    out = run_ours(model, graph, ours, **ours_kw)
+    expected = run_reference(model, edge_index, theirs, **ref_kw)
+    assert out.dtype == torch.float32 and out.device.type == device
+    assert_close(out, expected, out_tol, f"{model} out")
+    grad = torch.randn(expected.shape, generator=gen, dtype=torch.float64)
+    out.backward(grad.float().to(device))
+    expected.backward(grad.float().double())
+    for name in master:
+        # dbeta and da sum over all edges: their terms cancel most
+        tol = max(grad_tol, 1e-4) if name in ("beta", "a") else grad_tol
+        assert_close(ours[name].grad, theirs[name].grad, tol, f"{model} d{name}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("heads,dim", [(1, 16), (3, 7)])
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
+def test_against_reference(model, graph, heads, dim, variant, device):
+    if variant == "dropout" and graph == "hub":
+        pytest.skip("dropout is checked on the small graph (its mask is computed in Python)")
+    n, e, hub = GRAPHS[graph]
+    gen = torch.Generator().manual_seed(zlib.crc32(f"{model} {graph} {heads} {variant}".encode()))
+    # The 9000-edge row sums terms that largely cancel (its ds_e sum to 0): seen up to 8e-5
+    # (GATv2's dxr) against float64, under 4e-6 on the small graph.
+    tol = dict(out_tol=3e-5, grad_tol=3e-4) if hub else {}
+    check(model, ref.random_graph(n, e, 7, hub), n, heads, dim, device, variant, gen, **tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_agnn_shared_beta(device):
+    gen = torch.Generator().manual_seed(5)
+    check("agnn", ref.random_graph(10, 40, 3), 10, 3, 8, device, "plain", gen, beta_heads=1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_empty_graph_and_isolated_nodes(device):
+    graph = dfgnn.Graph.from_edge_index(torch.empty(2, 0, dtype=torch.int64), 5)
+    q = torch.randn(5, 2, 4, device=device, requires_grad=True)
+    out = dfgnn.gt_attention(graph, q, q, q)
+    assert torch.equal(out, torch.zeros_like(out))
+    out.sum().backward()
+    assert torch.equal(q.grad, torch.zeros_like(q))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dropout_seed_drawn_from_torch(device):
+    edge_index = ref.random_graph(10, 40, 3)
+    graph = dfgnn.Graph.from_edge_index(edge_index, 10)
+    x = torch.randn(10, 2, 8, device=device)
+    torch.manual_seed(0)
+    a = dfgnn.gt_attention(graph, x, x, x, dropout=0.5)
+    b = dfgnn.gt_attention(graph, x, x, x, dropout=0.5)
+    torch.manual_seed(0)
+    c = dfgnn.gt_attention(graph, x, x, x, dropout=0.5)
+    assert not torch.equal(a, b)  # a new mask per call
+    assert torch.equal(a, c)      # repeatable under torch.manual_seed
+
+
+def _op_args(model, graph, gen):
+    t = inputs(model, graph.num_nodes, 2, 4, gen)
+    t = {k: v.float().requires_grad_() for k, v in t.items()}
+    seed = torch.tensor([SEED])
+    if model == "gt":
+        return torch.ops.dfgnn.gt.default, (graph.id, t["q"], t["k"], t["v"], None, 0.5, 0.2, seed)
+    if model == "agnn":
+        return torch.ops.dfgnn.agnn.default, (graph.id, t["x"], t["beta"], None, 0.2, seed)
+    if model == "gat":
+        return torch.ops.dfgnn.gat.default, (graph.id, t["el"], t["er"], t["v"], None, 0.2, 0.2, seed)
+    return torch.ops.dfgnn.gatv2.default, (graph.id, t["xl"], t["xr"], t["a"], None, 0.2, 0.2, seed)
+
+
+@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
+def test_opcheck(model):
+    """torch.library.opcheck: schema, fake tensor and autograd registration, AOT dispatch, for
+    the forward op and (through its output's gradient) the backward op."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
+    op, args = _op_args(model, graph, torch.Generator().manual_seed(0))
+    torch.library.opcheck(op, args)
+    out, lse = op(*args)
+    backward = getattr(torch.ops.dfgnn, f"{model}_backward").default
+    tensors = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+    torch.library.opcheck(backward, (*tensors, out.detach(), lse.detach(), torch.randn_like(out)))
