@@ -1,0 +1,354 @@
+#!/usr/bin/env python3
+"""End-to-end training: dfgnn's layers against PyG's, same model, weights and data.
+
+Two workloads (docs/python.md, "Training benchmark"):
+  gt   a Graph Transformer (embedding, --layers TransformerConv layers of --heads heads with
+       root weight and ReLU, classifier) on a stream of PATTERN-like batches: --batches
+       batches of --batch-size stochastic-block-model graphs each (Benchmarking-GNNs' PATTERN
+       recipe, generated here), node classification (in the pattern or not);
+  gat  the standard 2-layer GAT (8 heads x 8, ELU, dropout 0.6, one output head) on Cora and
+       Pubmed, full graph, trained on the Planetoid split. Pubmed's features are not in the
+       data folder: random ones of Pubmed's width (500) stand in.
+Each model is built once with torch_geometric.nn layers and once with dfgnn.nn layers holding
+the same weights (load_state_dict), on the same data; both train with Adam.
+
+Reported per implementation (median over --epochs after --warmup epochs):
+  preprocess_ms  building the graph structures once, before training: dfgnn.Graph from the
+                 edge_index plus its plans (and, for GAT, its self-loop graph); PyG: moving
+                 the edge_index to the device (PyG needs nothing else). For gt, all batches.
+  forward_ms     forward + loss, summed over the epoch's batches (CUDA events, or wall clock
+                 on the CPU)
+  backward_ms    backward, likewise
+  epoch_ms       the whole epoch (forward, backward, optimizer step), synchronised wall clock
+A check first runs one eval-mode forward of both models and reports the largest difference
+of their outputs relative to their magnitude (dropout differs in training: dfgnn draws its
+mask from a hash, PyG from torch's generator).
+
+Usage: python3 perf/train_bench.py [--data DIR] [--device cuda|cpu] [--workloads gt,gat]
+           [--datasets cora,pubmed] [--epochs 10] [--warmup 2] [--json OUT.jsonl] [--tiny]
+--tiny: a few small batches and a small synthetic citation graph (CPU smoke test).
+"""
+
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torch_geometric.nn as pyg_nn
+
+import dfgnn
+import dfgnn.nn
+
+
+# --- data ---------------------------------------------------------------------------------
+
+def pattern_graph(rng, pattern, pattern_features):
+    """One PATTERN-like graph (shared/data/README.md): 5 SBM communities of 5..34 nodes
+    (p = 0.5 inside, q = 0.35 across), features uniform in {0, 1, 2}; the planted pattern
+    (its own edges and features) linked to every SBM node with probability 0.5; nodes
+    shuffled. Returns (edge_index [2, E] both directions, features [N], labels [N])."""
+    sizes = rng.integers(5, 35, size=5)
+    community = np.repeat(np.arange(5), sizes)
+    n_sbm, n_pat = len(community), len(pattern)
+    n = n_sbm + n_pat
+    prob = np.where(community[:, None] == community[None, :], 0.5, 0.35)
+    adj = np.zeros((n, n), dtype=bool)
+    adj[:n_sbm, :n_sbm] = rng.random((n_sbm, n_sbm)) < prob
+    adj[n_sbm:, n_sbm:] = pattern
+    adj[n_sbm:, :n_sbm] = rng.random((n_pat, n_sbm)) < 0.5
+    adj = np.triu(adj, 1)
+    adj = adj | adj.T
+    features = np.concatenate([rng.integers(0, 3, size=n_sbm), pattern_features])
+    labels = np.concatenate([np.zeros(n_sbm, dtype=np.int64), np.ones(n_pat, dtype=np.int64)])
+    perm = rng.permutation(n)
+    adj, features, labels = adj[np.ix_(perm, perm)], features[perm], labels[perm]
+    src, dst = np.nonzero(adj)
+    return np.stack([src, dst]), features, labels
+
+
+def pattern_batches(num_batches, batch_size, seed):
+    """Batches (edge_index, one-hot features [N, 3], labels) of block-diagonal unions; the
+    pattern is redrawn every 100 graphs, as in the recipe."""
+    rng = np.random.default_rng(seed)
+    batches = []
+    for b in range(num_batches):
+        edges, feats, labels, offset = [], [], [], 0
+        for g in range(batch_size):
+            if (b * batch_size + g) % 100 == 0:
+                size = rng.integers(5, 35)
+                pattern = np.triu(rng.random((size, size)) < 0.5, 1)
+                pattern = pattern | pattern.T
+                pattern_features = rng.integers(0, 3, size=size)
+            e, f, y = pattern_graph(rng, pattern, pattern_features)
+            edges.append(e + offset)
+            feats.append(f)
+            labels.append(y)
+            offset += len(f)
+        x = F.one_hot(torch.from_numpy(np.concatenate(feats)), 3).float()
+        batches.append((torch.from_numpy(np.concatenate(edges, axis=1)), x, torch.from_numpy(np.concatenate(labels))))
+    return batches
+
+
+def _lines(path):
+    with gzip.open(path, "rt") as f:
+        return [line.strip() for line in f if line.strip() and not line.startswith("#")]
+
+
+def citation_graph(data, name, seed):
+    """(edge_index both directions, features, labels, train mask) of a Planetoid graph."""
+    folder = os.path.join(data, name)
+    pairs = np.array([line.split() for line in _lines(os.path.join(folder, "planetoid_edges.tsv.gz"))], dtype=np.int64)
+    labels = np.array([int(v) for v in _lines(os.path.join(folder, "planetoid_labels.txt.gz"))])
+    split = _lines(os.path.join(folder, "planetoid_split.txt.gz"))
+    n = len(labels)
+    features_path = os.path.join(folder, "planetoid_features_csr.npz")
+    if os.path.exists(features_path):
+        with np.load(features_path, allow_pickle=False) as z:
+            rows = np.repeat(np.arange(n), np.diff(z["indptr"]))
+            x = np.zeros(tuple(z["shape"]), dtype=np.float32)
+            x[rows, z["indices"]] = z["data"]
+    else:  # Pubmed's 500 TF-IDF features are not in the data folder
+        x = np.random.default_rng(seed).random((n, 500), dtype=np.float32)
+    edge_index = np.concatenate([pairs.T, pairs.T[::-1]], axis=1)
+    train = np.array([s == "train" for s in split]) & (labels >= 0)
+    return (torch.from_numpy(np.ascontiguousarray(edge_index)), torch.from_numpy(x),
+            torch.from_numpy(np.maximum(labels, 0)), torch.from_numpy(train))
+
+
+def tiny_citation_graph(seed):
+    g = torch.Generator().manual_seed(seed)
+    n, e = 200, 800
+    pairs = torch.randint(0, n, (2, e), generator=g)
+    return (torch.cat([pairs, pairs.flip(0)], 1), torch.rand(n, 32, generator=g), torch.randint(0, 4, (n,), generator=g),
+            torch.rand(n, generator=g) < 0.3)
+
+
+# --- models -------------------------------------------------------------------------------
+
+class GraphTransformer(torch.nn.Module):
+    def __init__(self, nn, in_dim, hidden, heads, layers, classes):
+        super().__init__()
+        self.embed = torch.nn.Linear(in_dim, hidden)
+        self.convs = torch.nn.ModuleList(nn.TransformerConv(hidden, hidden // heads, heads=heads) for _ in range(layers))
+        self.out = torch.nn.Linear(hidden, classes)
+
+    def forward(self, x, graph):
+        x = self.embed(x)
+        for conv in self.convs:
+            x = conv(x, graph).relu()
+        return self.out(x)
+
+
+class GAT(torch.nn.Module):
+    def __init__(self, nn, in_dim, classes):
+        super().__init__()
+        self.conv1 = nn.GATConv(in_dim, 8, heads=8, dropout=0.6)
+        self.conv2 = nn.GATConv(64, classes, heads=1, concat=False, dropout=0.6)
+
+    def forward(self, x, graph):
+        x = F.dropout(x, 0.6, self.training)
+        x = F.elu(self.conv1(x, graph))
+        x = F.dropout(x, 0.6, self.training)
+        return self.conv2(x, graph)
+
+
+def twin_models(make):
+    """(PyG model, dfgnn model) with the same weights."""
+    theirs = make(pyg_nn)
+    ours = make(dfgnn.nn)
+    ours.load_state_dict(theirs.state_dict())
+    return theirs, ours
+
+
+# --- timing -------------------------------------------------------------------------------
+
+class Clock:
+    """Intervals on the device: CUDA events (read once the epoch is done), or wall clock."""
+
+    def __init__(self, device):
+        self.cuda = device.type == "cuda"
+
+    def mark(self):
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+        return time.perf_counter()
+
+    def ms(self, start, stop):
+        return start.elapsed_time(stop) if self.cuda else 1e3 * (stop - start)
+
+    def sync(self):
+        if self.cuda:
+            torch.cuda.synchronize()
+
+
+def train(model, steps, device, epochs, warmup):
+    """Runs warmup + epochs epochs over steps [(x, graph, y, mask)]; per-epoch medians."""
+    clock = Clock(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model.train()
+    records = []
+    for epoch in range(warmup + epochs):
+        marks = []
+        clock.sync()
+        start = time.perf_counter()
+        for x, graph, y, mask in steps:
+            t0 = clock.mark()
+            out = model(x, graph)
+            loss = F.cross_entropy(out[mask] if mask is not None else out, y[mask] if mask is not None else y)
+            t1 = clock.mark()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            t2 = clock.mark()
+            opt.step()
+            marks.append((t0, t1, t2))
+        clock.sync()
+        epoch_ms = 1e3 * (time.perf_counter() - start)
+        if epoch >= warmup:
+            records.append({"forward_ms": sum(clock.ms(a, b) for a, b, _ in marks),
+                            "backward_ms": sum(clock.ms(b, c) for _, b, c in marks), "epoch_ms": epoch_ms})
+    return {key: statistics.median(r[key] for r in records) for key in records[0]}
+
+
+def timed(device, fn):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    result = fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return result, 1e3 * (time.perf_counter() - start)
+
+
+def compare(theirs, ours, x, edge_index, graph):
+    """Largest |difference| of the eval-mode outputs relative to their magnitude."""
+    theirs.eval()
+    ours.eval()
+    with torch.no_grad():
+        a, b = theirs(x, edge_index), ours(x, graph)
+    return ((a - b).abs().max() / a.abs().max().clamp_min(1e-30)).item()
+
+
+def bench_gt(args, device):
+    batches = pattern_batches(args.batches, args.batch_size, args.seed)
+    edges = sum(b[0].size(1) for b in batches)
+    nodes = sum(b[1].size(0) for b in batches)
+    torch.manual_seed(args.seed)
+    theirs, ours = twin_models(lambda nn: GraphTransformer(nn, 3, args.hidden, args.heads, args.layers, 2))
+    theirs.to(device)
+    ours.to(device)
+    data = [(x.to(device), y.to(device)) for _, x, y in batches]
+
+    def pyg_prep():
+        return [e.to(device) for e, _, _ in batches]
+
+    def ours_prep():
+        graphs = []
+        for e, x, _ in batches:
+            graph = dfgnn.Graph.from_edge_index(e.to(device), x.size(0))
+            graph.prepare("gt", args.heads, args.hidden // args.heads, device)
+            graphs.append(graph)
+        return graphs
+
+    pyg_graphs, pyg_prep_ms = timed(device, pyg_prep)
+    our_graphs, our_prep_ms = timed(device, ours_prep)
+    check = compare(theirs, ours, data[0][0], pyg_graphs[0], our_graphs[0])
+    meta = {"workload": "gt", "graph": f"PATTERN-like {args.batches}x{args.batch_size}", "nodes": nodes,
+            "edges": edges, "model": f"{args.layers} x TransformerConv({args.hidden}, {args.hidden // args.heads}, "
+                                     f"heads={args.heads})", "check_rel_diff": check}
+    rows = []
+    for impl, model, graphs, prep in (("pyg", theirs, pyg_graphs, pyg_prep_ms), ("dfgnn", ours, our_graphs, our_prep_ms)):
+        steps = [(x, g, y, None) for (x, y), g in zip(data, graphs)]
+        rows.append({**meta, "impl": impl, "preprocess_ms": prep, **train(model, steps, device, args.epochs, args.warmup)})
+    return rows
+
+
+def bench_gat(args, device, name):
+    edge_index, x, y, train_mask = (tiny_citation_graph(args.seed) if args.tiny
+                                    else citation_graph(args.data, name, args.seed))
+    torch.manual_seed(args.seed)
+    classes = int(y.max()) + 1
+    theirs, ours = twin_models(lambda nn: GAT(nn, x.size(1), classes))
+    theirs.to(device)
+    ours.to(device)
+    x, y, train_mask = x.to(device), y.to(device), train_mask.to(device)
+
+    def ours_prep():
+        graph = dfgnn.Graph.from_edge_index(edge_index.to(device), x.size(0))
+        looped = graph.with_self_loops()  # the GAT layers' graph (add_self_loops)
+        looped.prepare("gat", 8, 8, device)
+        looped.prepare("gat", 1, classes, device)
+        return graph
+
+    pyg_edges, pyg_prep_ms = timed(device, lambda: edge_index.to(device))
+    graph, our_prep_ms = timed(device, ours_prep)
+    meta = {"workload": "gat", "graph": name if not args.tiny else "tiny", "nodes": x.size(0),
+            "edges": edge_index.size(1), "model": "GATConv(F, 8, heads=8) + GATConv(64, C)",
+            "check_rel_diff": compare(theirs, ours, x, pyg_edges, graph)}
+    rows = []
+    for impl, model, g, prep in (("pyg", theirs, pyg_edges, pyg_prep_ms), ("dfgnn", ours, graph, our_prep_ms)):
+        steps = [(x, g, y, train_mask)] * args.steps_per_epoch
+        rows.append({**meta, "impl": impl, "preprocess_ms": prep, **train(model, steps, device, args.epochs, args.warmup)})
+    return rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--workloads", default="gt,gat")
+    p.add_argument("--datasets", default="cora,pubmed")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--batches", type=int, default=32)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--steps-per-epoch", type=int, default=1, help="gat: optimizer steps per epoch")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json")
+    p.add_argument("--tiny", action="store_true")
+    args = p.parse_args()
+    if args.tiny:
+        args.batches, args.batch_size, args.layers, args.hidden = 2, 4, 2, 32
+        args.epochs, args.warmup = min(args.epochs, 2), min(args.warmup, 1)
+    device = torch.device(args.device)
+    rows = []
+    if "gt" in args.workloads.split(","):
+        rows += bench_gt(args, device)
+    if "gat" in args.workloads.split(","):
+        for name in (["tiny"] if args.tiny else args.datasets.split(",")):
+            rows += bench_gat(args, device, name)
+    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    print(f"# {gpu}, torch {torch.__version__}, median of {args.epochs} epochs after {args.warmup} warm-up")
+    print("| workload | graph | impl | preprocess ms | forward ms | backward ms | epoch ms | speedup/epoch | check |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for i in range(0, len(rows), 2):
+        pyg, ours = rows[i], rows[i + 1]
+        for r in (pyg, ours):
+            r["gpu"] = gpu
+            speedup = pyg["epoch_ms"] / r["epoch_ms"]
+            r["speedup_epoch"] = speedup
+            print(f"| {r['workload']} | {r['graph']} | {r['impl']} | {r['preprocess_ms']:.2f} | {r['forward_ms']:.2f} | "
+                  f"{r['backward_ms']:.2f} | {r['epoch_ms']:.2f} | {speedup:.2f}x | {r['check_rel_diff']:.1e} |")
+    if args.json:
+        with open(args.json, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+    worst = max(r["check_rel_diff"] for r in rows)
+    if worst > 1e-3:
+        print(f"train_bench: the two implementations differ by {worst:.2e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
