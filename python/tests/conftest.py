@@ -28,3 +28,8 @@ def assert_close(actual, expected, tol, what="", scale=0.0):
     worst = err.max().item() if err.numel() else -1.0
     assert worst <= 0, (f"{what}: max error {(actual - expected).abs().max().item():.3g} "
                         f"(scale {scale:.3g}, tol {tol})")
+
+
+def pytest_report_header(config):
+    return (f"dfgnn {dfgnn.__version__} from {dfgnn.__file__}, library {dfgnn._lib.lib._name} "
+            f"(CUDA kernels: {dfgnn.has_cuda}); torch {torch.__version__}, GPU: {torch.cuda.is_available()}")
