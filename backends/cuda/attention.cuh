@@ -244,13 +244,20 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     const auto blocks = [&](const Segments& s) {
       return blocks_for((s.num_pieces + std::int64_t(N) + slots - 1) / slots * kWarp, kOnlineThreads);
     };
-    with_dropout(tr, [&](auto drop) {
-      backward_rows<S, T, decltype(drop)::value><<<blocks(rows), kOnlineThreads, 0, st>>>(
-          sc, rows, scale, tr, up, gr, wk, p.csc_pos, H, D);
-    });
-    merge(std::false_type{}, p.bwd_rows, wk.row_part);
-    backward_cols<S, T><<<blocks(cols), kOnlineThreads, 0, st>>>(sc, cols, up, gr, wk, H, D);
-    merge(std::true_type{}, p.bwd_cols, wk.col_part);
+    const auto walks = [&](auto exact) {
+      constexpr bool kExact = decltype(exact)::value;
+      with_dropout(tr, [&](auto drop) {
+        backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows), kOnlineThreads, 0, st>>>(
+            sc, rows, scale, tr, up, gr, wk, p.csc_pos, H, D);
+      });
+      merge(std::false_type{}, p.bwd_rows, wk.row_part);
+      backward_cols<S, T, kExact><<<blocks(cols), kOnlineThreads, 0, st>>>(sc, cols, up, gr, wk, H, D);
+      merge(std::true_type{}, p.bwd_cols, wk.col_part);
+    };
+    if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
+      if (D == T::MAX_D) return walks(std::true_type{});
+    }
+    walks(std::false_type{});
   });
   if (param != nullptr) {
     const std::int64_t units = std::int64_t(N) + p.bwd_rows.slots;

@@ -42,8 +42,7 @@ struct Grads {
 
 /// The workspace of one backward: per (edge, head) at CSC position c, slot c*H + h.
 struct BackwardWork {
-  float* dr;        ///< [E*H]
-  float* q;         ///< [E*H] p_e keep_e
+  float2* dr_q;     ///< [E*H] (dr_e, q_e = p_e keep_e): one scattered 8-byte store per edge
   float* cos;       ///< [E*H] AGNN's cosine
   float* inv_norm;  ///< [N*H] AGNN's 1/|x|
   float* row_part;  ///< [row slots, H, row_stride(D)]
@@ -79,6 +78,7 @@ struct Unit {
   int slot = -1;
   bool valid = false, gathers = false;
 
+  Unit() = default;  // an idle group's: the groups past slots * hp when hp does not divide GROUPS
   __device__ Unit(const Segments& s, std::int64_t i) {
     if (i < s.num_pieces) {
       const Piece p = s.pieces[i];
@@ -170,8 +170,8 @@ struct GroupWork {
   }
 };
 
-/// Step 1, the rows.
-template <class S, class T, bool kDrop>
+/// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates.
+template <class S, class T, bool kDrop, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
   const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
   const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   if (warp * slots >= rows.num_pieces + std::int64_t(rows.count)) return;  // whole warps only
-  const Unit u(rows, warp * slots + grp / hp);
+  const Unit u = grp / hp < slots ? Unit(rows, warp * slots + grp / hp) : Unit();
   const node_t v = u.node;
 
   for (int pass = 0; pass * hp < H; ++pass) {
@@ -216,8 +216,8 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
         const node_t src = ids.at(pos + j);
         if (j == own) u_own = src;
         const bool ok = !kChecked || pos + j < gw.len;
-        if constexpr (S::kRowKey) keys.template load<false>(kf[j], src, ok);
-        if constexpr (!S::kValueIsKey) values.template load<false>(vf[j], src, ok);
+        if constexpr (S::kRowKey) keys.template load<kExact && !kChecked>(kf[j], src, ok);
+        if constexpr (!S::kValueIsKey) values.template load<kExact && !kChecked>(vf[j], src, ok);
       }
       const bool ok = kChecked ? pos + own < gw.len : gw.active;
       // dq_e = <dOut_v, value_u> and the score's partials, reduced together: lane l ends with
@@ -258,7 +258,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
       if constexpr (kGAT) acc_s += dr * leaky_relu_grad(parts[0] + qv.er, sc.slope);
       if (ok && l % (L / U) == 0) {
         const std::size_t c = std::size_t(__ldg(csc_pos + e)) * H + h;
-        wk.dr[c] = dr, wk.q[c] = p * keep;
+        wk.dr_q[c] = make_float2(dr, p * keep);
         if constexpr (kAGNN) wk.cos[c] = cosine;
       }
       if constexpr (!kGAT) {
@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
 }
 
 /// Step 2, the columns: reads dr_e and q_e back at the CSC positions.
-template <class S, class T>
+template <class S, class T, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
   constexpr int U = kOnlineEdges<T>;
@@ -325,7 +325,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
   const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
   const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
   if (warp * slots >= cols.num_pieces + std::int64_t(cols.count)) return;
-  const Unit u(cols, warp * slots + grp / hp);
+  const Unit u = grp / hp < slots ? Unit(cols, warp * slots + grp / hp) : Unit();
   const node_t src = u.node;
   // The destination rows an edge's term reads besides dOut_v: GT Q_v, AGNN x_v, GATv2 XR_v.
   const float* feature = up.dout;
@@ -364,12 +364,13 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
         const node_t dst = ids.at(pos + j);
         if (j == own) v_own = dst;
         const bool ok = !kChecked || pos + j < gw.len;
-        if constexpr (!kGAT) features.template load<false>(ff[j], dst, ok);
-        douts.template load<false>(of[j], dst, ok);
+        if constexpr (!kGAT) features.template load<kExact && !kChecked>(ff[j], dst, ok);
+        douts.template load<kExact && !kChecked>(of[j], dst, ok);
       }
       const bool ok = kChecked ? pos + own < gw.len : gw.active;
       const std::size_t c = std::size_t(u.e0 + pos + own) * H + h;
-      const float dr = ok ? __ldg(wk.dr + c) : 0.f, q = ok ? __ldg(wk.q + c) : 0.f;
+      const float2 dq = ok ? __ldg(wk.dr_q + c) : make_float2(0.f, 0.f);
+      const float dr = dq.x, q = dq.y;
       float coef = dr;  // what multiplies the destination's feature row
       if constexpr (kAGNN) {
         const float inv_norm_v = ok ? __ldg(wk.inv_norm + std::size_t(v_own) * H + h) : 0.f;

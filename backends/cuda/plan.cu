@@ -315,8 +315,7 @@ const detail::BackwardWork& Plan::Impl::backward_work() const {
     case ScoreKind::GAT: w = widths(detail::GATScore{}); break;
     case ScoreKind::GATv2: w = widths(detail::GATv2Score{}); break;
   }
-  bwd_work.dr = workspace(EH);
-  bwd_work.q = workspace(EH);
+  bwd_work.dr_q = reinterpret_cast<float2*>(workspace(2 * EH));
   bwd_work.cos = agnn ? workspace(EH) : nullptr;
   bwd_work.inv_norm = agnn ? workspace(NH) : nullptr;
   bwd_work.row_part = workspace(std::size_t(bwd_rows.slots) * heads * w[0]);
