@@ -3,6 +3,7 @@ outputs and gradients as eager; an edge_index tensor costs one graph break (the 
 
 import pytest
 import torch
+import torch._dynamo.testing
 
 import dfgnn
 import dfgnn.nn
@@ -51,6 +52,20 @@ def test_fullgraph(backend):
     scale = max(g.abs().max().item() for g in grads.values())  # some are ~0 (gt.lin_key.bias)
     for key in grads:
         assert_close(grads_c[key], grads[key], 1e-5, key, scale)
+
+
+def test_new_graph_every_step():
+    """A stream of graphs: the graph id turns dynamic after one recompile, and each step runs
+    on its own graph."""
+    conv = dfgnn.nn.GATConv(F, 8, heads=2)
+    counter = torch._dynamo.testing.CompileCounterWithBackend("aot_eager")
+    run = torch.compile(conv, backend=counter, fullgraph=True)
+    x = torch.randn(N, F)
+    for step in range(6):
+        graph = dfgnn.Graph.from_edge_index(ref.random_graph(N, 120, step), N)
+        graph.with_self_loops()
+        assert_close(run(x, graph), conv(x, graph), 1e-6, f"step {step}")
+    assert counter.frame_count <= 2
 
 
 def test_graph_break_on_edge_index():
