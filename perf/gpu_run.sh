@@ -53,22 +53,25 @@ fi
 if [[ $what == backward || $what == all ]]; then
   step "CUDA-native forward + backward"
   work=$(mktemp -d)
-  "$bin/dfgnn" gen sbm --kind pattern --graphs 1024 --out "$work/pattern.txt" >/dev/null
-  "$bin/dfgnn" gen rmat --scale 17 --edge-factor 64 --out "$work/rmat-s17-d64.txt" >/dev/null
-  for g in cora pubmed pattern rmat-s17-d64; do
+  for g in ${BWD_GRAPHS:-cora pubmed pattern rmat-s17-d64}; do
     case $g in
-      cora | pubmed) file="$data/$g/planetoid_edges.tsv.gz --symmetrize" ;;
-      *) file=$work/$g.txt ;;
+      cora | citeseer | pubmed) file="$data/$g/planetoid_edges.tsv.gz --symmetrize" ;;
+      tolokers) file="$data/tolokers/tolokers_edges.tsv.gz --nodes 11758 --symmetrize" ;;
+      web-NotreDame) file="$data/web-NotreDame/web-NotreDame.txt.gz --nodes 325729 --symmetrize" ;;
+      pattern | cluster) file=$work/$g.txt && "$bin/dfgnn" gen sbm --kind $g --graphs 1024 --out $file >/dev/null ;;
+      mnist) file=$work/$g.txt && "$bin/dfgnn" gen knn --graphs 1024 --k 8 --out $file >/dev/null ;;
+      rmat-s17-d64) file=$work/$g.txt && "$bin/dfgnn" gen rmat --scale 17 --edge-factor 64 --out $file >/dev/null ;;
+      *) echo "gpu_run: unknown graph $g" && continue ;;
     esac
     for model in gt agnn gat gatv2; do
       for hd in "1 128" "4 32"; do
-        set -- $hd
+        read -r heads dim <<<"$hd"
         # shellcheck disable=SC2086  # $file carries the file and its flags
-        "$bin/dfgnn" bench --graph $file --name $g --model $model --heads $1 --dim $2 --backend cuda \
+        "$bin/dfgnn" bench --graph $file --name $g --model $model --heads $heads --dim $dim --backend cuda \
           --strategy auto --backward --check --iters 10 --warmup 3 --json "$out/backward.jsonl" || status=1
       done
     done
-  done | tee "$out/backward.txt"
+  done | tee -a "$out/backward.txt"
 fi
 
 if [[ $what == bench || $what == all ]]; then
