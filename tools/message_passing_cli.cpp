@@ -10,6 +10,9 @@
 #include <dfgnn/reference.hpp>
 #include <dfgnn/reference_message_passing.hpp>
 #include <dfgnn/reorder.hpp>
+#ifdef DFGNN_ENABLE_CUDA
+#include <dfgnn/cuda.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -145,7 +148,8 @@ std::size_t rows_of(Target t, const HostGraph& g) {
 }
 
 /// Bytes a forward must move (anchors.md): each input read once, the output written once and
-/// the graph; the gather model adds one row read per edge for each tensor read at sources.
+/// the graph; the gather model adds one row read per edge for each tensor gathered by edge
+/// (sources; both ends for g-SDDMM).
 struct Traffic {
   double compulsory = 0, gather = 0;
 };
@@ -156,16 +160,17 @@ Traffic traffic(const HostGraph& g, const MessageJob& job, const std::vector<Slo
   Traffic t;
   t.compulsory = job.sddmm ? E * 16 : (double(g.num_nodes) + 1) * 8 + E * 4;  // sddmm: src, dst, edge_id
   t.compulsory += double(out_floats) * (arg ? 12 : 4);
-  t.gather = t.compulsory;
+  double gathered = 0;
   bool edge_ids = false;
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const HostTensor& x = i == 0 ? job.lhs : job.rhs;
     const double row = double(x.heads) * x.dim * 4;
     t.compulsory += double(x.rows) * row;
-    t.gather += slots[i].target == Target::U || (job.sddmm && slots[i].target == Target::V) ? E * row : double(x.rows) * row;
+    if (slots[i].target == Target::U || (job.sddmm && slots[i].target == Target::V)) gathered += E * row;
     edge_ids = edge_ids || slots[i].target == Target::E;
   }
-  if (edge_ids) t.compulsory += E * 8, t.gather += E * 8;
+  if (edge_ids && !job.sddmm) t.compulsory += E * 8;
+  t.gather = t.compulsory + gathered;
   return t;
 }
 
@@ -250,13 +255,21 @@ int run_command(int argc, char** argv, bool sddmm) {
   run.dout = sddmm ? dout : to_new(dout);
 
   std::string backend = a.get("backend", "auto");
+#ifdef DFGNN_ENABLE_CUDA
+  if (backend == "auto") backend = cuda::device_available() ? "cuda" : "kokkos";
+#else
   if (backend == "auto") backend = "kokkos";
+#endif
   const auto t1 = std::chrono::steady_clock::now();
   MessageResult r;
   if (backend == "kokkos") {
     r = run_message_kokkos(re.graph, run);
   } else if (backend == "cuda") {
-    throw Error("--backend cuda: the CUDA-native message-passing kernels are not built yet");
+#ifdef DFGNN_ENABLE_CUDA
+    r = run_message_cuda(re.graph, run);
+#else
+    throw Error("--backend cuda: this dfgnn was built without DFGNN_ENABLE_CUDA");
+#endif
   } else {
     throw Error("unknown backend '" + backend + "' (expected auto, kokkos or cuda)");
   }
@@ -282,10 +295,10 @@ int run_command(int argc, char** argv, bool sddmm) {
     std::fprintf(json,
                  "{\"name\": \"%s\", \"kernel\": \"%s\", \"op\": \"%s\", \"N\": %zu, \"E\": %zu, \"H\": %d, \"D\": %d, "
                  "\"reorder\": \"%s\", \"reorder_ms\": %.3f, \"backend\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
-                 "\"bwd_ms\": %.6f, \"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f}\n",
+                 "\"bwd_ms\": %.6f, \"extra_mib\": %.2f, \"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f}\n",
                  a.get("name", a.get("graph")).c_str(), sddmm ? "sddmm" : "spmm", what.c_str(), N, E, job.H, job.D,
                  to_string(ordering), reorder_ms, backend.c_str(), r.forward.median_ms, r.forward.min_ms,
-                 r.backward.median_ms, bytes.compulsory, bytes.gather);
+                 r.backward.median_ms, r.extra_mib, bytes.compulsory, bytes.gather);
     std::fclose(json);
   }
   if (a.has("out")) io::write_npy_f32(a.get("out"), out_shape, r.out.data());

@@ -1,6 +1,7 @@
 #pragma once
 // `dfgnn spmm` and `dfgnn sddmm`: g-SpMM / g-SDDMM on graph files (message_passing_cli.cpp), and
-// the job a backend runs.
+// the job a backend runs: the portable Kokkos kernels there, the CUDA-native ones in
+// message_passing_cuda.cpp.
 
 #include "inputs.hpp"
 
@@ -40,8 +41,13 @@ struct MessageResult {
   std::vector<edge_t> arg;         ///< max/min
   std::vector<float> dlhs, drhs;   ///< with dout: shaped like lhs and rhs
   Timing forward, backward;        ///< with iters
+  double extra_mib = 0;            ///< CUDA: device memory of the plan and workspace (the forward's)
 };
 
 MessageResult run_message_kokkos(const HostGraph& g, const MessageJob& job);
+#ifdef DFGNN_ENABLE_CUDA
+/// On the CUDA-native kernels (message_passing_cuda.cpp), timed with CUDA events.
+MessageResult run_message_cuda(const HostGraph& g, const MessageJob& job);
+#endif
 
 }  // namespace dfgnn::cli

@@ -1,0 +1,414 @@
+// CUDA-native message passing (include/dfgnn/cuda_message_passing.hpp): the plan (pieces of
+// heavy CSR rows and CSC columns, degree factors, workspace), the entries' checks, launches.
+
+#include "message_passing.cuh"
+
+#include <dfgnn/cuda_message_passing.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace dfgnn::cuda {
+
+namespace {
+
+/// A device allocation that grows to the largest size asked for; freed with its owner.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { cudaFree(p_); }
+  template <class T>
+  T* get(std::size_t count) {
+    const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(T);
+    if (bytes > bytes_) {
+      DFGNN_CUDA(cudaFree(p_));  // synchronises: no kernel still uses the old buffer
+      p_ = nullptr, bytes_ = 0;
+      DFGNN_CUDA(cudaMalloc(&p_, bytes));
+      bytes_ = bytes;
+    }
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+}  // namespace
+
+/// One side of the graph cut into segments (CSR rows or CSC columns), with the pieces of the
+/// segments above the split and, per split segment, its consecutive partial slots.
+struct SegmentSet {
+  detail::Segments seg;
+  const detail::SplitRow* split_rows = nullptr;
+  int num_split_rows = 0;
+  int slots = 0;
+};
+
+struct MessagePlan::Impl {
+  HostGraph host;  // the transposed graph is built from it on first use
+  DeviceGraph graph;
+  edge_t split = 0;
+  mutable std::vector<void*> owned;
+  const float* inv_degree = nullptr;  // [N] 1 / d_in(v), 0 for an empty row: mean's factor
+  const float* gcn_in = nullptr;      // [N] 1 / sqrt(max(1, d_in))
+  const float* gcn_out = nullptr;     // [N] 1 / sqrt(max(1, d_out))
+  SegmentSet csr;
+  mutable std::unique_ptr<SegmentSet> csc;
+  mutable Scratch part, part_arg, full;
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() {
+    for (void* p : owned) cudaFree(p);
+  }
+
+  template <class T>
+  const T* upload(const std::vector<T>& host_data) const {
+    if (host_data.empty()) return nullptr;
+    void* d = nullptr;
+    DFGNN_CUDA(cudaMalloc(&d, host_data.size() * sizeof(T)));
+    owned.push_back(d);
+    DFGNN_CUDA(cudaMemcpy(d, host_data.data(), host_data.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return static_cast<const T*>(d);
+  }
+
+  /// Segments over offsets `ptr` (host) and the device arrays of their edges.
+  SegmentSet segments(const std::vector<edge_t>& ptr, const edge_t* ptr_dev, const node_t* other, const edge_t* ids,
+                      bool by_source) const {
+    std::vector<detail::Piece> pieces;
+    std::vector<detail::SplitRow> rows;
+    int slots = 0;
+    for (node_t n = 0; n + 1 < node_t(ptr.size()); ++n) {
+      const edge_t len = ptr[n + 1] - ptr[n];
+      if (len <= split) continue;
+      const edge_t count = (len + split - 1) / split;  // near-equal pieces of at most `split`
+      for (edge_t j = 0; j < count; ++j)
+        pieces.push_back({ptr[n] + len * j / count, ptr[n] + len * (j + 1) / count, n, slots + int(j)});
+      rows.push_back({n, slots, int(count)});
+      slots += int(count);
+    }
+    SegmentSet s;
+    s.seg = {ptr_dev, other, ids, node_t(ptr.size() - 1), by_source, split, upload(pieces), int(pieces.size())};
+    s.split_rows = upload(rows);
+    s.num_split_rows = int(rows.size());
+    s.slots = slots;
+    return s;
+  }
+
+  const SegmentSet& transposed() const {
+    if (!csc) {
+      const HostCsc t = transpose(host);
+      std::vector<edge_t> ids(t.csr_edge.size());
+      for (std::size_t c = 0; c < ids.size(); ++c) ids[c] = host.edge_id[std::size_t(t.csr_edge[c])];
+      csc = std::make_unique<SegmentSet>(segments(t.col_ptr, upload(t.col_ptr), upload(t.dst), upload(ids), true));
+    }
+    return *csc;
+  }
+
+  void build(const HostGraph& g, const DeviceGraph& device_graph);
+};
+
+void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_graph) {
+  if (device_graph.num_nodes != g.num_nodes || device_graph.num_edges != g.num_edges())
+    throw Error("cuda::MessagePlan: the device graph has " + std::to_string(device_graph.num_nodes) + " nodes and " +
+                std::to_string(device_graph.num_edges) + " edges, the host graph " + std::to_string(g.num_nodes) +
+                " and " + std::to_string(g.num_edges()));
+  host = g;
+  graph = device_graph;
+  int device = 0, sms = 0;
+  DFGNN_CUDA(cudaGetDevice(&device));
+  DFGNN_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  // A piece is at most about twice a resident warp's fair share of the edges (64 warps per SM),
+  // so no warp's walk outlasts the others by much; at least 256 edges, so short rows stay whole.
+  split = std::clamp<edge_t>(2 * g.num_edges() / (edge_t(std::max(sms, 1)) * 64), 256, edge_t(1) << 20);
+  const std::size_t N = std::size_t(g.num_nodes);
+  std::vector<float> inv(N), in(N), out(N);
+  std::vector<edge_t> sent(N, 0);
+  for (node_t u : g.src) ++sent[std::size_t(u)];
+  for (std::size_t v = 0; v < N; ++v) {
+    const edge_t d = g.row_ptr[v + 1] - g.row_ptr[v];
+    inv[v] = d > 0 ? 1.0f / float(d) : 0.0f;
+    in[v] = 1.0f / std::sqrt(float(std::max<edge_t>(d, 1)));
+    out[v] = 1.0f / std::sqrt(float(std::max<edge_t>(sent[v], 1)));
+  }
+  inv_degree = upload(inv), gcn_in = upload(in), gcn_out = upload(out);
+  csr = segments(g.row_ptr, device_graph.row_ptr, device_graph.src, device_graph.edge_id, false);
+}
+
+namespace {
+
+using dfgnn::detail::Extents;
+using detail::Fold;
+using detail::SegmentOut;
+using detail::SumParams;
+using detail::Tile;
+
+Extents operand(const char* name, const Operand& t, std::size_t rows) {
+  return {name, t.data, rows, std::size_t(t.heads), std::size_t(t.dim)};
+}
+/// A tensor the caller must give (checked even when null).
+Extents required(const char* name, const void* p, std::size_t rows, int heads, int dim) {
+  return {name, p, rows, std::size_t(heads), std::size_t(dim)};
+}
+/// A tensor the caller may leave null (then absent).
+Extents optional(const char* name, const void* p, std::size_t rows, int heads, int dim,
+                 std::size_t element = sizeof(float)) {
+  return p ? Extents{name, p, rows, std::size_t(heads), std::size_t(dim), element} : Extents{name, nullptr, 0, 0, 0};
+}
+
+void check_width(const char* who, int H, int D) {
+  if (H < 1 || D < 1)
+    throw Error(std::string(who) + ": H and D must be >= 1, got H = " + std::to_string(H) + ", D = " + std::to_string(D));
+}
+
+detail::Access access(const Operand& t) { return {t.data, t.heads, t.dim}; }
+
+std::size_t rows_of(Target t, const MessagePlan::Impl& p) {
+  return t == Target::E ? std::size_t(p.graph.num_edges) : std::size_t(p.graph.num_nodes);
+}
+
+/// float4 lanes need whole, 16-byte aligned slices: W and D multiples of 4 (so a slice never
+/// crosses a head) and every tensor aligned.
+bool vectorizable(int W, int D, std::initializer_list<const void*> tensors) {
+  if (W % 4 != 0 || D % 4 != 0) return false;
+  for (const void* t : tensors)
+    if (reinterpret_cast<std::uintptr_t>(t) % 16 != 0) return false;
+  return true;
+}
+
+template <class T>
+using SumMessage = detail::MessageTerm<T, Fold::Sum>;
+template <class T>
+using MaxMessage = detail::MessageTerm<T, Fold::Max>;
+template <class T>
+using MinMessage = detail::MessageTerm<T, Fold::Min>;
+
+template <class P>
+void launch_tile(cudaStream_t stream, const typename P::Params& q, const detail::Segments& s, int W, int D,
+                 const SegmentOut& o) {
+  using T = typename P::Tile;
+  const std::int64_t units = std::int64_t(s.num_pieces) + s.count;
+  if (units == 0) return;
+  const std::int64_t threads = (units + T::GROUPS - 1) / T::GROUPS * detail::kWarp;
+  const dim3 grid(unsigned((threads + detail::kMpThreads - 1) / detail::kMpThreads), unsigned((W + T::MAX_D - 1) / T::MAX_D));
+  detail::segment_kernel<P><<<grid, detail::kMpThreads, 0, stream>>>(q, s, W, D, o);
+  DFGNN_CUDA(cudaGetLastError());
+}
+
+/// Runs term P over the segments of `set` into out (and arg), pieces into the plan's partials,
+/// then merges the split segments. The lane tile follows the row width W = H * D: sub-warp
+/// groups of 8 or 16 lanes up to 64 floats, a warp of float4 lanes up to 128 or 256 (wider
+/// rows in slices of 256 on blockIdx.y); scalar lanes when float4 does not fit.
+template <template <class> class P>
+void run_segments(cudaStream_t stream, const MessagePlan::Impl& plan, const SegmentSet& set,
+                  const typename P<Tile<1, 32, 4>>::Params& q, int W, int D, float* out, edge_t* arg, Fold fold,
+                  bool mean, bool vec) {
+  SegmentOut o{out, arg, nullptr, nullptr};
+  if (set.slots) {
+    o.part = plan.part.get<float>(std::size_t(set.slots) * unsigned(W));
+    if (fold != Fold::Sum) o.part_arg = plan.part_arg.get<edge_t>(std::size_t(set.slots) * unsigned(W));
+  }
+  if (!vec)
+    launch_tile<P<Tile<1, 32, 4>>>(stream, q, set.seg, W, D, o);
+  else if (W <= 32)
+    launch_tile<P<Tile<4, 8, 1>>>(stream, q, set.seg, W, D, o);
+  else if (W <= 64)
+    launch_tile<P<Tile<4, 16, 1>>>(stream, q, set.seg, W, D, o);
+  else if (W <= 128)
+    launch_tile<P<Tile<4, 32, 1>>>(stream, q, set.seg, W, D, o);
+  else
+    launch_tile<P<Tile<4, 32, 2>>>(stream, q, set.seg, W, D, o);
+  if (!set.num_split_rows) return;
+  const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
+  detail::merge_segments<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(set.split_rows, set.num_split_rows, W,
+                                                                               fold, set.seg.ptr, mean, o);
+  DFGNN_CUDA(cudaGetLastError());
+}
+
+/// A node gradient [N, heads, dim]: the sum of q's term over each segment of `set`, gathered at
+/// full width [N, H, D] (into the plan's workspace when the operand broadcasts) and summed over
+/// the broadcast axes.
+void node_gradient(cudaStream_t stream, const MessagePlan::Impl& plan, const SegmentSet& set, const SumParams& q,
+                   int H, int D, float* grad, int heads, int dim) {
+  const int W = H * D;
+  const std::size_t N = std::size_t(plan.graph.num_nodes);
+  const bool full = heads == H && dim == D;
+  float* target = full ? grad : plan.full.get<float>(N * unsigned(W));
+  const bool vec = vectorizable(W, D, {q.g.data, q.a.data, q.b.data, q.arg, target});
+  run_segments<detail::SumTerm>(stream, plan, set, q, W, D, target, nullptr, Fold::Sum, false, vec);
+  if (full) return;
+  const std::size_t threads = N * unsigned(heads) * unsigned(dim);
+  if (threads == 0) return;
+  detail::reduce_broadcast<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(target, N, H, D, heads, dim, grad);
+  DFGNN_CUDA(cudaGetLastError());
+}
+
+/// f's values of every edge into out [E, heads, dim] (summed over the axes it broadcasts).
+template <class F>
+void edge_values(cudaStream_t stream, const MessagePlan::Impl& plan, const F& f, int H, int D, float* out, int heads,
+                 int dim) {
+  const DeviceGraph& g = plan.graph;
+  if (g.num_edges == 0) return;
+  const std::size_t threads = std::size_t((g.num_edges + detail::kEdgesPerWarp - 1) / detail::kEdgesPerWarp) * detail::kWarp;
+  detail::edge_kernel<F><<<unsigned((threads + detail::kMpThreads - 1) / detail::kMpThreads), detail::kMpThreads, 0,
+                           stream>>>(f, {g.src, g.dst, g.edge_id, g.num_edges, out, heads, dim}, H, D);
+  DFGNN_CUDA(cudaGetLastError());
+}
+
+}  // namespace
+
+MessagePlan::MessagePlan(const HostGraph& g) : impl_(std::make_unique<Impl>()) {
+  Impl& p = *impl_;
+  p.build(g, {g.num_nodes, g.num_edges(), p.upload(g.row_ptr), p.upload(g.src), p.upload(g.dst), p.upload(g.edge_id)});
+}
+
+MessagePlan::MessagePlan(const HostGraph& g, const DeviceGraph& device_graph) : impl_(std::make_unique<Impl>()) {
+  impl_->build(g, device_graph);
+}
+
+MessagePlan::~MessagePlan() = default;
+MessagePlan::MessagePlan(MessagePlan&&) noexcept = default;
+MessagePlan& MessagePlan::operator=(MessagePlan&&) noexcept = default;
+const DeviceGraph& MessagePlan::graph() const { return impl_->graph; }
+edge_t MessagePlan::split() const { return impl_->split; }
+
+void gspmm(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D, const Operand& lhs,
+           const Operand& rhs, float* out, edge_t* arg) {
+  constexpr const char* who = "cuda::gspmm";
+  const auto& p = plan.impl();
+  check_width(who, H, D);
+  const std::size_t N = std::size_t(p.graph.num_nodes);
+  const bool extreme = r == Reduce::Max || r == Reduce::Min;
+  dfgnn::detail::check_gspmm(who, p.graph.num_nodes, p.graph.num_edges, m, r, operand("lhs", lhs, rows_of(m.lhs, p)),
+                             operand("rhs", rhs, rows_of(m.rhs, p)), required("out", out, N, H, D),
+                             optional("arg", arg, N, H, D, sizeof(edge_t)));
+  const detail::MessageParams q{access(lhs), access(rhs), m.lhs, m.rhs, m.op, r == Reduce::Mean,
+                                m.lhs == Target::E || m.rhs == Target::E || extreme};
+  const int W = H * D;
+  const bool vec = vectorizable(W, D, {lhs.data, rhs.data, out, arg});
+  switch (r) {
+    case Reduce::Sum:
+    case Reduce::Mean: return run_segments<SumMessage>(stream, p, p.csr, q, W, D, out, arg, Fold::Sum, r == Reduce::Mean, vec);
+    case Reduce::Max: return run_segments<MaxMessage>(stream, p, p.csr, q, W, D, out, arg, Fold::Max, false, vec);
+    case Reduce::Min: return run_segments<MinMessage>(stream, p, p.csr, q, W, D, out, arg, Fold::Min, false, vec);
+  }
+}
+
+void gspmm_backward(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D,
+                    const Operand& lhs, const Operand& rhs, const edge_t* arg, const float* dout, float* dlhs,
+                    float* drhs) {
+  constexpr const char* who = "cuda::gspmm_backward";
+  const auto& p = plan.impl();
+  check_width(who, H, D);
+  const std::size_t N = std::size_t(p.graph.num_nodes);
+  const bool extreme = r == Reduce::Max || r == Reduce::Min;
+  const std::size_t lrows = rows_of(m.lhs, p), rrows = rows_of(m.rhs, p);
+  // An extreme reduce needs arg: a null one is checked (and named) as given without data.
+  dfgnn::detail::check_gspmm_backward(
+      who, p.graph.num_nodes, p.graph.num_edges, m, r, operand("lhs", lhs, lrows), operand("rhs", rhs, rrows),
+      extreme ? Extents{"arg", arg, N, std::size_t(H), std::size_t(D), sizeof(edge_t)}
+              : optional("arg", arg, N, H, D, sizeof(edge_t)),
+      required("dout", dout, N, H, D), optional("dlhs", dlhs, lrows, lhs.heads, lhs.dim),
+      optional("drhs", drhs, rrows, rhs.heads, rhs.dim));
+  SumParams q;
+  q.g = {dout, H, D}, q.g_on = Target::V;
+  q.arg = extreme ? arg : nullptr;
+  q.scale_v = r == Reduce::Mean ? p.inv_degree : nullptr;
+  q.op = m.op, q.a = access(lhs), q.a_on = m.lhs, q.b = access(rhs), q.b_on = m.rhs;
+  q.ids = extreme || m.lhs == Target::E || m.rhs == Target::E;
+  if (dlhs) {
+    q.deriv = m.is_copy() ? 0 : 1;
+    if (m.lhs == Target::U)
+      node_gradient(stream, p, p.transposed(), q, H, D, dlhs, lhs.heads, lhs.dim);
+    else
+      edge_values(stream, p, detail::EdgeTerm{q, H * D}, H, D, dlhs, lhs.heads, lhs.dim);
+  }
+  if (drhs) {
+    q.deriv = 2;
+    if (m.rhs == Target::V)
+      node_gradient(stream, p, p.csr, q, H, D, drhs, rhs.heads, rhs.dim);
+    else
+      edge_values(stream, p, detail::EdgeTerm{q, H * D}, H, D, drhs, rhs.heads, rhs.dim);
+  }
+}
+
+namespace {
+
+// The checks of both g-SDDMM entries; a dot's D must be the width of x and y.
+void check_sddmm_width(const char* who, BinaryOp op, int D, std::size_t checked) {
+  if (op == BinaryOp::Dot && checked != std::size_t(D))
+    throw Error(std::string(who) + ": x and y have dim " + std::to_string(checked) + ", expected D = " + std::to_string(D));
+}
+
+}  // namespace
+
+void gsddmm(cudaStream_t stream, const MessagePlan& plan, BinaryOp op, int H, int D, const Operand& x, const Operand& y,
+            float* out) {
+  constexpr const char* who = "cuda::gsddmm";
+  const auto& p = plan.impl();
+  check_width(who, H, D);
+  const int width = op == BinaryOp::Dot ? 1 : D;
+  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
+  check_sddmm_width(who, op, D,
+                    dfgnn::detail::check_gsddmm(who, p.graph.num_nodes, p.graph.num_edges, op, operand("x", x, N),
+                                                operand("y", y, N), required("out", out, E, H, width)));
+  edge_values(stream, p, detail::SddmmValue{op, access(x), access(y)}, H, D, out, H, width);
+}
+
+void gsddmm_backward(cudaStream_t stream, const MessagePlan& plan, BinaryOp op, int H, int D, const Operand& x,
+                     const Operand& y, const float* dout, float* dx, float* dy) {
+  constexpr const char* who = "cuda::gsddmm_backward";
+  const auto& p = plan.impl();
+  check_width(who, H, D);
+  const int width = op == BinaryOp::Dot ? 1 : D;
+  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
+  check_sddmm_width(who, op, D,
+                    dfgnn::detail::check_gsddmm_backward(
+                        who, p.graph.num_nodes, p.graph.num_edges, op, operand("x", x, N), operand("y", y, N),
+                        required("dout", dout, E, H, width), optional("dx", dx, N, x.heads, x.dim),
+                        optional("dy", dy, N, y.heads, y.dim)));
+  SumParams q;
+  q.g = {dout, H, width}, q.g_on = Target::E;
+  q.op = op, q.a = access(x), q.a_on = Target::U, q.b = access(y), q.b_on = Target::V;
+  q.ids = true;
+  if (dx) {
+    q.deriv = 1;
+    node_gradient(stream, p, p.transposed(), q, H, D, dx, x.heads, x.dim);
+  }
+  if (dy) {
+    q.deriv = 2;
+    node_gradient(stream, p, p.csr, q, H, D, dy, y.heads, y.dim);
+  }
+}
+
+void gcn_aggregate(cudaStream_t stream, const MessagePlan& plan, int H, int D, const float* x, float* out) {
+  constexpr const char* who = "cuda::gcn_aggregate";
+  const auto& p = plan.impl();
+  check_width(who, H, D);
+  const std::size_t N = std::size_t(p.graph.num_nodes);
+  dfgnn::detail::check_node_map(who, p.graph.num_nodes, required("x", x, N, H, D), required("out", out, N, H, D));
+  SumParams q;
+  q.g = {x, H, D}, q.g_on = Target::U, q.scale_v = p.gcn_in, q.scale_u = p.gcn_out;
+  node_gradient(stream, p, p.csr, q, H, D, out, H, D);
+}
+
+void gcn_aggregate_backward(cudaStream_t stream, const MessagePlan& plan, int H, int D, const float* dout, float* dx) {
+  constexpr const char* who = "cuda::gcn_aggregate_backward";
+  const auto& p = plan.impl();
+  check_width(who, H, D);
+  const std::size_t N = std::size_t(p.graph.num_nodes);
+  dfgnn::detail::check_node_map(who, p.graph.num_nodes, required("dout", dout, N, H, D), required("dx", dx, N, H, D));
+  SumParams q;
+  q.g = {dout, H, D}, q.g_on = Target::V, q.scale_v = p.gcn_in, q.scale_u = p.gcn_out;
+  node_gradient(stream, p, p.transposed(), q, H, D, dx, H, D);
+}
+
+}  // namespace dfgnn::cuda

@@ -1,0 +1,446 @@
+#pragma once
+// CUDA-native g-SpMM / g-SDDMM kernels (docs/message_passing.md). Two kernel shapes:
+//   segment_kernel  a lane group (a warp, or a sub-warp group at small widths) per segment of
+//                   edges (a CSR row or a CSC column) reduces one term per edge over the
+//                   segment: the forward g-SpMM (sum/mean/max/min of the message), every node
+//                   gradient and the GCN aggregation. Lanes hold float4 slices of the H*D row;
+//                   the group loads U edges' rows at once (ids from one coalesced load per L
+//                   edges, passed by shuffles). Segments longer than the plan's split are done
+//                   as pieces whose partials merge_segments combines in order.
+//   edge_kernel     a warp per run of edges computes each edge's H*D values and writes them, or
+//                   their sums over broadcast axes: the forward g-SDDMM and edge gradients.
+// Every output entry is written by one lane, summing in a fixed order: no atomics.
+
+#include "merge.cuh"
+
+#include <dfgnn/message.hpp>
+
+namespace dfgnn::cuda::detail {
+
+inline constexpr int kMpThreads = 256;
+/// Edges a warp of edge_kernel takes in turn.
+inline constexpr int kEdgesPerWarp = 8;
+
+/// An operand [rows, heads, dim] read as entry k = h * D + d of an [H, D] row (broadcasting).
+struct Access {
+  const float* data = nullptr;
+  int heads = 0, dim = 0;
+  __host__ __device__ std::size_t stride() const { return std::size_t(heads) * unsigned(dim); }
+  __device__ __forceinline__ int offset(int k, int D) const {
+    const int h = k / D, d = k - h * D;
+    return (heads == 1 ? 0 : h) * dim + (dim == 1 ? 0 : d);
+  }
+  __device__ __forceinline__ float at(std::size_t row, int k, int D) const {
+    return __ldg(data + row * stride() + offset(k, D));
+  }
+};
+
+/// The row of an operand on target t for the edge u -> v with caller's index id.
+__device__ __forceinline__ std::size_t row_of(Target t, node_t u, node_t v, edge_t id) {
+  return t == Target::U ? std::size_t(u) : t == Target::E ? std::size_t(id) : std::size_t(v);
+}
+
+/// A lane's slices of an operand: per chunk, the offset of its first entry in a row, and
+/// whether the VEC entries are consecutive (the operand has all D features: one 16-byte load)
+/// or one value broadcast (dim 1). With VEC = 4, D % 4 == 0, so a slice never crosses a head.
+template <class T>
+struct Lanes {
+  const float* data;
+  std::size_t stride;
+  int off[T::CHUNKS];
+  bool in[T::CHUNKS];
+  bool wide;
+
+  __device__ Lanes(const Access& a, int k0, int W, int D, int l) : data(a.data), stride(a.stride()), wide(a.dim != 1) {
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c) {
+      const int k = k0 + frag_col<T>(c, l);
+      in[c] = k < W;
+      off[c] = in[c] ? a.offset(k, D) : 0;
+    }
+  }
+  __device__ __forceinline__ void load(Frag<T>& f, std::size_t row, bool ok) const {
+    const float* p = data + row * stride;
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c) {
+      if constexpr (T::VEC == 4) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (ok && in[c]) {
+          if (wide) {
+            v = __ldg(reinterpret_cast<const float4*>(p + off[c]));
+          } else {
+            const float s = __ldg(p + off[c]);
+            v = make_float4(s, s, s, s);
+          }
+        }
+        f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
+      } else {
+        f.x[c] = ok && in[c] ? __ldg(p + off[c]) : 0.f;
+      }
+    }
+  }
+};
+
+/// Stores a lane's slices of a row of W entries (values or arguments; 16-byte stores when VEC = 4).
+template <class T, class V>
+__device__ __forceinline__ void store_slices(V* row, const V (&x)[T::PER_LANE], int k0, int W, int l) {
+#pragma unroll
+  for (int c = 0; c < T::CHUNKS; ++c) {
+    const int k = k0 + frag_col<T>(c, l);
+    if (k >= W) continue;
+    const V* y = x + T::VEC * c;
+    if constexpr (T::VEC == 4 && sizeof(V) == 4) {
+      *reinterpret_cast<float4*>(row + k) = make_float4(y[0], y[1], y[2], y[3]);
+    } else if constexpr (T::VEC == 4 && sizeof(V) == 8) {
+      *reinterpret_cast<longlong2*>(row + k) = make_longlong2(y[0], y[1]);
+      *reinterpret_cast<longlong2*>(row + k + 2) = make_longlong2(y[2], y[3]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < T::VEC; ++i) row[k + i] = y[i];
+    }
+  }
+}
+
+/// Segments of edges: CSR rows (segment n is the destination) or CSC columns (the source).
+struct Segments {
+  const edge_t* ptr = nullptr;    ///< [count+1]
+  const node_t* other = nullptr;  ///< [E] the edge's other endpoint
+  const edge_t* id = nullptr;     ///< [E] the edge's index as the caller gave it
+  node_t count = 0;
+  bool by_source = false;
+  edge_t split = 0;               ///< longer segments are done as pieces
+  const Piece* pieces = nullptr;
+  int num_pieces = 0;
+};
+
+/// Where segment results go: whole segments to rows of out (and arg), pieces to partial slots.
+struct SegmentOut {
+  float* out = nullptr;          ///< [count, W]
+  edge_t* arg = nullptr;         ///< [count, W] or null
+  float* part = nullptr;         ///< [slots, W]
+  edge_t* part_arg = nullptr;    ///< [slots, W] (max/min)
+};
+
+enum class Fold { Sum, Max, Min };
+
+/// g-SpMM's term: the message, reduced by sum (mean: scaled by 1/degree), max or min.
+struct MessageParams {
+  Access lhs, rhs;
+  Target lhs_on = Target::U, rhs_on = Target::None;
+  BinaryOp op = BinaryOp::Add;
+  bool mean = false;
+  bool ids = false;  ///< the edge ids are read (an operand on E, or max/min's arguments)
+};
+
+template <class T, Fold F>
+struct MessageTerm {
+  using Tile = T;
+  using Params = MessageParams;
+  static constexpr int U = T::PER_LANE <= 4 ? 8 : 4;  // edges in flight per lane group
+  static constexpr bool kArgs = F != Fold::Sum;
+  struct Acc {
+    float x[T::PER_LANE];
+    edge_t arg[kArgs ? T::PER_LANE : 1];
+  };
+
+  Params p;
+  Lanes<T> a, b;
+  __device__ MessageTerm(const Params& q, int k0, int W, int D, int l)
+      : p(q), a(q.lhs, k0, W, D, l), b(q.rhs, k0, W, D, l) {}
+  __device__ bool ids() const { return p.ids; }
+
+  __device__ void init(Acc& acc) const {
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) {
+      acc.x[i] = F == Fold::Sum ? 0.f : F == Fold::Max ? -INFINITY : INFINITY;
+      if constexpr (kArgs) acc.arg[i] = -1;
+    }
+  }
+
+  __device__ void step(Acc& acc, const node_t (&u)[U], const node_t (&v)[U], const edge_t (&id)[U],
+                       const bool (&ok)[U]) const {
+    Frag<T> x[U], y[U];
+#pragma unroll
+    for (int j = 0; j < U; ++j) {  // every load first: U rows in flight
+      a.load(x[j], row_of(p.lhs_on, u[j], v[j], id[j]), ok[j]);
+      if (p.rhs_on != Target::None) b.load(y[j], row_of(p.rhs_on, u[j], v[j], id[j]), ok[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      if (!ok[j]) continue;
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) {
+        const float m = p.rhs_on == Target::None ? x[j].x[i] : binary(p.op, x[j].x[i], y[j].x[i]);
+        if constexpr (F == Fold::Sum) {
+          acc.x[i] += m;
+        } else if (F == Fold::Max ? m > acc.x[i] : m < acc.x[i]) {  // strict: the first wins ties
+          acc.x[i] = m, acc.arg[i] = id[j];
+        }
+      }
+    }
+  }
+
+  /// A whole segment to its row (mean divides by its length; an empty max/min gives 0), a
+  /// piece to its slot.
+  __device__ void finish(Acc& acc, node_t n, int len, int slot, const SegmentOut& o, int k0, int W, int l) const {
+    const std::size_t r = std::size_t(slot < 0 ? n : slot) * unsigned(W);
+    if (slot >= 0) {
+      store_slices<T>(o.part + r, acc.x, k0, W, l);
+      if constexpr (kArgs) store_slices<T>(o.part_arg + r, acc.arg, k0, W, l);
+      return;
+    }
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) {
+      if constexpr (kArgs) acc.x[i] = acc.arg[i] < 0 ? 0.f : acc.x[i];
+      else if (p.mean && len > 0) acc.x[i] /= float(len);
+    }
+    store_slices<T>(o.out + r, acc.x, k0, W, l);
+    if constexpr (kArgs)
+      if (o.arg) store_slices<T>(o.arg + r, acc.arg, k0, W, l);
+  }
+};
+
+/// A summed term g * s_v * s_u * keep * deriv: the gradients (of g-SpMM: g = dout at V, keep
+/// the max/min winners only, s_v = 1/degree for mean, deriv = d message / d operand; of
+/// g-SDDMM: g = dout at E, deriv = d op / d x or y) and the GCN aggregation (g = x or dout,
+/// s_v s_u = 1/sqrt(d_in(v) d_out(u))).
+struct SumParams {
+  Access g;
+  Target g_on = Target::V;
+  const edge_t* arg = nullptr;      ///< [N, W]: keep entry k of edge id iff arg[v][k] == id
+  const float* scale_v = nullptr;   ///< [N] per destination, or null
+  const float* scale_u = nullptr;   ///< [N] per source, or null
+  int deriv = 0;                    ///< 0: none; 1: d op(a, b) / da; 2: / db
+  BinaryOp op = BinaryOp::Add;
+  Access a, b;
+  Target a_on = Target::U, b_on = Target::V;
+  bool ids = false;
+};
+
+__device__ __forceinline__ float sum_term(const SumParams& p, float g, float s, float a, float b) {
+  const float t = g * s;
+  return p.deriv == 0 ? t : t * (p.deriv == 1 ? binary_dlhs(p.op, a, b) : binary_drhs(p.op, a, b));
+}
+
+__device__ __forceinline__ float node_scales(const SumParams& p, node_t u, node_t v) {
+  return (p.scale_v ? __ldg(p.scale_v + v) : 1.f) * (p.scale_u ? __ldg(p.scale_u + u) : 1.f);
+}
+
+template <class T>
+struct SumTerm {
+  using Tile = T;
+  using Params = SumParams;
+  static constexpr int U = T::PER_LANE <= 4 ? 4 : 2;
+  struct Acc {
+    float x[T::PER_LANE];
+  };
+
+  Params p;
+  Lanes<T> g, a, b;
+  int kc[T::CHUNKS];  // first entry of each chunk, for the arguments' rows
+  int W;
+  __device__ SumTerm(const Params& q, int k0, int W_, int D, int l)
+      : p(q), g(q.g, k0, W_, D, l), a(q.a, k0, W_, D, l), b(q.b, k0, W_, D, l), W(W_) {
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c) kc[c] = k0 + frag_col<T>(c, l);
+  }
+  __device__ bool ids() const { return p.ids; }
+  __device__ void init(Acc& acc) const {
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = 0.f;
+  }
+
+  __device__ void step(Acc& acc, const node_t (&u)[U], const node_t (&v)[U], const edge_t (&id)[U],
+                       const bool (&ok)[U]) const {
+    Frag<T> gx[U], ax[U], bx[U];
+    bool keep[U][T::PER_LANE];
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      g.load(gx[j], row_of(p.g_on, u[j], v[j], id[j]), ok[j]);
+      if (p.deriv) {
+        a.load(ax[j], row_of(p.a_on, u[j], v[j], id[j]), ok[j]);
+        b.load(bx[j], row_of(p.b_on, u[j], v[j], id[j]), ok[j]);
+      }
+#pragma unroll
+      for (int c = 0; c < T::CHUNKS; ++c)
+#pragma unroll
+        for (int i = 0; i < T::VEC; ++i) {
+          const int k = kc[c] + i;
+          keep[j][T::VEC * c + i] = !p.arg || (ok[j] && k < W && __ldg(p.arg + std::size_t(v[j]) * W + k) == id[j]);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < U; ++j) {
+      if (!ok[j]) continue;
+      const float s = node_scales(p, u[j], v[j]);
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i)
+        if (keep[j][i])
+          acc.x[i] += sum_term(p, gx[j].x[i], s, p.deriv ? ax[j].x[i] : 0.f, p.deriv ? bx[j].x[i] : 0.f);
+    }
+  }
+
+  __device__ void finish(Acc& acc, node_t n, int, int slot, const SegmentOut& o, int k0, int, int l) const {
+    const std::size_t r = std::size_t(slot < 0 ? n : slot) * unsigned(W);
+    store_slices<T>((slot < 0 ? o.out : o.part) + r, acc.x, k0, W, l);
+  }
+};
+
+/// Reduces P's term over each segment (see the file comment). Units: the pieces of split
+/// segments first (the longest work starts first), then every segment not split; a warp's
+/// GROUPS lane groups take consecutive units and loop as long as the longest, so the warp
+/// stays converged for the shuffles. blockIdx.y selects a slice of MAX_D of the W entries.
+template <class P>
+__global__ void __launch_bounds__(kMpThreads) segment_kernel(typename P::Params params, Segments s, int W, int D,
+                                                             SegmentOut o) {
+  using T = typename P::Tile;
+  constexpr int L = T::LANES, U = P::U;
+  static_assert(U <= L, "a lane group holds the ids of L edges at a time");
+  const int lane = threadIdx.x % kWarp, l = lane % L;
+  const std::int64_t unit = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp * T::GROUPS + lane / L;
+  const int k0 = int(blockIdx.y) * T::MAX_D;
+  node_t n = -1;
+  edge_t e0 = 0;
+  int len = 0, slot = -1;
+  if (unit < s.num_pieces) {
+    const Piece pc = s.pieces[unit];
+    n = pc.row, e0 = pc.e0, len = int(pc.e1 - pc.e0), slot = pc.slot;
+  } else if (unit - s.num_pieces < s.count) {
+    const node_t v = node_t(unit - s.num_pieces);
+    const edge_t a = __ldg(s.ptr + v), b = __ldg(s.ptr + v + 1);
+    if (b - a <= s.split) n = v, e0 = a, len = int(b - a);
+  }
+  int steps = len;
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) steps = max(steps, __shfl_xor_sync(kFull, steps, off));
+  const P term(params, k0, W, D, l);
+  typename P::Acc acc;
+  term.init(acc);
+  for (int base = 0; base < steps; base += L) {
+    // One coalesced load of L edges' endpoints (and ids) per group, handed out by shuffles.
+    const int pos = base + l;
+    const bool mine = pos < len;
+    const node_t other = mine ? __ldg(s.other + e0 + pos) : 0;
+    const long long id = mine && term.ids() ? __ldg(s.id + e0 + pos) : 0;
+#pragma unroll
+    for (int j0 = 0; j0 < L; j0 += U) {
+      if (base + j0 >= steps) break;  // warp-uniform
+      node_t u[U], v[U];
+      edge_t ids[U];
+      bool ok[U];
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        const node_t m = __shfl_sync(kFull, other, j0 + j, L);
+        ids[j] = __shfl_sync(kFull, id, j0 + j, L);
+        ok[j] = base + j0 + j < len;
+        u[j] = s.by_source ? n : m;
+        v[j] = s.by_source ? m : n;
+      }
+      term.step(acc, u, v, ids, ok);
+    }
+  }
+  if (n >= 0) term.finish(acc, n, len, slot, o, k0, W, l);
+}
+
+/// Combines the partial slots of each split segment in order, one thread per entry: sums (mean
+/// divides by the degree) or the first strict max/min with its argument.
+__global__ void __launch_bounds__(256) merge_segments(const SplitRow* __restrict__ rows, int num_rows, int W, Fold fold,
+                                                      const edge_t* __restrict__ ptr, bool mean, SegmentOut o) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= std::size_t(num_rows) * unsigned(W)) return;
+  const SplitRow r = rows[i / unsigned(W)];
+  const std::size_t k = i % unsigned(W), out = std::size_t(r.row) * unsigned(W) + k;
+  float best = 0.f;
+  edge_t win = -1;
+  for (int j = 0; j < r.count; ++j) {
+    const std::size_t at = std::size_t(r.first + j) * unsigned(W) + k;
+    const float x = o.part[at];
+    if (fold == Fold::Sum) {
+      best += x;
+    } else if (o.part_arg[at] >= 0 && (win < 0 || (fold == Fold::Max ? x > best : x < best))) {
+      best = x, win = o.part_arg[at];
+    }
+  }
+  if (fold == Fold::Sum && mean) best /= float(ptr[r.row + 1] - ptr[r.row]);
+  o.out[out] = best;
+  if (fold != Fold::Sum && o.arg) o.arg[out] = win;
+}
+
+/// Sums a full [rows, H, D] gradient over the axes an operand [rows, heads, dim] broadcasts.
+__global__ void __launch_bounds__(256) reduce_broadcast(const float* __restrict__ full, std::size_t rows, int H, int D,
+                                                        int heads, int dim, float* __restrict__ out) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t per_row = std::size_t(heads) * unsigned(dim);
+  if (i >= rows * per_row) return;
+  const std::size_t n = i / per_row;
+  const int hh = int(i % per_row) / dim, dd = int(i % per_row) % dim;
+  float s = 0.f;
+  for (int h = heads == 1 ? 0 : hh; h < (heads == 1 ? H : hh + 1); ++h)
+    for (int d = dim == 1 ? 0 : dd; d < (dim == 1 ? D : dd + 1); ++d) s += full[(n * unsigned(H) + h) * unsigned(D) + d];
+  out[i] = s;
+}
+
+/// g-SDDMM's value of entry k: op(x_u[k], y_v[k]) (dot: the product, summed per head).
+struct SddmmValue {
+  BinaryOp op;
+  Access x, y;
+  __device__ __forceinline__ float operator()(node_t u, node_t v, edge_t, int k, int D) const {
+    return binary(op, x.at(std::size_t(u), k, D), y.at(std::size_t(v), k, D));
+  }
+};
+
+/// A SumParams term of one edge at entry k: an edge gradient.
+struct EdgeTerm {
+  SumParams p;
+  int W;
+  __device__ __forceinline__ float operator()(node_t u, node_t v, edge_t id, int k, int D) const {
+    if (p.arg && __ldg(p.arg + std::size_t(v) * unsigned(W) + k) != id) return 0.f;
+    const float g = p.g.at(row_of(p.g_on, u, v, id), k, D);
+    const float a = p.deriv ? p.a.at(row_of(p.a_on, u, v, id), k, D) : 0.f;
+    const float b = p.deriv ? p.b.at(row_of(p.b_on, u, v, id), k, D) : 0.f;
+    return sum_term(p, g, node_scales(p, u, v), a, b);
+  }
+};
+
+/// The CSR edges and an edge output [E, heads, dim] in the caller's order.
+struct EdgeOut {
+  const node_t* src = nullptr;
+  const node_t* dst = nullptr;
+  const edge_t* edge_id = nullptr;
+  edge_t count = 0;
+  float* out = nullptr;
+  int heads = 0, dim = 0;
+};
+
+/// Each edge's H*D values f(u, v, id, k), stored as they are when the output has all of them,
+/// else summed over its broadcast axes: output entry (h', d') of an [E, 1|H, 1|D] output takes
+/// the k = h * D + d with h in {h'} or all heads and d in {d'} or all features, a warp sum each.
+template <class F>
+__global__ void __launch_bounds__(kMpThreads) edge_kernel(F f, EdgeOut o, int H, int D) {
+  const int lane = threadIdx.x % kWarp;
+  const edge_t first = (edge_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp * kEdgesPerWarp;
+  const int W = H * D, outs = o.heads * o.dim;
+  const bool full = o.heads == H && o.dim == D;
+  for (edge_t e = first; e < first + kEdgesPerWarp && e < o.count; ++e) {
+    const node_t u = __ldg(o.src + e), v = __ldg(o.dst + e);
+    const edge_t id = __ldg(o.edge_id + e);
+    float* row = o.out + std::size_t(id) * unsigned(outs);
+    if (full) {
+      for (int k = lane; k < W; k += kWarp) row[k] = f(u, v, id, k, D);
+      continue;
+    }
+    // Output entry q sums `count` entries k = base + j * step.
+    for (int q = 0; q < outs; ++q) {
+      const int h = o.heads == 1 ? 0 : q / o.dim, d = o.dim == 1 ? 0 : q % o.dim;
+      const int base = h * D + d;
+      const int step = o.dim == 1 ? 1 : D;  // along d (within a head, then on) or along heads
+      const int count = (o.heads == 1 ? H : 1) * (o.dim == 1 ? D : 1);
+      float s = 0.f;
+      for (int j = lane; j < count; j += kWarp) s += f(u, v, id, base + j * step, D);
+      s = warp_sum(s);
+      if (lane == 0) row[q] = s;
+    }
+  }
+}
+
+}  // namespace dfgnn::cuda::detail
