@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,30 @@ inline double tolerance(const HostGraph& g, std::size_t broadcast = 1) {
   edge_t busiest = g.stats.max;
   for (std::size_t u = 0; u + 1 < t.col_ptr.size(); ++u) busiest = std::max(busiest, t.col_ptr[u + 1] - t.col_ptr[u]);
   return std::max(1e-5, 6e-8 * double(busiest) * double(broadcast));
+}
+
+/// max |new id of u - new id of v| over the edges: what RCM keeps small.
+inline edge_t bandwidth(const HostGraph& g, const std::vector<node_t>& position) {
+  edge_t b = 0;
+  for (edge_t e = 0; e < g.num_edges(); ++e)
+    b = std::max<edge_t>(b, std::abs(position[g.src[e]] - position[g.dst[e]]));
+  return b;
+}
+
+/// A rows x cols grid (edges both ways) with shuffled node ids.
+inline HostGraph shuffled_grid(node_t rows, node_t cols, unsigned seed) {
+  std::vector<node_t> id(std::size_t(rows) * cols), src, dst;
+  for (std::size_t i = 0; i < id.size(); ++i) id[i] = node_t(i);
+  std::shuffle(id.begin(), id.end(), std::mt19937(seed));
+  auto link = [&](node_t a, node_t b) {
+    src.push_back(id[a]), dst.push_back(id[b]), src.push_back(id[b]), dst.push_back(id[a]);
+  };
+  for (node_t r = 0; r < rows; ++r)
+    for (node_t c = 0; c < cols; ++c) {
+      if (c + 1 < cols) link(r * cols + c, r * cols + c + 1);
+      if (r + 1 < rows) link(r * cols + c, (r + 1) * cols + c);
+    }
+  return graph_from_edges(rows * cols, src, dst);
 }
 
 inline std::string case_name(const Message& m, Reduce r) { return to_string(m) + "_" + to_string(r); }

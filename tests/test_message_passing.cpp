@@ -213,34 +213,13 @@ TEST(MessageRef, RejectsBadArguments) {
 
 // ---- reordering ----------------------------------------------------------------------------
 
-/// max |new id of u - new id of v| over the edges: what RCM minimises heuristically.
-edge_t bandwidth(const HostGraph& g, const std::vector<node_t>& position) {
-  edge_t b = 0;
-  for (edge_t e = 0; e < g.num_edges(); ++e) b = std::max<edge_t>(b, std::abs(position[g.src[e]] - position[g.dst[e]]));
-  return b;
-}
-
-/// A rows x cols grid (both directions) with shuffled node ids.
-HostGraph shuffled_grid(node_t rows, node_t cols, unsigned seed) {
-  std::vector<node_t> id(std::size_t(rows) * cols), src, dst;
-  std::iota(id.begin(), id.end(), 0);
-  std::shuffle(id.begin(), id.end(), std::mt19937(seed));
-  auto link = [&](node_t a, node_t b) { src.push_back(id[a]), dst.push_back(id[b]), src.push_back(id[b]), dst.push_back(id[a]); };
-  for (node_t r = 0; r < rows; ++r)
-    for (node_t c = 0; c < cols; ++c) {
-      if (c + 1 < cols) link(r * cols + c, r * cols + c + 1);
-      if (r + 1 < rows) link(r * cols + c, (r + 1) * cols + c);
-    }
-  return graph_from_edges(rows * cols, src, dst);
-}
-
 TEST(Reorder, RcmRecoversBandedStructure) {
   // A path with shuffled ids becomes 0 - 1 - 2 - ...; a 12 x 40 grid a band about 12 wide.
-  const HostGraph path = shuffled_grid(1, 200, 1);
-  EXPECT_EQ(bandwidth(path, reorder(path, Ordering::RCM).position), 1);
-  const HostGraph grid = shuffled_grid(12, 40, 2);
-  EXPECT_GT(bandwidth(grid, reorder(grid, Ordering::None).position), 200);
-  EXPECT_LE(bandwidth(grid, reorder(grid, Ordering::RCM).position), 13);  // the narrow side + 1
+  const HostGraph path = test::shuffled_grid(1, 200, 1);
+  EXPECT_EQ(test::bandwidth(path, reorder(path, Ordering::RCM).position), 1);
+  const HostGraph grid = test::shuffled_grid(12, 40, 2);
+  EXPECT_GT(test::bandwidth(grid, reorder(grid, Ordering::None).position), 200);
+  EXPECT_LE(test::bandwidth(grid, reorder(grid, Ordering::RCM).position), 13);  // the narrow side + 1
 }
 
 TEST(Reorder, PermutesEveryGraphShape) {
