@@ -137,7 +137,7 @@ HostTensor interpret(const io::Array& t, const std::string& path, std::size_t ro
   return r;
 }
 
-/// One operand of the command: its option, rows and whether it lives on edges.
+/// One operand of the command: its option and where it lives (U, E or V).
 struct Slot {
   const char* option;
   Target target;
