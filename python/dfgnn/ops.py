@@ -22,6 +22,8 @@ from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
+from torch.nn import Parameter
 
 from . import _lib
 from .graph import Graph, lookup
@@ -119,8 +121,7 @@ def _trained(out, lse, grad):
     return [("out", out, NHD), ("logsumexp", lse, NH), ("grad", grad, NHD)]
 
 
-@torch.library.custom_op("dfgnn::gt", mutates_args=())
-def _gt(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optional[Tensor], scale: float,
+def _gt_impl(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optional[Tensor], scale: float,
         dropout: float, seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
     plan, stream, out, lse = _forward_setup("dfgnn::gt", _lib.GT, graph, _gt_tensors(q, k, v), edge_values,
                                             dropout, seed)
@@ -129,13 +130,15 @@ def _gt(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optional[Tenso
     return out, lse
 
 
+_gt = torch.library.custom_op("dfgnn::gt", _gt_impl, mutates_args=())
+
+
 @_gt.register_fake
 def _(graph, q, k, v, edge_values, scale, dropout, seed):
     return _fake_forward("dfgnn::gt", graph, _gt_tensors(q, k, v), edge_values, dropout, seed)
 
 
-@torch.library.custom_op("dfgnn::gt_backward", mutates_args=())
-def _gt_backward(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optional[Tensor], scale: float,
+def _gt_backward_impl(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optional[Tensor], scale: float,
                  dropout: float, seed: Optional[Tensor], out: Tensor, lse: Tensor,
                  grad: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     plan, stream = _backward_setup("dfgnn::gt_backward", _lib.GT, graph,
@@ -145,6 +148,9 @@ def _gt_backward(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optio
               *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
               dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
     return dq, dk, dv
+
+
+_gt_backward = torch.library.custom_op("dfgnn::gt_backward", _gt_backward_impl, mutates_args=())
 
 
 @_gt_backward.register_fake
@@ -175,8 +181,7 @@ def _agnn_tensors(x, beta):
     return [("x", x, NHD), ("beta", beta, BETA)]
 
 
-@torch.library.custom_op("dfgnn::agnn", mutates_args=())
-def _agnn(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
+def _agnn_impl(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
           seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
     plan, stream, out, lse = _forward_setup("dfgnn::agnn", _lib.AGNN, graph, _agnn_tensors(x, beta), edge_values,
                                             dropout, seed)
@@ -185,13 +190,15 @@ def _agnn(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dr
     return out, lse
 
 
+_agnn = torch.library.custom_op("dfgnn::agnn", _agnn_impl, mutates_args=())
+
+
 @_agnn.register_fake
 def _(graph, x, beta, edge_values, dropout, seed):
     return _fake_forward("dfgnn::agnn", graph, _agnn_tensors(x, beta), edge_values, dropout, seed)
 
 
-@torch.library.custom_op("dfgnn::agnn_backward", mutates_args=())
-def _agnn_backward(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
+def _agnn_backward_impl(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
                    seed: Optional[Tensor], out: Tensor, lse: Tensor, grad: Tensor) -> Tuple[Tensor, Tensor]:
     plan, stream = _backward_setup("dfgnn::agnn_backward", _lib.AGNN, graph,
                                    _agnn_tensors(x, beta) + _trained(out, lse, grad), edge_values, dropout, seed)
@@ -200,6 +207,9 @@ def _agnn_backward(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Te
               *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
               dx.data_ptr(), dbeta.data_ptr())
     return dx, dbeta
+
+
+_agnn_backward = torch.library.custom_op("dfgnn::agnn_backward", _agnn_backward_impl, mutates_args=())
 
 
 @_agnn_backward.register_fake
@@ -231,8 +241,7 @@ def _gat_tensors(el, er, v):
     return [("v", v, NHD), ("el", el, NH), ("er", er, NH)]  # v first: it fixes D
 
 
-@torch.library.custom_op("dfgnn::gat", mutates_args=())
-def _gat(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Optional[Tensor], negative_slope: float,
+def _gat_impl(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Optional[Tensor], negative_slope: float,
          dropout: float, seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
     plan, stream, out, lse = _forward_setup("dfgnn::gat", _lib.GAT, graph, _gat_tensors(el, er, v), edge_values,
                                             dropout, seed)
@@ -241,13 +250,15 @@ def _gat(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Optional[Te
     return out, lse
 
 
+_gat = torch.library.custom_op("dfgnn::gat", _gat_impl, mutates_args=())
+
+
 @_gat.register_fake
 def _(graph, el, er, v, edge_values, negative_slope, dropout, seed):
     return _fake_forward("dfgnn::gat", graph, _gat_tensors(el, er, v), edge_values, dropout, seed)
 
 
-@torch.library.custom_op("dfgnn::gat_backward", mutates_args=())
-def _gat_backward(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Optional[Tensor],
+def _gat_backward_impl(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Optional[Tensor],
                   negative_slope: float, dropout: float, seed: Optional[Tensor], out: Tensor, lse: Tensor,
                   grad: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     plan, stream = _backward_setup("dfgnn::gat_backward", _lib.GAT, graph,
@@ -257,6 +268,9 @@ def _gat_backward(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Op
               v.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
               d_el.data_ptr(), d_er.data_ptr(), dv.data_ptr())
     return d_el, d_er, dv
+
+
+_gat_backward = torch.library.custom_op("dfgnn::gat_backward", _gat_backward_impl, mutates_args=())
 
 
 @_gat_backward.register_fake
@@ -289,8 +303,7 @@ def _gatv2_tensors(xl, xr, a):
     return [("xl", xl, NHD), ("xr", xr, NHD), ("a", a, HD)]
 
 
-@torch.library.custom_op("dfgnn::gatv2", mutates_args=())
-def _gatv2(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: Optional[Tensor], negative_slope: float,
+def _gatv2_impl(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: Optional[Tensor], negative_slope: float,
            dropout: float, seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
     plan, stream, out, lse = _forward_setup("dfgnn::gatv2", _lib.GATV2, graph, _gatv2_tensors(xl, xr, a),
                                             edge_values, dropout, seed)
@@ -299,13 +312,15 @@ def _gatv2(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: Optional[
     return out, lse
 
 
+_gatv2 = torch.library.custom_op("dfgnn::gatv2", _gatv2_impl, mutates_args=())
+
+
 @_gatv2.register_fake
 def _(graph, xl, xr, a, edge_values, negative_slope, dropout, seed):
     return _fake_forward("dfgnn::gatv2", graph, _gatv2_tensors(xl, xr, a), edge_values, dropout, seed)
 
 
-@torch.library.custom_op("dfgnn::gatv2_backward", mutates_args=())
-def _gatv2_backward(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: Optional[Tensor],
+def _gatv2_backward_impl(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: Optional[Tensor],
                     negative_slope: float, dropout: float, seed: Optional[Tensor], out: Tensor, lse: Tensor,
                     grad: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
     plan, stream = _backward_setup("dfgnn::gatv2_backward", _lib.GATV2, graph,
@@ -315,6 +330,9 @@ def _gatv2_backward(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: 
               a.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
               dxl.data_ptr(), dxr.data_ptr(), da.data_ptr())
     return dxl, dxr, da
+
+
+_gatv2_backward = torch.library.custom_op("dfgnn::gatv2_backward", _gatv2_backward_impl, mutates_args=())
 
 
 @_gatv2_backward.register_fake
@@ -339,6 +357,50 @@ def _gatv2_grad(ctx, grad, _grad_lse):
 
 
 _gatv2.register_autograd(_gatv2_grad, setup_context=_gatv2_save)
+
+
+# --- eager path -------------------------------------------------------------------------
+
+class _Eager(torch.autograd.Function):
+    """Runs a model's forward and backward implementations (the custom ops' bodies) directly.
+    In eager mode this skips torch.library's Python dispatch of a custom op with autograd,
+    which costs ~0.2 ms per forward + backward, more than the kernels on small graphs."""
+
+    @staticmethod
+    def forward(ctx, impls, graph, *args):
+        forward, ctx.backward = impls
+        out, lse = forward(graph, *args)
+        ctx.mark_non_differentiable(lse)
+        ctx.graph = graph
+        ctx.tensor_at = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx.args = args
+        ctx.save_for_backward(*(args[i] for i in ctx.tensor_at), out, lse)
+        return out, lse
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad, _grad_lse):
+        *tensors, out, lse = ctx.saved_tensors
+        args = list(ctx.args)
+        for i, t in zip(ctx.tensor_at, tensors):
+            args[i] = t
+        grads = ctx.backward(ctx.graph, *args, out, lse, grad.contiguous())
+        return (None, None, *grads) + (None,) * (len(args) - len(grads))
+
+
+_GT, _AGNN = (_gt_impl, _gt_backward_impl), (_agnn_impl, _agnn_backward_impl)
+_GAT, _GATV2 = (_gat_impl, _gat_backward_impl), (_gatv2_impl, _gatv2_backward_impl)
+_PLAIN = (Tensor, Parameter)
+
+
+def _run(op, impls, graph, *args):
+    """out of the custom op `op`; in plain eager mode (no tracing, dispatch mode, functorch
+    transform or tensor subclass) of the same implementations through _Eager."""
+    if (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
+            or torch._C._functorch.peek_interpreter_stack() is not None
+            or any(isinstance(a, Tensor) and type(a) not in _PLAIN for a in args)):
+        return op(graph, *args)[0]
+    return _Eager.apply(impls, graph, *args)[0]
 
 
 # --- public functions ---------------------------------------------------------------------
@@ -386,7 +448,7 @@ def gt_attention(graph, q, k, v, *, scale=None, edge_values=None, dropout=0.0, s
     dropout, seed = _seed(op, dropout, seed)
     q, k, v = _input(op, "q", q), _input(op, "k", k), _input(op, "v", v)
     scale = float(scale) if scale is not None else 0.0  # 0: the kernels' default 1/sqrt(D)
-    return _gt(_graph_id(op, graph), q, k, v, _edge_values(op, edge_values), scale, dropout, seed)[0]
+    return _run(_gt, _GT, _graph_id(op, graph), q, k, v, _edge_values(op, edge_values), scale, dropout, seed)
 
 
 def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None):
@@ -398,7 +460,8 @@ def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None):
     x = _input(op, "x", x)
     if isinstance(beta, (int, float)):
         beta = torch.full((1,), float(beta), device=x.device)
-    return _agnn(_graph_id(op, graph), x, _input(op, "beta", beta), _edge_values(op, edge_values), dropout, seed)[0]
+    return _run(_agnn, _AGNN, _graph_id(op, graph), x, _input(op, "beta", beta), _edge_values(op, edge_values),
+                dropout, seed)
 
 
 def gat_attention(graph, el, er, v, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None):
@@ -408,8 +471,8 @@ def gat_attention(graph, el, er, v, *, negative_slope=0.2, edge_values=None, dro
     op = "dfgnn.gat_attention"
     dropout, seed = _seed(op, dropout, seed)
     el, er, v = _input(op, "el", el), _input(op, "er", er), _input(op, "v", v)
-    return _gat(_graph_id(op, graph), el, er, v, _edge_values(op, edge_values), float(negative_slope), dropout,
-                seed)[0]
+    return _run(_gat, _GAT, _graph_id(op, graph), el, er, v, _edge_values(op, edge_values), float(negative_slope),
+                dropout, seed)
 
 
 def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None):
@@ -420,5 +483,5 @@ def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, edge_values=None, d
     op = "dfgnn.gatv2_attention"
     dropout, seed = _seed(op, dropout, seed)
     xl, xr, a = _input(op, "xl", xl), _input(op, "xr", xr), _input(op, "a", a)
-    return _gatv2(_graph_id(op, graph), xl, xr, a, _edge_values(op, edge_values), float(negative_slope), dropout,
-                  seed)[0]
+    return _run(_gatv2, _GATV2, _graph_id(op, graph), xl, xr, a, _edge_values(op, edge_values),
+                float(negative_slope), dropout, seed)

@@ -149,3 +149,23 @@ def test_opcheck(model):
     backward = getattr(torch.ops.dfgnn, f"{model}_backward").default
     tensors = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
     torch.library.opcheck(backward, (*tensors, out.detach(), lse.detach(), torch.randn_like(out)))
+
+
+@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
+def test_eager_path_equals_custom_op(model):
+    """The public functions run the ops' implementations directly in eager mode (_Eager): same
+    outputs and gradients as the custom op with its registered autograd."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
+    op, args = _op_args(model, graph, torch.Generator().manual_seed(0))
+    tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    impls = {"gt": dfgnn.ops._GT, "agnn": dfgnn.ops._AGNN, "gat": dfgnn.ops._GAT, "gatv2": dfgnn.ops._GATV2}
+    eager = dfgnn.ops._Eager.apply(impls[model], *args)[0]
+    custom = op(*args)[0]
+    grad = torch.randn_like(custom)
+    assert torch.equal(eager, custom)
+    for a, b in zip(torch.autograd.grad(eager, tensors, grad), torch.autograd.grad(custom, tensors, grad)):
+        assert torch.equal(a, b)
+    out = dfgnn.ops._Eager.apply(impls[model], *args)[0]
+    (first,) = torch.autograd.grad(out.sum(), tensors[0], create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        first.sum().backward()
