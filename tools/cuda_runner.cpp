@@ -153,7 +153,9 @@ Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float 
     ms.push_back(ev.elapsed(0, 1));
   }
   if (out) *out = Launcher::download(launch.out, in.N * in.H * in.D);
-  return summary(ms);
+  Timing t = summary(ms);
+  t.plan_mib = double(plan.device_bytes()) / (1 << 20);
+  return t;
 }
 
 TrainTiming time_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
@@ -175,7 +177,9 @@ TrainTiming time_cuda_backward(const HostGraph& g, const Inputs& in, Strategy st
     if (i >= warmup) total.push_back(t), backward.push_back(b);
   }
   if (grads) *grads = launch.gradients(in);
-  return {summary(total), summary(backward)};
+  TrainTiming t{summary(total), summary(backward)};
+  t.total.plan_mib = t.backward.plan_mib = double(plan.device_bytes()) / (1 << 20);
+  return t;
 }
 
 std::string cuda_device_name() {

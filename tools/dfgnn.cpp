@@ -89,7 +89,8 @@ bench: times the forward per backend and strategy (CUDA events, median of --iter
   come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where present, else random. --check compares each
   output with the float64 reference. --backward also times, per backend and strategy, the
   training forward plus the fused backward ("fwd+bwd") and, on CUDA, the backward alone ("bwd",
-  whose gradients --check compares with the reference). --json appends one JSON object per line.
+  whose gradients --check compares with the reference). --json appends one JSON object per line
+  (on CUDA with plan_mib, the device memory the plan holds: graph copy, CSC, workspaces).
 )";
 
 using cli::Args;
@@ -613,10 +614,10 @@ int cmd_bench(int argc, char** argv) {
                    "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"backend\": \"%s\", \"strategy\": \"%s\", "
                    "\"resolved\": \"%s\", \"pass\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                    "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
-                   "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g}\n",
+                   "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g, \"plan_mib\": %.2f}\n",
                    a.get("name", a.get("graph")).c_str(), device.c_str(), DFGNN_GIT_COMMIT, to_string(in.kind),
                    g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used), pass,
-                   t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err);
+                   t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib);
   };
   for (const std::string& b : backends)
     for (Strategy s : strategies) {

@@ -20,6 +20,7 @@ struct Inputs {
 /// Milliseconds of repeated runs.
 struct Timing {
   double median_ms = 0, min_ms = 0;
+  double plan_mib = -1;  ///< device memory the plan held after the runs (CUDA-native), MiB
 };
 
 }  // namespace dfgnn::cli

@@ -287,6 +287,7 @@ T* Plan::Impl::upload(const T* host, std::size_t n) {
   void* d = nullptr;
   DFGNN_CUDA(cudaMalloc(&d, n * sizeof(T)));
   owned.push_back(d);
+  owned_bytes += n * sizeof(T);
   DFGNN_CUDA(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice));
   return static_cast<T*>(d);
 }
@@ -296,6 +297,7 @@ float* Plan::Impl::workspace(std::size_t floats) const {
   void* d = nullptr;
   DFGNN_CUDA(cudaMalloc(&d, floats * sizeof(float)));
   owned.push_back(d);
+  owned_bytes += floats * sizeof(float);
   return static_cast<float*>(d);
 }
 
@@ -465,6 +467,7 @@ Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
 Strategy Plan::strategy() const { return impl_->strategy; }
+std::size_t Plan::device_bytes() const { return impl_->owned_bytes; }
 ScoreKind Plan::kind() const { return impl_->kind; }
 int Plan::heads() const { return impl_->heads; }
 int Plan::dim() const { return impl_->dim; }

@@ -24,6 +24,7 @@ struct Plan::Impl {
   int sms = 0;
   std::size_t smem_optin = 0;      ///< bytes of dynamic shared memory a block may ask for
   mutable std::vector<void*> owned;  ///< device allocations freed with the plan
+  mutable std::size_t owned_bytes = 0;
 
   // SMMF: one block per entry.
   const detail::SmmfBlock* blocks = nullptr;

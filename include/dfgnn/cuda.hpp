@@ -68,6 +68,9 @@ class Plan {
   Plan& operator=(Plan&&) noexcept;
 
   Strategy strategy() const;  ///< the resolved strategy (never Auto)
+  /// Bytes of device memory the plan holds: its graph copy (unless the caller's), partitions,
+  /// the CSC, the workspaces (the backward's once a backward ran).
+  std::size_t device_bytes() const;
   ScoreKind kind() const;
   int heads() const;
   int dim() const;
