@@ -126,9 +126,10 @@ void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_grap
   int device = 0, sms = 0;
   DFGNN_CUDA(cudaGetDevice(&device));
   DFGNN_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // A piece is at most about twice a resident warp's fair share of the edges (64 warps per SM),
-  // so no warp's walk outlasts the others by much; at least 256 edges, so short rows stay whole.
-  split = std::clamp<edge_t>(2 * g.num_edges() / (edge_t(std::max(sms, 1)) * 64), 256, edge_t(1) << 20);
+  // A piece is at most a resident warp's fair share of the edges (64 warps per SM), as the
+  // attention kernels cut theirs (plan.cu's piece_edges), so no warp's walk outlasts the others
+  // by much; at least 32 edges (one chunk of ids).
+  split = std::clamp<edge_t>(g.num_edges() / (edge_t(std::max(sms, 1)) * 64), 32, edge_t(1) << 20);
   const std::size_t N = std::size_t(g.num_nodes);
   std::vector<float> inv(N), in(N), out(N);
   std::vector<edge_t> sent(N, 0);
@@ -184,13 +185,6 @@ bool vectorizable(int W, int D, std::initializer_list<const void*> tensors) {
   return true;
 }
 
-template <class T>
-using SumMessage = detail::MessageTerm<T, Fold::Sum>;
-template <class T>
-using MaxMessage = detail::MessageTerm<T, Fold::Max>;
-template <class T>
-using MinMessage = detail::MessageTerm<T, Fold::Min>;
-
 template <class P>
 void launch_tile(cudaStream_t stream, const typename P::Params& q, const detail::Segments& s, int W, int D,
                  const SegmentOut& o) {
@@ -230,6 +224,76 @@ void run_segments(cudaStream_t stream, const MessagePlan::Impl& plan, const Segm
   const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
   detail::merge_segments<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(set.split_rows, set.num_split_rows, W,
                                                                                fold, set.seg.ptr, mean, o);
+  DFGNN_CUDA(cudaGetLastError());
+}
+
+/// Calls f(Tile{}) with attention.cuh's with_tile for head width D (that header's backward
+/// names clash with this file's, so the table is repeated here and must stay the same):
+/// 16-byte lanes when vec, lanes per head growing with D up to a warp, then chunks per lane.
+template <class F>
+void with_tile(int D, bool vec, F&& f) {
+  if (vec && D % 4 == 0) {
+    if (D <= 8) return f(Tile<4, 2, 1>{});
+    if (D <= 16) return f(Tile<4, 4, 1>{});
+    if (D <= 32) return f(Tile<4, 8, 1>{});
+    if (D <= 64) return f(Tile<4, 16, 1>{});
+    if (D <= 128) return f(Tile<4, 32, 1>{});
+    if (D <= 256) return f(Tile<4, 32, 2>{});
+    return f(Tile<4, 32, 4>{});
+  }
+  if (D <= 8) return f(Tile<1, 8, 1>{});
+  if (D <= 32) return f(Tile<1, 32, 1>{});
+  if (D <= 64) return f(Tile<1, 32, 2>{});
+  return f(Tile<1, 32, 8>{});
+}
+
+/// The forward g-SpMM over the CSR rows: the tile follows D and the tensors' alignment
+/// (with_tile, as the attention kernels), the kernel the operands' shapes; then the merge of
+/// the split rows.
+void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail::MessageParams& q, Fold fold, int H,
+               int D, float* out, edge_t* arg, bool vec) {
+  using detail::Shape;
+  const SegmentSet& set = plan.csr;
+  const int W = H * D;
+  SegmentOut o{out, arg, nullptr, nullptr};
+  if (set.slots) {
+    o.part = plan.part.get<float>(std::size_t(set.slots) * unsigned(W));
+    if (fold != Fold::Sum) o.part_arg = plan.part_arg.get<edge_t>(std::size_t(set.slots) * unsigned(W));
+  }
+  const std::int64_t units = std::int64_t(set.seg.num_pieces) + set.seg.count;
+  if (units == 0) return;
+  const bool lhs_full = q.lhs.dim != 1 || D == 1, rhs_full = q.rhs.dim != 1 || D == 1;
+  with_tile(D, vec, [&](auto tile) {
+    using T = decltype(tile);
+    const int per_warp = T::GROUPS / std::min(H, T::GROUPS);
+    const std::int64_t threads = (units + per_warp - 1) / per_warp * detail::kWarp;
+    const dim3 grid(unsigned((threads + detail::kSpmmThreads - 1) / detail::kSpmmThreads),
+                    unsigned((D + T::MAX_D - 1) / T::MAX_D));
+    const auto go = [&](auto fold_c, auto lhs_c, auto rhs_c) {
+      detail::gspmm_kernel<T, decltype(fold_c)::value, decltype(lhs_c)::value, decltype(rhs_c)::value>
+          <<<grid, detail::kSpmmThreads, 0, stream>>>(q, set.seg, H, D, o);
+    };
+    const auto shapes = [&](auto fold_c) {
+      using S = std::integral_constant<Shape, Shape::Full>;
+      using Sc = std::integral_constant<Shape, Shape::Scalar>;
+      using A = std::integral_constant<Shape, Shape::Any>;
+      using No = std::integral_constant<Shape, Shape::None>;
+      if (q.rhs_on == Target::None) return lhs_full ? go(fold_c, S{}, No{}) : go(fold_c, A{}, No{});
+      if (lhs_full && rhs_full) return go(fold_c, S{}, S{});
+      if (lhs_full) return go(fold_c, S{}, Sc{});
+      go(fold_c, A{}, A{});
+    };
+    switch (fold) {
+      case Fold::Sum: return shapes(std::integral_constant<Fold, Fold::Sum>{});
+      case Fold::Max: return shapes(std::integral_constant<Fold, Fold::Max>{});
+      case Fold::Min: return shapes(std::integral_constant<Fold, Fold::Min>{});
+    }
+  });
+  DFGNN_CUDA(cudaGetLastError());
+  if (!set.num_split_rows) return;
+  const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
+  detail::merge_segments<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(set.split_rows, set.num_split_rows, W,
+                                                                               fold, set.seg.ptr, q.mean, o);
   DFGNN_CUDA(cudaGetLastError());
 }
 
@@ -286,20 +350,15 @@ void gspmm(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduc
   const auto& p = plan.impl();
   check_width(who, H, D);
   const std::size_t N = std::size_t(p.graph.num_nodes);
-  const bool extreme = r == Reduce::Max || r == Reduce::Min;
   dfgnn::detail::check_gspmm(who, p.graph.num_nodes, p.graph.num_edges, m, r, operand("lhs", lhs, rows_of(m.lhs, p)),
                              operand("rhs", rhs, rows_of(m.rhs, p)), required("out", out, N, H, D),
                              optional("arg", arg, N, H, D, sizeof(edge_t)));
   const detail::MessageParams q{access(lhs), access(rhs), m.lhs, m.rhs, m.op, r == Reduce::Mean,
-                                m.lhs == Target::E || m.rhs == Target::E || extreme};
-  const int W = H * D;
-  const bool vec = vectorizable(W, D, {lhs.data, rhs.data, out, arg});
-  switch (r) {
-    case Reduce::Sum:
-    case Reduce::Mean: return run_segments<SumMessage>(stream, p, p.csr, q, W, D, out, arg, Fold::Sum, r == Reduce::Mean, vec);
-    case Reduce::Max: return run_segments<MaxMessage>(stream, p, p.csr, q, W, D, out, arg, Fold::Max, false, vec);
-    case Reduce::Min: return run_segments<MinMessage>(stream, p, p.csr, q, W, D, out, arg, Fold::Min, false, vec);
-  }
+                                m.lhs == Target::E || m.rhs == Target::E};
+  // 16-byte lanes when D % 4 == 0 and every tensor is aligned (a row of a full operand then is).
+  const bool vec = vectorizable(4, D, {lhs.data, rhs.data, out, arg});
+  const Fold fold = r == Reduce::Max ? Fold::Max : r == Reduce::Min ? Fold::Min : Fold::Sum;
+  run_gspmm(stream, p, q, fold, H, D, out, arg, vec);
 }
 
 void gspmm_backward(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D,

@@ -1,12 +1,12 @@
 #pragma once
-// CUDA-native g-SpMM / g-SDDMM kernels (docs/message_passing.md). Two kernel shapes:
-//   segment_kernel  a lane group (a warp, or a sub-warp group at small widths) per segment of
-//                   edges (a CSR row or a CSC column) reduces one term per edge over the
-//                   segment: the forward g-SpMM (sum/mean/max/min of the message), every node
-//                   gradient and the GCN aggregation. Lanes hold float4 slices of the H*D row;
-//                   the group loads U edges' rows at once (ids from one coalesced load per L
-//                   edges, passed by shuffles). Segments longer than the plan's split are done
-//                   as pieces whose partials merge_segments combines in order.
+// CUDA-native g-SpMM / g-SDDMM kernels (docs/message_passing.md). Three kernel shapes:
+//   gspmm_kernel    the forward g-SpMM in the style of online.cuh: a lane group per (row or
+//                   piece, head), accumulator in registers, U edges in flight, ids prefetched a
+//                   chunk ahead; each entry summed in CSR order whatever the tile.
+//   segment_kernel  a lane group per segment of edges (a CSR row or a CSC column) reduces one
+//                   summed term per edge: node gradients and the GCN aggregation. Segments
+//                   longer than the plan's split are done as pieces whose partials
+//                   merge_segments combines in order (the forward's too).
 //   edge_kernel     a warp per run of edges computes each edge's H*D values and writes them, or
 //                   their sums over broadcast axes: the forward g-SDDMM and edge gradients.
 // Every output entry is written by one lane, summing in a fixed order: no atomics.
@@ -14,6 +14,9 @@
 #include "merge.cuh"
 
 #include <dfgnn/message.hpp>
+
+#include <algorithm>
+#include <type_traits>
 
 namespace dfgnn::cuda::detail {
 
@@ -123,82 +126,232 @@ struct SegmentOut {
 
 enum class Fold { Sum, Max, Min };
 
-/// g-SpMM's term: the message, reduced by sum (mean: scaled by 1/degree), max or min.
+/// g-SpMM's message: lhs OP rhs (or lhs alone), reduced by sum (mean: scaled by 1/degree), max or min.
 struct MessageParams {
   Access lhs, rhs;
   Target lhs_on = Target::U, rhs_on = Target::None;
   BinaryOp op = BinaryOp::Add;
   bool mean = false;
-  bool ids = false;  ///< the edge ids are read (an operand on E, or max/min's arguments)
+  bool ids = false;  ///< the edge ids are read (an operand on E)
 };
 
-template <class T, Fold F>
-struct MessageTerm {
-  using Tile = T;
-  using Params = MessageParams;
-  static constexpr int U = T::PER_LANE <= 4 ? 8 : 4;  // edges in flight per lane group
-  static constexpr bool kArgs = F != Fold::Sum;
-  struct Acc {
-    float x[T::PER_LANE];
-    edge_t arg[kArgs ? T::PER_LANE : 1];
-  };
+/// How an operand covers one head: all D columns, one value broadcast over them (dim 1), or
+/// either, decided at run time (the rare shapes share one kernel); None: no operand.
+enum class Shape { None, Full, Scalar, Any };
 
-  Params p;
-  Lanes<T> a, b;
-  __device__ MessageTerm(const Params& q, int k0, int W, int D, int l)
-      : p(q), a(q.lhs, k0, W, D, l), b(q.rhs, k0, W, D, l) {}
-  __device__ bool ids() const { return p.ids; }
+/// A lane's columns of one head of an operand [rows, 1|H, 1|D] (online.cuh's HeadColumns with
+/// broadcasting and a column slice k0): row r's fragment is at base + r * stride bytes, one
+/// wide multiply-add per row address.
+template <class T, Shape S>
+struct OperandColumns {
+  const char* base = nullptr;
+  unsigned stride = 0;
+  bool wide = S == Shape::Full;
+  bool inside[T::CHUNKS];
 
-  __device__ void init(Acc& acc) const {
+  __device__ OperandColumns(const Access& a, int h, int k0, int D, int l) {
+    if constexpr (S == Shape::Any) wide = a.dim != 1 || D == 1;
+    const int hh = a.heads == 1 ? 0 : h;
+    const float* p = a.data + std::size_t(hh) * unsigned(a.dim) + (wide ? k0 + frag_col<T>(0, l) : 0);
+    base = reinterpret_cast<const char*>(p);
+    stride = unsigned(a.heads) * unsigned(a.dim) * 4u;
+    asm("" : "+l"(base));  // held in a register (online.cuh)
 #pragma unroll
-    for (int i = 0; i < T::PER_LANE; ++i) {
-      acc.x[i] = F == Fold::Sum ? 0.f : F == Fold::Max ? -INFINITY : INFINITY;
-      if constexpr (kArgs) acc.arg[i] = -1;
-    }
+    for (int c = 0; c < T::CHUNKS; ++c) inside[c] = k0 + frag_col<T>(c, l) < D;
   }
-
-  __device__ void step(Acc& acc, const node_t (&u)[U], const node_t (&v)[U], const edge_t (&id)[U],
-                       const bool (&ok)[U]) const {
-    Frag<T> x[U], y[U];
+  /// Row r's fragment; kAll: the edge is valid (zeros where !ok otherwise). Columns past D are 0.
+  template <bool kAll>
+  __device__ __forceinline__ void load(Frag<T>& f, std::size_t r, bool ok) const {
+    if constexpr (S != Shape::None) {
+      const char* row;
+      asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(unsigned(r)), "r"(stride), "l"(base));
+      const float* p = reinterpret_cast<const float*>(row);
+      if (S == Shape::Scalar || (S == Shape::Any && !wide)) {
+        const float x = kAll || ok ? __ldg(p) : 0.f;
 #pragma unroll
-    for (int j = 0; j < U; ++j) {  // every load first: U rows in flight
-      a.load(x[j], row_of(p.lhs_on, u[j], v[j], id[j]), ok[j]);
-      if (p.rhs_on != Target::None) b.load(y[j], row_of(p.rhs_on, u[j], v[j], id[j]), ok[j]);
-    }
-#pragma unroll
-    for (int j = 0; j < U; ++j) {
-      if (!ok[j]) continue;
-#pragma unroll
-      for (int i = 0; i < T::PER_LANE; ++i) {
-        const float m = p.rhs_on == Target::None ? x[j].x[i] : binary(p.op, x[j].x[i], y[j].x[i]);
-        if constexpr (F == Fold::Sum) {
-          acc.x[i] += m;
-        } else if (F == Fold::Max ? m > acc.x[i] : m < acc.x[i]) {  // strict: the first wins ties
-          acc.x[i] = m, acc.arg[i] = id[j];
-        }
+        for (int i = 0; i < T::PER_LANE; ++i) f.x[i] = x;
+      } else {
+        load_columns<kAll>(f, p, ok);
       }
     }
   }
-
-  /// A whole segment to its row (mean divides by its length; an empty max/min gives 0), a
-  /// piece to its slot.
-  __device__ void finish(Acc& acc, node_t n, int len, int slot, const SegmentOut& o, int k0, int W, int l) const {
-    const std::size_t r = std::size_t(slot < 0 ? n : slot) * unsigned(W);
-    if (slot >= 0) {
-      store_slices<T>(o.part + r, acc.x, k0, W, l);
-      if constexpr (kArgs) store_slices<T>(o.part_arg + r, acc.arg, k0, W, l);
-      return;
-    }
+  template <bool kAll>
+  __device__ __forceinline__ void load_columns(Frag<T>& f, const float* p, bool ok) const {
 #pragma unroll
-    for (int i = 0; i < T::PER_LANE; ++i) {
-      if constexpr (kArgs) acc.x[i] = acc.arg[i] < 0 ? 0.f : acc.x[i];
-      else if (p.mean && len > 0) acc.x[i] /= float(len);
+    for (int c = 0; c < T::CHUNKS; ++c) {
+      const bool in = (kAll || ok) && inside[c];
+      if constexpr (T::VEC == 4) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (in) v = __ldg(reinterpret_cast<const float4*>(p + c * T::LANES * 4));
+        f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
+      } else {
+        f.x[c] = in ? __ldg(p + c * T::LANES) : 0.f;
+      }
     }
-    store_slices<T>(o.out + r, acc.x, k0, W, l);
-    if constexpr (kArgs)
-      if (o.arg) store_slices<T>(o.arg + r, acc.arg, k0, W, l);
   }
 };
+
+/// The message of one entry, rounded the same way in every tile: the _rn intrinsics keep the
+/// compiler from contracting a product and the sum into an fma in some code shapes only.
+__device__ __forceinline__ float message_op(BinaryOp op, float a, float b) {
+  switch (op) {
+    case BinaryOp::Add: return __fadd_rn(a, b);
+    case BinaryOp::Sub: return __fsub_rn(a, b);
+    case BinaryOp::Div: return __fdiv_rn(a, b);
+    default: return __fmul_rn(a, b);
+  }
+}
+
+__device__ __forceinline__ std::size_t target_row(Target t, node_t u, node_t v, edge_t id) {
+  return t == Target::U ? std::size_t(u) : t == Target::E ? std::size_t(id) : std::size_t(v);
+}
+
+/// Edges a lane group has in flight per step: about 32 (copy) or 16 (two operands) floats of
+/// loads per lane, 1 to 8 edges.
+template <class T, Shape R>
+inline constexpr int kSpmmEdges =
+    std::clamp((R == Shape::Full || R == Shape::Any ? 16 : 32) / T::PER_LANE, 1, 8);
+
+inline constexpr int kSpmmThreads = 256;
+
+/// The forward g-SpMM, in the style of online_kernel: a warp's lane groups take (unit, head)
+/// pairs, hp = min(H, GROUPS) heads at once (passes when H > GROUPS) of GROUPS / hp
+/// consecutive units; units are the pieces of split rows (first: the longest work starts
+/// first), then every row not split. A group keeps its accumulator (and, for max/min, the
+/// winning edge's position) in registers and walks its unit's edges in CSR order, U edges in
+/// flight per step, the source (and edge) ids of C = max(L, U) edges coming from one coalesced
+/// load a chunk ahead, handed out by shuffles; chunks where every group has all its edges run
+/// without bounds checks. Every entry is summed edge by edge in CSR order whatever the tile,
+/// so results do not depend on the tile (alignment) and are bitwise reproducible; pieces go
+/// to partial slots, which merge_segments combines in slot order. blockIdx.y: a slice of
+/// MAX_D columns of each head.
+template <class T, Fold F, Shape kL, Shape kR>
+__global__ void __launch_bounds__(kSpmmThreads, 2)
+    gspmm_kernel(MessageParams p, Segments s, int H, int D, SegmentOut o) {
+  constexpr int L = T::LANES, U = kSpmmEdges<T, kR>, K = U > L ? U / L : 1, C = L * K;
+  constexpr bool kArgs = F != Fold::Sum, kRhs = kR != Shape::None;
+  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
+  const int hp = H < T::GROUPS ? H : T::GROUPS, units = T::GROUPS / hp;
+  const std::int64_t first = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp * units;
+  if (first >= std::int64_t(s.num_pieces) + s.count) return;  // whole warps only
+  const std::int64_t unit = first + grp / hp;
+  const int k0 = int(blockIdx.y) * T::MAX_D;
+
+  node_t n = 0;
+  edge_t e0 = 0;
+  int len = 0, slot = -1;
+  bool mine = false;
+  if (unit < s.num_pieces) {
+    const Piece pc = s.pieces[unit];
+    n = pc.row, e0 = pc.e0, len = int(pc.e1 - pc.e0), slot = pc.slot, mine = true;
+  } else if (unit - s.num_pieces < s.count) {
+    n = node_t(unit - s.num_pieces);
+    const edge_t a = __ldg(s.ptr + n), b = __ldg(s.ptr + n + 1);
+    mine = b - a <= s.split;  // else its pieces do it
+    if (mine) e0 = a, len = int(b - a);
+  }
+  const int row_len = len;
+  if (!mine) len = 0;
+
+  for (int pass = 0; pass * hp < H; ++pass) {
+    const int head = pass * hp + grp % hp;
+    const bool active = mine && head < H;
+    const int h = head < H ? head : H - 1;  // idle groups shadow a valid head
+    const int n_edges = active ? len : 0;
+    const int most = int(__reduce_max_sync(kFull, unsigned(n_edges)));
+    // Chunks of C edges that every active group has whole: no bounds checks there.
+    const int whole_chunks = int(__reduce_min_sync(kFull, active ? unsigned(n_edges / C) : ~0u >> 1));
+    const int whole = min(whole_chunks, most / C) * C;
+    const OperandColumns<T, kL> a(p.lhs, h, k0, D, l);
+    const OperandColumns<T, kR> b(p.rhs, h, k0, D, l);
+    float acc[T::PER_LANE];
+    int arg[kArgs ? T::PER_LANE : 1];
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) {
+      acc[i] = F == Fold::Sum ? 0.f : F == Fold::Max ? -INFINITY : INFINITY;
+      if constexpr (kArgs) arg[i] = -1;
+    }
+    // Ids of edges pos .. pos + C: lane l holds edges pos + k * L + l; 0 (valid) past the end.
+    node_t cur[K], next[K];
+    edge_t cid[K], nid[K];
+    const auto fetch = [&](int pos) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        const int i = pos + k * L + l;
+        next[k] = i < n_edges ? __ldg(s.other + e0 + i) : 0;
+        nid[k] = p.ids && i < n_edges ? __ldg(s.id + e0 + i) : 0;
+      }
+    };
+    fetch(0);
+    const auto chunk = [&](int pos, auto checked) {
+      constexpr bool kChecked = decltype(checked)::value;
+#pragma unroll
+      for (int k = 0; k < K; ++k) cur[k] = next[k], cid[k] = nid[k];
+      fetch(pos + C);
+#pragma unroll
+      for (int t0 = 0; t0 < C; t0 += U) {
+        if (kChecked && pos + t0 >= most) break;  // warp-uniform
+        Frag<T> x[U], y[U];
+#pragma unroll
+        for (int j = 0; j < U; ++j) {  // every load first: U rows in flight
+          const int t = t0 + j;
+          const node_t m = __shfl_sync(kFull, cur[t / L], t % L, L);
+          const edge_t id = p.ids ? __shfl_sync(kFull, cid[t / L], t % L, L) : 0;
+          const bool ok = !kChecked || pos + t < n_edges;
+          a.template load<!kChecked>(x[j], target_row(p.lhs_on, m, n, id), ok);
+          if constexpr (kRhs) b.template load<!kChecked>(y[j], target_row(p.rhs_on, m, n, id), ok);
+        }
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+          const bool ok = !kChecked || pos + t0 + j < n_edges;
+#pragma unroll
+          for (int i = 0; i < T::PER_LANE; ++i) {
+            const float v = kRhs ? message_op(p.op, x[j].x[i], y[j].x[i]) : x[j].x[i];
+            if constexpr (F == Fold::Sum) {
+              if (ok) acc[i] = __fadd_rn(acc[i], v);
+            } else if (ok && (F == Fold::Max ? v > acc[i] : v < acc[i])) {  // strict: the first wins ties
+              acc[i] = v;
+              if constexpr (kArgs) arg[i] = pos + t0 + j;
+            }
+          }
+        }
+      }
+    };
+    int pos = 0;
+    for (; pos < whole; pos += C) chunk(pos, std::false_type{});
+    for (; pos < most; pos += C) chunk(pos, std::true_type{});
+    if (!active) continue;
+
+    // A whole row to out (mean divides by its length; an empty max/min gives 0 and -1), a piece
+    // to its slot (max/min with the winners' caller ids, -1 for none).
+    const std::size_t at = (std::size_t(slot < 0 ? n : slot) * unsigned(H) + unsigned(head)) * unsigned(D) + k0;
+    edge_t win[kArgs ? T::PER_LANE : 1];
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) {
+      if constexpr (kArgs) {
+        win[i] = arg[i] < 0 ? edge_t(-1) : __ldg(s.id + e0 + arg[i]);
+        if (slot < 0 && arg[i] < 0) acc[i] = 0.f;
+      } else if (slot < 0 && p.mean && row_len > 0) {
+        acc[i] = __fdiv_rn(acc[i], float(row_len));
+      }
+    }
+    float* dst = (slot < 0 ? o.out : o.part) + at;
+    edge_t* dst_arg = slot < 0 ? o.arg : o.part_arg;
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c) {
+      const int d = frag_col<T>(c, l);
+      if (k0 + d >= D) continue;
+      if constexpr (T::VEC == 4)
+        *reinterpret_cast<float4*>(dst + d) = make_float4(acc[4 * c], acc[4 * c + 1], acc[4 * c + 2], acc[4 * c + 3]);
+      else
+        dst[d] = acc[c];
+      if constexpr (kArgs)
+        if (dst_arg != nullptr)
+#pragma unroll
+          for (int i = 0; i < T::VEC; ++i) dst_arg[at + d + i] = win[T::VEC * c + i];
+    }
+  }
+}
 
 /// A summed term g * s_v * s_u * keep * deriv: the gradients (of g-SpMM: g = dout at V, keep
 /// the max/min winners only, s_v = 1/degree for mean, deriv = d message / d operand; of
