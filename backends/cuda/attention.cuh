@@ -95,26 +95,6 @@ inline bool aligned16(std::initializer_list<const float*> ptrs) {
   return true;
 }
 
-/// Calls f(Tile{}) with the tile for head width D: 16-byte lanes when D % 4 == 0 and the rows
-/// are aligned, else one float per lane. Lanes per head grow with D up to a warp; larger D
-/// gives each lane several chunks.
-template <class F>
-void with_tile(int D, bool vec4, F&& f) {
-  if (vec4 && D % 4 == 0) {
-    if (D <= 8) return f(Tile<4, 2, 1>{});
-    if (D <= 16) return f(Tile<4, 4, 1>{});
-    if (D <= 32) return f(Tile<4, 8, 1>{});
-    if (D <= 64) return f(Tile<4, 16, 1>{});
-    if (D <= 128) return f(Tile<4, 32, 1>{});
-    if (D <= 256) return f(Tile<4, 32, 2>{});
-    return f(Tile<4, 32, 4>{});
-  }
-  if (D <= 8) return f(Tile<1, 8, 1>{});
-  if (D <= 32) return f(Tile<1, 32, 1>{});
-  if (D <= 64) return f(Tile<1, 32, 2>{});
-  return f(Tile<1, 32, 8>{});
-}
-
 /// Calls f(std::bool_constant<dropout on>{}): kernels with the dropout factor in their inner
 /// loop are compiled with and without it.
 template <class F>

@@ -227,26 +227,6 @@ void run_segments(cudaStream_t stream, const MessagePlan::Impl& plan, const Segm
   DFGNN_CUDA(cudaGetLastError());
 }
 
-/// Calls f(Tile{}) with attention.cuh's with_tile for head width D (that header's backward
-/// names clash with this file's, so the table is repeated here and must stay the same):
-/// 16-byte lanes when vec, lanes per head growing with D up to a warp, then chunks per lane.
-template <class F>
-void with_tile(int D, bool vec, F&& f) {
-  if (vec && D % 4 == 0) {
-    if (D <= 8) return f(Tile<4, 2, 1>{});
-    if (D <= 16) return f(Tile<4, 4, 1>{});
-    if (D <= 32) return f(Tile<4, 8, 1>{});
-    if (D <= 64) return f(Tile<4, 16, 1>{});
-    if (D <= 128) return f(Tile<4, 32, 1>{});
-    if (D <= 256) return f(Tile<4, 32, 2>{});
-    return f(Tile<4, 32, 4>{});
-  }
-  if (D <= 8) return f(Tile<1, 8, 1>{});
-  if (D <= 32) return f(Tile<1, 32, 1>{});
-  if (D <= 64) return f(Tile<1, 32, 2>{});
-  return f(Tile<1, 32, 8>{});
-}
-
 /// The forward g-SpMM over the CSR rows: the tile follows D and the tensors' alignment
 /// (with_tile, as the attention kernels), the kernel the operands' shapes; then the merge of
 /// the split rows.
@@ -263,7 +243,7 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
   const std::int64_t units = std::int64_t(set.seg.num_pieces) + set.seg.count;
   if (units == 0) return;
   const bool lhs_full = q.lhs.dim != 1 || D == 1, rhs_full = q.rhs.dim != 1 || D == 1;
-  with_tile(D, vec, [&](auto tile) {
+  detail::with_tile(D, vec, [&](auto tile) {
     using T = decltype(tile);
     const int per_warp = T::GROUPS / std::min(H, T::GROUPS);
     const std::int64_t threads = (units + per_warp - 1) / per_warp * detail::kWarp;
