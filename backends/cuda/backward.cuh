@@ -150,6 +150,14 @@ __device__ __forceinline__ void axpy(Frag<T>& acc, float c, const Frag<T>& x) {
   for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(c, x.x[i], acc.x[i]);
 }
 
+/// 1/|x| of a head row held by a lane group of L lanes (0 for a zero vector: AGNN's cosine with
+/// it is 0).
+template <int L, class T>
+__device__ __forceinline__ float inverse_norm(const Frag<T>& x) {
+  const float n2 = group_sum<L>(dot(x, x));
+  return n2 > 0.f ? rsqrtf(n2) : 0.f;
+}
+
 /// A row or partial slot of a [*, H, width] tensor.
 __device__ __forceinline__ float* slot_row(float* base, std::int64_t index, int h, int H, int width) {
   return base + (std::size_t(index) * H + h) * width;
@@ -195,10 +203,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
     load_global<T>(o, up.out + (std::size_t(v) * H + h) * D, D, l);
     const float delta = group_sum<L>(dot(dout, o)), lse = __ldg(up.lse + std::size_t(v) * H + h);
     float inv_norm_v = 0.f;
-    if constexpr (kAGNN) {
-      const float n2 = group_sum<L>(dot(qv.x, qv.x));
-      inv_norm_v = n2 > 0.f ? rsqrtf(n2) : 0.f;
-    }
+    if constexpr (kAGNN) inv_norm_v = inverse_norm<L>(qv.x);
     const HeadColumns<T> keys(sc.key, H, key_width<S>(D), h, l), values(sc.value, H, D, h, l);
     Frag<T> acc, acc_param;  // the destination-side sum; GATv2: the row's share of da
     zero(acc), zero(acc_param);
@@ -340,8 +345,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
     float inv_norm_u = 0.f, beta = 0.f, el_u = 0.f;
     if constexpr (kAGNN || kGATv2) load_global<T>(self, sc.key + (std::size_t(src) * H + h) * D, D, l);
     if constexpr (kAGNN) {
-      const float n2 = group_sum<L>(dot(self, self));
-      inv_norm_u = n2 > 0.f ? rsqrtf(n2) : 0.f;
+      inv_norm_u = inverse_norm<L>(self);
       beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
     }
     if constexpr (kGATv2) load_global<T>(a, sc.a + std::size_t(h) * D, D, l);
