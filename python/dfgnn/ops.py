@@ -111,68 +111,73 @@ def _backward_setup(op, kind, graph, tensors, edge_values, dropout, seed):
     return lookup(graph).plan(device, kind, h, d), _stream(device)
 
 
-# --- GT -----------------------------------------------------------------------------------
-
-def _gt_tensors(q, k, v):
-    return [("q", q, NHD), ("k", k, NHD), ("v", v, NHD)]
-
+# --- GT, GAT, GATv2: three tensors and one float -----------------------------------------
 
 def _trained(out, lse, grad):
     return [("out", out, NHD), ("logsumexp", lse, NH), ("grad", grad, NHD)]
 
 
-def _gt_impl(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optional[Tensor], scale: float,
-        dropout: float, seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    plan, stream, out, lse = _forward_setup("dfgnn::gt", _lib.GT, graph, _gt_tensors(q, k, v), edge_values,
-                                            dropout, seed)
-    _lib.call(_lib.lib.dfgnn_gt_forward, plan.handle, stream, scale, q.data_ptr(), k.data_ptr(), v.data_ptr(),
-              *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr())
-    return out, lse
+def _three_tensor_model(model, kind, names, shapes, param):
+    """The custom ops dfgnn::<model> and dfgnn::<model>_backward of a model taking three tensors
+    (`names`, `shapes`) and one float `param` (GT's scale, the GATs' negative slope), with fake
+    implementations and autograd. Returns the forward op and its (forward, backward)
+    implementations for the eager path."""
+    op, op_backward = f"dfgnn::{model}", f"dfgnn::{model}_backward"
+    order = sorted(range(3), key=lambda i: shapes[i] != NHD)  # a [N,H,D] tensor first: it fixes D
+
+    def tensors(t):
+        return [(names[i], t[i], shapes[i]) for i in order]
+
+    def forward(graph, a, b, c, edge_values, p, dropout, seed):
+        plan, stream, out, lse = _forward_setup(op, kind, graph, tensors((a, b, c)), edge_values, dropout, seed)
+        _lib.call(getattr(_lib.lib, f"dfgnn_{model}_forward"), plan.handle, stream, p, a.data_ptr(), b.data_ptr(),
+                  c.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr())
+        return out, lse
+
+    def backward(graph, a, b, c, edge_values, p, dropout, seed, out, lse, grad):
+        plan, stream = _backward_setup(op_backward, kind, graph, tensors((a, b, c)) + _trained(out, lse, grad),
+                                       edge_values, dropout, seed)
+        grads = torch.empty_like(a), torch.empty_like(b), torch.empty_like(c)
+        _lib.call(getattr(_lib.lib, f"dfgnn_{model}_backward"), plan.handle, stream, p, a.data_ptr(),
+                  b.data_ptr(), c.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(),
+                  lse.data_ptr(), grad.data_ptr(), *(g.data_ptr() for g in grads))
+        return grads
+
+    args = f"SymInt graph, Tensor {names[0]}, Tensor {names[1]}, Tensor {names[2]}, Tensor? edge_values, " \
+           f"float {param}, float dropout, Tensor? seed"
+    # The schema torch infers from annotated functions (as for the AGNN ops), with these names.
+    fwd_schema = f"({args}) -> (Tensor, Tensor)"
+    bwd_schema = f"({args}, Tensor out, Tensor lse, Tensor grad) -> (Tensor, Tensor, Tensor)"
+    fwd_op = torch.library.custom_op(op, forward, mutates_args=(), schema=fwd_schema)
+    bwd_op = torch.library.custom_op(op_backward, backward, mutates_args=(), schema=bwd_schema)
+
+    @fwd_op.register_fake
+    def _(graph, a, b, c, edge_values, p, dropout, seed):
+        return _fake_forward(op, graph, tensors((a, b, c)), edge_values, dropout, seed)
+
+    @bwd_op.register_fake
+    def _(graph, a, b, c, edge_values, p, dropout, seed, out, lse, grad):
+        _check(op_backward, graph, tensors((a, b, c)) + _trained(out, lse, grad), edge_values, dropout, seed)
+        return torch.empty_like(a), torch.empty_like(b), torch.empty_like(c)
+
+    def save(ctx, inputs, output):
+        graph, a, b, c, edge_values, p, dropout, seed = inputs
+        ctx.save_for_backward(a, b, c, edge_values, seed, *output)
+        ctx.args = (graph, p, dropout)
+
+    def grad_fn(ctx, grad, _grad_lse):
+        a, b, c, edge_values, seed, out, lse = ctx.saved_tensors
+        graph, p, dropout = ctx.args
+        grads = bwd_op(graph, a, b, c, edge_values, p, dropout, seed, out, lse, grad.contiguous())
+        return (None, *grads, None, None, None, None)
+
+    fwd_op.register_autograd(grad_fn, setup_context=save)
+    return fwd_op, (forward, backward)
 
 
-_gt = torch.library.custom_op("dfgnn::gt", _gt_impl, mutates_args=())
-
-
-@_gt.register_fake
-def _(graph, q, k, v, edge_values, scale, dropout, seed):
-    return _fake_forward("dfgnn::gt", graph, _gt_tensors(q, k, v), edge_values, dropout, seed)
-
-
-def _gt_backward_impl(graph: int, q: Tensor, k: Tensor, v: Tensor, edge_values: Optional[Tensor], scale: float,
-                 dropout: float, seed: Optional[Tensor], out: Tensor, lse: Tensor,
-                 grad: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-    plan, stream = _backward_setup("dfgnn::gt_backward", _lib.GT, graph,
-                                   _gt_tensors(q, k, v) + _trained(out, lse, grad), edge_values, dropout, seed)
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    _lib.call(_lib.lib.dfgnn_gt_backward, plan.handle, stream, scale, q.data_ptr(), k.data_ptr(), v.data_ptr(),
-              *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
-              dq.data_ptr(), dk.data_ptr(), dv.data_ptr())
-    return dq, dk, dv
-
-
-_gt_backward = torch.library.custom_op("dfgnn::gt_backward", _gt_backward_impl, mutates_args=())
-
-
-@_gt_backward.register_fake
-def _(graph, q, k, v, edge_values, scale, dropout, seed, out, lse, grad):
-    _check("dfgnn::gt_backward", graph, _gt_tensors(q, k, v) + _trained(out, lse, grad), edge_values, dropout, seed)
-    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-
-
-def _gt_save(ctx, inputs, output):
-    graph, q, k, v, edge_values, scale, dropout, seed = inputs
-    ctx.save_for_backward(q, k, v, edge_values, seed, *output)
-    ctx.args = (graph, scale, dropout)
-
-
-def _gt_grad(ctx, grad, _grad_lse):
-    q, k, v, edge_values, seed, out, lse = ctx.saved_tensors
-    graph, scale, dropout = ctx.args
-    dq, dk, dv = _gt_backward(graph, q, k, v, edge_values, scale, dropout, seed, out, lse, grad.contiguous())
-    return None, dq, dk, dv, None, None, None, None
-
-
-_gt.register_autograd(_gt_grad, setup_context=_gt_save)
+_gt, _GT = _three_tensor_model("gt", _lib.GT, ("q", "k", "v"), (NHD, NHD, NHD), "scale")
+_gat, _GAT = _three_tensor_model("gat", _lib.GAT, ("el", "er", "v"), (NH, NH, NHD), "negative_slope")
+_gatv2, _GATV2 = _three_tensor_model("gatv2", _lib.GATV2, ("xl", "xr", "a"), (NHD, NHD, HD), "negative_slope")
 
 
 # --- AGNN ---------------------------------------------------------------------------------
@@ -235,130 +240,6 @@ def _agnn_grad(ctx, grad, _grad_lse):
 _agnn.register_autograd(_agnn_grad, setup_context=_agnn_save)
 
 
-# --- GAT ----------------------------------------------------------------------------------
-
-def _gat_tensors(el, er, v):
-    return [("v", v, NHD), ("el", el, NH), ("er", er, NH)]  # v first: it fixes D
-
-
-def _gat_impl(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Optional[Tensor], negative_slope: float,
-         dropout: float, seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    plan, stream, out, lse = _forward_setup("dfgnn::gat", _lib.GAT, graph, _gat_tensors(el, er, v), edge_values,
-                                            dropout, seed)
-    _lib.call(_lib.lib.dfgnn_gat_forward, plan.handle, stream, negative_slope, el.data_ptr(), er.data_ptr(),
-              v.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr())
-    return out, lse
-
-
-_gat = torch.library.custom_op("dfgnn::gat", _gat_impl, mutates_args=())
-
-
-@_gat.register_fake
-def _(graph, el, er, v, edge_values, negative_slope, dropout, seed):
-    return _fake_forward("dfgnn::gat", graph, _gat_tensors(el, er, v), edge_values, dropout, seed)
-
-
-def _gat_backward_impl(graph: int, el: Tensor, er: Tensor, v: Tensor, edge_values: Optional[Tensor],
-                  negative_slope: float, dropout: float, seed: Optional[Tensor], out: Tensor, lse: Tensor,
-                  grad: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-    plan, stream = _backward_setup("dfgnn::gat_backward", _lib.GAT, graph,
-                                   _gat_tensors(el, er, v) + _trained(out, lse, grad), edge_values, dropout, seed)
-    d_el, d_er, dv = torch.empty_like(el), torch.empty_like(er), torch.empty_like(v)
-    _lib.call(_lib.lib.dfgnn_gat_backward, plan.handle, stream, negative_slope, el.data_ptr(), er.data_ptr(),
-              v.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
-              d_el.data_ptr(), d_er.data_ptr(), dv.data_ptr())
-    return d_el, d_er, dv
-
-
-_gat_backward = torch.library.custom_op("dfgnn::gat_backward", _gat_backward_impl, mutates_args=())
-
-
-@_gat_backward.register_fake
-def _(graph, el, er, v, edge_values, negative_slope, dropout, seed, out, lse, grad):
-    _check("dfgnn::gat_backward", graph, _gat_tensors(el, er, v) + _trained(out, lse, grad), edge_values, dropout,
-           seed)
-    return torch.empty_like(el), torch.empty_like(er), torch.empty_like(v)
-
-
-def _gat_save(ctx, inputs, output):
-    graph, el, er, v, edge_values, negative_slope, dropout, seed = inputs
-    ctx.save_for_backward(el, er, v, edge_values, seed, *output)
-    ctx.args = (graph, negative_slope, dropout)
-
-
-def _gat_grad(ctx, grad, _grad_lse):
-    el, er, v, edge_values, seed, out, lse = ctx.saved_tensors
-    graph, negative_slope, dropout = ctx.args
-    d_el, d_er, dv = _gat_backward(graph, el, er, v, edge_values, negative_slope, dropout, seed, out, lse,
-                                   grad.contiguous())
-    return None, d_el, d_er, dv, None, None, None, None
-
-
-_gat.register_autograd(_gat_grad, setup_context=_gat_save)
-
-
-# --- GATv2 --------------------------------------------------------------------------------
-
-def _gatv2_tensors(xl, xr, a):
-    return [("xl", xl, NHD), ("xr", xr, NHD), ("a", a, HD)]
-
-
-def _gatv2_impl(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: Optional[Tensor], negative_slope: float,
-           dropout: float, seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    plan, stream, out, lse = _forward_setup("dfgnn::gatv2", _lib.GATV2, graph, _gatv2_tensors(xl, xr, a),
-                                            edge_values, dropout, seed)
-    _lib.call(_lib.lib.dfgnn_gatv2_forward, plan.handle, stream, negative_slope, xl.data_ptr(), xr.data_ptr(),
-              a.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr())
-    return out, lse
-
-
-_gatv2 = torch.library.custom_op("dfgnn::gatv2", _gatv2_impl, mutates_args=())
-
-
-@_gatv2.register_fake
-def _(graph, xl, xr, a, edge_values, negative_slope, dropout, seed):
-    return _fake_forward("dfgnn::gatv2", graph, _gatv2_tensors(xl, xr, a), edge_values, dropout, seed)
-
-
-def _gatv2_backward_impl(graph: int, xl: Tensor, xr: Tensor, a: Tensor, edge_values: Optional[Tensor],
-                    negative_slope: float, dropout: float, seed: Optional[Tensor], out: Tensor, lse: Tensor,
-                    grad: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
-    plan, stream = _backward_setup("dfgnn::gatv2_backward", _lib.GATV2, graph,
-                                   _gatv2_tensors(xl, xr, a) + _trained(out, lse, grad), edge_values, dropout, seed)
-    dxl, dxr, da = torch.empty_like(xl), torch.empty_like(xr), torch.empty_like(a)
-    _lib.call(_lib.lib.dfgnn_gatv2_backward, plan.handle, stream, negative_slope, xl.data_ptr(), xr.data_ptr(),
-              a.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
-              dxl.data_ptr(), dxr.data_ptr(), da.data_ptr())
-    return dxl, dxr, da
-
-
-_gatv2_backward = torch.library.custom_op("dfgnn::gatv2_backward", _gatv2_backward_impl, mutates_args=())
-
-
-@_gatv2_backward.register_fake
-def _(graph, xl, xr, a, edge_values, negative_slope, dropout, seed, out, lse, grad):
-    _check("dfgnn::gatv2_backward", graph, _gatv2_tensors(xl, xr, a) + _trained(out, lse, grad), edge_values,
-           dropout, seed)
-    return torch.empty_like(xl), torch.empty_like(xr), torch.empty_like(a)
-
-
-def _gatv2_save(ctx, inputs, output):
-    graph, xl, xr, a, edge_values, negative_slope, dropout, seed = inputs
-    ctx.save_for_backward(xl, xr, a, edge_values, seed, *output)
-    ctx.args = (graph, negative_slope, dropout)
-
-
-def _gatv2_grad(ctx, grad, _grad_lse):
-    xl, xr, a, edge_values, seed, out, lse = ctx.saved_tensors
-    graph, negative_slope, dropout = ctx.args
-    dxl, dxr, da = _gatv2_backward(graph, xl, xr, a, edge_values, negative_slope, dropout, seed, out, lse,
-                                   grad.contiguous())
-    return None, dxl, dxr, da, None, None, None, None
-
-
-_gatv2.register_autograd(_gatv2_grad, setup_context=_gatv2_save)
-
-
 # --- eager path -------------------------------------------------------------------------
 
 class _Eager(torch.autograd.Function):
@@ -388,8 +269,7 @@ class _Eager(torch.autograd.Function):
         return (None, None, *grads) + (None,) * (len(args) - len(grads))
 
 
-_GT, _AGNN = (_gt_impl, _gt_backward_impl), (_agnn_impl, _agnn_backward_impl)
-_GAT, _GATV2 = (_gat_impl, _gat_backward_impl), (_gatv2_impl, _gatv2_backward_impl)
+_AGNN = (_agnn_impl, _agnn_backward_impl)
 _PLAIN = (Tensor, Parameter)
 
 
