@@ -73,7 +73,23 @@ def _heads_out(out, concat):
     return out.reshape(out.size(0), -1) if concat else out.mean(dim=1)
 
 
-class TransformerConv(torch.nn.Module):
+def _gat_output(out, concat, res, bias):
+    """GATConv's and GATv2Conv's output: heads concatenated or averaged, plus the residual
+    and the bias."""
+    out = _heads_out(out, concat)
+    if res is not None:
+        out = out + res
+    return out + bias if bias is not None else out
+
+
+class _MultiHeadConv(torch.nn.Module):
+    """The multi-head layers' repr, as PyG prints it."""
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, heads={self.heads})"
+
+
+class TransformerConv(_MultiHeadConv):
     """PyG's TransformerConv: x'_i = W1 x_i + sum_j softmax_j((W3 x_i)^T (W4 x_j) / sqrt(C)) W2 x_j,
     multi-head; with beta, a learned gate between the skip term and the aggregation. No self
     loops are added (as in PyG)."""
@@ -119,9 +135,6 @@ class TransformerConv(torch.nn.Module):
                 out = out + x_r
         return out
 
-    def __repr__(self):
-        return f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, heads={self.heads})"
-
 
 class AGNNConv(torch.nn.Module):
     """PyG's AGNNConv: x'_i = sum_j softmax_j(beta cos(x_i, x_j)) x_j, over the in-neighbours j
@@ -151,7 +164,7 @@ class AGNNConv(torch.nn.Module):
         return f"{self.__class__.__name__}()"
 
 
-class GATConv(torch.nn.Module):
+class GATConv(_MultiHeadConv):
     """PyG's GATConv: x'_i = sum_j softmax_j(LeakyReLU(a_s^T W x_j + a_d^T W x_i)) W x_j per head,
     over the in-neighbours j and (add_self_loops) i itself; heads concatenated or averaged, then
     the optional residual W_r x_i and bias."""
@@ -192,18 +205,10 @@ class GATConv(torch.nn.Module):
         er = (h * self.att_dst).sum(dim=-1)  # destination term
         out = gat_attention(graph, el, er, h, negative_slope=self.negative_slope,
                             dropout=self.dropout if self.training else 0.0)
-        out = _heads_out(out, self.concat)
-        if res is not None:
-            out = out + res
-        if self.bias is not None:
-            out = out + self.bias
-        return out
-
-    def __repr__(self):
-        return f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, heads={self.heads})"
+        return _gat_output(out, self.concat, res, self.bias)
 
 
-class GATv2Conv(torch.nn.Module):
+class GATv2Conv(_MultiHeadConv):
     """PyG's GATv2Conv: x'_i = sum_j softmax_j(a^T LeakyReLU(W_s x_j + W_t x_i)) W_s x_j per head,
     over the in-neighbours j and (add_self_loops) i itself; share_weights makes W_t = W_s."""
 
@@ -249,12 +254,4 @@ class GATv2Conv(torch.nn.Module):
         x_r = x_l if self.share_weights else self.lin_r(x).view(-1, H, C)
         out = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
                               dropout=self.dropout if self.training else 0.0)
-        out = _heads_out(out, self.concat)
-        if res is not None:
-            out = out + res
-        if self.bias is not None:
-            out = out + self.bias
-        return out
-
-    def __repr__(self):
-        return f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, heads={self.heads})"
+        return _gat_output(out, self.concat, res, self.bias)
