@@ -603,7 +603,12 @@ int cmd_bench(int argc, char** argv) {
               (long long)g.num_edges(), in.H, in.D, copy_gbs);
   std::printf("%-7s %-8s %-8s %10s %10s %12s %12s %10s\n", "backend", "strategy", "resolved", "median ms", "min ms",
               "compulsory", "gather", "max err");
-  // One printed line and one JSON object per timing; byte fractions for the forward only.
+  // The bytes `t` moved in `ms` as fractions of the copy bandwidth (compulsory, gather model).
+  const auto fractions = [&](const Traffic& t, double ms) {
+    return copy_gbs > 0 ? std::pair{t.compulsory / (ms * 1e6) / copy_gbs, t.gather / (ms * 1e6) / copy_gbs}
+                        : std::pair{0.0, 0.0};
+  };
+  // One printed line and one JSON object per timing.
   auto report = [&](const std::string& b, Strategy s, Strategy used, const cli::Timing& t, const char* pass,
                     const Traffic& moved, double comp, double gath, double err) {
     std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g  %s\n", b.c_str(), to_string(s),
@@ -634,8 +639,7 @@ int cmd_bench(int argc, char** argv) {
         continue;
       }
       const double err = ref.empty() ? -1.0 : max_relative_error(out.data(), ref);
-      const double comp = copy_gbs > 0 ? bytes.compulsory / (t.median_ms * 1e6) / copy_gbs : 0;
-      const double gath = copy_gbs > 0 ? bytes.gather / (t.median_ms * 1e6) / copy_gbs : 0;
+      const auto [comp, gath] = fractions(bytes, t.median_ms);
       report(b, s, used, t, "fwd", bytes, comp, gath, err);
       if (!ref.empty() && !(err <= 1e-4)) {
         std::fprintf(stderr, "dfgnn: error: %s %s output differs from the reference (%.3g)\n", b.c_str(),
@@ -648,10 +652,7 @@ int cmd_bench(int argc, char** argv) {
     const auto ref_grads =
         a.flags.count("check") ? run_reference_backward(g, in, dout, scale, slope) : std::vector<std::vector<double>>{};
     const Traffic bwd = backward_bytes(g, in), both{bytes.compulsory + bwd.compulsory, bytes.gather + bwd.gather};
-    const auto fractions = [&](const Traffic& t, double ms) {
-      return copy_gbs > 0 ? std::pair{t.compulsory / (ms * 1e6) / copy_gbs, t.gather / (ms * 1e6) / copy_gbs}
-                          : std::pair{0.0, 0.0};
-    };
+    const auto names = gradient_sizes(in);
     for (const std::string& b : backends)
       for (Strategy s : strategies) {
         Strategy used = s;
@@ -670,9 +671,9 @@ int cmd_bench(int argc, char** argv) {
           for (std::size_t i = 0; i < ref_grads.size(); ++i) {
             const double e = max_relative_error(grads[i].data(), ref_grads[i]);
             err = std::max(err, e);
-            if (!(e <= gradient_tolerance(gradient_sizes(in)[i].first))) {
+            if (!(e <= gradient_tolerance(names[i].first))) {
               std::fprintf(stderr, "dfgnn: error: cuda %s differs from the reference (%.3g)\n",
-                           gradient_sizes(in)[i].first.c_str(), e);
+                           names[i].first.c_str(), e);
               return 1;
             }
           }
