@@ -1,5 +1,7 @@
 #include <dfgnn/schedule.hpp>
 
+#include <algorithm>
+
 namespace dfgnn {
 
 Strategy choose_strategy(ScoreKind kind, int heads, const DegreeStats& stats,
@@ -23,6 +25,23 @@ std::vector<node_t> partition_rows(const HostGraph& g, int heads, edge_t capacit
   }
   if (g.num_nodes > 0) bounds.push_back(g.num_nodes);
   return bounds;
+}
+
+edge_t piece_edges(edge_t num_edges, int lanes, int concurrency) {
+  const edge_t share = num_edges * lanes / std::max(1, concurrency);
+  return std::min(kMaxPieceEdges, std::max<edge_t>(32, share));
+}
+
+RowPieces row_pieces(const HostGraph& g, edge_t split) {
+  RowPieces p;
+  for (node_t v = 0; v < g.num_nodes; ++v) {
+    const edge_t a = g.row_ptr[v], d = g.row_ptr[v + 1] - a;
+    if (d <= split) continue;
+    const edge_t n = (d + split - 1) / split;
+    p.rows.push_back({v, int(p.pieces.size()), int(n)});
+    for (edge_t i = 0; i < n; ++i) p.pieces.push_back({a + d * i / n, a + d * (i + 1) / n, v});
+  }
+  return p;
 }
 
 }  // namespace dfgnn

@@ -168,7 +168,8 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(
     AllShapes, Attention,
     ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
-                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Auto),
+                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
+                                         Strategy::Auto),
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 16}, std::pair{3, 7}),
                        ::testing::Range(0, 8)),
     param_name);

@@ -1,6 +1,7 @@
 // Public entry -> checks -> strategy dispatch, instantiated for every enabled execution space.
 
 #include "entry.hpp"
+#include "online.hpp"
 #include "pmf.hpp"
 #include "smmf.hpp"
 #include "unfused.hpp"
@@ -22,6 +23,7 @@ void dispatch(const Exec& exec, const Plan<Exec>& plan, const Problem<typename E
     case Strategy::SMMF: return smmf(exec, plan, p, score);
     case Strategy::PMF: return pmf(exec, plan, p, score);
     case Strategy::Unfused: return unfused(exec, plan, p, score);
+    case Strategy::Online: return online(exec, plan, p, score);
     default: break;
   }
   throw Error(std::string("attention: no portable kernel for strategy ") + to_string(plan.strategy()));

@@ -1,7 +1,7 @@
 #pragma once
 /// \file plan.hpp
 /// A plan holds everything an attention call needs besides the tensors: the resolved
-/// strategy, the launch geometry, the SMMF row partition and the workspace. Build it once per
+/// strategy, the launch geometry, the SMMF row partition or Online's pieces and the workspace. Build it once per
 /// (graph, score kind, H, D); every call through it only launches kernels.
 
 #include <dfgnn/graph.hpp>
@@ -38,19 +38,24 @@ class Plan {
   struct Layout {
     int vector_length = 1;  ///< lanes per thread group, over features (a power of two)
     int team_size = 1;      ///< thread groups per team wanted (clamped at launch)
-    int scratch_floats = 0;  ///< SMMF level-0 scratch per team, in floats
+    int scratch_floats = 0;  ///< level-0 scratch per team, in floats (SMMF, Online)
     Kokkos::View<const node_t*, memory_space> team_rows;  ///< SMMF row partition [T+1]
     Kokkos::View<float*, memory_space> scores;     ///< PMF / Unfused scores [E*H]
+    edge_t split = 0;  ///< Online: rows above this many edges run as pieces
+    Kokkos::View<const RowPiece*, memory_space> pieces;     ///< Online: the split rows' pieces
+    Kokkos::View<const SplitRow*, memory_space> split_rows;  ///< Online: which pieces merge
+    /// Online: (max, sum, accumulator[D]) of each (piece, head), row piece * H + h [P*H, 2+D]
+    Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partials;
     Kokkos::View<float**, Kokkos::LayoutRight, memory_space> inv_norms;  ///< AGNN 1/|X[n,h]|
   };
 
-  Plan(const ExecutionSpace& /*exec*/, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
+  Plan(const ExecutionSpace& exec, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
        Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
       : graph_(std::move(graph)), kind_(kind), heads_(heads), dim_(dim) {
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
     if (make_native(strategy, backend)) strategy = Strategy::Auto;  // the portable layout's own pick
-    if (strategy == Strategy::Staged || strategy == Strategy::Online || strategy == Strategy::Dense)
+    if (strategy == Strategy::Staged || strategy == Strategy::Dense)
       throw Error(std::string("plan: the ") + to_string(strategy) + " strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
     // normalisers (or a super row's running max, sum and rescale per head) must fit.
@@ -74,6 +79,8 @@ class Plan {
       for (std::size_t t = 0; t + 1 < bounds.size(); ++t)
         widest = std::max(widest, graph_.host().row_ptr[bounds[t + 1]] - graph_.host().row_ptr[bounds[t]]);
       layout_.scratch_floats = int(std::min(widest * heads, capacity)) + 3 * kMaxTeamRows * heads;
+    } else if (strategy_ == Strategy::Online) {
+      online_layout(exec, scratch_bytes / sizeof(float));
     } else {
       layout_.scores = Kokkos::View<float*, memory_space>(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::scores"), std::size_t(E) * heads);
@@ -100,6 +107,22 @@ class Plan {
   Kokkos::View<float*, memory_space>& backward_workspace() const { return *backward_workspace_; }
 
  private:
+  // Online: a D-float accumulator per thread group in scratch (fewer groups per team when D is
+  // large), and the pieces of the rows above the split with their partial statistics.
+  void online_layout(const ExecutionSpace& exec, std::size_t scratch_floats) {
+    const int groups = int(std::min<std::size_t>(std::size_t(layout_.team_size), scratch_floats / std::size_t(dim_)));
+    if (groups < 1)
+      throw Error("plan: dim " + std::to_string(dim_) + " does not fit the team scratch of Online (" +
+                  std::to_string(scratch_floats) + " floats)");
+    layout_.scratch_floats = groups * dim_;
+    layout_.split = piece_edges(graph_.num_edges(), layout_.vector_length, int(exec.concurrency()));
+    const RowPieces p = row_pieces(graph_.host(), layout_.split);
+    layout_.pieces = detail::upload<RowPiece, memory_space>("dfgnn::pieces", p.pieces);
+    layout_.split_rows = detail::upload<SplitRow, memory_space>("dfgnn::split_rows", p.rows);
+    layout_.partials = decltype(layout_.partials)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::partials"),
+                                                  p.pieces.size() * std::size_t(heads_), std::size_t(dim_) + 2);
+  }
+
   // Builds the CUDA-native plan when the backend asks for it and this space can run it.
   bool make_native(Strategy strategy, Backend backend) {
 #ifdef DFGNN_NATIVE_CUDA

@@ -24,4 +24,34 @@ Strategy choose_strategy(ScoreKind kind, int heads, const DegreeStats& stats,
 /// `capacity` floats. A row that alone exceeds the capacity gets a team of its own.
 std::vector<node_t> partition_rows(const HostGraph& g, int heads, edge_t capacity, int max_rows);
 
+/// Online's split of heavy rows: edges [e0, e1) of `row`, one piece of a row above the split.
+struct RowPiece {
+  edge_t e0, e1;
+  node_t row;
+};
+
+/// A split row's pieces: pieces[first, first + count), whose partial statistics are merged in
+/// that order.
+struct SplitRow {
+  node_t row;
+  int first, count;
+};
+
+struct RowPieces {
+  std::vector<RowPiece> pieces;
+  std::vector<SplitRow> rows;
+};
+
+/// Bound of a piece on any device: a merge per 4096 edges is noise, while a device running few
+/// threads (a CPU) would otherwise walk a super row in one group.
+inline constexpr edge_t kMaxPieceEdges = 4096;
+
+/// Online's piece length: a thread group's share of the edges (`lanes` lanes per group,
+/// `concurrency` threads the device runs at once), so no piece outlasts the rest of the
+/// graph, at least 32 edges so the merge stays small, and at most kMaxPieceEdges.
+edge_t piece_edges(edge_t num_edges, int lanes, int concurrency);
+
+/// Rows above `split` edges cut into equal consecutive pieces of at most `split` edges.
+RowPieces row_pieces(const HostGraph& g, edge_t split);
+
 }  // namespace dfgnn

@@ -1,0 +1,168 @@
+#pragma once
+// Online: the CUDA-native Online strategy (backends/cuda/online.cuh) on portable Kokkos.
+//
+// One thread group (a team thread and its vector lanes) per (row, head) walks the row's edges
+// once with an online softmax: running max and sum, and a D-float accumulator rescaled when the
+// max grows. Per-edge scores are never stored. The accumulator lives in team scratch, one slot
+// per thread group (lanes own the features they accumulate; arrays indexed by lane are not
+// portable), and kOnlineEdges scores are reduced together so their loads are in flight at once.
+// Rows above the plan's split are walked as pieces (listed before the rows) whose partial
+// (max, sum, accumulator) a second launch merges in piece order: no atomics, reproducible.
+
+#include "rowwise.hpp"
+
+namespace dfgnn::kokkos_impl {
+
+/// Edges whose scores a thread group reduces in one pass over the features.
+inline constexpr int kOnlineEdges = 4;
+
+/// A lane's partial sums of the kOnlineEdges scores of a step.
+struct EdgeSums {
+  float x[kOnlineEdges];
+  KOKKOS_INLINE_FUNCTION EdgeSums() {
+    for (int j = 0; j < kOnlineEdges; ++j) x[j] = 0.0f;
+  }
+  KOKKOS_INLINE_FUNCTION EdgeSums& operator+=(const EdgeSums& o) {
+    for (int j = 0; j < kOnlineEdges; ++j) x[j] += o.x[j];
+    return *this;
+  }
+};
+
+}  // namespace dfgnn::kokkos_impl
+
+// What Kokkos::Sum needs of a custom value type.
+namespace Kokkos {
+template <>
+struct reduction_identity<dfgnn::kokkos_impl::EdgeSums> {
+  KOKKOS_FORCEINLINE_FUNCTION static dfgnn::kokkos_impl::EdgeSums sum() { return {}; }
+};
+}  // namespace Kokkos
+
+namespace dfgnn::kokkos_impl {
+
+template <class Exec, class Score>
+struct Online {
+  using Mem = typename Exec::memory_space;
+  using member = typename Kokkos::TeamPolicy<Exec>::member_type;
+  using scratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+
+  Problem<Mem> p;
+  Score score;
+  Kokkos::View<const RowPiece*, Mem> pieces;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> partials;
+  edge_t split;
+  int team_units;  // (piece or row) units per team, each for every head
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
+    const scratch s(team.team_scratch(0), std::size_t(team.team_size()) * p.dim);
+    const std::int64_t u0 = std::int64_t(team.league_rank()) * team_units;
+    const std::int64_t num_pieces = std::int64_t(pieces.extent(0));
+    const std::int64_t units = num_pieces + std::int64_t(p.row_ptr.extent(0)) - 1;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, team_units * p.heads), [&](int k) {
+      const std::int64_t unit = u0 + k / p.heads;
+      const int h = k % p.heads;
+      float* acc = s.data() + team.team_rank() * p.dim;
+      float m = 0.0f, sum = 0.0f;
+      if (unit < num_pieces) {
+        const RowPiece pc = pieces(unit);
+        walk(team, acc, pc.row, pc.e0, pc.e1, h, m, sum);
+        const std::int64_t r = unit * p.heads + h;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) { partials(r, 2 + d) = acc[d]; });
+        Kokkos::single(Kokkos::PerThread(team), [&] { partials(r, 0) = m, partials(r, 1) = sum; });
+      } else if (unit < units) {
+        const node_t v = node_t(unit - num_pieces);
+        const edge_t a = p.row_ptr(v), b = p.row_ptr(v + 1);
+        if (b - a > split) return;  // its pieces do it
+        walk(team, acc, v, a, b, h, m, sum);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim),
+                             [&](int d) { p.out(v, h, d) = b > a ? acc[d] / sum : 0.0f; });
+        Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
+      }
+    });
+  }
+
+  // Edges [a, b) of row v, head h: the max m and sum of exponentials, and the accumulator
+  // sum_e exp(s_e - m) keep_e value(u_e) (left unset when a == b).
+  KOKKOS_INLINE_FUNCTION void walk(const member& team, float* acc, node_t v, edge_t a, edge_t b, int h, float& m,
+                                   float& sum) const {
+    constexpr int U = kOnlineEdges;
+    for (edge_t e = a; e < b; e += U) {
+      const int n = b - e < U ? int(b - e) : U;
+      // Slots past the row's end repeat its edge e: valid rows, reused from cache, weighed 0.
+      node_t u[U];
+      for (int j = 0; j < U; ++j) u[j] = p.src(j < n ? e + j : e);
+      EdgeSums t;
+      if constexpr (Score::reduces)
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, p.dim),
+            [&](int d, EdgeSums& part) {
+              for (int j = 0; j < U; ++j) part.x[j] += score.term(v, u[j], h, d);
+            },
+            Kokkos::Sum<EdgeSums>(t));
+      const bool first = e == a;
+      float top = m;
+      for (int j = 0; j < n; ++j) {
+        t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], h), e + j, h);
+        top = first && j == 0 ? t.x[0] : fmax(top, t.x[j]);
+      }
+      const float c = first ? 0.0f : top > m ? exp(m - top) : 1.0f;  // the max rarely grows
+      float w[U];
+      sum *= c;
+      for (int j = 0; j < U; ++j) {
+        const float x = j < n ? exp(t.x[j] - top) : 0.0f;
+        sum += x;
+        w[j] = j < n ? x * p.keep(e + j, h) : 0.0f;
+      }
+      m = top;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
+        float y = first ? 0.0f : acc[d] * c;
+        for (int j = 0; j < U; ++j) y += w[j] * score.value(u[j], h, d);
+        acc[d] = y;
+      });
+    }
+  }
+};
+
+/// Second launch: a split row's pieces merged in order into its output and statistics.
+template <class Mem>
+struct MergePieces {
+  Problem<Mem> p;
+  Kokkos::View<const SplitRow*, Mem> rows;
+  Kokkos::View<const float**, Kokkos::LayoutRight, Mem> partials;
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t i, int h) const {
+    const SplitRow r = rows(i);
+    const std::int64_t first = std::int64_t(r.first) * p.heads + h;
+    float m = partials(first, 0), sum = 0.0f;
+    for (int j = 1; j < r.count; ++j) m = fmax(m, partials(first + j * p.heads, 0));
+    for (int j = 0; j < r.count; ++j) sum += partials(first + j * p.heads, 1) * exp(partials(first + j * p.heads, 0) - m);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
+      float y = 0.0f;
+      for (int j = 0; j < r.count; ++j) {
+        const std::int64_t k = first + j * p.heads;
+        y += partials(k, 2 + d) * exp(partials(k, 0) - m);
+      }
+      p.out(r.row, h, d) = y / sum;
+    });
+    Kokkos::single(Kokkos::PerThread(team), [&] { p.record(r.row, h, m, sum); });
+  }
+};
+
+template <class Exec, class Score>
+void online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+            const Score& score) {
+  using Mem = typename Exec::memory_space;
+  const auto& L = plan.layout();
+  const int groups = L.scratch_floats / p.dim;  // accumulators the plan sized the scratch for
+  const int team_units = std::max(1, groups / p.heads);
+  const std::int64_t units = std::int64_t(L.pieces.extent(0)) + plan.graph().num_nodes();
+  launch(exec, "dfgnn::online", int((units + team_units - 1) / team_units), groups, L.vector_length,
+         Online<Exec, Score>{p, score, L.pieces, L.partials, L.split, team_units},
+         std::size_t(L.scratch_floats) * sizeof(float));
+  const node_t split_rows = node_t(L.split_rows.extent(0));
+  launch(exec, "dfgnn::online_merge", (split_rows + kMaxTeamRows - 1) / kMaxTeamRows, L.team_size, L.vector_length,
+         RowHeads<Exec, MergePieces<Mem>>{split_rows, p.heads, {p, L.split_rows, L.partials}});
+}
+
+}  // namespace dfgnn::kokkos_impl
