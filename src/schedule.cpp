@@ -4,8 +4,9 @@
 
 namespace dfgnn {
 
-Strategy choose_strategy(ScoreKind kind, int heads, const DegreeStats& stats,
+Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& stats,
                          std::size_t scratch_bytes) {
+  if (std::size_t(dim) * sizeof(float) <= scratch_bytes) return Strategy::Online;
   const bool reduces_features = kind == ScoreKind::GT || kind == ScoreKind::AGNN;
   const std::size_t heaviest = std::size_t(stats.max) * heads * sizeof(float);
   return reduces_features && heaviest >= scratch_bytes ? Strategy::PMF : Strategy::SMMF;

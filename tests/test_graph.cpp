@@ -387,48 +387,125 @@ TEST(GraphPartitionRows, EmptyRowsAndNoNodes) {
   EXPECT_EQ(partition_rows(graph_from_edges(20, {}, {}), 4, 100, 8), (std::vector<node_t>{0, 8, 16, 20}));
 }
 
+// ---- Online's pieces -----------------------------------------------------------------------
+
+TEST(GraphRowPieces, CoverEachHeavyRowInOrder) {
+  for (const auto& [name, g] : test::test_graphs(5000)) {
+    for (edge_t split : {edge_t(1), edge_t(3), edge_t(32), kMaxPieceEdges}) {
+      SCOPED_TRACE(name + " split " + std::to_string(split));
+      const RowPieces p = row_pieces(g, split);
+      std::size_t row = 0, piece = 0;
+      for (node_t v = 0; v < g.num_nodes; ++v) {
+        const edge_t a = g.row_ptr[std::size_t(v)], b = g.row_ptr[std::size_t(v) + 1];
+        if (b - a <= split) continue;
+        ASSERT_LT(row, p.rows.size());
+        const SplitRow r = p.rows[row++];
+        EXPECT_EQ(r.row, v);
+        EXPECT_EQ(r.first, int(piece));
+        EXPECT_EQ(r.count, (b - a + split - 1) / split);  // as few pieces as the split allows
+        edge_t e = a;
+        for (int i = 0; i < r.count; ++i) {
+          ASSERT_LT(piece, p.pieces.size());
+          const RowPiece pc = p.pieces[piece++];
+          EXPECT_EQ(pc.row, v);
+          EXPECT_EQ(pc.e0, e);
+          EXPECT_GT(pc.e1, pc.e0);
+          EXPECT_LE(pc.e1 - pc.e0, split);
+          e = pc.e1;
+        }
+        EXPECT_EQ(e, b);
+      }
+      EXPECT_EQ(row, p.rows.size());
+      EXPECT_EQ(piece, p.pieces.size());
+    }
+  }
+}
+
+TEST(GraphRowPieces, PieceLengthIsAGroupsShareWithinBounds) {
+  EXPECT_EQ(piece_edges(edge_t(1) << 20, 32, 270336), (edge_t(1) << 20) * 32 / 270336);  // an H100's threads
+  EXPECT_EQ(piece_edges(1000, 32, 270336), 32);                   // at least 32 edges
+  EXPECT_EQ(piece_edges(0, 1, 1), 32);
+  EXPECT_EQ(piece_edges(edge_t(1) << 20, 1, 1), kMaxPieceEdges);  // one thread: bounded anyway
+}
+
+TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
+  const HostGraph g = test::super_node_graph(100, 20000, 5);
+  const Plan<Exec> plan(Exec(), Graph<Mem>(g), ScoreKind::GT, 2, 8, Strategy::Online, Backend::Portable);
+  EXPECT_EQ(plan.strategy(), Strategy::Online);
+  const auto& L = plan.layout();
+  EXPECT_EQ(L.split, piece_edges(g.num_edges(), L.vector_length, int(Exec().concurrency())));
+  const RowPieces want = row_pieces(g, L.split);
+  EXPECT_EQ(want.rows.size(), 1u);
+  EXPECT_GT(want.pieces.size(), 1u);
+  EXPECT_EQ(L.pieces.extent(0), want.pieces.size());
+  EXPECT_EQ(L.split_rows.extent(0), want.rows.size());
+  EXPECT_EQ(L.partials.extent(0), 2 * want.pieces.size());
+  EXPECT_EQ(L.partials.extent(1), 10u);
+  EXPECT_GT(L.scratch_floats, 0);
+  EXPECT_EQ(L.scratch_floats % 8, 0);  // whole accumulators
+  EXPECT_EQ(L.scores.size(), 0u);      // no per-edge scores
+  // An accumulator larger than any team scratch.
+  EXPECT_THROW(Plan<Exec>(Exec(), Graph<Mem>(g), ScoreKind::GT, 1, 1 << 20, Strategy::Online, Backend::Portable),
+               Error);
+}
+
 // ---- choose_strategy -----------------------------------------------------------------------
 
-TEST(GraphChooseStrategy, DfGnnRule) {
+TEST(GraphChooseStrategy, OnlineWhenTheAccumulatorFits) {
+  DegreeStats s;
+  s.max = 1 << 20;  // a super row, whatever the model
+  for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+    SCOPED_TRACE(to_string(k));
+    EXPECT_EQ(choose_strategy(k, 4, 32, s, 128), Strategy::Online);
+    EXPECT_EQ(choose_strategy(k, 4, 32, DegreeStats{}, 1024), Strategy::Online);
+    EXPECT_NE(choose_strategy(k, 4, 33, s, 128), Strategy::Online);
+  }
+}
+
+TEST(GraphChooseStrategy, DfGnnRuleWhenItDoesNot) {
+  constexpr int kWide = 1 << 20;  // dim: no accumulator fits below
   DegreeStats s;
   s.max = 100;
   // heaviest row's scores: 100 * 2 heads * 4 bytes = 800 bytes
   for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN}) {
     SCOPED_TRACE(to_string(k));
-    EXPECT_EQ(choose_strategy(k, 2, s, 799), Strategy::PMF);
-    EXPECT_EQ(choose_strategy(k, 2, s, 800), Strategy::PMF);
-    EXPECT_EQ(choose_strategy(k, 2, s, 801), Strategy::SMMF);
-    EXPECT_EQ(choose_strategy(k, 1, s, 400), Strategy::PMF);
-    EXPECT_EQ(choose_strategy(k, 1, s, 401), Strategy::SMMF);
-    EXPECT_EQ(choose_strategy(k, 8, s, 48 * 1024), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 799), Strategy::PMF);
+    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 800), Strategy::PMF);
+    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 801), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 1, kWide, s, 400), Strategy::PMF);
+    EXPECT_EQ(choose_strategy(k, 1, kWide, s, 401), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 8, kWide, s, 48 * 1024), Strategy::SMMF);
   }
   for (ScoreKind k : {ScoreKind::GAT, ScoreKind::GATv2}) {
     SCOPED_TRACE(to_string(k));
-    EXPECT_EQ(choose_strategy(k, 2, s, 799), Strategy::SMMF);
-    EXPECT_EQ(choose_strategy(k, 2, s, 1), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 799), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 1), Strategy::SMMF);
     s.max = 1 << 20;
-    EXPECT_EQ(choose_strategy(k, 16, s, 1024), Strategy::SMMF);
+    EXPECT_EQ(choose_strategy(k, 16, kWide, s, 1024), Strategy::SMMF);
     s.max = 100;
   }
   DegreeStats none;
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, none, 1024), Strategy::SMMF);
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, kWide, none, 1024), Strategy::SMMF);
 }
 
 TEST(GraphChooseStrategy, PlanAutoFollowsTheRule) {
-  // A super row of 20000 in-edges exceeds every team scratch; a light random graph fits. The
-  // rule is the portable kernels' (a Kokkos::Cuda plan's native kernels have their own).
+  // A super row of 20000 in-edges exceeds every team scratch; a light random graph fits; a
+  // dim of 2^16 floats is an accumulator no team scratch holds. The rule is the portable
+  // kernels' (a Kokkos::Cuda plan's native kernels have their own).
   const HostGraph heavy = test::super_node_graph(100, 20000, 5);
   const HostGraph light = test::random_graph(100, 400, 6);
   const Exec exec;
   for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
     SCOPED_TRACE(to_string(k));
     const bool reduces = k == ScoreKind::GT || k == ScoreKind::AGNN;
-    const auto plan = [&](const HostGraph& g, Strategy s) {
-      return Plan<Exec>(exec, Graph<Mem>(g), k, 2, 8, s, Backend::Portable).strategy();
+    const auto plan = [&](const HostGraph& g, Strategy s, int dim) {
+      return Plan<Exec>(exec, Graph<Mem>(g), k, 2, dim, s, Backend::Portable).strategy();
     };
-    EXPECT_EQ(plan(heavy, Strategy::Auto), reduces ? Strategy::PMF : Strategy::SMMF);
-    EXPECT_EQ(plan(light, Strategy::Auto), Strategy::SMMF);
-    EXPECT_EQ(plan(light, Strategy::Unfused), Strategy::Unfused);  // an explicit strategy is kept
+    EXPECT_EQ(plan(heavy, Strategy::Auto, 8), Strategy::Online);
+    EXPECT_EQ(plan(light, Strategy::Auto, 8), Strategy::Online);
+    EXPECT_EQ(plan(heavy, Strategy::Auto, 1 << 16), reduces ? Strategy::PMF : Strategy::SMMF);
+    EXPECT_EQ(plan(light, Strategy::Auto, 1 << 16), Strategy::SMMF);
+    EXPECT_EQ(plan(light, Strategy::Unfused, 8), Strategy::Unfused);  // an explicit strategy is kept
   }
 }
 

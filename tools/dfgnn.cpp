@@ -61,7 +61,7 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
   Inputs not given are drawn uniformly from [-1,1] (--seed, default 1; --dim D, default 64).
   --edge-values F.npy   per-edge score multipliers [E] or [E,H], edges in file order
   --out F.npy           output [N,H,D] float32
-  --strategy auto|smmf|pmf|unfused (any backend) | online|staged|dense (cuda)
+  --strategy auto|smmf|pmf|unfused|online (any backend) | staged|dense (cuda)
   --backend auto|kokkos|cuda    auto: cuda when built with it and a GPU is visible
   --reference           also run the float64 reference, print the max relative error and
                         fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta and da)

@@ -65,7 +65,7 @@ class Plan {
       throw Error("plan: " + std::to_string(heads) + " heads do not fit the team scratch of " +
                   std::to_string(scratch_bytes) + " bytes");
     strategy_ = strategy == Strategy::Auto
-                    ? choose_strategy(kind, heads, graph_.stats(), std::size_t(capacity) * sizeof(float))
+                    ? choose_strategy(kind, heads, dim, graph_.stats(), std::size_t(capacity) * sizeof(float))
                     : strategy;
     int lanes = 1;
     while (lanes < dim && lanes < policy::vector_length_max() && lanes < 32) lanes *= 2;

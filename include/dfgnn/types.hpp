@@ -29,8 +29,9 @@ enum class Strategy {
   /// batched graphs (CUDA-native only): a block per small graph, its source features staged
   /// in shared memory once and read from there by every edge
   Staged,
-  /// CUDA-native: one warp (or sub-warp group) per row, online softmax in registers; heavy rows
-  /// split and merged
+  /// one pass per (row, head) with an online softmax, no per-edge scores; heavy rows split and
+  /// merged. CUDA-native: a warp (or sub-warp group), state in registers; portable: a thread
+  /// group, the accumulator in team scratch
   Online,
   /// batched small graphs (CUDA-native only, GT): a block per graph computes all its (row, node)
   /// scores on tensor cores, masked by the adjacency
