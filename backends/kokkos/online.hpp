@@ -101,10 +101,12 @@ struct Online {
             Kokkos::Sum<EdgeSums>(t));
       const bool first = e == a;
       float top = m;
-      for (int j = 0; j < n; ++j) {
-        t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], h), e + j, h);
-        top = first && j == 0 ? t.x[0] : fmax(top, t.x[j]);
-      }
+      // Loops over U with a guard, not up to n: unrolled, the arrays stay in registers on a GPU.
+      for (int j = 0; j < U; ++j)
+        if (j < n) {
+          t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], h), e + j, h);
+          top = first && j == 0 ? t.x[0] : fmax(top, t.x[j]);
+        }
       const float c = first ? 0.0f : top > m ? exp(m - top) : 1.0f;  // the max rarely grows
       float w[U];
       sum *= c;
