@@ -13,17 +13,19 @@
 
 namespace dfgnn::kokkos_impl {
 
-/// Edges whose scores a thread group reduces in one pass over the features.
+/// Edges whose scores a thread group reduces in one pass over the features (a row's last
+/// degree % kOnlineEdges edges go one at a time).
 inline constexpr int kOnlineEdges = 4;
 
-/// A lane's partial sums of the kOnlineEdges scores of a step.
+/// A lane's partial sums of the U scores of a step.
+template <int U>
 struct EdgeSums {
-  float x[kOnlineEdges];
+  float x[U];
   KOKKOS_INLINE_FUNCTION EdgeSums() {
-    for (int j = 0; j < kOnlineEdges; ++j) x[j] = 0.0f;
+    for (int j = 0; j < U; ++j) x[j] = 0.0f;
   }
   KOKKOS_INLINE_FUNCTION EdgeSums& operator+=(const EdgeSums& o) {
-    for (int j = 0; j < kOnlineEdges; ++j) x[j] += o.x[j];
+    for (int j = 0; j < U; ++j) x[j] += o.x[j];
     return *this;
   }
 };
@@ -32,9 +34,9 @@ struct EdgeSums {
 
 // What Kokkos::Sum needs of a custom value type.
 namespace Kokkos {
-template <>
-struct reduction_identity<dfgnn::kokkos_impl::EdgeSums> {
-  KOKKOS_FORCEINLINE_FUNCTION static dfgnn::kokkos_impl::EdgeSums sum() { return {}; }
+template <int U>
+struct reduction_identity<dfgnn::kokkos_impl::EdgeSums<U>> {
+  KOKKOS_FORCEINLINE_FUNCTION static dfgnn::kokkos_impl::EdgeSums<U> sum() { return {}; }
 };
 }  // namespace Kokkos
 
@@ -85,43 +87,44 @@ struct Online {
   // sum_e exp(s_e - m) keep_e value(u_e) (left unset when a == b).
   KOKKOS_INLINE_FUNCTION void walk(const member& team, float* acc, node_t v, edge_t a, edge_t b, int h, float& m,
                                    float& sum) const {
-    constexpr int U = kOnlineEdges;
-    for (edge_t e = a; e < b; e += U) {
-      const int n = b - e < U ? int(b - e) : U;
-      // Slots past the row's end repeat its edge e: valid rows, reused from cache, weighed 0.
-      node_t u[U];
-      for (int j = 0; j < U; ++j) u[j] = p.src(j < n ? e + j : e);
-      EdgeSums t;
-      if constexpr (Score::reduces)
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(team, p.dim),
-            [&](int d, EdgeSums& part) {
-              for (int j = 0; j < U; ++j) part.x[j] += score.term(v, u[j], h, d);
-            },
-            Kokkos::Sum<EdgeSums>(t));
-      const bool first = e == a;
-      float top = m;
-      // Loops over U with a guard, not up to n: unrolled, the arrays stay in registers on a GPU.
-      for (int j = 0; j < U; ++j)
-        if (j < n) {
-          t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], h), e + j, h);
-          top = first && j == 0 ? t.x[0] : fmax(top, t.x[j]);
-        }
-      const float c = first ? 0.0f : top > m ? exp(m - top) : 1.0f;  // the max rarely grows
-      float w[U];
-      sum *= c;
-      for (int j = 0; j < U; ++j) {
-        const float x = j < n ? exp(t.x[j] - top) : 0.0f;
-        sum += x;
-        w[j] = j < n ? x * p.keep(e + j, h) : 0.0f;
-      }
-      m = top;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
-        float y = first ? 0.0f : acc[d] * c;
-        for (int j = 0; j < U; ++j) y += w[j] * score.value(u[j], h, d);
-        acc[d] = y;
-      });
+    edge_t e = a;
+    for (; b - e >= kOnlineEdges; e += kOnlineEdges) step<kOnlineEdges>(team, acc, v, e, h, e == a, m, sum);
+    for (; e < b; ++e) step<1>(team, acc, v, e, h, e == a, m, sum);
+  }
+
+  // Edges [e, e + U): their U scores reduced together, then one update of the running state.
+  template <int U>
+  KOKKOS_INLINE_FUNCTION void step(const member& team, float* acc, node_t v, edge_t e, int h, bool first, float& m,
+                                   float& sum) const {
+    node_t u[U];
+    for (int j = 0; j < U; ++j) u[j] = p.src(e + j);
+    EdgeSums<U> t;
+    if constexpr (Score::reduces)
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, p.dim),
+          [&](int d, EdgeSums<U>& part) {
+            for (int j = 0; j < U; ++j) part.x[j] += score.term(v, u[j], h, d);
+          },
+          Kokkos::Sum<EdgeSums<U>>(t));
+    float top = m;
+    for (int j = 0; j < U; ++j) {
+      t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], h), e + j, h);
+      top = first && j == 0 ? t.x[0] : fmax(top, t.x[j]);
     }
+    const float c = first ? 0.0f : top > m ? exp(m - top) : 1.0f;  // the max rarely grows
+    float w[U];
+    sum *= c;
+    for (int j = 0; j < U; ++j) {
+      const float x = exp(t.x[j] - top);
+      sum += x;
+      w[j] = x * p.keep(e + j, h);
+    }
+    m = top;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
+      float y = first ? 0.0f : acc[d] * c;
+      for (int j = 0; j < U; ++j) y += w[j] * score.value(u[j], h, d);
+      acc[d] = y;
+    });
   }
 };
 
