@@ -16,7 +16,7 @@ inline constexpr int kMaxTeamRows = 8;
 /// The strategy Auto picks for the portable kernels, given the team scratch free for scores or
 /// accumulators: Online whenever a thread group's accumulator (dim floats) fits it — one pass
 /// over the edges, no per-edge scores, heavy rows split; it beat SMMF, PMF and Unfused on Serial
-/// for every model and shape measured but D = 4 (docs/design.md, "How Auto decides"). Else
+/// for every model, graph and shape measured (docs/design.md, "How Auto decides"). Else
 /// DF-GNN's rule: when the heaviest row's scores do not fit and the score needs a reduction over
 /// features (GT, AGNN), PMF computes them edge-parallel once; otherwise SMMF.
 Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& stats,
