@@ -141,7 +141,10 @@ struct MergePieces {
     const std::int64_t first = std::int64_t(r.first) * p.heads + h;
     float m = partials(first, 0), sum = 0.0f;
     for (int j = 1; j < r.count; ++j) m = fmax(m, partials(first + j * p.heads, 0));
-    for (int j = 0; j < r.count; ++j) sum += partials(first + j * p.heads, 1) * exp(partials(first + j * p.heads, 0) - m);
+    for (int j = 0; j < r.count; ++j) {
+      const std::int64_t k = first + j * p.heads;
+      sum += partials(k, 1) * exp(partials(k, 0) - m);
+    }
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
       float y = 0.0f;
       for (int j = 0; j < r.count; ++j) {
