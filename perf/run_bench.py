@@ -4,7 +4,8 @@ shared/anchors.md, reported as anchors.md asks.
 
 For each graph (generated with `dfgnn gen ...`, read from the data directory, or given with
 --graph-file NAME=PATH) it writes one canonical directed edge list (real graphs symmetrised,
-self loops and duplicates removed; `# nodes N` header) and a .npz of it, then for each H x D
+self loops and duplicates removed; edges sorted by destination, i.e. in CSR order, as the
+cuSPARSE peers hold their values; `# nodes N` header) and a .npz of it, then for each H x D
 writes random float32 inputs once (q, k, v [N,H,D]; el, er [N,H]; a [H,D]) and runs on the
 same graph and inputs:
   - ours:     `dfgnn bench ...` (see run_ours, the one place that knows the CLI);
@@ -196,16 +197,16 @@ def prepare_graph(name, a, work):
     else:
         path = os.path.join(a.data, spec["file"])
     src, dst, n = peers.read_edge_list(path, spec.get("nodes"))
-    given_edges = len(src)
+    as_read = np.asarray(dst, np.int64) * n + src
     if symmetrise:
         keep = src != dst
         src, dst = np.concatenate([src[keep], dst[keep]]), np.concatenate([dst[keep], src[keep]])
-    code = np.unique(dst * n + src)  # sorted by destination, then source; duplicates dropped
+    code = np.unique(dst * n + src)  # sorted by destination (CSR order), then source; duplicates dropped
     src, dst = code % n, code // n
     npz = os.path.join(gdir, "graph.npz")
     np.savez(npz, src=src.astype(np.int32), dst=dst.astype(np.int32), num_nodes=np.int64(n))
     txt = path
-    if symmetrise or len(code) != given_edges:  # else the file already is this graph
+    if symmetrise or not np.array_equal(code, as_read):  # else the file already is this graph, in this order
         txt = os.path.join(gdir, "graph.txt")
         with open(txt, "w") as f:
             f.write(f"# {name}: directed edge list u v (u -> v)\n# nodes {n}\n# edges {len(src)}\n")

@@ -109,21 +109,28 @@ __device__ __forceinline__ int frag_col(int c, int l) {
   return (c * T::LANES + l) * T::VEC;
 }
 
-/// Loads a lane's slice of the head row at `row` (D floats) from global memory through the
-/// read-only path; columns at or past D read as 0. Rows are 16-byte aligned when VEC = 4.
-template <class T>
-__device__ __forceinline__ void load_global(Frag<T>& f, const float* __restrict__ row, int D, int l) {
+/// Loads a lane's fragment through the read-only path: chunk c at lane_row + c * LANES * VEC
+/// (lane_row: the lane's first column), 0 where !in(c).
+template <class T, class In>
+__device__ __forceinline__ void load_chunks(Frag<T>& f, const float* lane_row, In in) {
 #pragma unroll
   for (int c = 0; c < T::CHUNKS; ++c) {
-    const int d = frag_col<T>(c, l);
+    const float* p = lane_row + c * T::LANES * T::VEC;
     if constexpr (T::VEC == 4) {
       float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (d < D) v = __ldg(reinterpret_cast<const float4*>(row + d));
+      if (in(c)) v = __ldg(reinterpret_cast<const float4*>(p));
       f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
     } else {
-      f.x[c] = d < D ? __ldg(row + d) : 0.f;
+      f.x[c] = in(c) ? __ldg(p) : 0.f;
     }
   }
+}
+
+/// Loads a lane's slice of the head row at `row` (D floats) from global memory; columns at or
+/// past D read as 0. Rows are 16-byte aligned when VEC = 4.
+template <class T>
+__device__ __forceinline__ void load_global(Frag<T>& f, const float* __restrict__ row, int D, int l) {
+  load_chunks<T>(f, row + frag_col<T>(0, l), [&](int c) { return frag_col<T>(c, l) < D; });
 }
 
 /// Same from shared memory (staged features).

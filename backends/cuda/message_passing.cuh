@@ -171,34 +171,29 @@ struct OperandColumns {
 #pragma unroll
         for (int i = 0; i < T::PER_LANE; ++i) f.x[i] = x;
       } else {
-        load_columns<kAll>(f, p, ok);
-      }
-    }
-  }
-  template <bool kAll>
-  __device__ __forceinline__ void load_columns(Frag<T>& f, const float* p, bool ok) const {
-#pragma unroll
-    for (int c = 0; c < T::CHUNKS; ++c) {
-      const bool in = (kAll || ok) && inside[c];
-      if constexpr (T::VEC == 4) {
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (in) v = __ldg(reinterpret_cast<const float4*>(p + c * T::LANES * 4));
-        f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
-      } else {
-        f.x[c] = in ? __ldg(p + c * T::LANES) : 0.f;
+        load_chunks<T>(f, p, [&](int c) { return (kAll || ok) && inside[c]; });
       }
     }
   }
 };
 
-/// The message of one entry, rounded the same way in every tile: the _rn intrinsics keep the
-/// compiler from contracting a product and the sum into an fma in some code shapes only.
-__device__ __forceinline__ float message_op(BinaryOp op, float a, float b) {
+/// x[j] = x[j] OP y[j] for the U edges of a step, rounded the same way in every tile: the _rn
+/// intrinsics keep the compiler from contracting a product and the sum into an fma in some
+/// code shapes only. One (warp-uniform) branch per step: a switch per entry let the compiler
+/// if-convert it and run every op, the division's slow path included, on every entry (3x).
+template <class T, int U>
+__device__ __forceinline__ void apply_message(BinaryOp op, Frag<T> (&x)[U], const Frag<T> (&y)[U]) {
+  const auto each = [&](auto f) {
+#pragma unroll
+    for (int j = 0; j < U; ++j)
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) x[j].x[i] = f(x[j].x[i], y[j].x[i]);
+  };
   switch (op) {
-    case BinaryOp::Add: return __fadd_rn(a, b);
-    case BinaryOp::Sub: return __fsub_rn(a, b);
-    case BinaryOp::Div: return __fdiv_rn(a, b);
-    default: return __fmul_rn(a, b);
+    case BinaryOp::Add: return each([](float a, float b) { return __fadd_rn(a, b); });
+    case BinaryOp::Sub: return each([](float a, float b) { return __fsub_rn(a, b); });
+    case BinaryOp::Div: return each([](float a, float b) { return __fdiv_rn(a, b); });
+    default: return each([](float a, float b) { return __fmul_rn(a, b); });
   }
 }
 
@@ -213,6 +208,11 @@ inline constexpr int kSpmmEdges =
     std::clamp((R == Shape::Full || R == Shape::Any ? 16 : 32) / T::PER_LANE, 1, 8);
 
 inline constexpr int kSpmmThreads = 256;
+/// Blocks per SM the kernel is compiled for: 4 (64 registers, no spills) with one operand, 3
+/// with two, whose loads need more. Measured on the H100 against 2 (128 registers): copy_u
+/// sum 1.1-1.45x faster at D = 128, 256; two operands spill at 4 (docs/message_passing.md).
+template <Shape R>
+inline constexpr int kSpmmMinBlocks = R == Shape::None ? 4 : 3;
 
 /// The forward g-SpMM, in the style of online_kernel: a warp's lane groups take (unit, head)
 /// pairs, hp = min(H, GROUPS) heads at once (passes when H > GROUPS) of GROUPS / hp
@@ -226,7 +226,7 @@ inline constexpr int kSpmmThreads = 256;
 /// to partial slots, which merge_segments combines in slot order. blockIdx.y: a slice of
 /// MAX_D columns of each head.
 template <class T, Fold F, Shape kL, Shape kR>
-__global__ void __launch_bounds__(kSpmmThreads, 2)
+__global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR>)
     gspmm_kernel(MessageParams p, Segments s, int H, int D, SegmentOut o) {
   constexpr int L = T::LANES, U = kSpmmEdges<T, kR>, K = U > L ? U / L : 1, C = L * K;
   constexpr bool kArgs = F != Fold::Sum, kRhs = kR != Shape::None;
@@ -291,7 +291,8 @@ __global__ void __launch_bounds__(kSpmmThreads, 2)
 #pragma unroll
       for (int t0 = 0; t0 < C; t0 += U) {
         if (kChecked && pos + t0 >= most) break;  // warp-uniform
-        Frag<T> x[U], y[U];
+        Frag<T> x[U];
+        [[maybe_unused]] Frag<T> y[U];  // the rhs, when there is one
 #pragma unroll
         for (int j = 0; j < U; ++j) {  // every load first: U rows in flight
           const int t = t0 + j;
@@ -301,12 +302,13 @@ __global__ void __launch_bounds__(kSpmmThreads, 2)
           a.template load<!kChecked>(x[j], target_row(p.lhs_on, m, n, id), ok);
           if constexpr (kRhs) b.template load<!kChecked>(y[j], target_row(p.rhs_on, m, n, id), ok);
         }
+        if constexpr (kRhs) apply_message<T, U>(p.op, x, y);
 #pragma unroll
         for (int j = 0; j < U; ++j) {
           const bool ok = !kChecked || pos + t0 + j < n_edges;
 #pragma unroll
           for (int i = 0; i < T::PER_LANE; ++i) {
-            const float v = kRhs ? message_op(p.op, x[j].x[i], y[j].x[i]) : x[j].x[i];
+            const float v = x[j].x[i];  // the message (apply_message wrote it over lhs)
             if constexpr (F == Fold::Sum) {
               if (ok) acc[i] = __fadd_rn(acc[i], v);
             } else if (ok && (F == Fold::Max ? v > acc[i] : v < acc[i])) {  // strict: the first wins ties

@@ -55,18 +55,7 @@ struct HeadColumns {
   __device__ __forceinline__ void load(Frag<T>& f, node_t u, bool ok) const {
     const char* row;
     asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(unsigned(u)), "r"(stride), "l"(base));
-    const float* p = reinterpret_cast<const float*>(row);
-#pragma unroll
-    for (int c = 0; c < T::CHUNKS; ++c) {
-      const bool in = kAll || (ok && inside[c]);
-      if constexpr (T::VEC == 4) {
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (in) v = __ldg(reinterpret_cast<const float4*>(p + c * T::LANES * 4));
-        f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
-      } else {
-        f.x[c] = in ? __ldg(p + c * T::LANES) : 0.f;
-      }
-    }
+    load_chunks<T>(f, reinterpret_cast<const float*>(row), [&](int c) { return kAll || (ok && inside[c]); });
   }
 };
 
