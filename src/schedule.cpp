@@ -33,14 +33,14 @@ edge_t piece_edges(edge_t num_edges, int lanes, int concurrency) {
   return std::min(kMaxPieceEdges, std::max<edge_t>(32, share));
 }
 
-RowPieces row_pieces(const HostGraph& g, edge_t split) {
+RowPieces row_pieces(const std::vector<edge_t>& ptr, edge_t split) {
   RowPieces p;
-  for (node_t v = 0; v < g.num_nodes; ++v) {
-    const edge_t a = g.row_ptr[v], d = g.row_ptr[v + 1] - a;
+  for (node_t v = 0; v + 1 < node_t(ptr.size()); ++v) {
+    const edge_t a = ptr[v], d = ptr[v + 1] - a;
     if (d <= split) continue;
     const edge_t n = (d + split - 1) / split;
     p.rows.push_back({v, int(p.pieces.size()), int(n)});
-    for (edge_t i = 0; i < n; ++i) p.pieces.push_back({a + d * i / n, a + d * (i + 1) / n, v});
+    for (edge_t i = 0; i < n; ++i) p.pieces.push_back({a + d * i / n, a + d * (i + 1) / n, v, int(p.pieces.size())});
   }
   return p;
 }

@@ -393,7 +393,7 @@ TEST(GraphRowPieces, CoverEachHeavyRowInOrder) {
   for (const auto& [name, g] : test::test_graphs(5000)) {
     for (edge_t split : {edge_t(1), edge_t(3), edge_t(32), kMaxPieceEdges}) {
       SCOPED_TRACE(name + " split " + std::to_string(split));
-      const RowPieces p = row_pieces(g, split);
+      const RowPieces p = row_pieces(g.row_ptr, split);
       std::size_t row = 0, piece = 0;
       for (node_t v = 0; v < g.num_nodes; ++v) {
         const edge_t a = g.row_ptr[std::size_t(v)], b = g.row_ptr[std::size_t(v) + 1];
@@ -408,6 +408,7 @@ TEST(GraphRowPieces, CoverEachHeavyRowInOrder) {
           ASSERT_LT(piece, p.pieces.size());
           const RowPiece pc = p.pieces[piece++];
           EXPECT_EQ(pc.row, v);
+          EXPECT_EQ(pc.slot, int(piece) - 1);
           EXPECT_EQ(pc.e0, e);
           EXPECT_GT(pc.e1, pc.e0);
           EXPECT_LE(pc.e1 - pc.e0, split);
@@ -434,7 +435,7 @@ TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
   EXPECT_EQ(plan.strategy(), Strategy::Online);
   const auto& L = plan.layout();
   EXPECT_EQ(L.split, piece_edges(g.num_edges(), L.vector_length, int(Exec().concurrency())));
-  const RowPieces want = row_pieces(g, L.split);
+  const RowPieces want = row_pieces(g.row_ptr, L.split);
   EXPECT_EQ(want.rows.size(), 1u);
   EXPECT_GT(want.pieces.size(), 1u);
   EXPECT_EQ(L.pieces.extent(0), want.pieces.size());

@@ -24,69 +24,50 @@ struct Arg {
   bool required;
 };
 
-inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::initializer_list<Arg> args,
-                     const Options& o) {
+/// The checks of a forward or backward call (`entry` names it in the messages): the plan's
+/// kind, a null tensor, an output overlapping an input, the edge values or an earlier output,
+/// the edge values' heads, the dropout rate.
+inline void check_call(const char* entry, const Plan& plan, ScoreKind kind, std::initializer_list<Arg> inputs,
+                       std::initializer_list<Arg> outputs, const Options& o) {
   const Plan::Impl& p = plan.impl();
-  const std::string where = std::string("cuda::attention(") + to_string(kind) + "): ";
-  if (p.kind != kind)
-    throw Error(where + "the plan was built for " + to_string(p.kind));
-  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
-  const std::size_t out_floats = N * p.heads * p.dim;
-  if (N > 0 && out == nullptr) throw Error(where + "out is null");
-  auto overlaps = [&](const void* a, std::size_t na, const void* b, std::size_t nb) {
-    const char *x = static_cast<const char*>(a), *y = static_cast<const char*>(b);
-    return na > 0 && nb > 0 && x < y + nb && y < x + na;
+  const std::string where = std::string(entry) + "(" + to_string(kind) + "): ";
+  if (p.kind != kind) throw Error(where + "the plan was built for " + to_string(p.kind));
+  for (const auto& list : {inputs, outputs})
+    for (const Arg& a : list)
+      if (a.required && a.floats > 0 && a.ptr == nullptr) throw Error(where + a.name + " is null");
+  const DeviceEdgeValues& ev = o.edge_values;
+  if (ev.data != nullptr && ev.heads != 1 && ev.heads != p.heads)
+    throw Error(where + "edge values have " + std::to_string(ev.heads) + " heads, expected 1 or " +
+                std::to_string(p.heads));
+  const Arg w{ev.data, std::size_t(p.graph.num_edges) * unsigned(ev.heads), "edge values", false};
+  const auto overlaps = [](const Arg& a, const Arg& b) {
+    const char *x = reinterpret_cast<const char*>(a.ptr), *y = reinterpret_cast<const char*>(b.ptr);
+    return x != nullptr && y != nullptr && a.floats > 0 && b.floats > 0 && x < y + 4 * b.floats &&
+           y < x + 4 * a.floats;
   };
-  const std::size_t lse_floats = o.logsumexp != nullptr ? N * p.heads : 0;
-  const DeviceEdgeValues& w = o.edge_values;
-  for (const Arg& a : args) {
-    if (a.required && E > 0 && a.ptr == nullptr) throw Error(where + a.name + " is null");
-    if (overlaps(out, out_floats * 4, a.ptr, a.floats * 4))
-      throw Error(where + "out overlaps the input " + a.name);
-    if (overlaps(o.logsumexp, lse_floats * 4, a.ptr, a.floats * 4))
-      throw Error(where + "logsumexp overlaps the input " + a.name);
+  for (auto g = outputs.begin(); g != outputs.end(); ++g) {
+    for (const Arg& a : inputs)
+      if (overlaps(*g, a)) throw Error(where + g->name + " overlaps the input " + a.name);
+    if (overlaps(*g, w)) throw Error(where + g->name + " overlaps the edge values");
+    for (auto h = outputs.begin(); h != g; ++h)
+      if (overlaps(*g, *h)) throw Error(where + g->name + " overlaps " + h->name);
   }
-  if (w.data != nullptr) {
-    if (w.heads != 1 && w.heads != p.heads)
-      throw Error(where + "edge values have " + std::to_string(w.heads) + " heads, expected 1 or " +
-                  std::to_string(p.heads));
-    if (overlaps(out, out_floats * 4, w.data, E * w.heads * 4)) throw Error(where + "out overlaps the edge values");
-    if (overlaps(o.logsumexp, lse_floats * 4, w.data, E * w.heads * 4))
-      throw Error(where + "logsumexp overlaps the edge values");
-  }
-  if (overlaps(out, out_floats * 4, o.logsumexp, lse_floats * 4)) throw Error(where + "out overlaps logsumexp");
   if (!(o.dropout.rate >= 0.f && o.dropout.rate < 1.f))
     throw Error(where + "dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
 }
 
-/// The backward's checks: the plan's kind, null arguments, a gradient overlapping an input or
-/// another gradient, edge values and dropout as in the forward.
+/// The forward's checks: its outputs are out and, in training, logsumexp.
+inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::initializer_list<Arg> inputs,
+                     const Options& o) {
+  const std::size_t ns = std::size_t(plan.graph().num_nodes) * plan.heads();
+  check_call("cuda::attention", plan, kind, inputs,
+             {{o.logsumexp, ns, "logsumexp", false}, {out, ns * plan.dim(), "out", true}}, o);
+}
+
+/// The backward's checks: its outputs are the gradients.
 inline void validate_backward(const Plan& plan, ScoreKind kind, std::initializer_list<Arg> inputs,
                               std::initializer_list<Arg> grads, const Options& o) {
-  const Plan::Impl& p = plan.impl();
-  const std::string where = std::string("cuda::attention_backward(") + to_string(kind) + "): ";
-  if (p.kind != kind) throw Error(where + "the plan was built for " + to_string(p.kind));
-  const std::size_t E = std::size_t(p.graph.num_edges);
-  auto overlaps = [](const Arg& a, const Arg& b) {
-    const char *x = reinterpret_cast<const char*>(a.ptr), *y = reinterpret_cast<const char*>(b.ptr);
-    return a.floats > 0 && b.floats > 0 && x < y + 4 * b.floats && y < x + 4 * a.floats;
-  };
-  const Arg w{o.edge_values.data, E * std::size_t(o.edge_values.heads), "edge values", false};
-  for (const auto& list : {inputs, grads})
-    for (const Arg& a : list)
-      if (a.required && a.floats > 0 && a.ptr == nullptr) throw Error(where + a.name + " is null");
-  for (auto g = grads.begin(); g != grads.end(); ++g) {
-    for (const Arg& a : inputs)
-      if (overlaps(*g, a)) throw Error(where + g->name + " overlaps the input " + a.name);
-    if (w.ptr != nullptr && overlaps(*g, w)) throw Error(where + g->name + " overlaps the edge values");
-    for (auto h = grads.begin(); h != g; ++h)
-      if (overlaps(*g, *h)) throw Error(where + g->name + " overlaps " + h->name);
-  }
-  if (w.ptr != nullptr && o.edge_values.heads != 1 && o.edge_values.heads != p.heads)
-    throw Error(where + "edge values have " + std::to_string(o.edge_values.heads) + " heads, expected 1 or " +
-                std::to_string(p.heads));
-  if (!(o.dropout.rate >= 0.f && o.dropout.rate < 1.f))
-    throw Error(where + "dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
+  check_call("cuda::attention_backward", plan, kind, inputs, grads, o);
 }
 
 inline bool aligned16(std::initializer_list<const float*> ptrs) {
@@ -206,11 +187,12 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const int H = p.heads, D = p.dim;
   const node_t N = g.num_nodes;
   if (N == 0) return;
-  const BackwardWork& wk = p.backward_work();
+  const BackwardData& b = p.backward();
+  const BackwardWork& wk = b.work;
   const EdgeScale scale{o.edge_values.data, g.edge_id, o.edge_values.heads};
   const Train tr{nullptr, g.edge_id, o.dropout};
-  const Segments rows{g.row_ptr, g.src, N, p.bwd_split, p.bwd_rows.pieces, p.bwd_rows.num_pieces};
-  const Segments cols{p.col_ptr, p.col_dst, N, p.bwd_split, p.bwd_cols.pieces, p.bwd_cols.num_pieces};
+  const Segments rows{g.row_ptr, g.src, N, b.split, b.rows.pieces, b.rows.num_pieces};
+  const Segments cols{b.col_ptr, b.col_dst, N, b.split, b.cols.pieces, b.cols.num_pieces};
   const auto merge = [&](auto kCols, const SplitSegments& seg, const float* part) {
     const std::size_t threads =
         std::size_t(seg.num_split) * H * (decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D));
@@ -228,11 +210,11 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
       constexpr bool kExact = decltype(exact)::value;
       with_dropout(tr, [&](auto drop) {
         backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows), kOnlineThreads, 0, st>>>(
-            sc, rows, scale, tr, up, gr, wk, p.csc_pos, H, D);
+            sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
       });
-      merge(std::false_type{}, p.bwd_rows, wk.row_part);
+      merge(std::false_type{}, b.rows, wk.row_part);
       backward_cols<S, T, kExact><<<blocks(cols), kOnlineThreads, 0, st>>>(sc, cols, up, gr, wk, H, D);
-      merge(std::true_type{}, p.bwd_cols, wk.col_part);
+      merge(std::true_type{}, b.cols, wk.col_part);
     };
     if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
       if (D == T::MAX_D) return walks(std::true_type{});
@@ -240,7 +222,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     walks(std::false_type{});
   });
   if (param != nullptr) {
-    const std::int64_t units = std::int64_t(N) + p.bwd_rows.slots;
+    const std::int64_t units = std::int64_t(N) + b.rows.slots;
     launch_param_sums(st, wk.param, units, H * param_width<S>(D), wk.param_slices, param, param_count);
   }
   DFGNN_CUDA(cudaGetLastError());

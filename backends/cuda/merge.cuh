@@ -5,21 +5,14 @@
 
 #include "common.cuh"
 
+#include <dfgnn/schedule.hpp>
+
 namespace dfgnn::cuda::detail {
 
-/// A piece of a split row: edges [e0, e1) of `row`, written to partial slot `slot`.
-struct Piece {
-  edge_t e0, e1;
-  node_t row;
-  int slot;
-};
-
-/// A split row and its consecutive partial slots.
-struct SplitRow {
-  node_t row;
-  int first;
-  int count;
-};
+/// A piece of a split row and a split row's consecutive partial slots, as the host cuts them
+/// (dfgnn/schedule.hpp, shared with the Kokkos backend).
+using Piece = dfgnn::RowPiece;
+using SplitRow = dfgnn::SplitRow;
 
 /// Launches the merge of `num_rows` split rows into out, and their logsumexp into lse when it is
 /// not null (defined in merge.cu).

@@ -83,23 +83,12 @@ struct MessagePlan::Impl {
   /// Segments over offsets `ptr` (host) and the device arrays of their edges.
   SegmentSet segments(const std::vector<edge_t>& ptr, const edge_t* ptr_dev, const node_t* other, const edge_t* ids,
                       bool by_source) const {
-    std::vector<detail::Piece> pieces;
-    std::vector<detail::SplitRow> rows;
-    int slots = 0;
-    for (node_t n = 0; n + 1 < node_t(ptr.size()); ++n) {
-      const edge_t len = ptr[n + 1] - ptr[n];
-      if (len <= split) continue;
-      const edge_t count = (len + split - 1) / split;  // near-equal pieces of at most `split`
-      for (edge_t j = 0; j < count; ++j)
-        pieces.push_back({ptr[n] + len * j / count, ptr[n] + len * (j + 1) / count, n, slots + int(j)});
-      rows.push_back({n, slots, int(count)});
-      slots += int(count);
-    }
+    const RowPieces rp = row_pieces(ptr, split);
     SegmentSet s;
-    s.seg = {ptr_dev, other, ids, node_t(ptr.size() - 1), by_source, split, upload(pieces), int(pieces.size())};
-    s.split_rows = upload(rows);
-    s.num_split_rows = int(rows.size());
-    s.slots = slots;
+    s.seg = {ptr_dev, other, ids, node_t(ptr.size() - 1), by_source, split, upload(rp.pieces), int(rp.pieces.size())};
+    s.split_rows = upload(rp.rows);
+    s.num_split_rows = int(rp.rows.size());
+    s.slots = int(rp.pieces.size());
     return s;
   }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace dfgnn::cuda {
 namespace detail {
@@ -262,19 +263,6 @@ SmmfPartition smmf_partition(const HostGraph& g, int H, int D, int sms, std::siz
   return p;
 }
 
-/// PMF's, Online's and the backward's pieces: segments (rows, or the CSC's columns) of `ptr`
-/// above `split` edges are cut into equal pieces of at most `split` edges.
-void row_pieces(const std::vector<edge_t>& ptr, edge_t split, std::vector<Piece>& pieces, std::vector<SplitRow>& rows,
-                int& slots) {
-  for (node_t v = 0; v + 1 < node_t(ptr.size()); ++v) {
-    const edge_t a = ptr[v], d = ptr[v + 1] - a;
-    if (d <= split) continue;
-    const edge_t n = (d + split - 1) / split;
-    rows.push_back({v, slots, int(n)});
-    for (edge_t i = 0; i < n; ++i) pieces.push_back({a + d * i / n, a + d * (i + 1) / n, v, slots++});
-  }
-}
-
 }  // namespace
 
 Plan::Impl::~Impl() {
@@ -282,7 +270,7 @@ Plan::Impl::~Impl() {
 }
 
 template <class T>
-T* Plan::Impl::upload(const T* host, std::size_t n) {
+T* Plan::Impl::upload(const T* host, std::size_t n) const {
   if (n == 0) return nullptr;
   void* d = nullptr;
   DFGNN_CUDA(cudaMalloc(&d, n * sizeof(T)));
@@ -301,32 +289,59 @@ float* Plan::Impl::workspace(std::size_t floats) const {
   return static_cast<float*>(d);
 }
 
-const detail::BackwardWork& Plan::Impl::backward_work() const {
-  if (has_bwd_work) return bwd_work;
-  const std::size_t N = std::size_t(graph.num_nodes), EH = std::size_t(graph.num_edges) * heads, NH = N * heads;
+/// The first backward downloads the graph to transpose it: forward-only plans skip the
+/// transposition and its 12 bytes per edge on the device.
+const BackwardData& Plan::Impl::backward() const {
+  if (bwd) return *bwd;
+  auto b = std::make_unique<BackwardData>();
+  const std::size_t N = std::size_t(graph.num_nodes), E = std::size_t(graph.num_edges);
+  const auto download = [](auto& host, const auto* device, std::size_t n) {
+    host.resize(n);
+    if (n > 0) DFGNN_CUDA(cudaMemcpy(host.data(), device, n * sizeof(host[0]), cudaMemcpyDeviceToHost));
+  };
+  HostGraph g;
+  g.num_nodes = graph.num_nodes;
+  download(g.row_ptr, graph.row_ptr, N + 1);
+  download(g.src, graph.src, E);
+  download(g.dst, graph.dst, E);
+  const HostCsc csc = transpose(g);
+  std::vector<edge_t> csc_pos(E);
+  for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
+  b->col_ptr = upload(csc.col_ptr.data(), csc.col_ptr.size());
+  b->col_dst = upload(csc.dst.data(), csc.dst.size());
+  b->csc_pos = upload(csc_pos.data(), csc_pos.size());
+  b->split = piece_edges(Strategy::Online, edge_t(E), sms);
+  for (auto [ptr, seg] : {std::pair{&std::as_const(g).row_ptr, &b->rows}, std::pair{&csc.col_ptr, &b->cols}}) {
+    const RowPieces rp = row_pieces(*ptr, b->split);
+    seg->pieces = upload(rp.pieces.data(), rp.pieces.size());
+    seg->num_pieces = seg->slots = int(rp.pieces.size());
+    seg->split = upload(rp.rows.data(), rp.rows.size());
+    seg->num_split = int(rp.rows.size());
+  }
+  const std::size_t EH = E * heads, NH = N * heads;
   const bool agnn = kind == ScoreKind::AGNN;
   const auto widths = [&](auto score) {
     using S = decltype(score);
     return std::array<int, 3>{detail::pad4(detail::row_width<S>(dim)), detail::pad4(detail::col_width<S>(dim)),
                               detail::param_width<S>(dim)};
   };
-  std::array<int, 3> w{};
+  std::array<int, 3> width{};
   switch (kind) {
-    case ScoreKind::GT: w = widths(detail::GTScore{}); break;
-    case ScoreKind::AGNN: w = widths(detail::AGNNScore{}); break;
-    case ScoreKind::GAT: w = widths(detail::GATScore{}); break;
-    case ScoreKind::GATv2: w = widths(detail::GATv2Score{}); break;
+    case ScoreKind::GT: width = widths(detail::GTScore{}); break;
+    case ScoreKind::AGNN: width = widths(detail::AGNNScore{}); break;
+    case ScoreKind::GAT: width = widths(detail::GATScore{}); break;
+    case ScoreKind::GATv2: width = widths(detail::GATv2Score{}); break;
   }
-  bwd_work.dr_q = reinterpret_cast<float2*>(workspace(2 * EH));
-  bwd_work.cos = agnn ? workspace(EH) : nullptr;
-  bwd_work.inv_norm = agnn ? workspace(NH) : nullptr;
-  bwd_work.row_part = workspace(std::size_t(bwd_rows.slots) * heads * w[0]);
-  bwd_work.col_part = workspace(std::size_t(bwd_cols.slots) * heads * w[1]);
-  const std::size_t units = N + bwd_rows.slots;
-  bwd_work.param = workspace(units * heads * w[2]);
-  bwd_work.param_slices = workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * w[2]);
-  has_bwd_work = true;
-  return bwd_work;
+  b->work.dr_q = reinterpret_cast<float2*>(workspace(2 * EH));
+  b->work.cos = agnn ? workspace(EH) : nullptr;
+  b->work.inv_norm = agnn ? workspace(NH) : nullptr;
+  b->work.row_part = workspace(std::size_t(b->rows.slots) * heads * width[0]);
+  b->work.col_part = workspace(std::size_t(b->cols.slots) * heads * width[1]);
+  const std::size_t units = N + b->rows.slots;
+  b->work.param = workspace(units * heads * width[2]);
+  b->work.param_slices = workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * width[2]);
+  bwd = std::move(b);
+  return *bwd;
 }
 
 bool device_available() {
@@ -392,10 +407,11 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     case Strategy::PMF:
     case Strategy::Online: {
       p.split = piece_edges(strategy, E, p.sms);
-      std::vector<Piece> pieces;
-      row_pieces(g.row_ptr, p.split, pieces, split, slots);
-      p.pieces = p.upload(pieces.data(), pieces.size());
-      p.num_pieces = int(pieces.size());
+      RowPieces rp = row_pieces(g.row_ptr, p.split);
+      p.pieces = p.upload(rp.pieces.data(), rp.pieces.size());
+      p.num_pieces = int(rp.pieces.size());
+      split = std::move(rp.rows);
+      slots = p.num_pieces;
       if (strategy == Strategy::PMF) p.scores = p.workspace(std::size_t(E) * heads);
       if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(g, p.split);
       break;
@@ -437,24 +453,6 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     case Strategy::Auto: break;
     default: throw Error("cuda::Plan: unknown strategy");
   }
-  // The backward's transposed graph and pieces; its workspace waits for the first backward.
-  const HostCsc csc = transpose(g);
-  std::vector<edge_t> csc_pos(E);
-  for (edge_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = c;
-  p.col_ptr = p.upload(csc.col_ptr.data(), csc.col_ptr.size());
-  p.col_dst = p.upload(csc.dst.data(), csc.dst.size());
-  p.csc_pos = p.upload(csc_pos.data(), csc_pos.size());
-  p.bwd_split = piece_edges(Strategy::Online, E, p.sms);
-  for (auto [ptr, seg] : {std::pair{&g.row_ptr, &p.bwd_rows}, std::pair{&csc.col_ptr, &p.bwd_cols}}) {
-    std::vector<Piece> pieces;
-    std::vector<SplitRow> rows;
-    row_pieces(*ptr, p.bwd_split, pieces, rows, seg->slots);
-    seg->pieces = p.upload(pieces.data(), pieces.size());
-    seg->num_pieces = int(pieces.size());
-    seg->split = p.upload(rows.data(), rows.size());
-    seg->num_split = int(rows.size());
-  }
-
   p.split_rows = p.upload(split.data(), split.size());
   p.num_split_rows = int(split.size());
   p.part.max = p.workspace(std::size_t(slots) * heads);

@@ -11,9 +11,22 @@
 
 #include <dfgnn/cuda.hpp>
 
+#include <memory>
 #include <vector>
 
 namespace dfgnn::cuda {
+
+/// The backward's data: the CSC (column offsets, each CSC edge's destination, each CSR edge's
+/// CSC position), the pieces of rows and columns above `split` edges, and the workspace for
+/// the plan's score kind.
+struct BackwardData {
+  const edge_t* col_ptr = nullptr;
+  const node_t* col_dst = nullptr;
+  const edge_t* csc_pos = nullptr;
+  edge_t split = 0;
+  detail::SplitSegments rows, cols;
+  detail::BackwardWork work;
+};
 
 struct Plan::Impl {
   ScoreKind kind;
@@ -49,16 +62,8 @@ struct Plan::Impl {
   // Dense: the batch's adjacency and the size buckets' launches. A Dense plan also holds
   // Online's data for whole rows (no pieces), which runs for tensors not 16-byte aligned.
   detail::DenseData dense;
-  // Backward: the CSC (column offsets, each CSC edge's destination, each CSR edge's CSC
-  // position), the pieces of rows and columns above bwd_split edges, and the workspace that
-  // the first backward allocates.
-  const edge_t* col_ptr = nullptr;
-  const node_t* col_dst = nullptr;
-  const edge_t* csc_pos = nullptr;
-  edge_t bwd_split = 0;
-  detail::SplitSegments bwd_rows, bwd_cols;
-  mutable detail::BackwardWork bwd_work{};
-  mutable bool has_bwd_work = false;
+  // Backward: built by the first backward, so forward-only plans hold no CSC.
+  mutable std::unique_ptr<BackwardData> bwd;
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -67,10 +72,10 @@ struct Plan::Impl {
 
   /// Copies `n` elements to a new device allocation owned by the plan.
   template <class T>
-  T* upload(const T* host, std::size_t n);
+  T* upload(const T* host, std::size_t n) const;
   float* workspace(std::size_t floats) const;
-  /// The backward's workspace for this plan's score kind (allocated once).
-  const detail::BackwardWork& backward_work() const;
+  /// The backward's data (built once, by the first backward).
+  const BackwardData& backward() const;
 };
 
 /// Warps per block of the SMMF kernel.

@@ -116,7 +116,7 @@ class Plan {
                   std::to_string(scratch_floats) + " floats)");
     layout_.scratch_floats = groups * dim_;
     layout_.split = piece_edges(graph_.num_edges(), layout_.vector_length, int(exec.concurrency()));
-    const RowPieces p = row_pieces(graph_.host(), layout_.split);
+    const RowPieces p = row_pieces(graph_.host().row_ptr, layout_.split);
     layout_.pieces = detail::upload<RowPiece, memory_space>("dfgnn::pieces", p.pieces);
     layout_.split_rows = detail::upload<SplitRow, memory_space>("dfgnn::split_rows", p.rows);
     layout_.partials = decltype(layout_.partials)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::partials"),

@@ -27,10 +27,12 @@ Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& 
 /// `capacity` floats. A row that alone exceeds the capacity gets a team of its own.
 std::vector<node_t> partition_rows(const HostGraph& g, int heads, edge_t capacity, int max_rows);
 
-/// Online's split of heavy rows: edges [e0, e1) of `row`, one piece of a row above the split.
+/// A piece of a heavy row: edges [e0, e1) of `row`, whose partial statistics go to partial
+/// slot `slot` (its index among the pieces).
 struct RowPiece {
   edge_t e0, e1;
   node_t row;
+  int slot;
 };
 
 /// A split row's pieces: pieces[first, first + count), whose partial statistics are merged in
@@ -54,7 +56,9 @@ inline constexpr edge_t kMaxPieceEdges = 4096;
 /// graph, at least 32 edges so the merge stays small, and at most kMaxPieceEdges.
 edge_t piece_edges(edge_t num_edges, int lanes, int concurrency);
 
-/// Rows above `split` edges cut into equal consecutive pieces of at most `split` edges.
-RowPieces row_pieces(const HostGraph& g, edge_t split);
+/// Segments of `ptr` (CSR rows, or CSC columns) above `split` edges cut into equal consecutive
+/// pieces of at most `split` edges: Online's on both backends, the CUDA PMF's, the backward's
+/// and the message kernels'.
+RowPieces row_pieces(const std::vector<edge_t>& ptr, edge_t split);
 
 }  // namespace dfgnn
