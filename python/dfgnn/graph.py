@@ -72,6 +72,7 @@ class Graph:
         _lib.lib.dfgnn_graph_info(handle, ctypes.byref(n), ctypes.byref(e), ctypes.byref(d))
         self.num_nodes, self.num_edges, self.max_in_degree = n.value, e.value, d.value
         self._plans = {}
+        self._plan_handles = {}  # (device index (-1: CPU), kind, heads, dim) -> plan handle: the ops' eager path
         self._device_csr = {}
         self._self_loops = None
         self._lock = threading.Lock()
@@ -203,6 +204,12 @@ class Graph:
                     raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")
                 plan = self._plans[key] = _Plan(handle, arrays)
         return plan
+
+    def _plan_handle(self, device, key):
+        # The raw handle of plan(device, *key[1:]), cached under key for the ops' eager path;
+        # valid while this Graph lives (its plans are never dropped).
+        handle = self._plan_handles[key] = self.plan(device, *key[1:]).handle.value
+        return handle
 
     def _device_arrays(self, device):
         # The device copy of the CSR, shared by every plan on that device (lock held).

@@ -15,13 +15,17 @@ in-edges u -> v of each node v (a node without in-edges gets 0). Optional: edge_
 
 Each model is two custom ops, `dfgnn::<model>` (out and the per-row logsumexp the backward
 needs) and `dfgnn::<model>_backward`, with fake implementations, so torch.compile traces
-through them without graph breaks. The graph travels as its integer id (Graph.id).
+through them without graph breaks. The graph travels as its integer id (Graph.id). In plain
+eager mode the public functions call the native functions directly instead ("eager path"
+below): same checks on the user's arguments, none in the backward.
 """
 
+import threading
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
+from torch.autograd import forward_ad as _forward_ad
 from torch.autograd.function import once_differentiable
 from torch.nn import Parameter
 
@@ -120,8 +124,7 @@ def _trained(out, lse, grad):
 def _three_tensor_model(model, kind, names, shapes, param):
     """The custom ops dfgnn::<model> and dfgnn::<model>_backward of a model taking three tensors
     (`names`, `shapes`) and one float `param` (GT's scale, the GATs' negative slope), with fake
-    implementations and autograd. Returns the forward op and its (forward, backward)
-    implementations for the eager path."""
+    implementations and autograd. Returns the forward op."""
     op, op_backward = f"dfgnn::{model}", f"dfgnn::{model}_backward"
     order = sorted(range(3), key=lambda i: shapes[i] != NHD)  # a [N,H,D] tensor first: it fixes D
 
@@ -172,12 +175,12 @@ def _three_tensor_model(model, kind, names, shapes, param):
         return (None, *grads, None, None, None, None)
 
     fwd_op.register_autograd(grad_fn, setup_context=save)
-    return fwd_op, (forward, backward)
+    return fwd_op
 
 
-_gt, _GT = _three_tensor_model("gt", _lib.GT, ("q", "k", "v"), (NHD, NHD, NHD), "scale")
-_gat, _GAT = _three_tensor_model("gat", _lib.GAT, ("el", "er", "v"), (NH, NH, NHD), "negative_slope")
-_gatv2, _GATV2 = _three_tensor_model("gatv2", _lib.GATV2, ("xl", "xr", "a"), (NHD, NHD, HD), "negative_slope")
+_gt = _three_tensor_model("gt", _lib.GT, ("q", "k", "v"), (NHD, NHD, NHD), "scale")
+_gat = _three_tensor_model("gat", _lib.GAT, ("el", "er", "v"), (NH, NH, NHD), "negative_slope")
+_gatv2 = _three_tensor_model("gatv2", _lib.GATV2, ("xl", "xr", "a"), (NHD, NHD, HD), "negative_slope")
 
 
 # --- AGNN ---------------------------------------------------------------------------------
@@ -241,56 +244,265 @@ _agnn.register_autograd(_agnn_grad, setup_context=_agnn_save)
 
 
 # --- eager path -------------------------------------------------------------------------
+#
+# In plain eager mode (not tracing, no dispatch mode or functorch transform, no tensor
+# subclass) the public functions skip the custom ops: torch.library's Python dispatch of an op
+# with autograd costs ~0.2 ms per forward + backward on the CPU, more than the kernels on small
+# graphs. They check the user's arguments once (a few shape comparisons; on a mismatch the
+# full _check above raises its message), find the plan handle in the Graph's cache, call the
+# native forward and, when a gradient is wanted, record the call with _EagerFunction. The
+# backward skips every check: its inputs are the forward's (checked), out and logsumexp (ours),
+# and the gradient autograd hands over, which has out's shape, dtype and device.
 
-class _Eager(torch.autograd.Function):
-    """Runs a model's forward and backward implementations (the custom ops' bodies) directly.
-    In eager mode this skips torch.library's Python dispatch of a custom op with autograd,
-    which costs ~0.2 ms per forward + backward, more than the kernels on small graphs."""
+class _Spec:
+    """What the eager path needs of a model: the op (for error messages and the non-eager
+    path), kind, native functions, the shape check (`dims`: (H, D), or None on a mismatch),
+    the native arguments of the tensors (`inputs`) and of their gradients (`grads`), and
+    whether the native call starts with a float (GT's scale, the GATs' slope; not AGNN)."""
+
+    def __init__(self, model, kind, op, named, dims, inputs, grads=None):
+        self.name, self.kind, self.op, self.named, self.dims = f"dfgnn::{model}", kind, op, named, dims
+        self.forward = getattr(_lib.lib, f"dfgnn_{model}_forward")
+        self.backward = getattr(_lib.lib, f"dfgnn_{model}_backward")
+        self.inputs, self.grads = inputs, grads or inputs
+        self.scalar = model != "agnn"
+
+
+def _gt_dims(n, q, k, v):
+    s = q.shape
+    if len(s) == 3 and s[0] == n and k.shape == s and v.shape == s:
+        return s[1], s[2]
+    return None
+
+
+def _gat_dims(n, el, er, v):
+    s = v.shape
+    if len(s) == 3 and s[0] == n and el.shape == s[:2] and er.shape == el.shape:
+        return s[1], s[2]
+    return None
+
+
+def _gatv2_dims(n, xl, xr, a):
+    s = xl.shape
+    if len(s) == 3 and s[0] == n and xr.shape == s and a.shape == s[1:]:
+        return s[1], s[2]
+    return None
+
+
+def _agnn_dims(n, x, beta):
+    s = x.shape
+    if len(s) == 3 and s[0] == n and beta.dim() == 1 and (beta.size(0) == 1 or beta.size(0) == s[1]):
+        return s[1], s[2]
+    return None
+
+
+def _named(names, shapes):
+    order = sorted(range(len(names)), key=lambda i: shapes[i] != NHD)  # as _three_tensor_model
+    return lambda t: [(names[i], t[i], shapes[i]) for i in order]
+
+
+def _pointers(a, b, c):
+    return a.data_ptr(), b.data_ptr(), c.data_ptr()
+
+
+def _pointers2(a, b):
+    return a.data_ptr(), b.data_ptr()
+
+
+def _agnn_inputs(x, beta):
+    return x.data_ptr(), beta.data_ptr(), beta.numel()
+
+
+_GT = _Spec("gt", _lib.GT, _gt, _named(("q", "k", "v"), (NHD, NHD, NHD)), _gt_dims, _pointers)
+_GAT = _Spec("gat", _lib.GAT, _gat, _named(("el", "er", "v"), (NH, NH, NHD)), _gat_dims, _pointers)
+_GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _named(("xl", "xr", "a"), (NHD, NHD, HD)), _gatv2_dims, _pointers)
+_AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims, _agnn_inputs, _pointers2)
+
+
+# Packed inputs, for GATConv: el and er stacked in one contiguous [2, N, H] tensor, so the layer
+# computes both with one product and one sum, and the backward writes both gradients into one
+# tensor (no stack, no select copies). The native calls get the halves' addresses. Only the
+# eager path packs; otherwise (and on any mismatch) _gat_packed runs gat_attention on the halves.
+
+def _halves(ab, c):
+    p = ab.data_ptr()
+    return p, p + 2 * ab.numel(), c.data_ptr()  # float32: numel / 2 elements of 4 bytes
+
+
+def _gat_packed_dims(n, elr, v):
+    s = v.shape
+    if len(s) == 3 and s[0] == n and elr.shape == (2, n, s[1]):
+        return s[1], s[2]
+    return None
+
+
+_GAT_PACKED = _Spec("gat", _lib.GAT, None, None, _gat_packed_dims, _halves)
+
+if hasattr(torch._C, "_cuda_getCurrentRawStream"):  # the current stream as an int, ~50x cheaper
+    _raw_stream = torch._C._cuda_getCurrentRawStream
+else:
+    def _raw_stream(index):
+        return torch.cuda.current_stream(index).cuda_stream
+
+
+class _Call:
+    """One eager call: the spec, graph (kept alive for the backward), plan handle, the native
+    calls' leading float and edge-value / dropout options, and the forward's logsumexp."""
+    __slots__ = ("spec", "graph", "plan", "lead", "edge_values", "options", "lse")
+
+    def __init__(self, spec, graph, plan, scalar, edge_values, dropout, seed):
+        self.spec, self.graph, self.plan, self.edge_values = spec, graph, plan, edge_values
+        self.lead = (scalar,) if spec.scalar else ()
+        self.options = (None, 0, dropout, seed) if edge_values is None else \
+            (edge_values.data_ptr(), edge_values.size(1), dropout, seed)
+
+    def forward(self, tensors, n, h, d):
+        first = tensors[0]
+        out, self.lse = first.new_empty((n, h, d)), first.new_empty((n, h))
+        spec = self.spec
+        _lib.call(spec.forward, self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
+                  *spec.inputs(*tensors), *self.options, out.data_ptr(), self.lse.data_ptr())
+        return out
+
+    def backward(self, tensors, out, grad):
+        grad = grad.contiguous()
+        grads = tuple(torch.empty_like(t) for t in tensors)
+        first, spec = tensors[0], self.spec
+        _lib.call(spec.backward, self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
+                  *spec.inputs(*tensors), *self.options, out.data_ptr(), self.lse.data_ptr(), grad.data_ptr(),
+                  *spec.grads(*grads))
+        return grads
+
+
+def _eager_backward(ctx, grad):
+    *tensors, edge_values, out = ctx.saved_tensors  # unpacking checks for in-place changes
+    return (None, None, *ctx.call.backward(tensors, out, grad))
+
+
+_eager_backward_once = once_differentiable(_eager_backward)
+
+
+class _EagerFunction(torch.autograd.Function):
+    """Autograd for an eager call: forward(call, dims, *tensors) -> out."""
 
     @staticmethod
-    def forward(ctx, impls, graph, *args):
-        forward, ctx.backward = impls
-        out, lse = forward(graph, *args)
-        ctx.mark_non_differentiable(lse)
-        ctx.graph = graph
-        ctx.tensor_at = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        ctx.args = args
-        ctx.save_for_backward(*(args[i] for i in ctx.tensor_at), out, lse)
-        return out, lse
+    def forward(ctx, call, dims, *tensors):
+        out = call.forward(tensors, *dims)
+        ctx.save_for_backward(*tensors, call.edge_values, out)
+        ctx.call = call
+        return out
 
     @staticmethod
-    @once_differentiable
-    def backward(ctx, grad, _grad_lse):
-        *tensors, out, lse = ctx.saved_tensors
-        args = list(ctx.args)
-        for i, t in zip(ctx.tensor_at, tensors):
-            args[i] = t
-        grads = ctx.backward(ctx.graph, *args, out, lse, grad.contiguous())
-        return (None, None, *grads) + (None,) * (len(args) - len(grads))
+    def backward(ctx, grad):
+        # create_graph=True runs the backward with grad mode on: once_differentiable's error
+        # for a second differentiation then, the plain call otherwise.
+        if torch.is_grad_enabled():
+            return _eager_backward_once(ctx, grad)
+        return _eager_backward(ctx, grad)
 
 
-_AGNN = (_agnn_impl, _agnn_backward_impl)
+# Function.apply without its Python wrapper (~2.5 us), which, with no functorch transform
+# active (checked by _eager_mode), only unwraps dead functorch wrappers (done below) and calls this.
+_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, _EagerFunction)
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 _PLAIN = (Tensor, Parameter)
+_local = threading.local()
 
 
-def _run(op, impls, graph, *args):
-    """out of the custom op `op`; in plain eager mode (no tracing, dispatch mode, functorch
-    transform or tensor subclass) of the same implementations through _Eager."""
-    if (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
-            or torch._C._functorch.peek_interpreter_stack() is not None
-            or any(isinstance(a, Tensor) and type(a) not in _PLAIN for a in args)):
-        return op(graph, *args)[0]
-    return _Eager.apply(impls, graph, *args)[0]
+def _draw_seed():
+    """torch.randint(0, 2 ** 62, (1,)).item() (the same draw from torch's default generator),
+    into a per-thread buffer: half the cost."""
+    try:
+        buffer = _local.seed
+    except AttributeError:
+        buffer = _local.seed = torch.empty(1, dtype=torch.int64)
+    return buffer.random_(0, 2 ** 62).item()
 
 
-# --- public functions ---------------------------------------------------------------------
+def _eager_mode(tensors, edge_values=None):
+    """Not tracing, no dispatch mode or functorch transform, no tensor subclass."""
+    return not (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
+                or torch._C._functorch.peek_interpreter_stack() is not None
+                or any(type(t) not in _PLAIN for t in tensors)
+                or edge_values is not None and type(edge_values) not in _PLAIN)
 
-def _graph_id(op, graph):
+
+def _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed):
+    """Runs checked arguments: the plan handle from the Graph's cache, then the native forward,
+    through _EagerFunction when a gradient is wanted."""
+    first = tensors[0]
+    key = (first.get_device(), spec.kind, *dims)
+    plan = graph._plan_handles.get(key)
+    if plan is None:
+        plan = graph._plan_handle(first.device, key)
+    call = _Call(spec, graph, plan, scalar, edge_values, dropout, seed)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors) or _forward_ad._current_level >= 0:
+        return _apply(call, (graph.num_nodes, *dims), *map(_unwrap_if_dead, tensors))
+    return call.forward(tensors, graph.num_nodes, *dims)
+
+
+def _dropout(op, dropout):
+    dropout = float(dropout)
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"{op}: dropout must be in [0, 1), got {dropout}")
+    return dropout
+
+
+def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed):
+    """The output of model `spec` on `tensors` (each already a contiguous float32 tensor):
+    through the custom op when tracing, under a dispatch mode or functorch transform, or with
+    a tensor subclass; otherwise eagerly (see above)."""
+    dropout = _dropout(op, dropout)
     if not isinstance(graph, Graph):
         raise TypeError(f"{op}: graph must be a dfgnn.Graph (dfgnn.Graph.from_edge_index(edge_index)), "
                         f"got {type(graph).__name__}")
-    return graph.id
+    if edge_values is not None:
+        edge_values = _edge_values(op, edge_values)
+    if not _eager_mode(tensors, edge_values):
+        if dropout == 0.0:
+            seed = None
+        elif seed is None:  # from torch's default generator, so torch.manual_seed makes runs repeat
+            seed = torch.randint(0, 2 ** 62, (1,), dtype=torch.int64)
+        else:
+            seed = torch.tensor([int(seed)], dtype=torch.int64)
+        return spec.op(graph.id, *tensors, edge_values, *((scalar,) if spec.scalar else ()), dropout, seed)[0]
+    # The same seed as above, as an int.
+    seed = 0 if dropout == 0.0 else _draw_seed() if seed is None else int(seed)
+    first = tensors[0]
+    device = first.device
+    dims = spec.dims(graph.num_nodes, *tensors)
+    if (dims is None or not (first.is_cpu or first.is_cuda and _lib.has_cuda)
+            or any(t.device != device for t in tensors[1:])
+            or edge_values is not None and not (edge_values.dim() == 2 and edge_values.size(0) == graph.num_edges
+                                                and edge_values.size(1) in (1, dims[0])
+                                                and edge_values.device == device)):
+        _, *dims, _ = _check(spec.name, graph.id, spec.named(tensors), edge_values, 0.0, None)  # raises
+    return _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed)
 
+
+def _run_packed(spec, graph, tensors, scalar, dropout, unpacked):
+    """A packed call from a layer (no edge values; dropout drawn from torch's generator):
+    eager when it can, else `unpacked()`, the public function on the parts."""
+    dims = None
+    dropout = float(dropout)
+    if 0.0 <= dropout < 1.0 and _eager_mode(tensors):
+        first = tensors[0]
+        device = first.device
+        if (all(t.dtype == torch.float32 and t.is_contiguous() and t.device == device for t in tensors)
+                and (first.is_cpu or first.is_cuda and _lib.has_cuda)):
+            dims = spec.dims(graph.num_nodes, *tensors)
+    if dims is None:
+        return unpacked()
+    return _eager(spec, graph, tensors, dims, scalar, None, dropout, _draw_seed() if dropout > 0.0 else 0)
+
+
+def _gat_packed(graph, elr, v, negative_slope, dropout):
+    """gat_attention(graph, elr[0], elr[1], v, ...) for el and er stacked in elr [2, N, H]."""
+    return _run_packed(_GAT_PACKED, graph, (elr, v), float(negative_slope), dropout, lambda: gat_attention(
+        graph, elr[0], elr[1], v, negative_slope=negative_slope, dropout=dropout))
+
+
+# --- public functions ---------------------------------------------------------------------
 
 def _input(op, name, t):
     if not isinstance(t, Tensor):
@@ -309,26 +521,14 @@ def _edge_values(op, edge_values):
     return edge_values.view(-1, 1) if edge_values.dim() == 1 else edge_values
 
 
-def _seed(op, dropout, seed):
-    dropout = float(dropout)
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"{op}: dropout must be in [0, 1), got {dropout}")
-    if dropout == 0.0:
-        return dropout, None
-    if seed is None:  # from torch's default generator, so torch.manual_seed makes runs repeat
-        return dropout, torch.randint(0, 2 ** 62, (1,), dtype=torch.int64)
-    return dropout, torch.tensor([int(seed)], dtype=torch.int64)
-
-
 def gt_attention(graph, q, k, v, *, scale=None, edge_values=None, dropout=0.0, seed=None):
     """Graph Transformer attention: out[v,h] = sum_{u->v} softmax_u(scale <q[v,h], k[u,h]>) v[u,h].
 
     q, k, v: [N, H, D] float32; scale defaults to 1/sqrt(D). Returns [N, H, D]."""
     op = "dfgnn.gt_attention"
-    dropout, seed = _seed(op, dropout, seed)
-    q, k, v = _input(op, "q", q), _input(op, "k", k), _input(op, "v", v)
+    tensors = _input(op, "q", q), _input(op, "k", k), _input(op, "v", v)
     scale = float(scale) if scale is not None else 0.0  # 0: the kernels' default 1/sqrt(D)
-    return _run(_gt, _GT, _graph_id(op, graph), q, k, v, _edge_values(op, edge_values), scale, dropout, seed)
+    return _run(_GT, op, graph, tensors, scale, edge_values, dropout, seed)
 
 
 def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None):
@@ -336,12 +536,10 @@ def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None):
 
     x: [N, H, D]; beta: [1] (shared) or [H] tensor, or a number. Returns [N, H, D]."""
     op = "dfgnn.agnn_attention"
-    dropout, seed = _seed(op, dropout, seed)
     x = _input(op, "x", x)
     if isinstance(beta, (int, float)):
         beta = torch.full((1,), float(beta), device=x.device)
-    return _run(_agnn, _AGNN, _graph_id(op, graph), x, _input(op, "beta", beta), _edge_values(op, edge_values),
-                dropout, seed)
+    return _run(_AGNN, op, graph, (x, _input(op, "beta", beta)), None, edge_values, dropout, seed)
 
 
 def gat_attention(graph, el, er, v, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None):
@@ -349,10 +547,8 @@ def gat_attention(graph, el, er, v, *, negative_slope=0.2, edge_values=None, dro
 
     el, er: [N, H] (source and destination terms); v: [N, H, D]. Returns [N, H, D]."""
     op = "dfgnn.gat_attention"
-    dropout, seed = _seed(op, dropout, seed)
-    el, er, v = _input(op, "el", el), _input(op, "er", er), _input(op, "v", v)
-    return _run(_gat, _GAT, _graph_id(op, graph), el, er, v, _edge_values(op, edge_values), float(negative_slope),
-                dropout, seed)
+    tensors = _input(op, "el", el), _input(op, "er", er), _input(op, "v", v)
+    return _run(_GAT, op, graph, tensors, float(negative_slope), edge_values, dropout, seed)
 
 
 def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None):
@@ -361,7 +557,5 @@ def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, edge_values=None, d
 
     xl, xr: [N, H, D]; a: [H, D]. Returns [N, H, D]."""
     op = "dfgnn.gatv2_attention"
-    dropout, seed = _seed(op, dropout, seed)
-    xl, xr, a = _input(op, "xl", xl), _input(op, "xr", xr), _input(op, "a", a)
-    return _run(_gatv2, _GATV2, _graph_id(op, graph), xl, xr, a, _edge_values(op, edge_values),
-                float(negative_slope), dropout, seed)
+    tensors = _input(op, "xl", xl), _input(op, "xr", xr), _input(op, "a", a)
+    return _run(_GATV2, op, graph, tensors, float(negative_slope), edge_values, dropout, seed)

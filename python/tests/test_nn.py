@@ -24,6 +24,7 @@ CASES = [
     ("GATConv", (F, 6), {"heads": 3, "concat": False, "negative_slope": 0.1}),
     ("GATConv", (F, 6), {"heads": 2, "add_self_loops": False, "residual": True, "bias": False}),
     ("GATConv", (F, 6), {"heads": 2, "dropout": 0.5}),  # dropout: eval mode only here
+    ("GATConv", (F, 5), {"heads": 1, "concat": False}),  # one head averaged: the head itself
     ("GATv2Conv", (F, 8), {}),
     ("GATv2Conv", (F, 6), {"heads": 3, "share_weights": True, "residual": True}),
     ("GATv2Conv", (F, 6), {"heads": 2, "concat": False, "add_self_loops": False, "bias": False}),

@@ -1,6 +1,7 @@
 """The four ops against float64 references: outputs and gradients, with edge values and
 dropout, on a small irregular graph and on one with a heavy row (other kernel paths)."""
 
+import gc
 import zlib
 
 import pytest
@@ -151,21 +152,90 @@ def test_opcheck(model):
     torch.library.opcheck(backward, (*tensors, out.detach(), lse.detach(), torch.randn_like(out)))
 
 
+def _public(model, graph, args):
+    """The public function's call equal to the custom op's arguments `args` (_op_args)."""
+    kw = dict(dropout=args[-2], seed=int(args[-1]))
+    if model == "gt":
+        return dfgnn.gt_attention(graph, *args[1:4], scale=args[5], **kw)
+    if model == "agnn":
+        return dfgnn.agnn_attention(graph, *args[1:3], **kw)
+    fn = dfgnn.gat_attention if model == "gat" else dfgnn.gatv2_attention
+    return fn(graph, *args[1:4], negative_slope=args[5], **kw)
+
+
 @pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
 def test_eager_path_equals_custom_op(model):
-    """The public functions run the ops' implementations directly in eager mode (_Eager): same
-    outputs and gradients as the custom op with its registered autograd."""
+    """The public functions run the ops' native calls directly in eager mode (_EagerFunction):
+    same outputs and gradients as the custom op with its registered autograd; a second
+    differentiation raises, as once_differentiable's; without a gradient no autograd node."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
     op, args = _op_args(model, graph, torch.Generator().manual_seed(0))
     tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-    impls = {"gt": dfgnn.ops._GT, "agnn": dfgnn.ops._AGNN, "gat": dfgnn.ops._GAT, "gatv2": dfgnn.ops._GATV2}
-    eager = dfgnn.ops._Eager.apply(impls[model], *args)[0]
+    eager = _public(model, graph, args)
+    assert type(eager.grad_fn).__name__ == "_EagerFunctionBackward"
     custom = op(*args)[0]
     grad = torch.randn_like(custom)
     assert torch.equal(eager, custom)
     for a, b in zip(torch.autograd.grad(eager, tensors, grad), torch.autograd.grad(custom, tensors, grad)):
         assert torch.equal(a, b)
-    out = dfgnn.ops._Eager.apply(impls[model], *args)[0]
+    out = _public(model, graph, args)
     (first,) = torch.autograd.grad(out.sum(), tensors[0], create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
         first.sum().backward()
+    with torch.no_grad():
+        plain = _public(model, graph, args)
+    assert plain.grad_fn is None and not plain.requires_grad and torch.equal(plain, eager)
+
+
+def test_eager_backward_sees_in_place_changes():
+    """The eager path saves its inputs for the backward as autograd does: changing one in
+    place before the backward raises."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
+    q = torch.randn(10, 2, 4, requires_grad=True)
+    k = torch.randn(10, 2, 4)
+    out = dfgnn.gt_attention(graph, q, k, k)
+    k.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_eager_seed_is_torchs_draw():
+    """The eager path draws the dropout seed as torch.randint(0, 2 ** 62, (1,)) does (the
+    custom op's draw), so both paths drop the same edges under torch.manual_seed."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
+    x = torch.randn(10, 2, 4)
+    torch.manual_seed(3)
+    eager = dfgnn.gt_attention(graph, x, x, x, dropout=0.5)
+    torch.manual_seed(3)
+    seed = torch.randint(0, 2 ** 62, (1,), dtype=torch.int64)
+    assert torch.equal(eager, torch.ops.dfgnn.gt(graph.id, x, x, x, None, 0.0, 0.5, seed)[0])
+
+
+def test_backward_keeps_graph_alive():
+    """The eager call holds its Graph until the backward ran."""
+    q = torch.randn(10, 2, 4, requires_grad=True)
+    out = dfgnn.gt_attention(dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10), q, q, q)
+    gc.collect()
+    out.sum().backward()
+    assert q.grad is not None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gat_packed_equals_gat_attention(device):
+    """GATConv's packed call (el and er in one [2, N, H] tensor, their gradients written into
+    one) gives the same output and gradients, bit for bit, as gat_attention on the halves."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3).to(device), 10)
+    gen = torch.Generator().manual_seed(0)
+    elr = torch.randn(2, 10, 3, generator=gen).to(device).requires_grad_()
+    v = torch.randn(10, 3, 5, generator=gen).to(device).requires_grad_()
+    grad = torch.randn(10, 3, 5, generator=gen).to(device)
+    torch.manual_seed(1)
+    packed = dfgnn.ops._gat_packed(graph, elr, v, 0.2, 0.4)
+    assert type(packed.grad_fn).__name__ == "_EagerFunctionBackward"
+    dpacked = torch.autograd.grad(packed, (elr, v), grad)
+    torch.manual_seed(1)
+    plain = dfgnn.gat_attention(graph, elr[0], elr[1], v, negative_slope=0.2, dropout=0.4)
+    dplain = torch.autograd.grad(plain, (elr, v), grad)
+    assert torch.equal(packed, plain)
+    for a, b in zip(dpacked, dplain):
+        assert torch.equal(a, b)
