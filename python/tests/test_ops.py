@@ -223,7 +223,8 @@ def test_backward_keeps_graph_alive():
 @pytest.mark.parametrize("device", DEVICES)
 def test_gat_packed_equals_gat_attention(device):
     """GATConv's packed call (el and er in one [2, N, H] tensor, their gradients written into
-    one) gives the same output and gradients, bit for bit, as gat_attention on the halves."""
+    one) gives the same output and gradients as gat_attention on the halves (bit for bit on
+    the CPU; the CUDA backward may sum in another order)."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3).to(device), 10)
     gen = torch.Generator().manual_seed(0)
     elr = torch.randn(2, 10, 3, generator=gen).to(device).requires_grad_()
@@ -237,5 +238,8 @@ def test_gat_packed_equals_gat_attention(device):
     plain = dfgnn.gat_attention(graph, elr[0], elr[1], v, negative_slope=0.2, dropout=0.4)
     dplain = torch.autograd.grad(plain, (elr, v), grad)
     assert torch.equal(packed, plain)
-    for a, b in zip(dpacked, dplain):
-        assert torch.equal(a, b)
+    for a, b, name in zip(dpacked, dplain, ("delr", "dv")):
+        if device == "cpu":
+            assert torch.equal(a, b), name
+        else:
+            assert_close(a, b, 1e-6, name)
