@@ -237,6 +237,23 @@ struct MergePieces {
   }
 };
 
+/// launch() with the light-weight hint: on Kokkos::Cuda a functor above 512 bytes (these are)
+/// otherwise goes through constant memory, whose staging buffer waits until the previous such
+/// kernel has finished; as a kernel argument (up to 4 KB) back-to-back launches overlap.
+template <class Exec, class Functor>
+void launch_light(const Exec& exec, const char* name, int league, int team_size, int vector_length,
+                  const Functor& f, std::size_t scratch_bytes = 0) {
+  if (league == 0) return;
+  using policy = Kokkos::TeamPolicy<Exec>;
+  const auto light = Kokkos::Experimental::WorkItemProperty::HintLightWeight;
+  const int limit =
+      Kokkos::Experimental::require(policy(exec, league, 1, vector_length), light).team_size_max(f, Kokkos::ParallelForTag());
+  auto p = Kokkos::Experimental::require(policy(exec, league, std::max(1, std::min(team_size, limit)), vector_length),
+                                         light);
+  if (scratch_bytes) p = p.set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
+  Kokkos::parallel_for(name, p, f);
+}
+
 template <class Exec, class Score>
 void online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
             const Score& score) {
@@ -253,7 +270,7 @@ void online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exe
     // Scratch accumulators: as many groups as the plan sized the scratch for.
     const int groups = K == 0 ? L.scratch_floats / p.dim : L.team_size;
     const int team_units = std::max(1, groups / p.heads);
-    launch(exec, "dfgnn::online", int((units + team_units - 1) / team_units), groups,
+    launch_light(exec, "dfgnn::online", int((units + team_units - 1) / team_units), groups,
            K == 0 ? L.vector_length : lanes,
            Online<Exec, Score, K>{p, score, L.pieces, L.partials, L.split, team_units, lanes},
            K == 0 ? std::size_t(L.scratch_floats) * sizeof(float) : 0);
@@ -269,7 +286,7 @@ void online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exe
   else
     run(std::integral_constant<int, 0>{});
   const node_t split_rows = node_t(L.split_rows.extent(0));
-  launch(exec, "dfgnn::online_merge", (split_rows + kMaxTeamRows - 1) / kMaxTeamRows, L.team_size, L.vector_length,
+  launch_light(exec, "dfgnn::online_merge", (split_rows + kMaxTeamRows - 1) / kMaxTeamRows, L.team_size, L.vector_length,
          RowHeads<Exec, MergePieces<Mem>>{split_rows, p.heads, {p, L.split_rows, L.partials}});
 }
 
