@@ -163,24 +163,34 @@ struct Online {
   KOKKOS_INLINE_FUNCTION void step(const member& team, Accumulator<K>& acc, node_t v, edge_t e, int n, int h,
                                    bool first, float& m, float& sum, const node_t (&u)[N]) const {
     EdgeSums<N> t;
-    if constexpr (Score::reduces) {
-      if constexpr (K == 0) {
+    // Register path: the lane's value features of the N edges, loaded with the keys at the
+    // step's start so that the two row loads overlap (the reduction's lane exchange would
+    // otherwise keep the value loads behind it).
+    float val[N][K == 0 ? 1 : K];
+    if constexpr (K == 0) {
+      if constexpr (Score::reduces)
         Kokkos::parallel_reduce(
             Kokkos::ThreadVectorRange(team, p.dim),
             [&](int d, EdgeSums<N>& part) {
               for (int j = 0; j < N; ++j) part.x[j] += score.term(v, u[j], h, d);
             },
             Kokkos::Sum<EdgeSums<N>>(t));
-      } else {
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(team, lanes),
-            [&](int l, EdgeSums<N>& part) {
-              for (int i = 0; i < K; ++i)
-                if (l + i * lanes < p.dim)
-                  for (int j = 0; j < N; ++j) part.x[j] += score.term(v, u[j], h, l + i * lanes);
-            },
-            Kokkos::Sum<EdgeSums<N>>(t));
-      }
+    } else if constexpr (Score::reduces) {
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, lanes),
+          [&](int l, EdgeSums<N>& part) {
+            for (int i = 0; i < K; ++i)
+              if (l + i * lanes < p.dim)
+                for (int j = 0; j < N; ++j) {
+                  part.x[j] += score.term(v, u[j], h, l + i * lanes);
+                  val[j][i] = score.value(u[j], h, l + i * lanes);
+                }
+          },
+          Kokkos::Sum<EdgeSums<N>>(t));
+    } else {
+      each_feature(team, [&](int d, int i) {
+        for (int j = 0; j < N; ++j) val[j][i] = score.value(u[j], h, d);
+      });
     }
     float top = m;
     for (int j = 0; j < N; ++j)
@@ -202,7 +212,12 @@ struct Online {
     m = top;
     each_feature(team, [&](int d, int i) {
       float y = acc[i] * c;
-      for (int j = 0; j < N; ++j) y += w[j] * score.value(u[j], h, d);
+      for (int j = 0; j < N; ++j) {
+        if constexpr (K == 0)
+          y += w[j] * score.value(u[j], h, d);
+        else
+          y += w[j] * val[j][i];
+      }
       acc[i] = y;
     });
   }
