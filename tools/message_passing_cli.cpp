@@ -69,7 +69,8 @@ MessageResult run_message_kokkos(const HostGraph& g, const MessageJob& job) {
   const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
   const TensorOutput<Mem> out = job.sddmm ? output("out", E, job.H, job.op == BinaryOp::Dot ? 1 : job.D)
                                           : output("out", N, job.H, job.D);
-  const ArgOutput<Mem> arg = !job.sddmm && is_extreme(job.reduce)
+  // Max/min record their winners only for the backward, which needs them.
+  const ArgOutput<Mem> arg = !job.sddmm && is_extreme(job.reduce) && !job.dout.empty()
                                  ? ArgOutput<Mem>("arg", N, std::size_t(job.H), std::size_t(job.D))
                                  : ArgOutput<Mem>();
   MessageResult r;

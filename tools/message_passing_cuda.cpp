@@ -82,11 +82,12 @@ MessageResult run_message_cuda(const HostGraph& g, const MessageJob& job) {
   const cudaStream_t stream = nullptr;
   const Device<float> lhs(job.lhs.data), rhs(job.rhs.data);
   const Operand L = on(lhs, job.lhs), R = on(rhs, job.rhs);
-  const bool extreme = !job.sddmm && (job.reduce == Reduce::Max || job.reduce == Reduce::Min);
+  // Max/min record their winners only for the backward, which needs them.
+  const bool winners = !job.sddmm && (job.reduce == Reduce::Max || job.reduce == Reduce::Min) && !job.dout.empty();
   const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
   const std::size_t outs = job.sddmm ? E * job.H * (job.op == BinaryOp::Dot ? 1 : job.D) : N * job.H * job.D;
   const Device<float> out(outs);
-  const Device<edge_t> arg(extreme ? N * job.H * job.D : 0);
+  const Device<edge_t> arg(winners ? N * job.H * job.D : 0);
   const std::size_t before = used_bytes();  // the plan and its workspace come on top
   const cuda::MessagePlan plan(g);
   MessageResult r;
@@ -96,12 +97,12 @@ MessageResult run_message_cuda(const HostGraph& g, const MessageJob& job) {
         if (job.sddmm)
           cuda::gsddmm(s, plan, job.op, job.H, job.D, L, R, out.get());
         else
-          cuda::gspmm(s, plan, job.message, job.reduce, job.H, job.D, L, R, out.get(), extreme ? arg.get() : nullptr);
+          cuda::gspmm(s, plan, job.message, job.reduce, job.H, job.D, L, R, out.get(), winners ? arg.get() : nullptr);
       },
       job.warmup, job.iters);
   r.extra_mib = double(used_bytes() - before) / (1 << 20);
   r.out = out.host();
-  if (extreme) r.arg = arg.host();
+  if (winners) r.arg = arg.host();
   if (job.dout.empty()) return r;
   const Device<float> dout(job.dout);
   const Device<float> dl(job.lhs.rows * job.lhs.heads * job.lhs.dim), dr(job.rhs.rows * job.rhs.heads * job.rhs.dim);
@@ -112,7 +113,7 @@ MessageResult run_message_cuda(const HostGraph& g, const MessageJob& job) {
         if (job.sddmm)
           cuda::gsddmm_backward(s, plan, job.op, job.H, job.D, L, R, dout.get(), dl.get(), drhs);
         else
-          cuda::gspmm_backward(s, plan, job.message, job.reduce, job.H, job.D, L, R, extreme ? arg.get() : nullptr,
+          cuda::gspmm_backward(s, plan, job.message, job.reduce, job.H, job.D, L, R, winners ? arg.get() : nullptr,
                                dout.get(), dl.get(), drhs);
       },
       job.warmup, job.iters);

@@ -327,18 +327,18 @@ __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR>)
     // A whole row to out (mean divides by its length; an empty max/min gives 0 and -1), a piece
     // to its slot (max/min with the winners' caller ids, -1 for none).
     const std::size_t at = (std::size_t(slot < 0 ? n : slot) * unsigned(H) + unsigned(head)) * unsigned(D) + k0;
+    edge_t* dst_arg = slot < 0 ? o.arg : o.part_arg;  // null: the caller wants no arguments
     edge_t win[kArgs ? T::PER_LANE : 1];
 #pragma unroll
     for (int i = 0; i < T::PER_LANE; ++i) {
       if constexpr (kArgs) {
-        win[i] = arg[i] < 0 ? edge_t(-1) : __ldg(s.id + e0 + arg[i]);
+        win[i] = arg[i] < 0 || dst_arg == nullptr ? edge_t(-1) : __ldg(s.id + e0 + arg[i]);
         if (slot < 0 && arg[i] < 0) acc[i] = 0.f;
       } else if (slot < 0 && p.mean && row_len > 0) {
         acc[i] = __fdiv_rn(acc[i], float(row_len));
       }
     }
     float* dst = (slot < 0 ? o.out : o.part) + at;
-    edge_t* dst_arg = slot < 0 ? o.arg : o.part_arg;
 #pragma unroll
     for (int c = 0; c < T::CHUNKS; ++c) {
       const int d = frag_col<T>(c, l);
