@@ -120,19 +120,14 @@ KOKKOS_INLINE_FUNCTION float edge_score(const Member& team, const Score& score,
 }
 
 /// Launches `f` over `league` teams with the plan's geometry, clamping the team size to what
-/// the backend allows for this functor. With the light-weight hint: on Kokkos::Cuda a functor
-/// above 512 bytes otherwise goes through constant memory, whose staging buffer waits until the
-/// previous such kernel has finished; as a kernel argument (up to 4 KB) launches overlap.
+/// the backend allows for this functor.
 template <class Exec, class Functor>
 void launch(const Exec& exec, const char* name, int league, int team_size, int vector_length,
             const Functor& f, std::size_t scratch_bytes = 0) {
   if (league == 0) return;
-  const auto light = [](const auto& policy) {
-    return Kokkos::Experimental::require(policy, Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  };
   using policy = Kokkos::TeamPolicy<Exec>;
-  const int limit = light(policy(exec, league, 1, vector_length)).team_size_max(f, Kokkos::ParallelForTag());
-  auto p = light(policy(exec, league, std::max(1, std::min(team_size, limit)), vector_length));
+  const int limit = policy(exec, league, 1, vector_length).team_size_max(f, Kokkos::ParallelForTag());
+  policy p(exec, league, std::max(1, std::min(team_size, limit)), vector_length);
   if (scratch_bytes) p = p.set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
   Kokkos::parallel_for(name, p, f);
 }
