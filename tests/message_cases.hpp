@@ -7,11 +7,14 @@
 
 #include <dfgnn/message.hpp>
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <ostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace dfgnn {
@@ -130,5 +133,39 @@ inline HostGraph shuffled_grid(node_t rows, node_t cols, unsigned seed) {
 }
 
 inline std::string case_name(const Message& m, Reduce r) { return to_string(m) + "_" + to_string(r); }
+
+/// The graphs the kernel tests of both backends walk: the 3000-edge super node is beyond a
+/// thread group's share of the edges on every backend, so it is split; small enough for the
+/// sanitizer builds.
+inline const std::vector<NamedGraph>& kernel_graphs() {
+  static const auto gs = test_graphs(3000);
+  return gs;
+}
+
+/// The kernel tests' parameters, over every graph of kernel_graphs(), and their names:
+/// (message, reduce, graph) for g-SpMM, (operator, graph) for g-SDDMM.
+using SpmmParam = std::tuple<Message, Reduce, int>;
+using SddmmParam = std::tuple<BinaryOp, int>;
+
+inline auto spmm_params() {
+  return ::testing::Combine(::testing::ValuesIn(messages()), ::testing::ValuesIn(reduces()),
+                            ::testing::Range(0, int(kernel_graphs().size())));
+}
+
+inline auto sddmm_params() {
+  return ::testing::Combine(
+      ::testing::Values(BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Dot),
+      ::testing::Range(0, int(kernel_graphs().size())));
+}
+
+inline std::string spmm_name(const ::testing::TestParamInfo<SpmmParam>& info) {
+  return case_name(std::get<0>(info.param), std::get<1>(info.param)) + "_" +
+         kernel_graphs()[std::size_t(std::get<2>(info.param))].name;
+}
+
+inline std::string sddmm_name(const ::testing::TestParamInfo<SddmmParam>& info) {
+  return std::string(to_string(std::get<0>(info.param))) + "_" +
+         kernel_graphs()[std::size_t(std::get<1>(info.param))].name;
+}
 
 }  // namespace dfgnn::test

@@ -51,20 +51,14 @@ double error(const TensorOutput<Mem>& out, const std::vector<double>& ref) {
   return max_relative_error(host(out).data(), ref);
 }
 
-// Beyond a team's share of edges on every backend; small enough for the sanitizer build.
-const std::vector<test::NamedGraph>& graphs() {
-  static const auto gs = test::test_graphs(3000);
-  return gs;
-}
-
 // ---- g-SpMM --------------------------------------------------------------------------------
 
-using SpmmParam = std::tuple<Message, Reduce, int>;
+using test::SpmmParam;
 class MessageKernelsSpmm : public ::testing::TestWithParam<SpmmParam> {};
 
 TEST_P(MessageKernelsSpmm, ForwardAndBackwardMatchFloat64Reference) {
   const auto [m, r, graph] = GetParam();
-  const auto& [name, g] = graphs()[std::size_t(graph)];
+  const auto& [name, g] = test::kernel_graphs()[std::size_t(graph)];
   const Graph<Mem> graph_on_device(g);
   const std::size_t N = std::size_t(g.num_nodes);
   const bool extreme = r == Reduce::Max || r == Reduce::Min;
@@ -102,22 +96,16 @@ TEST_P(MessageKernelsSpmm, ForwardAndBackwardMatchFloat64Reference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, MessageKernelsSpmm,
-                         ::testing::Combine(::testing::ValuesIn(test::messages()), ::testing::ValuesIn(test::reduces()),
-                                            ::testing::Range(0, 8)),
-                         [](const ::testing::TestParamInfo<SpmmParam>& info) {
-                           return test::case_name(std::get<0>(info.param), std::get<1>(info.param)) + "_" +
-                                  graphs()[std::size_t(std::get<2>(info.param))].name;
-                         });
+INSTANTIATE_TEST_SUITE_P(All, MessageKernelsSpmm, test::spmm_params(), test::spmm_name);
 
 // ---- g-SDDMM -------------------------------------------------------------------------------
 
-using SddmmParam = std::tuple<BinaryOp, int>;
+using test::SddmmParam;
 class MessageKernelsSddmm : public ::testing::TestWithParam<SddmmParam> {};
 
 TEST_P(MessageKernelsSddmm, ForwardAndBackwardMatchFloat64Reference) {
   const auto [op, graph] = GetParam();
-  const auto& [name, g] = graphs()[std::size_t(graph)];
+  const auto& [name, g] = test::kernel_graphs()[std::size_t(graph)];
   const Graph<Mem> graph_on_device(g);
   const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
   for (const auto [H, D] : {std::pair{2, 3}, std::pair{1, 33}})
@@ -142,20 +130,13 @@ TEST_P(MessageKernelsSddmm, ForwardAndBackwardMatchFloat64Reference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, MessageKernelsSddmm,
-                         ::testing::Combine(::testing::Values(BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div,
-                                                              BinaryOp::Dot),
-                                            ::testing::Range(0, 8)),
-                         [](const ::testing::TestParamInfo<SddmmParam>& info) {
-                           return std::string(to_string(std::get<0>(info.param))) + "_" +
-                                  graphs()[std::size_t(std::get<1>(info.param))].name;
-                         });
+INSTANTIATE_TEST_SUITE_P(All, MessageKernelsSddmm, test::sddmm_params(), test::sddmm_name);
 
 // ---- GCN, reordering -----------------------------------------------------------------------
 
 TEST(MessageKernels, GcnAggregateForwardAndBackward) {
   const int H = 2, D = 5;
-  for (const auto& [name, g] : graphs()) {
+  for (const auto& [name, g] : test::kernel_graphs()) {
     SCOPED_TRACE(name);
     const std::size_t N = std::size_t(g.num_nodes);
     const HostTensor x(N, H, D, 1), dout(N, H, D, 2);
@@ -171,7 +152,7 @@ TEST(MessageKernels, GcnAggregateForwardAndBackward) {
 
 TEST(MessageKernels, ReorderedGraphGivesTheSameResultsInTheCallersOrder) {
   const int H = 2, D = 3;
-  const HostGraph& g = graphs()[7].graph;  // power law
+  const HostGraph& g = test::kernel_graphs()[7].graph;  // power law
   const std::size_t N = std::size_t(g.num_nodes);
   const test::SpmmOperands in(g, Message::u_op_e(BinaryOp::Mul), test::broadcasts()[0], H, D, 9);
   const DeviceTensor x(in.lhs, N), w(in.rhs, std::size_t(g.num_edges()));

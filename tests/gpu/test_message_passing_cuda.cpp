@@ -61,11 +61,6 @@ double error(const std::vector<float>& out, const std::vector<double>& ref) {
   return out.size() == ref.size() ? max_relative_error(out.data(), ref) : INFINITY;
 }
 
-const std::vector<test::NamedGraph>& graphs() {
-  static const auto gs = test::test_graphs(3000);  // the super node is split (pieces of 256 or more)
-  return gs;
-}
-
 /// (H, D) covering every tile: scalar (odd, or W beyond 128 with odd D), 8, 16, 32 float4
 /// lanes, two float4 per lane, two slices of 256.
 const std::vector<std::pair<int, int>> kShapes{{2, 3}, {1, 33}, {1, 32}, {2, 32}, {1, 128}, {2, 128}, {4, 128}};
@@ -74,13 +69,13 @@ Operand on(const Buf<float>& b, const HostTensor& t) { return t.heads ? Operand{
 
 // ---- g-SpMM --------------------------------------------------------------------------------
 
-using SpmmParam = std::tuple<Message, Reduce, int>;
+using test::SpmmParam;
 class CudaMessageSpmm : public ::testing::TestWithParam<SpmmParam> {};
 
 TEST_P(CudaMessageSpmm, ForwardAndBackwardMatchFloat64Reference) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   const auto [m, r, graph] = GetParam();
-  const auto& [name, g] = graphs()[std::size_t(graph)];
+  const auto& [name, g] = test::kernel_graphs()[std::size_t(graph)];
   const cuda::MessagePlan plan(g);
   const std::size_t N = std::size_t(g.num_nodes);
   const bool extreme = r == Reduce::Max || r == Reduce::Min;
@@ -116,23 +111,17 @@ TEST_P(CudaMessageSpmm, ForwardAndBackwardMatchFloat64Reference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, CudaMessageSpmm,
-                         ::testing::Combine(::testing::ValuesIn(test::messages()), ::testing::ValuesIn(test::reduces()),
-                                            ::testing::Range(0, 8)),
-                         [](const ::testing::TestParamInfo<SpmmParam>& info) {
-                           return test::case_name(std::get<0>(info.param), std::get<1>(info.param)) + "_" +
-                                  graphs()[std::size_t(std::get<2>(info.param))].name;
-                         });
+INSTANTIATE_TEST_SUITE_P(All, CudaMessageSpmm, test::spmm_params(), test::spmm_name);
 
 // ---- g-SDDMM -------------------------------------------------------------------------------
 
-using SddmmParam = std::tuple<BinaryOp, int>;
+using test::SddmmParam;
 class CudaMessageSddmm : public ::testing::TestWithParam<SddmmParam> {};
 
 TEST_P(CudaMessageSddmm, ForwardAndBackwardMatchFloat64Reference) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
   const auto [op, graph] = GetParam();
-  const auto& [name, g] = graphs()[std::size_t(graph)];
+  const auto& [name, g] = test::kernel_graphs()[std::size_t(graph)];
   const cuda::MessagePlan plan(g);
   const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
   for (const auto& [H, D] : kShapes)
@@ -152,20 +141,13 @@ TEST_P(CudaMessageSddmm, ForwardAndBackwardMatchFloat64Reference) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, CudaMessageSddmm,
-                         ::testing::Combine(::testing::Values(BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div,
-                                                              BinaryOp::Dot),
-                                            ::testing::Range(0, 8)),
-                         [](const ::testing::TestParamInfo<SddmmParam>& info) {
-                           return std::string(to_string(std::get<0>(info.param))) + "_" +
-                                  graphs()[std::size_t(std::get<1>(info.param))].name;
-                         });
+INSTANTIATE_TEST_SUITE_P(All, CudaMessageSddmm, test::sddmm_params(), test::sddmm_name);
 
 // ---- GCN, reproducibility, unaligned tensors, checks ---------------------------------------
 
 TEST(CudaMessage, GcnAggregateForwardAndBackward) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  for (const auto& [name, g] : graphs())
+  for (const auto& [name, g] : test::kernel_graphs())
     for (const auto& [H, D] : kShapes) {
       SCOPED_TRACE(name + " H=" + std::to_string(H) + " D=" + std::to_string(D));
       const std::size_t N = std::size_t(g.num_nodes);
@@ -183,7 +165,7 @@ TEST(CudaMessage, GcnAggregateForwardAndBackward) {
 // bit for bit the same results, since each entry is summed in the same order.
 TEST(CudaMessage, ReproducibleAndIndependentOfAlignment) {
   if (!have_device()) GTEST_SKIP() << "no CUDA device";
-  const HostGraph& g = graphs()[7].graph;  // power law: split rows
+  const HostGraph& g = test::kernel_graphs()[7].graph;  // power law: split rows
   const std::size_t N = std::size_t(g.num_nodes);
   const int H = 2, D = 64;
   const cuda::MessagePlan plan(g);
