@@ -97,9 +97,7 @@ def table(records, copy_gbps):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--graphs", default=",".join(run_bench.GRAPHS))
-    p.add_argument("--graph-file", action="append", default=[], metavar="NAME=PATH")
-    p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    run_bench.add_graph_args(p)
     p.add_argument("--dims", default="32,128,256")
     p.add_argument("--dfgnn", default="build/cuda/dfgnn")
     p.add_argument("--cusparse", default="build-perf/cusparse_spmm")
@@ -108,7 +106,6 @@ def main(argv=None):
     p.add_argument("--no-reorder", action="store_true")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--seed", type=int, default=1)
     p.add_argument("--work", default="/tmp/dfgnn-mp-bench")
     p.add_argument("--results", default=None, help="default perf/results/<UTC timestamp>-message")
     a = p.parse_args(argv)

@@ -179,6 +179,16 @@ def copy_bandwidth(cusparse):
     return peers.copy_bandwidth()
 
 
+def add_graph_args(p):
+    """The arguments prepare_graph reads (besides --dfgnn): which graphs, where the real ones
+    are, and the seed of the generated ones (and of the inputs)."""
+    p.add_argument("--graphs", default=",".join(GRAPHS), help="comma-separated names")
+    p.add_argument("--graph-file", action="append", default=[], metavar="NAME=PATH",
+                   help="use this edge list for NAME instead of generating or reading it")
+    p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    p.add_argument("--seed", type=int, default=1)
+
+
 def prepare_graph(name, a, work):
     """Returns {name, txt, npz, nodes, edges, max_deg} for the canonical directed graph."""
     spec = GRAPHS.get(name, {})
@@ -288,10 +298,7 @@ def table(records, copy_gbps):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--graphs", default=",".join(GRAPHS), help="comma-separated names")
-    p.add_argument("--graph-file", action="append", default=[], metavar="NAME=PATH",
-                   help="use this edge list for NAME instead of generating or reading it")
-    p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    add_graph_args(p)
     p.add_argument("--shapes", default="1x128,4x32")
     p.add_argument("--models", default="gt,agnn,gat,gatv2")
     p.add_argument("--dfgnn", default="build/dfgnn")
@@ -302,7 +309,6 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=10, help="PyG and ours (anchors.md: 10)")
     p.add_argument("--cusparse-iters", type=int, default=20)
-    p.add_argument("--seed", type=int, default=1)
     p.add_argument("--check-max-edges", type=int, default=10_000_000,
                    help="check our outputs against the float64 reference (on the CPU) up to this size")
     p.add_argument("--work", default="/tmp/dfgnn-bench")
