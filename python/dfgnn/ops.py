@@ -121,15 +121,19 @@ def _trained(out, lse, grad):
     return [("out", out, NHD), ("logsumexp", lse, NH), ("grad", grad, NHD)]
 
 
+def _named(names, shapes):
+    """The (name, tensor, dims) list _check takes for tensors t, a [N,H,D] tensor first: it
+    fixes D."""
+    order = sorted(range(len(names)), key=lambda i: shapes[i] != NHD)
+    return lambda t: [(names[i], t[i], shapes[i]) for i in order]
+
+
 def _three_tensor_model(model, kind, names, shapes, param):
     """The custom ops dfgnn::<model> and dfgnn::<model>_backward of a model taking three tensors
     (`names`, `shapes`) and one float `param` (GT's scale, the GATs' negative slope), with fake
-    implementations and autograd. Returns the forward op."""
+    implementations and autograd. Returns the forward op and the tensors' _named list."""
     op, op_backward = f"dfgnn::{model}", f"dfgnn::{model}_backward"
-    order = sorted(range(3), key=lambda i: shapes[i] != NHD)  # a [N,H,D] tensor first: it fixes D
-
-    def tensors(t):
-        return [(names[i], t[i], shapes[i]) for i in order]
+    tensors = _named(names, shapes)
 
     def forward(graph, a, b, c, edge_values, p, dropout, seed):
         plan, stream, out, lse = _forward_setup(op, kind, graph, tensors((a, b, c)), edge_values, dropout, seed)
@@ -175,12 +179,13 @@ def _three_tensor_model(model, kind, names, shapes, param):
         return (None, *grads, None, None, None, None)
 
     fwd_op.register_autograd(grad_fn, setup_context=save)
-    return fwd_op
+    return fwd_op, tensors
 
 
-_gt = _three_tensor_model("gt", _lib.GT, ("q", "k", "v"), (NHD, NHD, NHD), "scale")
-_gat = _three_tensor_model("gat", _lib.GAT, ("el", "er", "v"), (NH, NH, NHD), "negative_slope")
-_gatv2 = _three_tensor_model("gatv2", _lib.GATV2, ("xl", "xr", "a"), (NHD, NHD, HD), "negative_slope")
+_gt, _gt_named = _three_tensor_model("gt", _lib.GT, ("q", "k", "v"), (NHD, NHD, NHD), "scale")
+_gat, _gat_named = _three_tensor_model("gat", _lib.GAT, ("el", "er", "v"), (NH, NH, NHD), "negative_slope")
+_gatv2, _gatv2_named = _three_tensor_model("gatv2", _lib.GATV2, ("xl", "xr", "a"), (NHD, NHD, HD),
+                                           "negative_slope")
 
 
 # --- AGNN ---------------------------------------------------------------------------------
@@ -296,27 +301,18 @@ def _agnn_dims(n, x, beta):
     return None
 
 
-def _named(names, shapes):
-    order = sorted(range(len(names)), key=lambda i: shapes[i] != NHD)  # as _three_tensor_model
-    return lambda t: [(names[i], t[i], shapes[i]) for i in order]
-
-
-def _pointers(a, b, c):
-    return a.data_ptr(), b.data_ptr(), c.data_ptr()
-
-
-def _pointers2(a, b):
-    return a.data_ptr(), b.data_ptr()
+def _pointers(*tensors):
+    return [t.data_ptr() for t in tensors]
 
 
 def _agnn_inputs(x, beta):
     return x.data_ptr(), beta.data_ptr(), beta.numel()
 
 
-_GT = _Spec("gt", _lib.GT, _gt, _named(("q", "k", "v"), (NHD, NHD, NHD)), _gt_dims, _pointers)
-_GAT = _Spec("gat", _lib.GAT, _gat, _named(("el", "er", "v"), (NH, NH, NHD)), _gat_dims, _pointers)
-_GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _named(("xl", "xr", "a"), (NHD, NHD, HD)), _gatv2_dims, _pointers)
-_AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims, _agnn_inputs, _pointers2)
+_GT = _Spec("gt", _lib.GT, _gt, _gt_named, _gt_dims, _pointers)
+_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims, _pointers)
+_GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims, _pointers)
+_AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims, _agnn_inputs, _pointers)
 
 
 # Packed inputs, for GATConv: el and er stacked in one contiguous [2, N, H] tensor, so the layer
