@@ -32,7 +32,8 @@ inline HostGraph random_graph(node_t n, std::size_t m, unsigned seed) {
   return graph_from_edges(n, src, dst);
 }
 
-// Node 0 has `degree` in-edges: more scores than any team scratch holds.
+// Node 0 has `degree` in-edges: more scores than any team scratch holds. Its edges come in
+// CSR order (edge ids equal positions), the other graphs' do not: kernels see both.
 inline HostGraph super_node_graph(node_t n, std::size_t degree, unsigned seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<node_t> any(0, n - 1);

@@ -130,7 +130,11 @@ void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_grap
     out[v] = 1.0f / std::sqrt(float(std::max<edge_t>(sent[v], 1)));
   }
   inv_degree = upload(inv), gcn_in = upload(in), gcn_out = upload(out);
-  csr = segments(g.row_ptr, device_graph.row_ptr, device_graph.src, device_graph.edge_id, false);
+  // Edges given in CSR order (as cuSPARSE requires its values) need no id lookups: an edge
+  // operand's row is then the edge's position, one dependent load fewer per edge.
+  bool in_order = true;
+  for (std::size_t e = 0; e < g.edge_id.size() && in_order; ++e) in_order = g.edge_id[e] == edge_t(e);
+  csr = segments(g.row_ptr, device_graph.row_ptr, device_graph.src, in_order ? nullptr : device_graph.edge_id, false);
 }
 
 namespace {
@@ -238,16 +242,20 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
     const std::int64_t threads = (units + per_warp - 1) / per_warp * detail::kWarp;
     const dim3 grid(unsigned((threads + detail::kSpmmThreads - 1) / detail::kSpmmThreads),
                     unsigned((D + T::MAX_D - 1) / T::MAX_D));
+    const auto launch = [&](auto fold_c, auto lhs_c, auto rhs_c, auto div_c) {
+      detail::gspmm_kernel<T, decltype(fold_c)::value, decltype(lhs_c)::value, decltype(rhs_c)::value,
+                           decltype(div_c)::value><<<grid, detail::kSpmmThreads, 0, stream>>>(q, set.seg, H, D, o);
+    };
     const auto go = [&](auto fold_c, auto lhs_c, auto rhs_c) {
-      detail::gspmm_kernel<T, decltype(fold_c)::value, decltype(lhs_c)::value, decltype(rhs_c)::value>
-          <<<grid, detail::kSpmmThreads, 0, stream>>>(q, set.seg, H, D, o);
+      if (q.rhs_on != Target::None && q.op == BinaryOp::Div) return launch(fold_c, lhs_c, rhs_c, std::true_type{});
+      launch(fold_c, lhs_c, rhs_c, std::false_type{});
     };
     const auto shapes = [&](auto fold_c) {
       using S = std::integral_constant<Shape, Shape::Full>;
       using Sc = std::integral_constant<Shape, Shape::Scalar>;
       using A = std::integral_constant<Shape, Shape::Any>;
       using No = std::integral_constant<Shape, Shape::None>;
-      if (q.rhs_on == Target::None) return lhs_full ? go(fold_c, S{}, No{}) : go(fold_c, A{}, No{});
+      if (q.rhs_on == Target::None) return lhs_full ? launch(fold_c, S{}, No{}, std::false_type{}) : launch(fold_c, A{}, No{}, std::false_type{});
       if (lhs_full && rhs_full) return go(fold_c, S{}, S{});
       if (lhs_full) return go(fold_c, S{}, Sc{});
       go(fold_c, A{}, A{});

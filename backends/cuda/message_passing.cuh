@@ -108,7 +108,9 @@ __device__ __forceinline__ void store_slices(V* row, const V (&x)[T::PER_LANE], 
 struct Segments {
   const edge_t* ptr = nullptr;    ///< [count+1]
   const node_t* other = nullptr;  ///< [E] the edge's other endpoint
-  const edge_t* id = nullptr;     ///< [E] the edge's index as the caller gave it
+  const edge_t* id = nullptr;     ///< [E] the edge's index as the caller gave it; null: its position
+  /// The caller's index of the edge at position e.
+  __device__ __forceinline__ edge_t edge(edge_t e) const { return id ? __ldg(id + e) : e; }
   node_t count = 0;
   bool by_source = false;
   edge_t split = 0;               ///< longer segments are done as pieces
@@ -159,13 +161,18 @@ struct OperandColumns {
 #pragma unroll
     for (int c = 0; c < T::CHUNKS; ++c) inside[c] = k0 + frag_col<T>(c, l) < D;
   }
+  __device__ __forceinline__ const float* at(std::size_t r) const {
+    const char* row;
+    asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(unsigned(r)), "r"(stride), "l"(base));
+    return reinterpret_cast<const float*>(row);
+  }
+  /// Row r's value of a Scalar operand.
+  __device__ __forceinline__ float scalar(std::size_t r) const { return __ldg(at(r)); }
   /// Row r's fragment; kAll: the edge is valid (zeros where !ok otherwise). Columns past D are 0.
   template <bool kAll>
   __device__ __forceinline__ void load(Frag<T>& f, std::size_t r, bool ok) const {
     if constexpr (S != Shape::None) {
-      const char* row;
-      asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(unsigned(r)), "r"(stride), "l"(base));
-      const float* p = reinterpret_cast<const float*>(row);
+      const float* p = at(r);
       if (S == Shape::Scalar || (S == Shape::Any && !wide)) {
         const float x = kAll || ok ? __ldg(p) : 0.f;
 #pragma unroll
@@ -177,28 +184,26 @@ struct OperandColumns {
   }
 };
 
-/// x[j] = x[j] OP y[j] for the U edges of a step, rounded the same way in every tile: the _rn
+/// x[j] = x[j] OP y(j, i) for the U edges of a step, rounded the same way in every tile: the _rn
 /// intrinsics keep the compiler from contracting a product and the sum into an fma in some
 /// code shapes only. One (warp-uniform) branch per step: a switch per entry let the compiler
 /// if-convert it and run every op, the division's slow path included, on every entry (3x).
-template <class T, int U>
-__device__ __forceinline__ void apply_message(BinaryOp op, Frag<T> (&x)[U], const Frag<T> (&y)[U]) {
+/// Division has kernels of its own (kDiv): its IEEE slow path is a subroutine call, and calls
+/// inside the loop made the other ops' kernels spill around them (u_mul_e 1.5x copy_u's time).
+template <class T, int U, bool kDiv, class Y>
+__device__ __forceinline__ void apply_message(BinaryOp op, Frag<T> (&x)[U], const Y& y) {
   const auto each = [&](auto f) {
 #pragma unroll
     for (int j = 0; j < U; ++j)
 #pragma unroll
-      for (int i = 0; i < T::PER_LANE; ++i) x[j].x[i] = f(x[j].x[i], y[j].x[i]);
+      for (int i = 0; i < T::PER_LANE; ++i) x[j].x[i] = f(x[j].x[i], y(j, i));
   };
+  if constexpr (kDiv) return each([](float a, float b) { return __fdiv_rn(a, b); });
   switch (op) {
     case BinaryOp::Add: return each([](float a, float b) { return __fadd_rn(a, b); });
     case BinaryOp::Sub: return each([](float a, float b) { return __fsub_rn(a, b); });
-    case BinaryOp::Div: return each([](float a, float b) { return __fdiv_rn(a, b); });
     default: return each([](float a, float b) { return __fmul_rn(a, b); });
   }
-}
-
-__device__ __forceinline__ std::size_t target_row(Target t, node_t u, node_t v, edge_t id) {
-  return t == Target::U ? std::size_t(u) : t == Target::E ? std::size_t(id) : std::size_t(v);
 }
 
 /// Edges a lane group has in flight per step: about 32 (copy) or 16 (two operands) floats of
@@ -225,7 +230,7 @@ inline constexpr int kSpmmMinBlocks = R == Shape::None ? 4 : 3;
 /// so results do not depend on the tile (alignment) and are bitwise reproducible; pieces go
 /// to partial slots, which merge_segments combines in slot order. blockIdx.y: a slice of
 /// MAX_D columns of each head.
-template <class T, Fold F, Shape kL, Shape kR>
+template <class T, Fold F, Shape kL, Shape kR, bool kDiv>
 __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR>)
     gspmm_kernel(MessageParams p, Segments s, int H, int D, SegmentOut o) {
   constexpr int L = T::LANES, U = kSpmmEdges<T, kR>, K = U > L ? U / L : 1, C = L * K;
@@ -271,38 +276,52 @@ __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR>)
       acc[i] = F == Fold::Sum ? 0.f : F == Fold::Max ? -INFINITY : INFINITY;
       if constexpr (kArgs) arg[i] = -1;
     }
-    // Ids of edges pos .. pos + C: lane l holds edges pos + k * L + l; 0 (valid) past the end.
-    node_t cur[K], next[K];
-    edge_t cid[K], nid[K];
+    // Edges pos .. pos + C, fetched a chunk ahead: lane l holds edges pos + k * L + l, their lhs
+    // rows and their rhs rows (a Scalar rhs, an edge weight: its value), handed out by
+    // shuffles, so a step keeps no 64-bit ids and loads only features (0: valid, past the end).
+    using Held = std::conditional_t<kR == Shape::Scalar, float, unsigned>;
+    unsigned lcur[K], lnext[K];
+    Held rcur[K], rnext[K];
     const auto fetch = [&](int pos) {
 #pragma unroll
       for (int k = 0; k < K; ++k) {
         const int i = pos + k * L + l;
-        next[k] = i < n_edges ? __ldg(s.other + e0 + i) : 0;
-        nid[k] = p.ids && i < n_edges ? __ldg(s.id + e0 + i) : 0;
+        const node_t m = i < n_edges ? __ldg(s.other + e0 + i) : 0;
+        const edge_t id = p.ids && i < n_edges ? s.edge(e0 + i) : 0;
+        lnext[k] = unsigned(row_of(p.lhs_on, m, n, id));
+        const unsigned r = unsigned(row_of(p.rhs_on, m, n, id));
+        if constexpr (kR == Shape::Scalar)
+          rnext[k] = i < n_edges ? b.scalar(r) : 0.f;
+        else
+          rnext[k] = r;
       }
     };
     fetch(0);
     const auto chunk = [&](int pos, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
 #pragma unroll
-      for (int k = 0; k < K; ++k) cur[k] = next[k], cid[k] = nid[k];
+      for (int k = 0; k < K; ++k) lcur[k] = lnext[k], rcur[k] = rnext[k];
       fetch(pos + C);
 #pragma unroll
       for (int t0 = 0; t0 < C; t0 += U) {
         if (kChecked && pos + t0 >= most) break;  // warp-uniform
         Frag<T> x[U];
-        [[maybe_unused]] Frag<T> y[U];  // the rhs, when there is one
+        [[maybe_unused]] Frag<T> y[kR == Shape::Full || kR == Shape::Any ? U : 1];  // a full rhs
+        [[maybe_unused]] float w[U];                                                // a Scalar rhs
 #pragma unroll
         for (int j = 0; j < U; ++j) {  // every load first: U rows in flight
           const int t = t0 + j;
-          const node_t m = __shfl_sync(kFull, cur[t / L], t % L, L);
-          const edge_t id = p.ids ? __shfl_sync(kFull, cid[t / L], t % L, L) : 0;
           const bool ok = !kChecked || pos + t < n_edges;
-          a.template load<!kChecked>(x[j], target_row(p.lhs_on, m, n, id), ok);
-          if constexpr (kRhs) b.template load<!kChecked>(y[j], target_row(p.rhs_on, m, n, id), ok);
+          a.template load<!kChecked>(x[j], __shfl_sync(kFull, lcur[t / L], t % L, L), ok);
+          if constexpr (kR == Shape::Scalar)
+            w[j] = __shfl_sync(kFull, rcur[t / L], t % L, L);
+          else if constexpr (kRhs)
+            b.template load<!kChecked>(y[j], __shfl_sync(kFull, rcur[t / L], t % L, L), ok);
         }
-        if constexpr (kRhs) apply_message<T, U>(p.op, x, y);
+        if constexpr (kR == Shape::Scalar)
+          apply_message<T, U, kDiv>(p.op, x, [&](int j, int) { return w[j]; });
+        else if constexpr (kRhs)
+          apply_message<T, U, kDiv>(p.op, x, [&](int j, int i) { return y[j].x[i]; });
 #pragma unroll
         for (int j = 0; j < U; ++j) {
           const bool ok = !kChecked || pos + t0 + j < n_edges;
@@ -332,7 +351,7 @@ __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR>)
 #pragma unroll
     for (int i = 0; i < T::PER_LANE; ++i) {
       if constexpr (kArgs) {
-        win[i] = arg[i] < 0 || dst_arg == nullptr ? edge_t(-1) : __ldg(s.id + e0 + arg[i]);
+        win[i] = arg[i] < 0 || dst_arg == nullptr ? edge_t(-1) : s.edge(e0 + arg[i]);
         if (slot < 0 && arg[i] < 0) acc[i] = 0.f;
       } else if (slot < 0 && p.mean && row_len > 0) {
         acc[i] = __fdiv_rn(acc[i], float(row_len));
@@ -476,7 +495,7 @@ __global__ void __launch_bounds__(kMpThreads) segment_kernel(typename P::Params 
     const int pos = base + l;
     const bool mine = pos < len;
     const node_t other = mine ? __ldg(s.other + e0 + pos) : 0;
-    const long long id = mine && term.ids() ? __ldg(s.id + e0 + pos) : 0;
+    const long long id = mine && term.ids() ? s.edge(e0 + pos) : 0;
 #pragma unroll
     for (int j0 = 0; j0 < L; j0 += U) {
       if (base + j0 >= steps) break;  // warp-uniform
