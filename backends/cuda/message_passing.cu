@@ -190,19 +190,15 @@ void launch_tile(cudaStream_t stream, const typename P::Params& q, const detail:
   DFGNN_CUDA(cudaGetLastError());
 }
 
-/// Runs term P over the segments of `set` into out (and arg), pieces into the plan's partials,
+/// Sums term P over the segments of `set` into out, pieces into the plan's partials,
 /// then merges the split segments. The lane tile follows the row width W = H * D: sub-warp
 /// groups of 8 or 16 lanes up to 64 floats, a warp of float4 lanes up to 128 or 256 (wider
 /// rows in slices of 256 on blockIdx.y); scalar lanes when float4 does not fit.
 template <template <class> class P>
 void run_segments(cudaStream_t stream, const MessagePlan::Impl& plan, const SegmentSet& set,
-                  const typename P<Tile<1, 32, 4>>::Params& q, int W, int D, float* out, edge_t* arg, Fold fold,
-                  bool mean, bool vec) {
-  SegmentOut o{out, arg, nullptr, nullptr};
-  if (set.slots) {
-    o.part = plan.part.get<float>(std::size_t(set.slots) * unsigned(W));
-    if (fold != Fold::Sum) o.part_arg = plan.part_arg.get<edge_t>(std::size_t(set.slots) * unsigned(W));
-  }
+                  const typename P<Tile<1, 32, 4>>::Params& q, int W, int D, float* out, bool vec) {
+  SegmentOut o{out, nullptr, nullptr, nullptr};
+  if (set.slots) o.part = plan.part.get<float>(std::size_t(set.slots) * unsigned(W));
   if (!vec)
     launch_tile<P<Tile<1, 32, 4>>>(stream, q, set.seg, W, D, o);
   else if (W <= 32)
@@ -216,7 +212,7 @@ void run_segments(cudaStream_t stream, const MessagePlan::Impl& plan, const Segm
   if (!set.num_split_rows) return;
   const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
   detail::merge_segments<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(set.split_rows, set.num_split_rows, W,
-                                                                               fold, set.seg.ptr, mean, o);
+                                                                               Fold::Sum, nullptr, o);
   DFGNN_CUDA(cudaGetLastError());
 }
 
@@ -270,7 +266,7 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
   if (!set.num_split_rows) return;
   const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
   detail::merge_segments<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(set.split_rows, set.num_split_rows, W,
-                                                                               fold, set.seg.ptr, q.mean, o);
+                                                                               fold, q.inv_degree, o);
   DFGNN_CUDA(cudaGetLastError());
 }
 
@@ -284,7 +280,7 @@ void node_gradient(cudaStream_t stream, const MessagePlan::Impl& plan, const Seg
   const bool full = heads == H && dim == D;
   float* target = full ? grad : plan.full.get<float>(N * unsigned(W));
   const bool vec = vectorizable(W, D, {q.g.data, q.a.data, q.b.data, q.arg, target});
-  run_segments<detail::SumTerm>(stream, plan, set, q, W, D, target, nullptr, Fold::Sum, false, vec);
+  run_segments<detail::SumTerm>(stream, plan, set, q, W, D, target, vec);
   if (full) return;
   const std::size_t threads = N * unsigned(heads) * unsigned(dim);
   if (threads == 0) return;
@@ -330,7 +326,7 @@ void gspmm(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduc
   dfgnn::detail::check_gspmm(who, p.graph.num_nodes, p.graph.num_edges, m, r, operand("lhs", lhs, rows_of(m.lhs, p)),
                              operand("rhs", rhs, rows_of(m.rhs, p)), required("out", out, N, H, D),
                              optional("arg", arg, N, H, D, sizeof(edge_t)));
-  const detail::MessageParams q{access(lhs), access(rhs), m.lhs, m.rhs, m.op, r == Reduce::Mean,
+  const detail::MessageParams q{access(lhs), access(rhs), m.lhs, m.rhs, m.op, r == Reduce::Mean ? p.inv_degree : nullptr,
                                 m.lhs == Target::E || m.rhs == Target::E};
   // 16-byte lanes when D % 4 == 0 and every tensor is aligned (a row of a full operand then is).
   const bool vec = vectorizable(4, D, {lhs.data, rhs.data, out, arg});

@@ -133,7 +133,7 @@ struct MessageParams {
   Access lhs, rhs;
   Target lhs_on = Target::U, rhs_on = Target::None;
   BinaryOp op = BinaryOp::Add;
-  bool mean = false;
+  const float* inv_degree = nullptr;  ///< [N] 1/degree for mean (a product: no division's slow path)
   bool ids = false;  ///< the edge ids are read (an operand on E)
 };
 
@@ -259,8 +259,6 @@ __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<T, kR, kDiv>)
     mine = b - a <= s.split;  // else its pieces do it
     if (mine) e0 = a, len = int(b - a);
   }
-  const int row_len = len;
-  if (!mine) len = 0;
 
   for (int pass = 0; pass * hp < H; ++pass) {
     const int head = pass * hp + grp % hp;
@@ -347,7 +345,7 @@ __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<T, kR, kDiv>)
     for (; pos < most; pos += C) chunk(pos, std::true_type{});
     if (!active) continue;
 
-    // A whole row to out (mean divides by its length; an empty max/min gives 0 and -1), a piece
+    // A whole row to out (mean scales by 1/degree; an empty max/min gives 0 and -1), a piece
     // to its slot (max/min with the winners' caller ids, -1 for none).
     const std::size_t at = (std::size_t(slot < 0 ? n : slot) * unsigned(H) + unsigned(head)) * unsigned(D) + k0;
     edge_t* dst_arg = slot < 0 ? o.arg : o.part_arg;  // null: the caller wants no arguments
@@ -357,8 +355,8 @@ __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<T, kR, kDiv>)
       if constexpr (kArgs) {
         win[i] = arg[i] < 0 || dst_arg == nullptr ? edge_t(-1) : s.edge(e0 + arg[i]);
         if (slot < 0 && arg[i] < 0) acc[i] = 0.f;
-      } else if (slot < 0 && p.mean && row_len > 0) {
-        acc[i] = __fdiv_rn(acc[i], float(row_len));
+      } else if (slot < 0 && p.inv_degree) {
+        acc[i] = __fmul_rn(acc[i], __ldg(p.inv_degree + n));
       }
     }
     float* dst = (slot < 0 ? o.out : o.part) + at;
@@ -520,10 +518,10 @@ __global__ void __launch_bounds__(kMpThreads) segment_kernel(typename P::Params 
   if (n >= 0) term.finish(acc, n, len, slot, o, k0, W, l);
 }
 
-/// Combines the partial slots of each split segment in order, one thread per entry: sums (mean
-/// divides by the degree) or the first strict max/min with its argument.
+/// Combines the partial slots of each split segment in order, one thread per entry: sums (scaled
+/// by row_scale, 1/degree for mean, when given) or the first strict max/min with its argument.
 __global__ void __launch_bounds__(256) merge_segments(const SplitRow* __restrict__ rows, int num_rows, int W, Fold fold,
-                                                      const edge_t* __restrict__ ptr, bool mean, SegmentOut o) {
+                                                      const float* __restrict__ row_scale, SegmentOut o) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= std::size_t(num_rows) * unsigned(W)) return;
   const SplitRow r = rows[i / unsigned(W)];
@@ -539,7 +537,7 @@ __global__ void __launch_bounds__(256) merge_segments(const SplitRow* __restrict
       best = x, win = o.part_arg[at];
     }
   }
-  if (fold == Fold::Sum && mean) best /= float(ptr[r.row + 1] - ptr[r.row]);
+  if (fold == Fold::Sum && row_scale) best *= row_scale[r.row];
   o.out[out] = best;
   if (fold != Fold::Sum && o.arg) o.arg[out] = win;
 }
