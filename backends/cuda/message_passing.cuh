@@ -206,22 +206,22 @@ __device__ __forceinline__ void apply_message(BinaryOp op, Frag<T> (&x)[U], cons
   }
 }
 
-/// Edges a lane group has in flight per step: about 32 (copy) or 16 (two operands) floats of
-/// loads per lane, 1 to 8 edges.
+/// Edges a lane group has in flight per step: about 32 (copy) or 16 (two full operands) floats
+/// of loads per lane, 1 to 8 edges; with an edge weight 4 on the warp tile of D <= 128, so its
+/// register per edge keeps the kernel in 64 registers without spills in the loop (measured on
+/// the H100: 5-12% faster there; elsewhere the copy's count, with a few spills, ran faster).
 template <class T, Shape R>
-inline constexpr int kSpmmEdges =
-    std::clamp((R == Shape::Full || R == Shape::Any ? 16 : 32) / T::PER_LANE, 1, 8);
+inline constexpr int kSpmmEdges = R == Shape::Scalar && T::LANES == 32 && T::PER_LANE == 4
+                                      ? 4
+                                      : std::clamp((R == Shape::Full || R == Shape::Any ? 16 : 32) / T::PER_LANE, 1, 8);
 
 inline constexpr int kSpmmThreads = 256;
-/// Blocks per SM the kernel is compiled for: 4 (64 registers) with one operand; 4 too with a
-/// scalar second one (an edge weight, prefetched with the ids: one register per edge in
-/// flight), though it spills some, except on the warp tile of D <= 128, where it spills most
-/// (56 bytes) and 3 blocks run faster; 3 with two full operands or a division. Measured on the
-/// H100 (docs/message_passing.md): copy_u sum 1.1-1.45x faster at 4 than at 2 blocks (128
-/// registers); u_mul_e at 4 against 3: up to 1.2x faster at D = 32 and 256, pubmed 0.83x at 128.
-template <class T, Shape R, bool kDiv>
-inline constexpr int kSpmmMinBlocks =
-    R == Shape::None || (R == Shape::Scalar && !kDiv && !(T::LANES == 32 && T::PER_LANE == 4)) ? 4 : 3;
+/// Blocks per SM the kernel is compiled for: 4 (64 registers) with one operand or an edge
+/// weight, 3 with two full operands or a division, whose loads or slow path need more.
+/// Measured on the H100 (docs/message_passing.md): copy_u sum 1.1-1.45x faster at 4 than at 2
+/// blocks (128 registers).
+template <Shape R, bool kDiv>
+inline constexpr int kSpmmMinBlocks = R == Shape::None || (R == Shape::Scalar && !kDiv) ? 4 : 3;
 
 /// The forward g-SpMM, in the style of online_kernel: a warp's lane groups take (unit, head)
 /// pairs, hp = min(H, GROUPS) heads at once (passes when H > GROUPS) of GROUPS / hp
@@ -235,7 +235,7 @@ inline constexpr int kSpmmMinBlocks =
 /// to partial slots, which merge_segments combines in slot order. blockIdx.y: a slice of
 /// MAX_D columns of each head.
 template <class T, Fold F, Shape kL, Shape kR, bool kDiv>
-__global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<T, kR, kDiv>)
+__global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR, kDiv>)
     gspmm_kernel(MessageParams p, Segments s, int H, int D, SegmentOut o) {
   constexpr int L = T::LANES, U = kSpmmEdges<T, kR>, K = U > L ? U / L : 1, C = L * K;
   constexpr bool kArgs = F != Fold::Sum, kRhs = kR != Shape::None;
