@@ -109,6 +109,18 @@ __device__ __forceinline__ int frag_col(int c, int l) {
   return (c * T::LANES + l) * T::VEC;
 }
 
+/// Keeps a row table's base pointer in a register: otherwise the compiler rebuilds it from the
+/// kernel parameters at every load of an unrolled loop.
+__device__ __forceinline__ void keep_in_register(const char*& base) { asm("" : "+l"(base)); }
+
+/// Row r of a table whose rows are `stride` bytes apart: one wide multiply-add of the 32-bit
+/// row and stride (the compiler otherwise widens both and multiplies in 64 bits).
+__device__ __forceinline__ const float* row_at(const char* base, unsigned r, unsigned stride) {
+  const char* row;
+  asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(r), "r"(stride), "l"(base));
+  return reinterpret_cast<const float*>(row);
+}
+
 /// Loads a lane's fragment through the read-only path: chunk c at lane_row + c * LANES * VEC
 /// (lane_row: the lane's first column), 0 where !in(c).
 template <class T, class In>

@@ -157,15 +157,11 @@ struct OperandColumns {
     const float* p = a.data + std::size_t(hh) * unsigned(a.dim) + (wide ? k0 + frag_col<T>(0, l) : 0);
     base = reinterpret_cast<const char*>(p);
     stride = unsigned(a.heads) * unsigned(a.dim) * 4u;
-    asm("" : "+l"(base));  // held in a register (online.cuh)
+    keep_in_register(base);
 #pragma unroll
     for (int c = 0; c < T::CHUNKS; ++c) inside[c] = k0 + frag_col<T>(c, l) < D;
   }
-  __device__ __forceinline__ const float* at(std::size_t r) const {
-    const char* row;
-    asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(unsigned(r)), "r"(stride), "l"(base));
-    return reinterpret_cast<const float*>(row);
-  }
+  __device__ __forceinline__ const float* at(std::size_t r) const { return row_at(base, unsigned(r), stride); }
   /// Row r's value of a Scalar operand.
   __device__ __forceinline__ float scalar(std::size_t r) const { return __ldg(at(r)); }
   /// Row r's fragment; kAll: the edge is valid (zeros where !ok otherwise). Columns past D are 0.

@@ -43,9 +43,7 @@ struct HeadColumns {
   __device__ HeadColumns(const float* t, int H, int width, int h, int l)
       : base(reinterpret_cast<const char*>(t + std::size_t(h) * width + frag_col<T>(0, l))),
         stride(unsigned(H) * unsigned(width) * 4u) {
-    // Held in a register: otherwise the compiler rebuilds it from the kernel parameters at every
-    // load of the unrolled loop.
-    asm("" : "+l"(base));
+    keep_in_register(base);
 #pragma unroll
     for (int c = 0; c < T::CHUNKS; ++c) inside[c] = frag_col<T>(c, l) < width;
   }
@@ -53,9 +51,7 @@ struct HeadColumns {
   /// the loads need neither a predicate nor zeros; else zeros where !ok or outside.
   template <bool kAll>
   __device__ __forceinline__ void load(Frag<T>& f, node_t u, bool ok) const {
-    const char* row;
-    asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(unsigned(u)), "r"(stride), "l"(base));
-    load_chunks<T>(f, reinterpret_cast<const float*>(row), [&](int c) { return kAll || (ok && inside[c]); });
+    load_chunks<T>(f, row_at(base, unsigned(u), stride), [&](int c) { return kAll || (ok && inside[c]); });
   }
 };
 
