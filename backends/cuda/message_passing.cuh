@@ -180,7 +180,12 @@ struct OperandColumns {
   }
 };
 
-/// x[j] = x[j] OP y(j, i) for the U edges of a step, rounded the same way in every tile: the _rn
+/// Entry i of one edge's rhs: a fragment's, or the one value of an edge weight.
+template <class T>
+__device__ __forceinline__ float entry(const Frag<T>& y, int i) { return y.x[i]; }
+__device__ __forceinline__ float entry(float y, int) { return y; }
+
+/// x[j] = x[j] OP y(j) for the U edges of a step, rounded the same way in every tile: the _rn
 /// intrinsics keep the compiler from contracting a product and the sum into an fma in some
 /// code shapes only. One (warp-uniform) branch per step: a switch per entry let the compiler
 /// if-convert it and run every op, the division's slow path included, on every entry (3x).
@@ -190,9 +195,11 @@ template <class T, int U, bool kDiv, class Y>
 __device__ __forceinline__ void apply_message(BinaryOp op, Frag<T> (&x)[U], const Y& y) {
   const auto each = [&](auto f) {
 #pragma unroll
-    for (int j = 0; j < U; ++j)
+    for (int j = 0; j < U; ++j) {
+      const auto yj = y(j);
 #pragma unroll
-      for (int i = 0; i < T::PER_LANE; ++i) x[j].x[i] = f(x[j].x[i], y(j, i));
+      for (int i = 0; i < T::PER_LANE; ++i) x[j].x[i] = f(x[j].x[i], entry(yj, i));
+    }
   };
   if constexpr (kDiv) return each([](float a, float b) { return __fdiv_rn(a, b); });
   switch (op) {
@@ -202,12 +209,20 @@ __device__ __forceinline__ void apply_message(BinaryOp op, Frag<T> (&x)[U], cons
   }
 }
 
+/// A sum of products (u_mul_e, u_mul_v, their means) takes one fma per entry, not a product then
+/// a sum: half the arithmetic in a kernel that issues on about half of the cycles (ncu), and no
+/// message held, so an edge weight keeps the copy's edges in flight (kSpmmEdges). The kernel
+/// for such a sum also runs add and sub (the op is a run-time argument).
+template <Fold F, Shape R, bool kDiv>
+inline constexpr bool kFmaSum = F == Fold::Sum && R != Shape::None && !kDiv;
+
 /// Edges a lane group has in flight per step: about 32 (copy) or 16 (two full operands) floats
-/// of loads per lane, 1 to 8 edges; with an edge weight 4 on the warp tile of D <= 128, so its
-/// register per edge keeps the kernel in 64 registers without spills in the loop (measured on
-/// the H100: 5-12% faster there; elsewhere the copy's count, with a few spills, ran faster).
-template <class T, Shape R>
-inline constexpr int kSpmmEdges = R == Shape::Scalar && T::LANES == 32 && T::PER_LANE == 4
+/// of loads per lane, 1 to 8 edges. An edge weight in an fma sum fits the copy's count in 64
+/// registers; with max, min or a division it spills there on the warp tile of D <= 128, which
+/// keeps 4 (measured on the H100: u_mul_e sum at D = 128 5-8% faster with 8 than with 4 once
+/// the fma came, 10% slower before it; perf/results/20261122-h100-message-4/).
+template <class T, Fold F, Shape R, bool kDiv>
+inline constexpr int kSpmmEdges = R == Shape::Scalar && !kFmaSum<F, R, kDiv> && T::LANES == 32 && T::PER_LANE == 4
                                       ? 4
                                       : std::clamp((R == Shape::Full || R == Shape::Any ? 16 : 32) / T::PER_LANE, 1, 8);
 
@@ -233,7 +248,7 @@ inline constexpr int kSpmmMinBlocks = R == Shape::None || (R == Shape::Scalar &&
 template <class T, Fold F, Shape kL, Shape kR, bool kDiv>
 __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR, kDiv>)
     gspmm_kernel(MessageParams p, Segments s, int H, int D, SegmentOut o) {
-  constexpr int L = T::LANES, U = kSpmmEdges<T, kR>, K = U > L ? U / L : 1, C = L * K;
+  constexpr int L = T::LANES, U = kSpmmEdges<T, F, kR, kDiv>, K = U > L ? U / L : 1, C = L * K;
   constexpr bool kArgs = F != Fold::Sum, kRhs = kR != Shape::None;
   const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
   const int hp = H < T::GROUPS ? H : T::GROUPS, units = T::GROUPS / hp;
@@ -305,21 +320,34 @@ __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR, kDiv>)
         if (kChecked && pos + t0 >= most) break;  // warp-uniform
         Frag<T> x[U];
         [[maybe_unused]] Frag<T> y[kR == Shape::Full || kR == Shape::Any ? U : 1];  // a full rhs
-        [[maybe_unused]] float w[U];                                                // a Scalar rhs
 #pragma unroll
         for (int j = 0; j < U; ++j) {  // every load first: U rows in flight
           const int t = t0 + j;
           const bool ok = !kChecked || pos + t < n_edges;
           a.template load<!kChecked>(x[j], __shfl_sync(kFull, lcur[t / L], t % L, L), ok);
-          if constexpr (kR == Shape::Scalar)
-            w[j] = __shfl_sync(kFull, rcur[t / L], t % L, L);
-          else if constexpr (kRhs)
+          if constexpr (kR != Shape::Scalar && kRhs)
             b.template load<!kChecked>(y[j], __shfl_sync(kFull, rcur[t / L], t % L, L), ok);
         }
-        if constexpr (kR == Shape::Scalar)
-          apply_message<T, U, kDiv>(p.op, x, [&](int j, int) { return w[j]; });
-        else if constexpr (kRhs)
-          apply_message<T, U, kDiv>(p.op, x, [&](int j, int i) { return y[j].x[i]; });
+        // Edge j's rhs: its fragment, or an edge weight handed out only now, so that it is not
+        // held in a register while the loads are in flight.
+        const auto rhs = [&](int j) -> decltype(auto) {
+          if constexpr (kR == Shape::Scalar)
+            return __shfl_sync(kFull, rcur[(t0 + j) / L], (t0 + j) % L, L);
+          else
+            return (y[j]);
+        };
+        if (kFmaSum<F, kR, kDiv> && p.op == BinaryOp::Mul) {  // warp-uniform
+#pragma unroll
+          for (int j = 0; j < U; ++j) {
+            const bool ok = !kChecked || pos + t0 + j < n_edges;
+            const auto yj = rhs(j);
+#pragma unroll
+            for (int i = 0; i < T::PER_LANE; ++i)
+              if (ok) acc[i] = __fmaf_rn(x[j].x[i], entry(yj, i), acc[i]);
+          }
+          continue;
+        }
+        if constexpr (kRhs) apply_message<T, U, kDiv>(p.op, x, rhs);
 #pragma unroll
         for (int j = 0; j < U; ++j) {
           const bool ok = !kChecked || pos + t0 + j < n_edges;
