@@ -145,12 +145,15 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
       // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as
       // many as still give a slice U edges a step on an average row.
       const int slots = T::GROUPS / std::min(H, T::GROUPS);
-      const int ep = p.online_uneven_mean > 0
-                         ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots))
-                         : 1;
+      const bool uneven = p.online_uneven_mean > 0;
+      const int ep = uneven ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots)) : 1;
       const std::int64_t warps = p.num_pieces + (N + slots / ep - 1) / (slots / ep);
+      // A block holds its SM slots until its slowest row ends: with uneven degrees blocks of 4
+      // warps free them sooner (2-7% faster on pubmed, tolokers, web-NotreDame, R-MAT), with
+      // even ones 8 launch fewer blocks (CLUSTER-like GT 13% slower at 4); docs/cuda.md.
+      const int block = uneven ? kOnlineThreads / 2 : kOnlineThreads;
       const auto online = [&](auto drop, auto exact) {
-        online_kernel<S, T, drop, exact><<<blocks_for(warps * kWarp, kOnlineThreads), kOnlineThreads, 0, st>>>(
+        online_kernel<S, T, drop, exact><<<blocks_for(warps * kWarp, block), block, 0, st>>>(
             sc, g, w, tr, H, D, p.split, ep, p.pieces, p.num_pieces, out, p.part);
       };
       with_dropout(tr, [&](auto drop) {

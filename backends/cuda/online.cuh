@@ -24,6 +24,7 @@ namespace dfgnn::cuda::detail {
 template <class T>
 inline constexpr int kOnlineEdges = T::LANES < 4 ? T::LANES : T::PER_LANE <= 4 ? 4 : T::PER_LANE <= 8 ? 2 : 1;
 
+/// Threads per block at most (the launch bounds); uneven graphs launch half (attention.cuh).
 inline constexpr int kOnlineThreads = 256;
 
 __host__ __device__ inline int floor_pow2(int x) {
