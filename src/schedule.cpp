@@ -1,6 +1,7 @@
 #include <dfgnn/schedule.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 namespace dfgnn {
 
@@ -43,6 +44,18 @@ RowPieces row_pieces(const std::vector<edge_t>& ptr, edge_t split) {
     for (edge_t i = 0; i < n; ++i) p.pieces.push_back({a + d * i / n, a + d * (i + 1) / n, v, int(p.pieces.size())});
   }
   return p;
+}
+
+WholeDegrees whole_degrees(const std::vector<edge_t>& ptr, edge_t split) {
+  double n = 0, sum = 0, sq = 0;
+  for (std::size_t v = 0; v + 1 < ptr.size(); ++v) {
+    const double d = double(ptr[v + 1] - ptr[v]);
+    if (d > double(split)) continue;
+    n += 1, sum += d, sq += d * d;
+  }
+  if (n == 0 || sum == 0) return {};
+  const double mean = sum / n;
+  return {mean, std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean};
 }
 
 }  // namespace dfgnn

@@ -206,17 +206,20 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   with_tile(D, vec4, [&](auto tile) {
     using T = decltype(tile);
     const int slots = T::GROUPS / std::min(H, T::GROUPS);
-    const auto blocks = [&](const Segments& s) {
-      return blocks_for((s.num_pieces + std::int64_t(N) + slots - 1) / slots * kWarp, kOnlineThreads);
+    // Uneven degrees: blocks of 4 warps, as Online's forward (a block holds its SM slots
+    // until its slowest walk ends).
+    const auto threads = [](const SplitSegments& s) { return s.uneven ? kOnlineThreads / 2 : kOnlineThreads; };
+    const auto blocks = [&](const Segments& s, const SplitSegments& seg) {
+      return blocks_for((s.num_pieces + std::int64_t(N) + slots - 1) / slots * kWarp, threads(seg));
     };
     const auto walks = [&](auto exact) {
       constexpr bool kExact = decltype(exact)::value;
       with_dropout(tr, [&](auto drop) {
-        backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows), kOnlineThreads, 0, st>>>(
+        backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows, b.rows), threads(b.rows), 0, st>>>(
             sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
       });
       merge(std::false_type{}, b.rows, wk.row_part);
-      backward_cols<S, T, kExact><<<blocks(cols), kOnlineThreads, 0, st>>>(sc, cols, up, gr, wk, H, D);
+      backward_cols<S, T, kExact><<<blocks(cols, b.cols), threads(b.cols), 0, st>>>(sc, cols, up, gr, wk, H, D);
       merge(std::true_type{}, b.cols, wk.col_part);
     };
     if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile

@@ -68,6 +68,7 @@ struct SplitSegments {
   const SplitRow* split = nullptr;
   int num_split = 0;
   int slots = 0;
+  bool uneven = false;  ///< degrees uneven by Online's statistic: walked in blocks of 4 warps
 };
 
 /// A lane group's unit: a piece (slot >= 0) or a whole segment (slot < 0); a segment above

@@ -184,17 +184,9 @@ edge_t piece_edges(Strategy s, edge_t E, int sms) {
 /// Online's row statistic (plan_impl.hpp): rows of a warp wait for the heaviest, so with
 /// uneven degrees slices of one row balance better; with even ones several rows per warp waste
 /// nothing and save the slices' merge. Measured on the H100 at D = 16 and 32 (docs/cuda.md).
-double uneven_mean(const HostGraph& g, edge_t split) {
-  constexpr double kUnevenRows = 0.7;
-  double n = 0, sum = 0, sq = 0;
-  for (node_t v = 0; v < g.num_nodes; ++v) {
-    const double d = double(degree(g, v));
-    if (d > split) continue;
-    n += 1, sum += d, sq += d * d;
-  }
-  if (n == 0 || sum == 0) return 0;
-  const double mean = sum / n, cv = std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean;
-  return cv > kUnevenRows ? mean : 0;
+double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
+  const WholeDegrees d = whole_degrees(ptr, split);
+  return d.cv > kUnevenDegrees ? d.mean : 0;
 }
 
 /// Auto: Dense by a rule, else Online (docs/cuda.md). The rule comes from the benchmark on the
@@ -317,6 +309,7 @@ const BackwardData& Plan::Impl::backward() const {
     seg->num_pieces = seg->slots = int(rp.pieces.size());
     seg->split = upload(rp.rows.data(), rp.rows.size());
     seg->num_split = int(rp.rows.size());
+    seg->uneven = whole_degrees(*ptr, b->split).cv > kUnevenDegrees;
   }
   const std::size_t EH = E * heads, NH = N * heads;
   const bool agnn = kind == ScoreKind::AGNN;
@@ -413,7 +406,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       split = std::move(rp.rows);
       slots = p.num_pieces;
       if (strategy == Strategy::PMF) p.scores = p.workspace(std::size_t(E) * heads);
-      if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(g, p.split);
+      if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(g.row_ptr, p.split);
       break;
     }
     case Strategy::Unfused:
@@ -447,7 +440,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       }
       // Online's data for unaligned tensors: whole rows, so no pieces and no merge.
       p.split = std::numeric_limits<edge_t>::max();
-      p.online_uneven_mean = uneven_mean(g, p.split);
+      p.online_uneven_mean = uneven_mean(g.row_ptr, p.split);
       break;
     }
     case Strategy::Auto: break;
