@@ -55,6 +55,8 @@ struct MessagePlan::Impl {
   HostGraph host;  // the transposed graph is built from it on first use
   DeviceGraph graph;
   edge_t split = 0;
+  int spmm_threads = detail::kSpmmThreads;  // g-SpMM's block
+  bool half_warp_rows = false;              // g-SpMM's tile at 64 < D <= 128
   mutable std::vector<void*> owned;
   const float* inv_degree = nullptr;  // [N] 1 / d_in(v), 0 for an empty row: mean's factor
   const float* gcn_in = nullptr;      // [N] 1 / sqrt(max(1, d_in))
@@ -119,6 +121,14 @@ void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_grap
   // attention kernels cut theirs (plan.cu's piece_edges), so no warp's walk outlasts the others
   // by much; at least 32 edges (one chunk of ids).
   split = std::clamp<edge_t>(g.num_edges() / (edge_t(std::max(sms, 1)) * 64), 32, edge_t(1) << 20);
+  // g-SpMM's launch shape from the rows walked whole: blocks of 4 warps where their degrees
+  // are uneven (a block holds its SM slots until its slowest row ends: 1-6% faster on
+  // web-NotreDame, R-MAT, pubmed, tolokers; even PATTERN-like 12% slower at D = 256), half
+  // warps for many short rows (message_passing.cuh).
+  const WholeDegrees whole = whole_degrees(g.row_ptr, split);
+  spmm_threads = whole.cv > kUnevenDegrees ? detail::kSpmmThreads / 2 : detail::kSpmmThreads;
+  half_warp_rows = whole.mean <= detail::kShortRow &&
+                   g.num_nodes >= std::int64_t(detail::kShortRowWaves) * 2 * 32 * std::max(sms, 1);
   const std::size_t N = std::size_t(g.num_nodes);
   std::vector<float> inv(N), in(N), out(N);
   std::vector<edge_t> sent(N, 0);
@@ -232,15 +242,15 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
   const std::int64_t units = std::int64_t(set.seg.num_pieces) + set.seg.count;
   if (units == 0) return;
   const bool lhs_full = q.lhs.dim != 1 || D == 1, rhs_full = q.rhs.dim != 1 || D == 1;
-  detail::with_tile(D, vec, [&](auto tile) {
+  const int block = plan.spmm_threads;
+  const auto dispatch = [&](auto tile) {
     using T = decltype(tile);
     const int per_warp = T::GROUPS / std::min(H, T::GROUPS);
     const std::int64_t threads = (units + per_warp - 1) / per_warp * detail::kWarp;
-    const dim3 grid(unsigned((threads + detail::kSpmmThreads - 1) / detail::kSpmmThreads),
-                    unsigned((D + T::MAX_D - 1) / T::MAX_D));
+    const dim3 grid(unsigned((threads + block - 1) / block), unsigned((D + T::MAX_D - 1) / T::MAX_D));
     const auto launch = [&](auto fold_c, auto lhs_c, auto rhs_c, auto div_c) {
       detail::gspmm_kernel<T, decltype(fold_c)::value, decltype(lhs_c)::value, decltype(rhs_c)::value,
-                           decltype(div_c)::value><<<grid, detail::kSpmmThreads, 0, stream>>>(q, set.seg, H, D, o);
+                           decltype(div_c)::value><<<grid, block, 0, stream>>>(q, set.seg, H, D, o);
     };
     const auto go = [&](auto fold_c, auto lhs_c, auto rhs_c) {
       if (q.rhs_on != Target::None && q.op == BinaryOp::Div) return launch(fold_c, lhs_c, rhs_c, std::true_type{});
@@ -261,7 +271,11 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
       case Fold::Max: return shapes(std::integral_constant<Fold, Fold::Max>{});
       case Fold::Min: return shapes(std::integral_constant<Fold, Fold::Min>{});
     }
-  });
+  };
+  if (plan.half_warp_rows && vec && D > 64 && D <= detail::HalfWarpTile::MAX_D)
+    dispatch(detail::HalfWarpTile{});
+  else
+    detail::with_tile(D, vec, dispatch);
   DFGNN_CUDA(cudaGetLastError());
   if (!set.num_split_rows) return;
   const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
@@ -316,6 +330,7 @@ MessagePlan::MessagePlan(MessagePlan&&) noexcept = default;
 MessagePlan& MessagePlan::operator=(MessagePlan&&) noexcept = default;
 const DeviceGraph& MessagePlan::graph() const { return impl_->graph; }
 edge_t MessagePlan::split() const { return impl_->split; }
+bool MessagePlan::half_warp_rows() const { return impl_->half_warp_rows; }
 
 void gspmm(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D, const Operand& lhs,
            const Operand& rhs, float* out, edge_t* arg) {

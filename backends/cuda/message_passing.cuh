@@ -227,6 +227,16 @@ inline constexpr int kSpmmEdges = R == Shape::Scalar && !kFmaSum<F, R, kDiv> && 
                                       : std::clamp((R == Shape::Full || R == Shape::Any ? 16 : 32) / T::PER_LANE, 1, 8);
 
 inline constexpr int kSpmmThreads = 256;
+
+/// g-SpMM walks rows with half warps at 64 < D <= 128 (two rows' loads in flight per warp, each
+/// row taking twice the steps) when the rows walked whole average at most kShortRow edges (two
+/// steps of a half warp) and fill kShortRowWaves waves of two-row warps (32 resident per SM).
+/// Measured on the H100 (docs/message_passing.md): MNIST-like (8 edges, 7 waves) 12-20% and
+/// web-NotreDame (6.7, 38 waves) 7% faster; Cora and pubmed (2 waves and less) 5-10% slower,
+/// rows of 37 edges and more as fast or slower.
+using HalfWarpTile = Tile<4, 16, 2>;
+inline constexpr double kShortRow = 8;
+inline constexpr int kShortRowWaves = 4;
 /// Blocks per SM the kernel is compiled for: 4 (64 registers) with one operand or an edge
 /// weight, 3 with two full operands or a division, whose loads or slow path need more.
 /// Measured on the H100 (docs/message_passing.md): copy_u sum 1.1-1.45x faster at 4 than at 2

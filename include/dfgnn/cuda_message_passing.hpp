@@ -42,6 +42,8 @@ class MessagePlan {
   const DeviceGraph& graph() const;
   /// Rows with more in-edges than this are split into pieces of at most this many edges.
   edge_t split() const;
+  /// Whether g-SpMM walks a row with half a warp at 64 < D <= 128: many rows of few edges.
+  bool half_warp_rows() const;
 
   struct Impl;
   const Impl& impl() const { return *impl_; }

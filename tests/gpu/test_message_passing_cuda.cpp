@@ -143,6 +143,39 @@ TEST_P(CudaMessageSddmm, ForwardAndBackwardMatchFloat64Reference) {
 
 INSTANTIATE_TEST_SUITE_P(All, CudaMessageSddmm, test::sddmm_params(), test::sddmm_name);
 
+// Many short rows (mean degree 3; 40000 rows fill the plan's waves on GPUs of up to 156 SMs):
+// g-SpMM walks each row with half a warp at 64 < D <= 128 (full and partial column chunks).
+// One case per kernel shape: each fold of a copy, an edge weight, two full operands, a
+// division, operands broadcast differently (the run-time shape).
+TEST(CudaMessage, HalfWarpRowsMatchFloat64Reference) {
+  if (!have_device()) GTEST_SKIP() << "no CUDA device";
+  const HostGraph g = test::random_graph(40000, 120000, 21);
+  const cuda::MessagePlan plan(g);
+  ASSERT_TRUE(plan.half_warp_rows());
+  const std::size_t N = std::size_t(g.num_nodes);
+  const auto& b = test::broadcasts();
+  const Message copy = Message::copy_u(), mul_e = Message::u_op_e(BinaryOp::Mul);
+  const std::vector<std::tuple<Message, Reduce, const test::Broadcast*>> cases{
+      {copy, Reduce::Sum, &b[0]},  {copy, Reduce::Mean, &b[0]},  {copy, Reduce::Max, &b[0]},
+      {copy, Reduce::Min, &b[0]},  {mul_e, Reduce::Sum, &b[2]}, {mul_e, Reduce::Max, &b[2]},
+      {mul_e, Reduce::Sum, &b[0]}, {Message::u_op_v(BinaryOp::Sub), Reduce::Min, &b[0]},
+      {Message::u_op_e(BinaryOp::Div), Reduce::Mean, &b[0]}, {Message::u_op_v(BinaryOp::Add), Reduce::Sum, &b[4]}};
+  for (const auto& [H, D] : {std::pair{1, 128}, std::pair{2, 72}})
+    for (const auto& [m, r, shape] : cases) {
+      SCOPED_TRACE(to_string(m) + " " + to_string(r) + " " + shape->name + " H=" + std::to_string(H) +
+                   " D=" + std::to_string(D));
+      const bool extreme = r == Reduce::Max || r == Reduce::Min;
+      const test::SpmmOperands in(g, m, *shape, H, D, 9, /*exact=*/true);
+      const Buf<float> lhs(in.lhs.data), rhs(in.rhs.data), out(N * H * D);
+      const Buf<edge_t> arg(extreme ? N * H * D : 0);
+      cuda::gspmm(nullptr, plan, m, r, H, D, on(lhs, in.lhs), on(rhs, in.rhs), out.get(), extreme ? arg.get() : nullptr);
+      std::vector<edge_t> ref_arg;
+      EXPECT_LT(error(out.host(), reference_gspmm(g, m, r, H, D, in.lhs.operand(), in.rhs.operand(), &ref_arg)),
+                test::tolerance(g));
+      if (extreme) EXPECT_EQ(arg.host(), ref_arg);
+    }
+}
+
 // ---- GCN, reproducibility, unaligned tensors, checks ---------------------------------------
 
 TEST(CudaMessage, GcnAggregateForwardAndBackward) {
