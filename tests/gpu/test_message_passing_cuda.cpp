@@ -69,6 +69,32 @@ Operand on(const Buf<float>& b, const HostTensor& t) { return t.heads ? Operand{
 
 // ---- g-SpMM --------------------------------------------------------------------------------
 
+/// A g-SpMM forward on the device (max/min with arguments) checked against the float64
+/// reference; keeps its device operands and the arguments it got for further calls.
+struct CheckedSpmm {
+  test::SpmmOperands in;
+  Buf<float> lhs, rhs, out;
+  Buf<edge_t> arg;
+  std::vector<edge_t> got_arg;
+
+  CheckedSpmm(const cuda::MessagePlan& plan, const HostGraph& g, const Message& m, Reduce r, const test::Broadcast& b,
+              int H, int D, unsigned seed)
+      : in(g, m, b, H, D, seed, /*exact=*/true),
+        lhs(in.lhs.data),
+        rhs(in.rhs.data),
+        out(std::size_t(g.num_nodes) * H * D),
+        arg(extreme(r) ? std::size_t(g.num_nodes) * H * D : 0) {
+    cuda::gspmm(nullptr, plan, m, r, H, D, on(lhs, in.lhs), on(rhs, in.rhs), out.get(), extreme(r) ? arg.get() : nullptr);
+    std::vector<edge_t> ref_arg;
+    EXPECT_LT(error(out.host(), reference_gspmm(g, m, r, H, D, in.lhs.operand(), in.rhs.operand(), &ref_arg)),
+              test::tolerance(g));
+    if (!extreme(r)) return;
+    got_arg = arg.host();
+    EXPECT_EQ(got_arg, ref_arg);
+  }
+  static bool extreme(Reduce r) { return r == Reduce::Max || r == Reduce::Min; }
+};
+
 using test::SpmmParam;
 class CudaMessageSpmm : public ::testing::TestWithParam<SpmmParam> {};
 
@@ -83,16 +109,9 @@ TEST_P(CudaMessageSpmm, ForwardAndBackwardMatchFloat64Reference) {
     for (const test::Broadcast& b : test::broadcasts()) {
       if (H * D > 64 && b.name != "full" && b.name != "rhs_scalar") continue;  // wide rows: the common shapes
       SCOPED_TRACE(name + " " + b.name + " H=" + std::to_string(H) + " D=" + std::to_string(D));
-      const test::SpmmOperands in(g, m, b, H, D, unsigned(graph) + 5, /*exact=*/true);
-      const Buf<float> lhs(in.lhs.data), rhs(in.rhs.data), out(N * H * D);
-      const Buf<edge_t> arg(extreme ? N * H * D : 0);
-      cuda::gspmm(nullptr, plan, m, r, H, D, on(lhs, in.lhs), on(rhs, in.rhs), out.get(), extreme ? arg.get() : nullptr);
-      std::vector<edge_t> ref_arg;
-      EXPECT_LT(error(out.host(), reference_gspmm(g, m, r, H, D, in.lhs.operand(), in.rhs.operand(), &ref_arg)),
-                test::tolerance(g));
-      const std::vector<edge_t> got_arg = extreme ? arg.host() : std::vector<edge_t>{};
+      const CheckedSpmm run(plan, g, m, r, b, H, D, unsigned(graph) + 5);
+      const auto& [in, lhs, rhs, out, arg, got_arg] = run;
       if (extreme) {
-        EXPECT_EQ(got_arg, ref_arg);
         const Buf<float> values_only(N * H * D);  // a forward without arguments: the same values
         cuda::gspmm(nullptr, plan, m, r, H, D, on(lhs, in.lhs), on(rhs, in.rhs), values_only.get());
         EXPECT_EQ(values_only.host(), out.host());
@@ -152,7 +171,6 @@ TEST(CudaMessage, HalfWarpRowsMatchFloat64Reference) {
   const HostGraph g = test::random_graph(40000, 120000, 21);
   const cuda::MessagePlan plan(g);
   ASSERT_TRUE(plan.half_warp_rows());
-  const std::size_t N = std::size_t(g.num_nodes);
   const auto& b = test::broadcasts();
   const Message copy = Message::copy_u(), mul_e = Message::u_op_e(BinaryOp::Mul);
   const std::vector<std::tuple<Message, Reduce, const test::Broadcast*>> cases{
@@ -164,15 +182,7 @@ TEST(CudaMessage, HalfWarpRowsMatchFloat64Reference) {
     for (const auto& [m, r, shape] : cases) {
       SCOPED_TRACE(to_string(m) + " " + to_string(r) + " " + shape->name + " H=" + std::to_string(H) +
                    " D=" + std::to_string(D));
-      const bool extreme = r == Reduce::Max || r == Reduce::Min;
-      const test::SpmmOperands in(g, m, *shape, H, D, 9, /*exact=*/true);
-      const Buf<float> lhs(in.lhs.data), rhs(in.rhs.data), out(N * H * D);
-      const Buf<edge_t> arg(extreme ? N * H * D : 0);
-      cuda::gspmm(nullptr, plan, m, r, H, D, on(lhs, in.lhs), on(rhs, in.rhs), out.get(), extreme ? arg.get() : nullptr);
-      std::vector<edge_t> ref_arg;
-      EXPECT_LT(error(out.host(), reference_gspmm(g, m, r, H, D, in.lhs.operand(), in.rhs.operand(), &ref_arg)),
-                test::tolerance(g));
-      if (extreme) EXPECT_EQ(arg.host(), ref_arg);
+      [[maybe_unused]] const CheckedSpmm checked(plan, g, m, r, *shape, H, D, 9);
     }
 }
 
