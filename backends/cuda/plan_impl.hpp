@@ -49,7 +49,7 @@ struct Plan::Impl {
   edge_t split = 0;
   float* scores = nullptr;
   // Online: the mean degree of the rows a warp takes whole when their degrees are uneven
-  // (coefficient of variation above kUnevenRows), else 0.
+  // (coefficient of variation above kUnevenDegrees), else 0.
   double online_uneven_mean = 0;
   // Split rows of SMMF, PMF or Online and their partial slots.
   const detail::SplitRow* split_rows = nullptr;
