@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -427,6 +428,25 @@ TEST(GraphRowPieces, PieceLengthIsAGroupsShareWithinBounds) {
   EXPECT_EQ(piece_edges(1000, 32, 270336), 32);                   // at least 32 edges
   EXPECT_EQ(piece_edges(0, 1, 1), 32);
   EXPECT_EQ(piece_edges(edge_t(1) << 20, 1, 1), kMaxPieceEdges);  // one thread: bounded anyway
+}
+
+TEST(GraphRowPieces, WholeDegreesSkipSplitRows) {
+  // Degrees 0, 2, 4 and 100: above a split of 10 the last is walked in pieces, not counted.
+  const std::vector<edge_t> ptr{0, 0, 2, 6, 106};
+  const WholeDegrees d = whole_degrees(ptr, 10);
+  EXPECT_DOUBLE_EQ(d.mean, 2.0);
+  EXPECT_DOUBLE_EQ(d.cv, std::sqrt(8.0 / 3.0) / 2.0);  // population deviation over the mean
+  EXPECT_GT(d.cv, kUnevenDegrees);
+  const WholeDegrees all = whole_degrees(ptr, 100);
+  EXPECT_DOUBLE_EQ(all.mean, 106.0 / 4.0);
+  const WholeDegrees even = whole_degrees({0, 3, 6, 9}, 10);
+  EXPECT_DOUBLE_EQ(even.mean, 3.0);
+  EXPECT_DOUBLE_EQ(even.cv, 0.0);
+  for (const std::vector<edge_t>& none : {std::vector<edge_t>{0}, std::vector<edge_t>{0, 0, 0}, ptr}) {
+    const WholeDegrees z = whole_degrees(none, none == ptr ? 0 : 10);  // no nodes, no edges, every row split
+    EXPECT_EQ(z.mean, 0.0);
+    EXPECT_EQ(z.cv, 0.0);
+  }
 }
 
 TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
