@@ -148,10 +148,7 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
       const bool uneven = p.online_uneven_mean > 0;
       const int ep = uneven ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots)) : 1;
       const std::int64_t warps = p.num_pieces + (N + slots / ep - 1) / (slots / ep);
-      // A block holds its SM slots until its slowest row ends: with uneven degrees blocks of 4
-      // warps free them sooner (2-7% faster on pubmed, tolokers, web-NotreDame, R-MAT), with
-      // even ones 8 launch fewer blocks (CLUSTER-like GT 13% slower at 4); docs/cuda.md.
-      const int block = uneven ? kOnlineThreads / 2 : kOnlineThreads;
+      const int block = online_threads(uneven);
       const auto online = [&](auto drop, auto exact) {
         online_kernel<S, T, drop, exact><<<blocks_for(warps * kWarp, block), block, 0, st>>>(
             sc, g, w, tr, H, D, p.split, ep, p.pieces, p.num_pieces, out, p.part);
@@ -206,20 +203,18 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   with_tile(D, vec4, [&](auto tile) {
     using T = decltype(tile);
     const int slots = T::GROUPS / std::min(H, T::GROUPS);
-    // Uneven degrees: blocks of 4 warps, as Online's forward (a block holds its SM slots
-    // until its slowest walk ends).
-    const auto threads = [](const SplitSegments& s) { return s.uneven ? kOnlineThreads / 2 : kOnlineThreads; };
-    const auto blocks = [&](const Segments& s, const SplitSegments& seg) {
-      return blocks_for((s.num_pieces + std::int64_t(N) + slots - 1) / slots * kWarp, threads(seg));
+    const int row_threads = online_threads(b.rows.uneven), col_threads = online_threads(b.cols.uneven);
+    const auto blocks = [&](const Segments& s, int threads) {
+      return blocks_for((s.num_pieces + std::int64_t(N) + slots - 1) / slots * kWarp, threads);
     };
     const auto walks = [&](auto exact) {
       constexpr bool kExact = decltype(exact)::value;
       with_dropout(tr, [&](auto drop) {
-        backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows, b.rows), threads(b.rows), 0, st>>>(
+        backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows, row_threads), row_threads, 0, st>>>(
             sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
       });
       merge(std::false_type{}, b.rows, wk.row_part);
-      backward_cols<S, T, kExact><<<blocks(cols, b.cols), threads(b.cols), 0, st>>>(sc, cols, up, gr, wk, H, D);
+      backward_cols<S, T, kExact><<<blocks(cols, col_threads), col_threads, 0, st>>>(sc, cols, up, gr, wk, H, D);
       merge(std::true_type{}, b.cols, wk.col_part);
     };
     if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile

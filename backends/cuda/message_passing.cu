@@ -126,7 +126,7 @@ void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_grap
   // web-NotreDame, R-MAT, pubmed, tolokers; even PATTERN-like 12% slower at D = 256), half
   // warps for many short rows (message_passing.cuh).
   const WholeDegrees whole = whole_degrees(g.row_ptr, split);
-  spmm_threads = whole.cv > kUnevenDegrees ? detail::kSpmmThreads / 2 : detail::kSpmmThreads;
+  spmm_threads = whole.uneven() ? detail::kSpmmThreads / 2 : detail::kSpmmThreads;
   half_warp_rows = whole.mean <= detail::kShortRow &&
                    g.num_nodes >= std::int64_t(detail::kShortRowWaves) * 2 * 32 * std::max(sms, 1);
   const std::size_t N = std::size_t(g.num_nodes);

@@ -24,8 +24,14 @@ namespace dfgnn::cuda::detail {
 template <class T>
 inline constexpr int kOnlineEdges = T::LANES < 4 ? T::LANES : T::PER_LANE <= 4 ? 4 : T::PER_LANE <= 8 ? 2 : 1;
 
-/// Threads per block at most (the launch bounds); uneven graphs launch half (attention.cuh).
+/// Threads per block at most (the launch bounds).
 inline constexpr int kOnlineThreads = 256;
+
+/// The block of Online and the backward walks: a block holds its SM slots until its slowest
+/// row ends, so with uneven degrees blocks of 4 warps free them sooner (2-7% faster on
+/// pubmed, tolokers, web-NotreDame, R-MAT), with even ones 8 launch fewer blocks (CLUSTER-like
+/// GT 13% slower at 4); docs/cuda.md.
+inline int online_threads(bool uneven) { return uneven ? kOnlineThreads / 2 : kOnlineThreads; }
 
 __host__ __device__ inline int floor_pow2(int x) {
   int p = 1;

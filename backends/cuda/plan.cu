@@ -186,7 +186,7 @@ edge_t piece_edges(Strategy s, edge_t E, int sms) {
 /// nothing and save the slices' merge. Measured on the H100 at D = 16 and 32 (docs/cuda.md).
 double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
   const WholeDegrees d = whole_degrees(ptr, split);
-  return d.cv > kUnevenDegrees ? d.mean : 0;
+  return d.uneven() ? d.mean : 0;
 }
 
 /// Auto: Dense by a rule, else Online (docs/cuda.md). The rule comes from the benchmark on the
@@ -309,7 +309,7 @@ const BackwardData& Plan::Impl::backward() const {
     seg->num_pieces = seg->slots = int(rp.pieces.size());
     seg->split = upload(rp.rows.data(), rp.rows.size());
     seg->num_split = int(rp.rows.size());
-    seg->uneven = whole_degrees(*ptr, b->split).cv > kUnevenDegrees;
+    seg->uneven = whole_degrees(*ptr, b->split).uneven();
   }
   const std::size_t EH = E * heads, NH = N * heads;
   const bool agnn = kind == ScoreKind::AGNN;

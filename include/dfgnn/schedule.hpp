@@ -61,16 +61,17 @@ edge_t piece_edges(edge_t num_edges, int lanes, int concurrency);
 /// and the message kernels'.
 RowPieces row_pieces(const std::vector<edge_t>& ptr, edge_t split);
 
-/// Degrees of the segments of `ptr` a thread group walks whole (at most `split` edges): their
-/// mean and coefficient of variation (0 when there are none).
-struct WholeDegrees {
-  double mean = 0, cv = 0;
-};
-WholeDegrees whole_degrees(const std::vector<edge_t>& ptr, edge_t split);
-
 /// Degrees are uneven above this coefficient of variation: a GPU block then holds its SM
 /// slots until its slowest walk ends, so the CUDA kernels launch smaller blocks
 /// (docs/cuda.md, docs/message_passing.md).
 inline constexpr double kUnevenDegrees = 0.7;
+
+/// Degrees of the segments of `ptr` a thread group walks whole (at most `split` edges): their
+/// mean and coefficient of variation (0 when there are none).
+struct WholeDegrees {
+  double mean = 0, cv = 0;
+  bool uneven() const { return cv > kUnevenDegrees; }
+};
+WholeDegrees whole_degrees(const std::vector<edge_t>& ptr, edge_t split);
 
 }  // namespace dfgnn
