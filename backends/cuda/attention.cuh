@@ -197,8 +197,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     const std::size_t threads =
         std::size_t(seg.num_split) * H * (decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D));
     if (threads == 0) return;
-    merge_sums<S, decltype(kCols)::value><<<blocks_for(std::int64_t(threads), 256), 256, 0, st>>>(
-        seg.split, seg.num_split, H, D, part, gr);
+    launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr);
   };
   with_tile(D, vec4, [&](auto tile) {
     using T = decltype(tile);

@@ -184,6 +184,7 @@ template <class S, class T, bool kDrop, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
+  allow_dependents();  // the merge of split rows (launch_dependent) may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kAGNN = std::is_same_v<S, AGNNScore>, kGAT = std::is_same_v<S, GATScore>,
@@ -323,6 +324,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
 template <class S, class T, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
+  allow_dependents();  // the merge of split rows (launch_dependent) may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kGT = std::is_same_v<S, GTScore>, kAGNN = std::is_same_v<S, AGNNScore>,
@@ -437,11 +439,15 @@ __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ s
                                                   const float* __restrict__ part, Grads gr) {
   const int W = kCols ? col_width<S>(D) : row_width<S>(D), stride = pad4(W);
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::size_t(num) * H * W) return;
-  const SplitRow r = segs[i / (std::size_t(H) * W)];
+  const bool mine = i < std::size_t(num) * H * W;
+  const SplitRow r = mine ? segs[i / (std::size_t(H) * W)] : SplitRow{};
+  wait_for_previous();  // the partials
+  if (!mine) return;
   const int k = int(i % (std::size_t(H) * W)), h = k / W, f = k % W;
   float s = 0.f;
-  for (int j = 0; j < r.count; ++j) s += part[(std::size_t(r.first + j) * H + h) * stride + f];
+  for_slots(
+      r.count, [&](int j) { return part[(std::size_t(r.first + j) * H + h) * stride + f]; },
+      [&](int, float x) { s += x; });
   const std::size_t node_head = std::size_t(r.row) * H + h;
   if constexpr (!kCols) {
     gr.at_dst[node_head * W + f] = s;

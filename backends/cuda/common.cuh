@@ -28,6 +28,36 @@ void allow_smem(std::size_t bytes) {
   allowed.store(bytes);
 }
 
+/// Programmatic dependent launch (sm_90): the merge kernels, small and launched right after the
+/// kernel whose partials they combine, cost 5-8 us each mostly in launch and first loads
+/// (ncu, H100). A kernel calls allow_dependents() so that the next one, if launched by
+/// launch_dependent(), may become resident while it drains; that one does its independent
+/// loads, then wait_for_previous() (the previous grid finished, its writes visible).
+/// launch_dependent runs `threads` threads in blocks of 256.
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_for_previous() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+template <class... Params, class... Args>
+void launch_dependent(void (*kernel)(Params...), std::size_t threads, cudaStream_t stream, Args... args) {
+  cudaLaunchAttribute early{};
+  early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  early.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned((threads + 255) / 256));
+  config.blockDim = dim3(256);
+  config.stream = stream;
+  config.attrs = &early;
+  config.numAttrs = 1;
+  DFGNN_CUDA(cudaLaunchKernelEx(&config, kernel, Params(args)...));
+}
+
 /// How the lanes of a warp cover one head row of D floats: LANES lanes per (edge, head) pair,
 /// each holding CHUNKS loads of VEC floats (VEC = 4: 16-byte loads). A warp holds 32 / LANES
 /// pairs at once, so at small D it works on several edges or heads without idle lanes.

@@ -4,25 +4,48 @@
 namespace dfgnn::cuda::detail {
 namespace {
 
+/// VEC consecutive entries of a head per thread (16-byte accesses when VEC = 4).
+template <int VEC>
 __global__ void __launch_bounds__(256) merge_kernel(const SplitRow* __restrict__ rows, int num_rows, int H,
                                                     int D, Partials part, float* __restrict__ out,
                                                     float* __restrict__ lse) {
+  using T = Tile<VEC, 1, 1>;
   const std::size_t W = std::size_t(H) * D;
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= num_rows * W) return;
-  const SplitRow r = rows[i / W];
+  const std::size_t i = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
+  const bool mine = i < num_rows * W;
+  const SplitRow r = mine ? rows[i / W] : SplitRow{};
+  wait_for_previous();  // the partials
+  if (!mine) return;
   const std::size_t k = i % W;
   const int h = int(k / D);
+  const auto stat = [&](const float* t, int j) { return t[std::size_t(r.first + j) * H + h]; };
   float m = -INFINITY;
-  for (int j = 0; j < r.count; ++j) m = fmaxf(m, part.max[std::size_t(r.first + j) * H + h]);
-  float s = 0.f, acc = 0.f;
-  for (int j = 0; j < r.count; ++j) {
-    const std::size_t slot = std::size_t(r.first + j);
-    const float c = __expf(part.max[slot * H + h] - m);
-    s = fmaf(part.sum[slot * H + h], c, s);
-    acc = fmaf(part.acc[slot * W + k], c, acc);
-  }
-  out[std::size_t(r.row) * W + k] = acc / s;
+  for_slots(r.count, [&](int j) { return stat(part.max, j); }, [&](int, float x) { m = fmaxf(m, x); });
+  struct Slot {
+    Frag<T> acc;
+    float max, sum;
+  };
+  float s = 0.f;
+  Frag<T> acc;
+#pragma unroll
+  for (int v = 0; v < VEC; ++v) acc.x[v] = 0.f;
+  for_slots(
+      r.count,
+      [&](int j) {
+        Slot x;
+        load_chunks<T>(x.acc, part.acc + std::size_t(r.first + j) * W + k, [](int) { return true; });
+        x.max = stat(part.max, j), x.sum = stat(part.sum, j);
+        return x;
+      },
+      [&](int, const Slot& x) {
+        const float c = __expf(x.max - m);
+        s = fmaf(x.sum, c, s);
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc.x[v] = fmaf(x.acc.x[v], c, acc.x[v]);
+      });
+#pragma unroll
+  for (int v = 0; v < VEC; ++v) acc.x[v] = acc.x[v] / s;
+  store_row<T>(out + std::size_t(r.row) * W + k, acc, VEC, 0);
   if (lse != nullptr && k % D == 0) lse[std::size_t(r.row) * H + h] = m + logf(s);
 }
 
@@ -32,8 +55,10 @@ void launch_merge(cudaStream_t stream, const SplitRow* rows, int num_rows, int H
                   float* out, float* lse) {
   const std::size_t threads = std::size_t(num_rows) * H * D;
   if (threads == 0) return;
-  merge_kernel<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(rows, num_rows, H, D, part, out, lse);
-  DFGNN_CUDA(cudaGetLastError());
+  if (D % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)  // the slots are aligned (cudaMalloc)
+    launch_dependent(merge_kernel<4>, threads / 4, stream, rows, num_rows, H, D, part, out, lse);
+  else
+    launch_dependent(merge_kernel<1>, threads, stream, rows, num_rows, H, D, part, out, lse);
 }
 
 }  // namespace dfgnn::cuda::detail

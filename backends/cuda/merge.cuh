@@ -1,7 +1,7 @@
 #pragma once
 // Second, small kernel of a split: combines the (max, sum, accumulator) pieces of each super
-// row in slot order (flash-decoding style), one thread per output feature. No atomics, so the
-// result is the same on every run.
+// row in slot order (flash-decoding style), one thread per four output features (one where
+// they are not 16-byte aligned). No atomics, so the result is the same on every run.
 
 #include "common.cuh"
 
@@ -13,6 +13,29 @@ namespace dfgnn::cuda::detail {
 /// (dfgnn/schedule.hpp, shared with the Kokkos backend).
 using Piece = dfgnn::RowPiece;
 using SplitRow = dfgnn::SplitRow;
+
+/// Slots a merge thread loads before folding them in, in slot order: a split row has a few
+/// (pieces are a warp's fair share of the edges), and one load in flight per thread left the
+/// merges far below the copy bandwidth.
+inline constexpr int kMergeAhead = 4;
+
+/// Folds the `count` slots of a split row in slot order, fold(j, load(j)), with kMergeAhead
+/// loads in flight.
+template <class Load, class Fold>
+__device__ __forceinline__ void for_slots(int count, Load load, Fold fold) {
+  using X = decltype(load(0));
+  for (int j0 = 0; j0 < count; j0 += kMergeAhead) {
+    X x[kMergeAhead];
+#pragma unroll
+    for (int j = 0; j < kMergeAhead; ++j)
+      if (j0 + j < count) x[j] = load(j0 + j);
+#pragma unroll
+    for (int j = 0; j < kMergeAhead; ++j) {
+      if (j0 + j >= count) break;
+      fold(j0 + j, x[j]);
+    }
+  }
+}
 
 /// Launches the merge of `num_rows` split rows into out, and their logsumexp into lse when it is
 /// not null (defined in merge.cu).

@@ -200,6 +200,17 @@ void launch_tile(cudaStream_t stream, const typename P::Params& q, const detail:
   DFGNN_CUDA(cudaGetLastError());
 }
 
+/// Merges the partial slots of the split segments of `set` into o.out (rows of W entries), four
+/// entries per thread where W and out allow 16-byte accesses (the slots always do).
+void merge_split(cudaStream_t stream, const SegmentSet& set, int W, Fold fold, const float* row_scale,
+                 const SegmentOut& o) {
+  if (!set.num_split_rows) return;
+  const bool vec = vectorizable(W, 4, {o.out});
+  const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W) / (vec ? 4 : 1);
+  detail::launch_dependent(vec ? detail::merge_segments<4> : detail::merge_segments<1>, threads, stream,
+                           set.split_rows, set.num_split_rows, W, fold, row_scale, o);
+}
+
 /// Sums term P over the segments of `set` into out, pieces into the plan's partials,
 /// then merges the split segments. The lane tile follows the row width W = H * D: sub-warp
 /// groups of 8 or 16 lanes up to 64 floats, a warp of float4 lanes up to 128 or 256 (wider
@@ -219,11 +230,7 @@ void run_segments(cudaStream_t stream, const MessagePlan::Impl& plan, const Segm
     launch_tile<P<Tile<4, 32, 1>>>(stream, q, set.seg, W, D, o);
   else
     launch_tile<P<Tile<4, 32, 2>>>(stream, q, set.seg, W, D, o);
-  if (!set.num_split_rows) return;
-  const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
-  detail::merge_segments<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(set.split_rows, set.num_split_rows, W,
-                                                                               Fold::Sum, nullptr, o);
-  DFGNN_CUDA(cudaGetLastError());
+  merge_split(stream, set, W, Fold::Sum, nullptr, o);
 }
 
 /// The forward g-SpMM over the CSR rows: the tile follows D and the tensors' alignment
@@ -277,11 +284,7 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
   else
     detail::with_tile(D, vec, dispatch);
   DFGNN_CUDA(cudaGetLastError());
-  if (!set.num_split_rows) return;
-  const std::size_t threads = std::size_t(set.num_split_rows) * unsigned(W);
-  detail::merge_segments<<<unsigned((threads + 255) / 256), 256, 0, stream>>>(set.split_rows, set.num_split_rows, W,
-                                                                               fold, q.inv_degree, o);
-  DFGNN_CUDA(cudaGetLastError());
+  merge_split(stream, set, W, fold, q.inv_degree, o);
 }
 
 /// A node gradient [N, heads, dim]: the sum of q's term over each segment of `set`, gathered at

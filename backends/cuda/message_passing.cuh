@@ -258,6 +258,7 @@ inline constexpr int kSpmmMinBlocks = R == Shape::None || (R == Shape::Scalar &&
 template <class T, Fold F, Shape kL, Shape kR, bool kDiv>
 __global__ void __launch_bounds__(kSpmmThreads, kSpmmMinBlocks<kR, kDiv>)
     gspmm_kernel(MessageParams p, Segments s, int H, int D, SegmentOut o) {
+  allow_dependents();  // the merge of split rows (launch_dependent) may get resident
   constexpr int L = T::LANES, U = kSpmmEdges<T, F, kR, kDiv>, K = U > L ? U / L : 1, C = L * K;
   constexpr bool kArgs = F != Fold::Sum, kRhs = kR != Shape::None;
   const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
@@ -503,6 +504,7 @@ struct SumTerm {
 template <class P>
 __global__ void __launch_bounds__(kMpThreads) segment_kernel(typename P::Params params, Segments s, int W, int D,
                                                              SegmentOut o) {
+  allow_dependents();  // the merge of split rows (launch_dependent) may get resident
   using T = typename P::Tile;
   constexpr int L = T::LANES, U = P::U;
   static_assert(U <= L, "a lane group holds the ids of L edges at a time");
@@ -552,28 +554,50 @@ __global__ void __launch_bounds__(kMpThreads) segment_kernel(typename P::Params 
   if (n >= 0) term.finish(acc, n, len, slot, o, k0, W, l);
 }
 
-/// Combines the partial slots of each split segment in order, one thread per entry: sums (scaled
-/// by row_scale, 1/degree for mean, when given) or the first strict max/min with its argument.
+/// Combines the partial slots of each split segment in order, VEC consecutive entries of a row
+/// per thread (16-byte accesses when VEC = 4: W % 4 == 0 and out aligned): sums (scaled by
+/// row_scale, 1/degree for mean, when given) or the first strict max/min with its argument.
+template <int VEC>
 __global__ void __launch_bounds__(256) merge_segments(const SplitRow* __restrict__ rows, int num_rows, int W, Fold fold,
                                                       const float* __restrict__ row_scale, SegmentOut o) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= std::size_t(num_rows) * unsigned(W)) return;
-  const SplitRow r = rows[i / unsigned(W)];
-  const std::size_t k = i % unsigned(W), out = std::size_t(r.row) * unsigned(W) + k;
-  float best = 0.f;
-  edge_t win = -1;
-  for (int j = 0; j < r.count; ++j) {
-    const std::size_t at = std::size_t(r.first + j) * unsigned(W) + k;
-    const float x = o.part[at];
-    if (fold == Fold::Sum) {
-      best += x;
-    } else if (o.part_arg[at] >= 0 && (win < 0 || (fold == Fold::Max ? x > best : x < best))) {
-      best = x, win = o.part_arg[at];
-    }
+  using T = Tile<VEC, 1, 1>;  // a thread's VEC entries
+  const std::size_t i = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
+  const bool mine = i < std::size_t(num_rows) * unsigned(W);
+  const SplitRow r = mine ? rows[i / unsigned(W)] : SplitRow{};
+  wait_for_previous();  // the partials
+  if (!mine) return;
+  const std::size_t k = i % unsigned(W);
+  const auto part = [&](int j) { return std::size_t(r.first + j) * unsigned(W) + k; };
+  Frag<T> best;
+  edge_t win[VEC];
+#pragma unroll
+  for (int v = 0; v < VEC; ++v) best.x[v] = 0.f, win[v] = -1;
+  for_slots(
+      r.count,
+      [&](int j) {
+        Frag<T> x;
+        load_chunks<T>(x, o.part + part(j), [](int) { return true; });
+        return x;
+      },
+      [&](int j, const Frag<T>& x) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+          const float y = x.x[v];
+          if (fold == Fold::Sum) {
+            best.x[v] += y;
+            continue;
+          }
+          const edge_t a = o.part_arg[part(j) + v];
+          if (a >= 0 && (win[v] < 0 || (fold == Fold::Max ? y > best.x[v] : y < best.x[v]))) best.x[v] = y, win[v] = a;
+        }
+      });
+  const std::size_t out = std::size_t(r.row) * unsigned(W) + k;
+#pragma unroll
+  for (int v = 0; v < VEC; ++v) {
+    if (fold == Fold::Sum && row_scale) best.x[v] *= row_scale[r.row];
+    if (fold != Fold::Sum && o.arg) o.arg[out + v] = win[v];
   }
-  if (fold == Fold::Sum && row_scale) best *= row_scale[r.row];
-  o.out[out] = best;
-  if (fold != Fold::Sum && o.arg) o.arg[out] = win;
+  store_row<T>(o.out + out, best, VEC, 0);
 }
 
 /// Sums a full [rows, H, D] gradient over the axes an operand [rows, heads, dim] broadcasts.

@@ -96,6 +96,7 @@ template <class S, class T, bool kDrop, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
     online_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, int H, int D, edge_t split, int ep_rows,
                   const Piece* __restrict__ pieces, int num_pieces, float* __restrict__ out, Partials part) {
+  allow_dependents();  // the merge of split rows (launch_dependent) may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
