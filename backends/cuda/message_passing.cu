@@ -256,8 +256,17 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
     const std::int64_t threads = (units + per_warp - 1) / per_warp * detail::kWarp;
     const dim3 grid(unsigned((threads + block - 1) / block), unsigned((D + T::MAX_D - 1) / T::MAX_D));
     const auto launch = [&](auto fold_c, auto lhs_c, auto rhs_c, auto div_c) {
-      detail::gspmm_kernel<T, decltype(fold_c)::value, decltype(lhs_c)::value, decltype(rhs_c)::value,
-                           decltype(div_c)::value><<<grid, block, 0, stream>>>(q, set.seg, H, D, o);
+      constexpr Fold F = decltype(fold_c)::value;
+      constexpr Shape L = decltype(lhs_c)::value, R = decltype(rhs_c)::value;
+      constexpr bool kDiv = decltype(div_c)::value;
+      // Exact kernels for the sums of tiles with two or more 16-byte chunks per lane (D > 128,
+      // and D = 128 on half warps), where the zero fill they drop is largest: 2-7% faster on
+      // the H100. With one chunk they were as often slower (copy_u at D = 32 up to 11%,
+      // CLUSTER-like u_mul_e at D = 128 3%; perf/results/20261122-h100-merge-pdl/).
+      if constexpr (F == Fold::Sum && T::VEC == 4 && T::CHUNKS >= 2 && !kDiv)
+        if (D % T::MAX_D == 0)
+          return detail::gspmm_kernel<T, F, L, R, kDiv, true><<<grid, block, 0, stream>>>(q, set.seg, H, D, o);
+      detail::gspmm_kernel<T, F, L, R, kDiv, false><<<grid, block, 0, stream>>>(q, set.seg, H, D, o);
     };
     const auto go = [&](auto fold_c, auto lhs_c, auto rhs_c) {
       if (q.rhs_on != Target::None && q.op == BinaryOp::Div) return launch(fold_c, lhs_c, rhs_c, std::true_type{});

@@ -62,8 +62,10 @@ double error(const std::vector<float>& out, const std::vector<double>& ref) {
 }
 
 /// (H, D) covering every tile: scalar (odd, or W beyond 128 with odd D), 8, 16, 32 float4
-/// lanes, two float4 per lane, two slices of 256.
-const std::vector<std::pair<int, int>> kShapes{{2, 3}, {1, 33}, {1, 32}, {2, 32}, {1, 128}, {2, 128}, {4, 128}};
+/// lanes, two float4 per lane, two slices of 256; and float4 tiles D does not fill (lanes or a
+/// chunk past D: the kernels for D a multiple of the tile's width load without checks).
+const std::vector<std::pair<int, int>> kShapes{{2, 3},   {1, 33},  {1, 32},  {2, 32},
+                                               {1, 128}, {2, 128}, {4, 128}, {1, 100}, {1, 200}};
 
 Operand on(const Buf<float>& b, const HostTensor& t) { return t.heads ? Operand{b.get(), t.heads, t.dim} : Operand{}; }
 
