@@ -439,10 +439,8 @@ __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ s
                                                   const float* __restrict__ part, Grads gr) {
   const int W = kCols ? col_width<S>(D) : row_width<S>(D), stride = pad4(W);
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const bool mine = i < std::size_t(num) * H * W;
-  const SplitRow r = mine ? segs[i / (std::size_t(H) * W)] : SplitRow{};
-  wait_for_previous();  // the partials
-  if (!mine) return;
+  SplitRow r;
+  if (!split_row_then_wait(segs, i, std::size_t(num) * H * W, std::size_t(H) * W, r)) return;
   const int k = int(i % (std::size_t(H) * W)), h = k / W, f = k % W;
   float s = 0.f;
   for_slots(

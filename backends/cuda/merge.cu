@@ -12,10 +12,8 @@ __global__ void __launch_bounds__(256) merge_kernel(const SplitRow* __restrict__
   using T = Tile<VEC, 1, 1>;
   const std::size_t W = std::size_t(H) * D;
   const std::size_t i = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
-  const bool mine = i < num_rows * W;
-  const SplitRow r = mine ? rows[i / W] : SplitRow{};
-  wait_for_previous();  // the partials
-  if (!mine) return;
+  SplitRow r;
+  if (!split_row_then_wait(rows, i, num_rows * W, W, r)) return;
   const std::size_t k = i % W;
   const int h = int(k / D);
   const auto stat = [&](const float* t, int j) { return t[std::size_t(r.first + j) * H + h]; };
@@ -33,7 +31,7 @@ __global__ void __launch_bounds__(256) merge_kernel(const SplitRow* __restrict__
       r.count,
       [&](int j) {
         Slot x;
-        load_chunks<T>(x.acc, part.acc + std::size_t(r.first + j) * W + k, [](int) { return true; });
+        load_global<T>(x.acc, part.acc + std::size_t(r.first + j) * W + k, VEC, 0);
         x.max = stat(part.max, j), x.sum = stat(part.sum, j);
         return x;
       },

@@ -19,6 +19,17 @@ using SplitRow = dfgnn::SplitRow;
 /// merges far below the copy bandwidth.
 inline constexpr int kMergeAhead = 4;
 
+/// The split row holding merge entry i (rows of `width` entries, `entries` in all), loaded
+/// before wait_for_previous() for the partials. Every thread waits, one past the end too
+/// (false), so that the merge grid ends only after the kernel whose partials it reads.
+__device__ __forceinline__ bool split_row_then_wait(const SplitRow* rows, std::size_t i, std::size_t entries,
+                                                    std::size_t width, SplitRow& r) {
+  const bool mine = i < entries;
+  r = mine ? rows[i / width] : SplitRow{};
+  wait_for_previous();
+  return mine;
+}
+
 /// Folds the `count` slots of a split row in slot order, fold(j, load(j)), with kMergeAhead
 /// loads in flight.
 template <class Load, class Fold>

@@ -565,10 +565,8 @@ __global__ void __launch_bounds__(256) merge_segments(const SplitRow* __restrict
                                                       const float* __restrict__ row_scale, SegmentOut o) {
   using T = Tile<VEC, 1, 1>;  // a thread's VEC entries
   const std::size_t i = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) * VEC;
-  const bool mine = i < std::size_t(num_rows) * unsigned(W);
-  const SplitRow r = mine ? rows[i / unsigned(W)] : SplitRow{};
-  wait_for_previous();  // the partials
-  if (!mine) return;
+  SplitRow r;
+  if (!split_row_then_wait(rows, i, std::size_t(num_rows) * unsigned(W), unsigned(W), r)) return;
   const std::size_t k = i % unsigned(W);
   const auto part = [&](int j) { return std::size_t(r.first + j) * unsigned(W) + k; };
   Frag<T> best;
@@ -579,7 +577,7 @@ __global__ void __launch_bounds__(256) merge_segments(const SplitRow* __restrict
       r.count,
       [&](int j) {
         Frag<T> x;
-        load_chunks<T>(x, o.part + part(j), [](int) { return true; });
+        load_global<T>(x, o.part + part(j), VEC, 0);
         return x;
       },
       [&](int j, const Frag<T>& x) {
