@@ -18,7 +18,7 @@ from torch import Tensor
 from torch.nn import Linear, Parameter
 
 from .graph import Graph
-from .ops import _gat_packed, agnn_attention, gatv2_attention, gt_attention
+from .ops import _gat_layer, agnn_attention, gatv2_attention, gt_attention
 
 __all__ = ["TransformerConv", "AGNNConv", "GATConv", "GATv2Conv"]
 
@@ -203,12 +203,9 @@ class GATConv(_MultiHeadConv):
         H, C = self.heads, self.out_channels
         res = self.res(x) if self.res is not None else None
         h = self.lin(x).view(-1, H, C)
-        # The source and destination terms of each edge's score, el = <h, att_src> and
-        # er = <h, att_dst> per head, as one [2, N, H] tensor: 3 kernels forward (cat, mul,
-        # sum) and 5 backward instead of 4 and 8 (per term a product, its gradients and an add
-        # into h's), and the attention's backward writes both gradients into one tensor.
-        elr = (h * torch.cat([self.att_src, self.att_dst]).unsqueeze(1)).sum(dim=-1)
-        out = _gat_packed(graph, elr, h, self.negative_slope, self.dropout if self.training else 0.0)
+        # The score terms el = <h, att_src>, er = <h, att_dst> and the attention, one autograd node.
+        out = _gat_layer(graph, h, self.att_src, self.att_dst, self.negative_slope,
+                         self.dropout if self.training else 0.0)
         return _gat_output(out, self.concat, res, self.bias)
 
 

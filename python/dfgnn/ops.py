@@ -315,24 +315,15 @@ _GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims, _pointers
 _AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims, _agnn_inputs, _pointers)
 
 
-# Packed inputs, for GATConv: el and er stacked in one contiguous [2, N, H] tensor, so the layer
-# computes both with one product and one sum, and the backward writes both gradients into one
-# tensor (no stack, no select copies). The native calls get the halves' addresses. Only the
-# eager path packs; otherwise (and on any mismatch) _gat_packed runs gat_attention on the halves.
+# GATConv's call: el and er stacked in one contiguous [2, N, H] tensor (the native calls get the
+# halves' addresses), so the backward writes both gradients into one tensor.
 
 def _halves(ab, c):
     p = ab.data_ptr()
     return p, p + 2 * ab.numel(), c.data_ptr()  # float32: numel / 2 elements of 4 bytes
 
 
-def _gat_packed_dims(n, elr, v):
-    s = v.shape
-    if len(s) == 3 and s[0] == n and elr.shape == (2, n, s[1]):
-        return s[1], s[2]
-    return None
-
-
-_GAT_PACKED = _Spec("gat", _lib.GAT, None, None, _gat_packed_dims, _halves)
+_GAT_PACKED = _Spec("gat", _lib.GAT, None, None, None, _halves)
 
 if hasattr(torch._C, "_cuda_getCurrentRawStream"):  # the current stream as an int, ~50x cheaper
     _raw_stream = torch._C._cuda_getCurrentRawStream
@@ -423,16 +414,24 @@ def _eager_mode(tensors, edge_values=None):
                 or edge_values is not None and type(edge_values) not in _PLAIN)
 
 
-def _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed):
-    """Runs checked arguments: the plan handle from the Graph's cache, then the native forward,
-    through _EagerFunction when a gradient is wanted."""
-    first = tensors[0]
+def _call(spec, graph, first, dims, scalar, edge_values, dropout, seed):
+    """The eager call of checked arguments, with the plan handle from the Graph's cache."""
     key = (first.get_device(), spec.kind, *dims)
     plan = graph._plan_handles.get(key)
     if plan is None:
         plan = graph._plan_handle(first.device, key)
-    call = _Call(spec, graph, plan, scalar, edge_values, dropout, seed)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors) or _forward_ad._current_level >= 0:
+    return _Call(spec, graph, plan, scalar, edge_values, dropout, seed)
+
+
+def _wants_grad(tensors):
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors) or _forward_ad._current_level >= 0
+
+
+def _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed):
+    """Runs checked arguments: the native forward, through _EagerFunction when a gradient is
+    wanted."""
+    call = _call(spec, graph, tensors[0], dims, scalar, edge_values, dropout, seed)
+    if _wants_grad(tensors):
         return _apply(call, (graph.num_nodes, *dims), *map(_unwrap_if_dead, tensors))
     return call.forward(tensors, graph.num_nodes, *dims)
 
@@ -476,26 +475,64 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed):
     return _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed)
 
 
-def _run_packed(spec, graph, tensors, scalar, dropout, unpacked):
-    """A packed call from a layer (no edge values; dropout drawn from torch's generator):
-    eager when it can, else `unpacked()`, the public function on the parts."""
-    dims = None
+def _gat_terms(h, att_src, att_dst):
+    """GATConv's score terms el = <h, att_src> and er = <h, att_dst> per node and head, as one
+    [2, N, H] tensor: cat, mul and sum."""
+    return (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
+
+
+class _GATLayerFunction(torch.autograd.Function):
+    """GATConv's attention as one autograd node, forward(call, dims, h, att_src, att_dst) ->
+    out: the score terms, then the fused kernels. The backward adds the terms' share into the
+    kernels' dh (two multiply-adds) and reduces d(att) (a product and a sum): four kernels
+    beside the native backward, and no autograd nodes for the products, sums and cat (five
+    kernels and six nodes when autograd records _gat_terms)."""
+
+    @staticmethod
+    def forward(ctx, call, dims, h, att_src, att_dst):
+        elr = _gat_terms(h, att_src, att_dst)
+        out = call.forward((elr, h), *dims)
+        ctx.save_for_backward(h, att_src, att_dst, elr, out)
+        ctx.call = call
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        if torch.is_grad_enabled():
+            return _gat_layer_backward_once(ctx, grad)
+        return _gat_layer_backward(ctx, grad)
+
+
+def _gat_layer_backward(ctx, grad):
+    h, att_src, att_dst, elr, out = ctx.saved_tensors
+    delr, dh = ctx.call.backward((elr, h), out, grad)
+    dh.addcmul_(delr[0].unsqueeze(-1), att_src).addcmul_(delr[1].unsqueeze(-1), att_dst)
+    datt = (delr.unsqueeze(-1) * h).sum(dim=1, keepdim=True) if any(ctx.needs_input_grad[3:]) else (None, None)
+    return None, None, dh, datt[0], datt[1]
+
+
+_gat_layer_backward_once = once_differentiable(_gat_layer_backward)
+_apply_gat_layer = torch._C._FunctionBase.__dict__["apply"].__get__(None, _GATLayerFunction)
+
+
+def _gat_layer(graph, h, att_src, att_dst, negative_slope, dropout):
+    """GATConv's attention: gat_attention(graph, el, er, h) on the score terms of h [N, H, C]
+    and att_src, att_dst [1, H, C]; eagerly (one autograd node) when it can, else the public
+    function on _gat_terms."""
     dropout = float(dropout)
-    if 0.0 <= dropout < 1.0 and _eager_mode(tensors):
-        first = tensors[0]
-        device = first.device
-        if (all(t.dtype == torch.float32 and t.is_contiguous() and t.device == device for t in tensors)
-                and (first.is_cpu or first.is_cuda and _lib.has_cuda)):
-            dims = spec.dims(graph.num_nodes, *tensors)
-    if dims is None:
-        return unpacked()
-    return _eager(spec, graph, tensors, dims, scalar, None, dropout, _draw_seed() if dropout > 0.0 else 0)
-
-
-def _gat_packed(graph, elr, v, negative_slope, dropout):
-    """gat_attention(graph, elr[0], elr[1], v, ...) for el and er stacked in elr [2, N, H]."""
-    return _run_packed(_GAT_PACKED, graph, (elr, v), float(negative_slope), dropout, lambda: gat_attention(
-        graph, elr[0], elr[1], v, negative_slope=negative_slope, dropout=dropout))
+    tensors = (h, att_src, att_dst)
+    n = graph.num_nodes
+    if (0.0 <= dropout < 1.0 and _eager_mode(tensors) and (h.is_cpu or h.is_cuda and _lib.has_cuda)
+            and h.dim() == 3 and h.size(0) == n and att_src.shape == (1, *h.shape[1:]) == att_dst.shape
+            and all(t.dtype == torch.float32 and t.is_contiguous() and t.device == h.device for t in tensors)):
+        dims = tuple(h.shape[1:])
+        call = _call(_GAT_PACKED, graph, h, dims, float(negative_slope), None, dropout,
+                     _draw_seed() if dropout > 0.0 else 0)
+        if _wants_grad(tensors):
+            return _apply_gat_layer(call, (n, *dims), *map(_unwrap_if_dead, tensors))
+        return call.forward((_gat_terms(*tensors), h), n, *dims)
+    elr = _gat_terms(*tensors)
+    return gat_attention(graph, elr[0], elr[1], h, negative_slope=negative_slope, dropout=dropout)
 
 
 # --- public functions ---------------------------------------------------------------------

@@ -221,25 +221,27 @@ def test_backward_keeps_graph_alive():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_gat_packed_equals_gat_attention(device):
-    """GATConv's packed call (el and er in one [2, N, H] tensor, their gradients written into
-    one) gives the same output and gradients as gat_attention on the halves (bit for bit on
-    the CPU; the CUDA backward may sum in another order)."""
+@pytest.mark.parametrize("heads", [1, 3])
+def test_gat_layer_equals_gat_attention(device, heads):
+    """GATConv's call (score terms and attention in one autograd node, el and er packed in one
+    [2, N, H] tensor) gives gat_attention's output on the terms computed by autograd, and the
+    same gradients for h, att_src and att_dst."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3).to(device), 10)
     gen = torch.Generator().manual_seed(0)
-    elr = torch.randn(2, 10, 3, generator=gen).to(device).requires_grad_()
-    v = torch.randn(10, 3, 5, generator=gen).to(device).requires_grad_()
-    grad = torch.randn(10, 3, 5, generator=gen).to(device)
+    h = torch.randn(10, heads, 5, generator=gen).to(device).requires_grad_()
+    att = [torch.randn(1, heads, 5, generator=gen).to(device).requires_grad_() for _ in range(2)]
+    grad = torch.randn(10, heads, 5, generator=gen).to(device)
     torch.manual_seed(1)
-    packed = dfgnn.ops._gat_packed(graph, elr, v, 0.2, 0.4)
-    assert type(packed.grad_fn).__name__ == "_EagerFunctionBackward"
-    dpacked = torch.autograd.grad(packed, (elr, v), grad)
+    layer = dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.4)
+    assert type(layer.grad_fn).__name__ == "_GATLayerFunctionBackward"
+    dlayer = torch.autograd.grad(layer, (h, *att), grad)
     torch.manual_seed(1)
-    plain = dfgnn.gat_attention(graph, elr[0], elr[1], v, negative_slope=0.2, dropout=0.4)
-    dplain = torch.autograd.grad(plain, (elr, v), grad)
-    assert torch.equal(packed, plain)
-    for a, b, name in zip(dpacked, dplain, ("delr", "dv")):
-        if device == "cpu":
-            assert torch.equal(a, b), name
-        else:
-            assert_close(a, b, 1e-6, name)
+    elr = (h * torch.cat(att).unsqueeze(1)).sum(dim=-1)
+    plain = dfgnn.gat_attention(graph, elr[0], elr[1], h, negative_slope=0.2, dropout=0.4)
+    dplain = torch.autograd.grad(plain, (h, *att), grad)
+    assert torch.equal(layer, plain)
+    for a, b, name in zip(dlayer, dplain, ("dh", "datt_src", "datt_dst")):
+        assert_close(a, b, 1e-6, name)
+    with torch.no_grad():
+        assert torch.equal(dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.0), dfgnn.gat_attention(
+            graph, elr[0], elr[1], h, negative_slope=0.2))
