@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Markdown table of docs/performance.md, "Forward + backward, CUDA-native", from raw records.
+
+Ours: the JSONL of `dfgnn bench ... --backward --json FILE` (perf/gpu_run.sh, step backward),
+one record per graph, model, H x D and pass (fwd, bwd, fwd+bwd). PyG fwd+bwd: run_bench.py's
+raw*.jsonl (peer pyg, pass fwdbwd); "–" where it has none (OOM or not run). DF-GNN's GT
+hyper fwd+bwd: run_bench.DFGNN_H100 (shared/dfgnn-h100.md). Importing run_bench needs numpy,
+not torch (peers.py imports torch only inside its functions). Below the table: per input
+file, the commit(s), device and copy bandwidth (ours) or torch/PyG versions (PyG).
+
+Usage (repo root):
+  python3 perf/backward_table.py --ours perf/results/20261122-h100/backward-native.jsonl
+      --pyg perf/results/20261122-h100/raw-small-and-batched.jsonl
+      perf/results/20261122-h100/raw-super-nodes.jsonl [--shape 1x128] [--summary]
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run_bench import DFGNN_H100, fmt  # noqa: E402
+
+# Graphs in the docs' order, with their display names; others follow in the order read.
+GRAPHS = {"cora": "cora", "citeseer": "citeseer", "pubmed": "pubmed", "pattern": "PATTERN-like",
+          "cluster": "CLUSTER-like", "mnist": "MNIST-like", "tolokers": "tolokers",
+          "web-NotreDame": "web-NotreDame", "rmat-s17-d64": "rmat-s17-d64"}
+MODELS = {"gt": "GT", "agnn": "AGNN", "gat": "GAT", "gatv2": "GATv2"}
+HEADER = ("| graph | model | fwd (strategy) | bwd | fwd+bwd | PyG fwd+bwd | ×PyG "
+          "| ×DF-GNN (GT hyper fwd+bwd) | bwd compulsory / gather |\n" + "|---" * 9 + "|")
+
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_ours(paths, shape):
+    """{(graph, model): {pass: record}} for one H x D, and one provenance line per file."""
+    ours, notes = {}, []
+    for path in paths:
+        rs = records(path)
+        for r in rs:
+            if f'{r["H"]}x{r["D"]}' == shape and r.get("ms") is not None:
+                ours.setdefault((r["name"], r["model"]), {})[r["pass"]] = r
+        gbs = [r["copy_gbs"] for r in rs if r.get("copy_gbs")]
+        worst = max(rs, key=lambda r: r.get("max_rel_err", -1))
+        notes.append(f'{path}: commit {", ".join(sorted({r["commit"] for r in rs}))}, '
+                     f'{", ".join(sorted({r["device"] for r in rs}))}, '
+                     f'copy {min(gbs):.0f}-{max(gbs):.0f} GB/s, max rel err '
+                     f'{worst.get("max_rel_err", -1):.2g} ({worst["name"]} {worst["model"]} '
+                     f'{worst["H"]}x{worst["D"]} {worst["pass"]})')
+    return ours, notes
+
+
+def load_pyg(paths, shape):
+    """{(graph, model): fwd+bwd ms} for one H x D, and one provenance line per file."""
+    pyg, notes = {}, []
+    for path in paths:
+        rs = [r for r in records(path) if r.get("peer") == "pyg"]
+        for r in rs:
+            if r.get("pass") == "fwdbwd" and f'{r["heads"]}x{r["dim"]}' == shape and "ms" in r:
+                pyg[(r["graph"], r["model"])] = r["ms"]
+        versions = sorted({f'{r["device"]}, torch {r["torch"]}, PyG {r["pyg"]}' for r in rs})
+        notes.append(f'{path}: {"; ".join(versions) or "no PyG records"}')
+    return pyg, notes
+
+
+def rows(ours, pyg, shape):
+    """(graph, model, cells, ×PyG or None) in the docs' order."""
+    graphs = list(GRAPHS) + [g for g, _ in ours if g not in GRAPHS]
+    out = []
+    for g in dict.fromkeys(graphs):
+        for m in MODELS:
+            rec = ours.get((g, m))
+            if not rec:
+                continue
+            fwd, bwd, both = (rec.get(p, {}) for p in ("fwd", "bwd", "fwd+bwd"))
+            total, peer = both.get("ms"), pyg.get((g, m))
+            df = DFGNN_H100.get((g, shape), {}).get(f"{m}_fwdbwd")
+            x_pyg = peer / total if peer and total else None
+            cells = [
+                f'{fmt(fwd.get("ms"))} ({fwd.get("resolved", "?")})' if fwd else "–",
+                fmt(bwd.get("ms")), f"**{fmt(total)}**" if total else "–", fmt(peer),
+                f"{x_pyg:.0f}" if x_pyg else "–",
+                f"{df / total:.1f} ({fmt(df)})" if df and total else "–",
+                f'{bwd["compulsory_frac"]:.0%} / {bwd["gather_frac"]:.0%}'
+                if bwd.get("compulsory_frac") is not None else "–",
+            ]
+            out.append((g, m, cells, x_pyg))
+    return out
+
+
+def table(rs):
+    lines, last = [HEADER], None
+    for g, m, cells, _ in rs:
+        name = GRAPHS.get(g, g) if g != last else ""
+        lines.append("| " + " | ".join([name, MODELS[m], *cells]) + " |")
+        last = g
+    return "\n".join(lines)
+
+
+def summary(rs):
+    """Per graph, the lowest and highest ×PyG over the models (and which models)."""
+    lines = []
+    for g in dict.fromkeys(g for g, *_ in rs):
+        xs = sorted((x, MODELS[m]) for gg, m, _, x in rs if gg == g and x)
+        if xs:
+            lines.append(f"{GRAPHS.get(g, g)}: {xs[0][0]:.0f}-{xs[-1][0]:.0f}x PyG "
+                         f"(min {xs[0][1]}, max {xs[-1][1]})")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--ours", nargs="+", required=True, help="dfgnn bench --backward --json files")
+    p.add_argument("--pyg", nargs="+", default=[], help="run_bench.py raw*.jsonl files")
+    p.add_argument("--shape", default="1x128", choices=["1x128", "4x32"])
+    p.add_argument("--summary", action="store_true", help="also min-max ×PyG per graph")
+    a = p.parse_args()
+    ours, ours_notes = load_ours(a.ours, a.shape)
+    pyg, pyg_notes = load_pyg(a.pyg, a.shape)
+    rs = rows(ours, pyg, a.shape)
+    print(table(rs))
+    print()
+    print("\n".join(ours_notes + pyg_notes))
+    if a.summary:
+        print()
+        print(summary(rs))
+
+
+if __name__ == "__main__":
+    main()
