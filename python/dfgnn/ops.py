@@ -366,7 +366,18 @@ def _eager_backward(ctx, grad):
     return (None, None, *ctx.call.backward(tensors, out, grad))
 
 
-_eager_backward_once = once_differentiable(_eager_backward)
+def _once_or_plain(backward):
+    """The backward of an eager Function: create_graph=True runs it with grad mode on, and
+    then once_differentiable's error for a second differentiation, the plain call otherwise."""
+    once = once_differentiable(backward)
+    return staticmethod(lambda ctx, grad: (once if torch.is_grad_enabled() else backward)(ctx, grad))
+
+
+def _fast_apply(function):
+    """Function.apply without its Python wrapper (~2.5 us), which, with no functorch transform
+    active (checked by _eager_mode), only unwraps dead functorch wrappers (done by the callers)
+    and calls this."""
+    return torch._C._FunctionBase.__dict__["apply"].__get__(None, function)
 
 
 class _EagerFunction(torch.autograd.Function):
@@ -379,18 +390,10 @@ class _EagerFunction(torch.autograd.Function):
         ctx.call = call
         return out
 
-    @staticmethod
-    def backward(ctx, grad):
-        # create_graph=True runs the backward with grad mode on: once_differentiable's error
-        # for a second differentiation then, the plain call otherwise.
-        if torch.is_grad_enabled():
-            return _eager_backward_once(ctx, grad)
-        return _eager_backward(ctx, grad)
+    backward = _once_or_plain(_eager_backward)
 
 
-# Function.apply without its Python wrapper (~2.5 us), which, with no functorch transform
-# active (checked by _eager_mode), only unwraps dead functorch wrappers (done below) and calls this.
-_apply = torch._C._FunctionBase.__dict__["apply"].__get__(None, _EagerFunction)
+_apply = _fast_apply(_EagerFunction)
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 _PLAIN = (Tensor, Parameter)
 _local = threading.local()
@@ -481,6 +484,14 @@ def _gat_terms(h, att_src, att_dst):
     return (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
 
 
+def _gat_layer_backward(ctx, grad):
+    h, att_src, att_dst, elr, out = ctx.saved_tensors
+    delr, dh = ctx.call.backward((elr, h), out, grad)
+    dh.addcmul_(delr[0].unsqueeze(-1), att_src).addcmul_(delr[1].unsqueeze(-1), att_dst)
+    datt = (delr.unsqueeze(-1) * h).sum(dim=1, keepdim=True) if any(ctx.needs_input_grad[3:]) else (None, None)
+    return None, None, dh, datt[0], datt[1]
+
+
 class _GATLayerFunction(torch.autograd.Function):
     """GATConv's attention as one autograd node, forward(call, dims, h, att_src, att_dst) ->
     out: the score terms, then the fused kernels. The backward adds the terms' share into the
@@ -496,23 +507,10 @@ class _GATLayerFunction(torch.autograd.Function):
         ctx.call = call
         return out
 
-    @staticmethod
-    def backward(ctx, grad):
-        if torch.is_grad_enabled():
-            return _gat_layer_backward_once(ctx, grad)
-        return _gat_layer_backward(ctx, grad)
+    backward = _once_or_plain(_gat_layer_backward)
 
 
-def _gat_layer_backward(ctx, grad):
-    h, att_src, att_dst, elr, out = ctx.saved_tensors
-    delr, dh = ctx.call.backward((elr, h), out, grad)
-    dh.addcmul_(delr[0].unsqueeze(-1), att_src).addcmul_(delr[1].unsqueeze(-1), att_dst)
-    datt = (delr.unsqueeze(-1) * h).sum(dim=1, keepdim=True) if any(ctx.needs_input_grad[3:]) else (None, None)
-    return None, None, dh, datt[0], datt[1]
-
-
-_gat_layer_backward_once = once_differentiable(_gat_layer_backward)
-_apply_gat_layer = torch._C._FunctionBase.__dict__["apply"].__get__(None, _GATLayerFunction)
+_apply_gat_layer = _fast_apply(_GATLayerFunction)
 
 
 def _gat_layer(graph, h, att_src, att_dst, negative_slope, dropout):

@@ -225,7 +225,7 @@ def test_backward_keeps_graph_alive():
 def test_gat_layer_equals_gat_attention(device, heads):
     """GATConv's call (score terms and attention in one autograd node, el and er packed in one
     [2, N, H] tensor) gives gat_attention's output on the terms computed by autograd, and the
-    same gradients for h, att_src and att_dst."""
+    same gradients for h, att_src and att_dst; a second differentiation raises."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3).to(device), 10)
     gen = torch.Generator().manual_seed(0)
     h = torch.randn(10, heads, 5, generator=gen).to(device).requires_grad_()
@@ -245,3 +245,6 @@ def test_gat_layer_equals_gat_attention(device, heads):
     with torch.no_grad():
         assert torch.equal(dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.0), dfgnn.gat_attention(
             graph, elr[0], elr[1], h, negative_slope=0.2))
+    (first,) = torch.autograd.grad(dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.0).sum(), h, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|does not require grad"):
+        first.sum().backward()
