@@ -70,12 +70,6 @@ inline void validate_backward(const Plan& plan, ScoreKind kind, std::initializer
   check_call("cuda::attention_backward", plan, kind, inputs, grads, o);
 }
 
-inline bool aligned16(std::initializer_list<const float*> ptrs) {
-  for (const float* q : ptrs)
-    if (reinterpret_cast<std::uintptr_t>(q) % 16 != 0) return false;
-  return true;
-}
-
 /// Calls f(std::bool_constant<dropout on>{}): kernels with the dropout factor in their inner
 /// loop are compiled with and without it.
 template <class F>

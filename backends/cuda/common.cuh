@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cfloat>
 #include <cstdint>
+#include <initializer_list>
 
 namespace dfgnn::cuda::detail {
 
@@ -26,6 +27,13 @@ void allow_smem(std::size_t bytes) {
   if (bytes <= allowed.load()) return;
   DFGNN_CUDA(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
   allowed.store(bytes);
+}
+
+/// Whether every pointer allows 16-byte (float4) accesses.
+inline bool aligned16(std::initializer_list<const void*> ptrs) {
+  for (const void* q : ptrs)
+    if (reinterpret_cast<std::uintptr_t>(q) % 16 != 0) return false;
+  return true;
 }
 
 /// Programmatic dependent launch (sm_90): the merge kernels, small and launched right after the

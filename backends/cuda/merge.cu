@@ -53,7 +53,7 @@ void launch_merge(cudaStream_t stream, const SplitRow* rows, int num_rows, int H
                   float* out, float* lse) {
   const std::size_t threads = std::size_t(num_rows) * H * D;
   if (threads == 0) return;
-  if (D % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0)  // the slots are aligned (cudaMalloc)
+  if (D % 4 == 0 && aligned16({out}))  // the slots are aligned (cudaMalloc)
     launch_dependent(merge_kernel<4>, threads / 4, stream, rows, num_rows, H, D, part, out, lse);
   else
     launch_dependent(merge_kernel<1>, threads, stream, rows, num_rows, H, D, part, out, lse);

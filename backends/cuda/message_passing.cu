@@ -182,10 +182,7 @@ std::size_t rows_of(Target t, const MessagePlan::Impl& p) {
 /// float4 lanes need whole, 16-byte aligned slices: W and D multiples of 4 (so a slice never
 /// crosses a head) and every tensor aligned.
 bool vectorizable(int W, int D, std::initializer_list<const void*> tensors) {
-  if (W % 4 != 0 || D % 4 != 0) return false;
-  for (const void* t : tensors)
-    if (reinterpret_cast<std::uintptr_t>(t) % 16 != 0) return false;
-  return true;
+  return W % 4 == 0 && D % 4 == 0 && detail::aligned16(tensors);
 }
 
 template <class P>

@@ -181,8 +181,9 @@ DenseHost dense_host(const HostGraph& g, const std::vector<node_t>& ptr) {
 /// up to 9%; pubmed, five waves, 0-4% slower at 16; 8 slower everywhere).
 edge_t piece_edges(Strategy s, edge_t E, node_t N, int sms) {
   constexpr int kResidentWarps = 32;  // per SM: Online's and the walks' launch bounds, 64 registers
-  const edge_t floor = s == Strategy::PMF ? 128 : std::int64_t(N) <= std::int64_t(kResidentWarps) * sms ? 16 : 32;
-  return std::max<edge_t>(floor, E / (2 * kResidentWarps * edge_t(sms)));
+  const bool one_wave = std::int64_t(N) <= std::int64_t(kResidentWarps) * sms;
+  const edge_t shortest = s == Strategy::PMF ? 128 : one_wave ? 16 : 32;
+  return std::max<edge_t>(shortest, E / (2 * kResidentWarps * edge_t(sms)));
 }
 
 /// Online's row statistic (plan_impl.hpp): rows of a warp wait for the heaviest, so with
