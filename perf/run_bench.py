@@ -11,7 +11,9 @@ same graph and inputs:
   - ours:     `dfgnn bench ...` (see run_ours, the one place that knows the CLI);
   - cuSPARSE: build-perf/cusparse_pipeline (GT forward);
   - PyG:      perf/peers.py, in this process;
-and DF-GNN's numbers from shared/dfgnn-h100.md (cited, not built here). A 1 GiB device copy
+  - DF-GNN:   perf/dfgnn_peer.py, in child processes, when --dfgnn-ext names its built extensions
+              (else its numbers are cited from shared/dfgnn-h100.md, marked "cited").
+A 1 GiB device copy
 measured in the same run gives the bandwidth that the two roofline fractions of anchors.md
 divide by. Raw records go to RESULTS/raw.jsonl, the table to RESULTS/table.md and stdout.
 
@@ -19,6 +21,7 @@ Usage (repo root, GPU machine):
   python3 perf/run_bench.py --data ../shared/data --graphs cora,pattern --shapes 1x128,4x32
       [--dfgnn build/dfgnn] [--cusparse build-perf/cusparse_pipeline] [--models gt,agnn,gat,gatv2]
       [--graph-file pattern=/path/pattern.txt.gz] [--no-ours] [--no-pyg] [--no-cusparse]
+      [--dfgnn-ext DIR]
       [--results perf/results/NAME] [--work /tmp/dfgnn-bench]
 """
 
@@ -33,6 +36,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dfgnn_peer  # noqa: E402
 import peers  # noqa: E402
 
 # Real graphs: file under --data and node count (isolated nodes count). Generated graphs:
@@ -91,7 +95,20 @@ DFGNN_H100 = {
 }
 
 
-def dfgnn_best(graph, shape, model, pas):
+def dfgnn_best(graph, shape, model, pas, measured):
+    """DF-GNN's best correct time measured in this run; where none ran, why ("smem", "wrong",
+    "error"); without measurements, the cited number followed by "(cited)"."""
+    if measured:
+        ok = [r["ms"] for r in measured if "ms" in r and not r.get("wrong")]
+        if ok:
+            return min(ok)
+        return "/".join(sorted({"wrong" if r.get("wrong") else r.get("skipped", "error").split(":")[0]
+                                for r in measured}))
+    cited = dfgnn_cited(graph, shape, model, pas)
+    return f"{cited:.3g} (cited)" if cited else None
+
+
+def dfgnn_cited(graph, shape, model, pas):
     row = DFGNN_H100.get((graph, shape), {})
     if pas == "fwdbwd":
         return row.get(f"{model}_fwdbwd")
@@ -251,13 +268,14 @@ def table(records, copy_gbps):
     """One row per (graph, shape, model, pass) where anything ran."""
     rows = {}
     for r in records:
-        if r.get("peer") not in ("ours", "pyg", "cusparse") or not {"graph", "model", "pass"} <= r.keys():
+        if r.get("peer") not in ("ours", "pyg", "cusparse", "dfgnn") or not {"graph", "model", "pass"} <= r.keys():
             continue
         key = (r["graph"], f'{r["heads"]}x{r["dim"]}', r["model"], r["pass"])
         rows.setdefault(key, []).append(r)
     lines = [
-        f"Copy bandwidth (1 GiB D2D, read+write) in this run: {copy_gbps:.0f} GB/s. DF-GNN: "
-        "shared/dfgnn-h100.md (paoxiaode/DF-GNN on an H100, not built here); PyG anchors: "
+        f"Copy bandwidth (1 GiB D2D, read+write), measured in the same run: {copy_gbps:.0f} GB/s. DF-GNN: its "
+        "best correct kernel in this run (perf/dfgnn_peer.py), or shared/dfgnn-h100.md where "
+        "marked cited; PyG anchors: "
         "shared/anchors.md. Fractions: our best time against the copy bandwidth, for the "
         "compulsory bytes and the gather model of anchors.md. ms are medians.",
         "",
@@ -273,12 +291,14 @@ def table(records, copy_gbps):
         cus_ms = cus.get("ms", "error") if cus else None
         anchor = PYG_ANCHORS.get((graph, shape), {}).get(f"{model}_{pas}", "–")
         anchor = "OOM" if (graph, shape) in PYG_ANCHORS and anchor is None else anchor
-        df = dfgnn_best(graph, shape, model, pas)
+        df = dfgnn_best(graph, shape, model, pas, [r for r in rs if r["peer"] == "dfgnn"])
         best = min(ours.items(), key=lambda kv: kv[1]) if ours else None
         n, e, h, d = rs[0]["nodes"], rs[0]["edges"], rs[0]["heads"], rs[0]["dim"]
         comp, gath = traffic_bytes(model, pas, n, e, h, d)
 
         def ratio(peer_ms):
+            if isinstance(peer_ms, str) and peer_ms.endswith(" (cited)"):
+                peer_ms = float(peer_ms.split()[0])
             ok = best and isinstance(peer_ms, (int, float)) and best[1] > 0
             return f"{peer_ms / best[1]:.2f}" if ok else "–"
 
@@ -296,6 +316,18 @@ def table(records, copy_gbps):
     return "\n".join(lines)
 
 
+def render(paths, results):
+    records = [json.loads(line) for path in paths for line in open(path) if line.strip()]
+    copies = sorted(r["read_write_GBps"] for r in records if r.get("peer") == "copy" and "read_write_GBps" in r)
+    text = table(records, copies[len(copies) // 2] if copies else None)
+    if results:
+        os.makedirs(results, exist_ok=True)
+        with open(os.path.join(results, "table.md"), "w") as f:
+            f.write(text + "\n")
+    print(text)
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_graph_args(p)
@@ -306,6 +338,8 @@ def main(argv=None):
     p.add_argument("--no-ours", action="store_true")
     p.add_argument("--no-pyg", action="store_true")
     p.add_argument("--no-cusparse", action="store_true")
+    p.add_argument("--dfgnn-ext", default=None,
+                   help="directory of DF-GNN's built fused_gtconv / fused_gatconv modules (perf/dfgnn_peer.py)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=10, help="PyG and ours (anchors.md: 10)")
     p.add_argument("--cusparse-iters", type=int, default=20)
@@ -313,7 +347,11 @@ def main(argv=None):
                    help="check our outputs against the float64 reference (on the CPU) up to this size")
     p.add_argument("--work", default="/tmp/dfgnn-bench")
     p.add_argument("--results", default=None, help="default perf/results/<UTC timestamp>")
+    p.add_argument("--from-raw", nargs="+", metavar="RAW", help="only render the table of these raw.jsonl files "
+                   "(copy bandwidth: the median of theirs) to stdout and --results/table.md when given")
     a = p.parse_args(argv)
+    if a.from_raw:
+        return render(a.from_raw, a.results)
     a.dfgnn = shutil.which(a.dfgnn) or os.path.abspath(a.dfgnn)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     results = a.results or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", stamp)
@@ -357,6 +395,13 @@ def main(argv=None):
                                           peers.PASSES, inputs, a.warmup, a.iters, a.seed, name)
                 except Exception as ex:
                     recs = [{"peer": "pyg", "error": repr(ex)[-500:]}]
+                keep([dict(base, **r) for r in recs])
+            if a.dfgnn_ext and {"gt", "gat"} & set(models):
+                try:
+                    recs = dfgnn_peer.run_isolated(a.dfgnn_ext, g["npz"], heads, dim, models, inputs,
+                                                   a.warmup, a.iters, name)
+                except Exception as ex:
+                    recs = [{"peer": "dfgnn", "error": repr(ex)[-500:]}]
                 keep([dict(base, **r) for r in recs])
     text = table(records, copy.get("read_write_GBps"))
     with open(os.path.join(results, "table.md"), "w") as f:
