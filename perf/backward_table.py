@@ -4,7 +4,8 @@
 Ours: the JSONL of `dfgnn bench ... --backward --json FILE` (perf/gpu_run.sh, step backward),
 one record per graph, model, H x D and pass (fwd, bwd, fwd+bwd). PyG fwd+bwd: run_bench.py's
 raw*.jsonl (peer pyg, pass fwdbwd); "–" where it has none (OOM or not run). DF-GNN's GT
-hyper fwd+bwd: run_bench.DFGNN_H100 (shared/dfgnn-h100.md). Importing run_bench needs numpy,
+hyper fwd+bwd: the same files' records of perf/dfgnn_peer.py (peer dfgnn) where they have them,
+else run_bench.DFGNN_H100 (shared/dfgnn-h100.md, marked cited). Importing run_bench needs numpy,
 not torch (peers.py imports torch only inside its functions). Below the table: per input
 file, the commit(s), device and copy bandwidth (ours) or torch/PyG versions (PyG).
 
@@ -19,7 +20,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_bench import DFGNN_H100, fmt  # noqa: E402
+from run_bench import dfgnn_best, fmt  # noqa: E402
 
 # Graphs in the docs' order, with their display names; others follow in the order read.
 GRAPHS = {"cora": "cora", "citeseer": "citeseer", "pubmed": "pubmed", "pattern": "PATTERN-like",
@@ -53,20 +54,34 @@ def load_ours(paths, shape):
     return ours, notes
 
 
-def load_pyg(paths, shape):
-    """{(graph, model): fwd+bwd ms} for one H x D, and one provenance line per file."""
-    pyg, notes = {}, []
+def load_peers(paths, shape):
+    """{(graph, model): PyG fwd+bwd ms} and {(graph, model): DF-GNN fwd+bwd records} for one
+    H x D, and one provenance line per file."""
+    pyg, dfgnn, notes = {}, {}, []
     for path in paths:
-        rs = [r for r in records(path) if r.get("peer") == "pyg"]
+        rs = records(path)
         for r in rs:
-            if r.get("pass") == "fwdbwd" and f'{r["heads"]}x{r["dim"]}' == shape and "ms" in r:
-                pyg[(r["graph"], r["model"])] = r["ms"]
+            if r.get("pass") == "fwdbwd" and f'{r.get("heads")}x{r.get("dim")}' == shape:
+                if r.get("peer") == "dfgnn":
+                    dfgnn.setdefault((r["graph"], r["model"]), []).append(r)
+                elif r.get("peer") == "pyg" and "ms" in r:
+                    pyg[(r["graph"], r["model"])] = r["ms"]
+        rs = [r for r in rs if r.get("peer") == "pyg"]
         versions = sorted({f'{r["device"]}, torch {r["torch"]}, PyG {r["pyg"]}' for r in rs})
         notes.append(f'{path}: {"; ".join(versions) or "no PyG records"}')
-    return pyg, notes
+    return pyg, dfgnn, notes
 
 
-def rows(ours, pyg, shape):
+def times_faster(peer, total):
+    """The ×DF-GNN cell: ratio and time, cited ones marked, or why DF-GNN has no time."""
+    if isinstance(peer, str) and peer.endswith(" (cited)"):
+        return f"{float(peer.split()[0]) / total:.1f} ({peer})"
+    if isinstance(peer, (int, float)):
+        return f"{peer / total:.1f} ({fmt(peer)})"
+    return peer or "–"
+
+
+def rows(ours, pyg, dfgnn, shape):
     """(graph, model, cells, ×PyG or None) in the docs' order."""
     graphs = list(GRAPHS) + [g for g, _ in ours if g not in GRAPHS]
     out = []
@@ -77,13 +92,13 @@ def rows(ours, pyg, shape):
                 continue
             fwd, bwd, both = (rec.get(p, {}) for p in ("fwd", "bwd", "fwd+bwd"))
             total, peer = both.get("ms"), pyg.get((g, m))
-            df = DFGNN_H100.get((g, shape), {}).get(f"{m}_fwdbwd")
+            df = dfgnn_best(g, shape, m, "fwdbwd", dfgnn.get((g, m)))
             x_pyg = peer / total if peer and total else None
             cells = [
                 f'{fmt(fwd.get("ms"))} ({fwd.get("resolved", "?")})' if fwd else "–",
                 fmt(bwd.get("ms")), f"**{fmt(total)}**" if total else "–", fmt(peer),
                 f"{x_pyg:.0f}" if x_pyg else "–",
-                f"{df / total:.1f} ({fmt(df)})" if df and total else "–",
+                times_faster(df, total) if total else "–",
                 f'{bwd["compulsory_frac"]:.0%} / {bwd["gather_frac"]:.0%}'
                 if bwd.get("compulsory_frac") is not None else "–",
             ]
@@ -119,8 +134,8 @@ def main():
     p.add_argument("--summary", action="store_true", help="also min-max ×PyG per graph")
     a = p.parse_args()
     ours, ours_notes = load_ours(a.ours, a.shape)
-    pyg, pyg_notes = load_pyg(a.pyg, a.shape)
-    rs = rows(ours, pyg, a.shape)
+    pyg, dfgnn, pyg_notes = load_peers(a.pyg, a.shape)
+    rs = rows(ours, pyg, dfgnn, a.shape)
     print(table(rs))
     print()
     print("\n".join(ours_notes + pyg_notes))
