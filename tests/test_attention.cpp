@@ -31,6 +31,7 @@ struct Case {
   int edge_value_heads = 0;  // 0: none
   Dropout dropout{};
   bool training = false;     // also compare the logsumexp statistics
+  bool misaligned = false;   // inputs one float past a 16-byte boundary (no 4-wide accesses)
   Backend backend = Backend::Portable;
 
   std::size_t N() const { return std::size_t(g.num_nodes); }
@@ -47,9 +48,15 @@ struct Case {
     const auto beta = test::random_values(h, seed, 0.5f, 2.0f);
     const auto w = test::random_values(std::size_t(g.num_edges()) * std::size_t(edge_value_heads), seed + 7, 0.1f, 2.0f);
     const HostEdgeValues hw{edge_value_heads ? w.data() : nullptr, edge_value_heads};
-    // Device copies stay alive for the call; the typed views below alias them.
-    auto A = to_device(a), B = to_device(b), C = to_device(c), SL = to_device(sl), SR = to_device(sr),
-         HD = to_device(head), BETA = to_device(beta), W = to_device(w);
+    // Device copies stay alive for the call; the typed views below alias them, `off` floats in.
+    const std::size_t off = misaligned ? 1 : 0;
+    const auto at = [&](const std::vector<float>& x) {
+      std::vector<float> padded(off, 0.0f);
+      padded.insert(padded.end(), x.begin(), x.end());
+      return to_device(padded);
+    };
+    auto A = at(a), B = at(b), C = at(c), SL = at(sl), SR = at(sr), HD = at(head), BETA = to_device(beta),
+         W = to_device(w);
     Options<Mem> dw;
     if (edge_value_heads)
       dw.edge_values = EdgeValues<Mem>(W.data(), std::size_t(g.num_edges()), std::size_t(edge_value_heads));
@@ -62,8 +69,8 @@ struct Case {
       Kokkos::deep_copy(dw.logsumexp, std::numeric_limits<float>::quiet_NaN());
       hopt.logsumexp = &ref_lse;
     }
-    auto f3 = [&](const Kokkos::View<float*, Mem>& v) { return NodeFeatures<Mem>(v.data(), n, h, d); };
-    auto f2 = [&](const Kokkos::View<float*, Mem>& v) { return NodeScalars<Mem>(v.data(), n, h); };
+    auto f3 = [&](const Kokkos::View<float*, Mem>& v) { return NodeFeatures<Mem>(v.data() + off, n, h, d); };
+    auto f2 = [&](const Kokkos::View<float*, Mem>& v) { return NodeScalars<Mem>(v.data() + off, n, h); };
 
     Exec exec;
     const Plan<Exec> plan(exec, Graph<Mem>(g), kind, H, D, strategy, backend);
@@ -84,7 +91,7 @@ struct Case {
         ref = reference_attention(g, H, D, GAT{0.2f}, sl.data(), sr.data(), c.data(), hopt);
         break;
       case ScoreKind::GATv2:
-        attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data(), h, d), out, dw);
+        attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data() + off, h, d), out, dw);
         ref = reference_attention(g, H, D, GATv2{0.2f}, a.data(), b.data(), head.data(), hopt);
         break;
     }
@@ -134,6 +141,15 @@ TEST_P(Attention, TrainingStatisticsAndDropout) {
   EXPECT_LT(c.run(strategy), 1e-5) << name;
 }
 
+// Online's 4-wide accesses need rows on 16-byte boundaries; inputs off them take the 1-wide path.
+TEST_P(Attention, MisalignedInputs) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  Case c{kind, g, hd.first, hd.second, unsigned(graph) + 37};
+  c.misaligned = true;
+  EXPECT_LT(c.run(strategy), 1e-5) << name;
+}
+
 #ifdef DFGNN_NATIVE_CUDA
 // The same matrix through the Kokkos API on Kokkos::Cuda, running the CUDA-native kernels.
 class AttentionNative : public ::testing::TestWithParam<Param> {};
@@ -171,6 +187,17 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
                                          Strategy::Auto),
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 16}, std::pair{3, 7}),
+                       ::testing::Range(0, 8)),
+    param_name);
+
+// Online's lane layouts: 4 features per lane (D % 4 == 0) over 2 to 32 lanes, several passes of
+// the lanes (256, 300), and 1 feature per lane (50, 5).
+INSTANTIATE_TEST_SUITE_P(
+    OnlineWidths, Attention,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Strategy::Online),
+                       ::testing::Values(std::pair{1, 64}, std::pair{2, 8}, std::pair{1, 256}, std::pair{1, 300},
+                                         std::pair{2, 50}, std::pair{1, 5}),
                        ::testing::Range(0, 8)),
     param_name);
 

@@ -202,10 +202,10 @@ struct Destinations {
       if constexpr (Score::reduces)
         Kokkos::parallel_reduce(
             Kokkos::ThreadVectorRange(team, p.dim),
-            [&](int d, float& acc) { acc += score.term(v, u, h, d); }, raw);
+            [&](int d, float& acc) { acc += term_of(score, v, u, h, d); }, raw);
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, p.dim),
-          [&](int d, float& acc) { acc += up.dout(v, h, d) * score.value(u, h, d); }, dq);
+          [&](int d, float& acc) { acc += up.dout(v, h, d) * value_of(score, u, h, d); }, dq);
       const float prob = exp(p.scaled(score.finish(raw, v, u, h), e, h) - lse), keep = p.keep(e, h);
       const edge_t i = e * p.heads + h;
       // single ends with a lane barrier (a __syncwarp on CUDA): the gather's lanes read these.

@@ -6,6 +6,9 @@
 // max grows. Per-edge scores are never stored. The accumulator lives in team scratch, one slot
 // per thread group (lanes own the features they accumulate; arrays indexed by lane are not
 // portable), and kOnlineEdges scores are reduced together so their loads are in flight at once.
+// Where D % 4 == 0 and the tensors' rows are 16-byte aligned, a lane moves 4 features per load
+// (W = 4): the kernel is bound by instruction issue, and one 16-byte access replaces four
+// (ncu on the H100: 4x the native kernel's instructions at W = 1, docs/performance.md).
 // Rows above the plan's split are walked as pieces (listed before the rows) whose partial
 // (max, sum, accumulator) a second launch merges in piece order: no atomics, reproducible.
 
@@ -42,11 +45,11 @@ struct reduction_identity<dfgnn::kokkos_impl::EdgeSums<U>> {
 
 namespace dfgnn::kokkos_impl {
 
-template <class Exec, class Score>
+/// W: features per lane access (1, or 4 with 16-byte aligned rows).
+template <class Exec, class Score, int W>
 struct Online {
   using Mem = typename Exec::memory_space;
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
-  using scratch = Kokkos::View<float*, typename Exec::scratch_memory_space, Kokkos::MemoryUnmanaged>;
 
   Problem<Mem> p;
   Score score;
@@ -56,28 +59,33 @@ struct Online {
   int team_units;  // (piece or row) units per team, each for every head
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
-    const scratch s(team.team_scratch(0), std::size_t(team.team_size()) * p.dim);
+    const int chunks = p.dim / W;
+    auto* const slots = static_cast<Vec<W>*>(
+        team.team_scratch(0).get_shmem_aligned(std::size_t(team.team_size()) * p.dim * sizeof(float), 16));
     const std::int64_t u0 = std::int64_t(team.league_rank()) * team_units;
     const std::int64_t num_pieces = std::int64_t(pieces.extent(0));
     const std::int64_t units = num_pieces + std::int64_t(p.row_ptr.extent(0)) - 1;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, team_units * p.heads), [&](int k) {
       const std::int64_t unit = u0 + k / p.heads;
       const int h = k % p.heads;
-      float* acc = s.data() + team.team_rank() * p.dim;
+      Vec<W>* const acc = slots + team.team_rank() * chunks;
       float m = 0.0f, sum = 0.0f;
       if (unit < num_pieces) {
         const RowPiece pc = pieces(unit);
         walk(team, acc, pc.row, pc.e0, pc.e1, h, m, sum);
         const std::int64_t r = unit * p.heads + h;
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) { partials(r, 2 + d) = acc[d]; });
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) {
+          for (int f = 0; f < W; ++f) partials(r, 2 + W * i + f) = acc[i].x[f];
+        });
         Kokkos::single(Kokkos::PerThread(team), [&] { partials(r, 0) = m, partials(r, 1) = sum; });
       } else if (unit < units) {
         const node_t v = node_t(unit - num_pieces);
         const edge_t a = p.row_ptr(v), b = p.row_ptr(v + 1);
         if (b - a > split) return;  // its pieces do it
         walk(team, acc, v, a, b, h, m, sum);
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim),
-                             [&](int d) { p.out(v, h, d) = b > a ? acc[d] / sum : 0.0f; });
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) {
+          for (int f = 0; f < W; ++f) p.out(v, h, W * i + f) = b > a ? acc[i].x[f] / sum : 0.0f;
+        });
         Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
       }
     });
@@ -85,7 +93,7 @@ struct Online {
 
   // Edges [a, b) of row v, head h: the max m and sum of exponentials, and the accumulator
   // sum_e exp(s_e - m) keep_e value(u_e) (left unset when a == b).
-  KOKKOS_INLINE_FUNCTION void walk(const member& team, float* acc, node_t v, edge_t a, edge_t b, int h, float& m,
+  KOKKOS_INLINE_FUNCTION void walk(const member& team, Vec<W>* acc, node_t v, edge_t a, edge_t b, int h, float& m,
                                    float& sum) const {
     edge_t e = a;
     for (; b - e >= kOnlineEdges; e += kOnlineEdges) step<kOnlineEdges>(team, acc, v, e, h, e == a, m, sum);
@@ -94,16 +102,17 @@ struct Online {
 
   // Edges [e, e + U): their U scores reduced together, then one update of the running state.
   template <int U>
-  KOKKOS_INLINE_FUNCTION void step(const member& team, float* acc, node_t v, edge_t e, int h, bool first, float& m,
+  KOKKOS_INLINE_FUNCTION void step(const member& team, Vec<W>* acc, node_t v, edge_t e, int h, bool first, float& m,
                                    float& sum) const {
+    const int chunks = p.dim / W;
     node_t u[U];
     for (int j = 0; j < U; ++j) u[j] = p.src(e + j);
     EdgeSums<U> t;
     if constexpr (Score::reduces)
       Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(team, p.dim),
-          [&](int d, EdgeSums<U>& part) {
-            for (int j = 0; j < U; ++j) part.x[j] += score.term(v, u[j], h, d);
+          Kokkos::ThreadVectorRange(team, chunks),
+          [&](int i, EdgeSums<U>& part) {
+            for (int j = 0; j < U; ++j) part.x[j] += score.template terms<W>(v, u[j], h, i);
           },
           Kokkos::Sum<EdgeSums<U>>(t));
     float top = m;
@@ -120,10 +129,14 @@ struct Online {
       w[j] = x * p.keep(e + j, h);
     }
     m = top;
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
-      float y = first ? 0.0f : acc[d] * c;
-      for (int j = 0; j < U; ++j) y += w[j] * score.value(u[j], h, d);
-      acc[d] = y;
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) {
+      Vec<W> y;
+      for (int f = 0; f < W; ++f) y.x[f] = first ? 0.0f : acc[i].x[f] * c;
+      for (int j = 0; j < U; ++j) {
+        const Vec<W> x = score.template values<W>(u[j], h, i);
+        for (int f = 0; f < W; ++f) y.x[f] += w[j] * x.x[f];
+      }
+      acc[i] = y;
     });
   }
 };
@@ -157,17 +170,30 @@ struct MergePieces {
   }
 };
 
+template <int W, class Exec, class Score>
+void launch_online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+                   const Score& score) {
+  const auto& L = plan.layout();
+  const int groups = L.scratch_floats / p.dim;  // accumulators the plan sized the scratch for
+  const int team_units = std::max(1, groups / p.heads);
+  const std::int64_t units = std::int64_t(L.pieces.extent(0)) + plan.graph().num_nodes();
+  // Five 256-thread teams per SM (at most 51 registers a thread): the walk waits on gathers, and
+  // the unbounded build (70 registers, 3 teams) took up to 1.5x as long on the H100 (docs/design.md).
+  using Bounds = Kokkos::LaunchBounds<256, 5>;
+  launch<Bounds>(exec, "dfgnn::online", int((units + team_units - 1) / team_units), groups, L.online_lanes,
+                 Online<Exec, Score, W>{p, score, L.pieces, L.partials, L.split, team_units},
+                 std::size_t(L.scratch_floats) * sizeof(float) + 16);  // + the slots' 16-byte alignment
+}
+
 template <class Exec, class Score>
 void online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
             const Score& score) {
   using Mem = typename Exec::memory_space;
   const auto& L = plan.layout();
-  const int groups = L.scratch_floats / p.dim;  // accumulators the plan sized the scratch for
-  const int team_units = std::max(1, groups / p.heads);
-  const std::int64_t units = std::int64_t(L.pieces.extent(0)) + plan.graph().num_nodes();
-  launch(exec, "dfgnn::online", int((units + team_units - 1) / team_units), groups, L.vector_length,
-         Online<Exec, Score>{p, score, L.pieces, L.partials, L.split, team_units},
-         std::size_t(L.scratch_floats) * sizeof(float));
+  if (score.rows_aligned(4))
+    launch_online<4>(exec, plan, p, score);
+  else
+    launch_online<1>(exec, plan, p, score);
   const node_t split_rows = node_t(L.split_rows.extent(0));
   launch(exec, "dfgnn::online_merge", (split_rows + kMaxTeamRows - 1) / kMaxTeamRows, L.team_size, L.vector_length,
          RowHeads<Exec, MergePieces<Mem>>{split_rows, p.heads, {p, L.split_rows, L.partials}});

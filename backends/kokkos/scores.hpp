@@ -3,9 +3,11 @@
 //
 // A score exposes
 //   reduces            whether it sums a per-feature term over d (GT, AGNN, GATv2) or not (GAT)
-//   term(v, u, h, d)   the per-feature term, summed by the vector lanes
+//   terms<W>(v, u, h, i)  the sum of the per-feature terms over features [W i, W i + W), summed
+//                      further by the vector lanes (term_of: one feature)
 //   finish(acc, v, u, h)  the score of edge u -> v, head h, from that sum
-//   value(u, h, d)     the feature aggregated by the SpMM (V, X or XL)
+//   values<W>(u, h, i) those features of the row aggregated by the SpMM (V, X or XL; value_of)
+//   rows_aligned(W)    whether W = 4 may be used: a lane then moves 4 features in one 16-byte load
 // so SDDMM, softmax and SpMM are written once for all four models.
 
 #include "math.hpp"
@@ -14,6 +16,7 @@
 #include <dfgnn/plan.hpp>
 
 #include <algorithm>
+#include <cstdint>
 
 namespace dfgnn::kokkos_impl {
 
@@ -26,16 +29,49 @@ using Vector = Kokkos::View<const float*, Kokkos::LayoutRight, Mem>;
 template <class Mem>
 using Output = Kokkos::View<float***, Kokkos::LayoutRight, Mem>;
 
+/// W consecutive features, aligned to their size so that W = 4 is one 16-byte access.
+template <int W>
+struct alignas(4 * W) Vec {
+  float x[W];
+};
+
+/// Features [W i, W i + W) of row (n, h) of a [N,H,D] tensor, or of row h of an [H,D] one.
+template <int W, class Mem>
+KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Features<Mem>& t, node_t n, int h, int i) {
+  return reinterpret_cast<const Vec<W>*>(&t(n, h, 0))[i];
+}
+template <int W, class Mem>
+KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Matrix<Mem>& t, int h, int i) {
+  return reinterpret_cast<const Vec<W>*>(&t(h, 0))[i];
+}
+
+/// Whether every row of these tensors starts on a W-float boundary (W = 1 always).
+template <class... Views>
+bool rows_aligned(int W, int dim, const Views&... t) {
+  const auto ok = [&](const void* data) { return reinterpret_cast<std::uintptr_t>(data) % (4u * W) == 0; };
+  return dim % W == 0 && (ok(t.data()) && ...);
+}
+
+template <int W>
+KOKKOS_INLINE_FUNCTION float dot(const Vec<W>& a, const Vec<W>& b) {
+  float s = 0.0f;
+  for (int j = 0; j < W; ++j) s += a.x[j] * b.x[j];
+  return s;
+}
+
 template <class Mem>
 struct DotScore {
   static constexpr bool reduces = true;
   Features<Mem> q, k, v;
   float scale;
-  KOKKOS_INLINE_FUNCTION float term(node_t dst, node_t src, int h, int d) const {
-    return q(dst, h, d) * k(src, h, d);
+  template <int W>
+  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, int h, int i) const {
+    return dot(chunk<W>(q, dst, h, i), chunk<W>(k, src, h, i));
   }
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, int) const { return scale * acc; }
-  KOKKOS_INLINE_FUNCTION float value(node_t u, int h, int d) const { return v(u, h, d); }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(v, u, h, i); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(q.extent(2)), q, k, v); }
 };
 
 template <class Mem>
@@ -44,13 +80,16 @@ struct CosineScore {
   Features<Mem> x;
   Matrix<Mem> inv_norm;  // [N,H], 0 for zero vectors so their cosine is 0
   Vector<Mem> beta;      // [H] or [1]
-  KOKKOS_INLINE_FUNCTION float term(node_t dst, node_t src, int h, int d) const {
-    return x(dst, h, d) * x(src, h, d);
+  template <int W>
+  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, int h, int i) const {
+    return dot(chunk<W>(x, dst, h, i), chunk<W>(x, src, h, i));
   }
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t dst, node_t src, int h) const {
     return beta(beta.extent(0) == 1 ? 0 : h) * acc * inv_norm(dst, h) * inv_norm(src, h);
   }
-  KOKKOS_INLINE_FUNCTION float value(node_t u, int h, int d) const { return x(u, h, d); }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(x, u, h, i); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(x.extent(2)), x); }
 };
 
 template <class Mem>
@@ -59,11 +98,14 @@ struct AdditiveScore {
   Matrix<Mem> el, er;
   Features<Mem> v;
   float slope;
-  KOKKOS_INLINE_FUNCTION float term(node_t, node_t, int, int) const { return 0.0f; }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION float terms(node_t, node_t, int, int) const { return 0.0f; }
   KOKKOS_INLINE_FUNCTION float finish(float, node_t dst, node_t src, int h) const {
     return leaky_relu(el(src, h) + er(dst, h), slope);
   }
-  KOKKOS_INLINE_FUNCTION float value(node_t u, int h, int d) const { return v(u, h, d); }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(v, u, h, i); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(v.extent(2)), v); }
 };
 
 template <class Mem>
@@ -72,12 +114,28 @@ struct AdditiveV2Score {
   Features<Mem> xl, xr;
   Matrix<Mem> a;
   float slope;
-  KOKKOS_INLINE_FUNCTION float term(node_t dst, node_t src, int h, int d) const {
-    return a(h, d) * leaky_relu(xl(src, h, d) + xr(dst, h, d), slope);
+  template <int W>
+  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, int h, int i) const {
+    const Vec<W> w = chunk<W>(a, h, i), l = chunk<W>(xl, src, h, i), r = chunk<W>(xr, dst, h, i);
+    float s = 0.0f;
+    for (int j = 0; j < W; ++j) s += w.x[j] * leaky_relu(l.x[j] + r.x[j], slope);
+    return s;
   }
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, int) const { return acc; }
-  KOKKOS_INLINE_FUNCTION float value(node_t u, int h, int d) const { return xl(u, h, d); }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(xl, u, h, i); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(xl.extent(2)), xl, xr, a); }
 };
+
+/// The one-feature forms of terms and values, which most kernels loop over.
+template <class Score>
+KOKKOS_INLINE_FUNCTION float term_of(const Score& score, node_t dst, node_t src, int h, int d) {
+  return score.template terms<1>(dst, src, h, d);
+}
+template <class Score>
+KOKKOS_INLINE_FUNCTION float value_of(const Score& score, node_t u, int h, int d) {
+  return score.template values<1>(u, h, d).x[0];
+}
 
 /// Everything a kernel needs besides the score: graph arrays, options, output, shape.
 template <class Mem>
@@ -115,17 +173,17 @@ KOKKOS_INLINE_FUNCTION float edge_score(const Member& team, const Score& score,
   if constexpr (Score::reduces)
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim),
-        [&](int d, float& sum) { sum += score.term(v, u, h, d); }, acc);
+        [&](int d, float& sum) { sum += term_of(score, v, u, h, d); }, acc);
   return p.scaled(score.finish(acc, v, u, h), e, h);
 }
 
 /// Launches `f` over `league` teams with the plan's geometry, clamping the team size to what
-/// the backend allows for this functor.
-template <class Exec, class Functor>
+/// the backend allows for this functor. Traits: further TeamPolicy properties (LaunchBounds).
+template <class... Traits, class Exec, class Functor>
 void launch(const Exec& exec, const char* name, int league, int team_size, int vector_length,
             const Functor& f, std::size_t scratch_bytes = 0) {
   if (league == 0) return;
-  using policy = Kokkos::TeamPolicy<Exec>;
+  using policy = Kokkos::TeamPolicy<Exec, Traits...>;
   const int limit = policy(exec, league, 1, vector_length).team_size_max(f, Kokkos::ParallelForTag());
   policy p(exec, league, std::max(1, std::min(team_size, limit)), vector_length);
   if (scratch_bytes) p = p.set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));

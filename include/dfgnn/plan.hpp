@@ -41,6 +41,7 @@ class Plan {
     int scratch_floats = 0;  ///< level-0 scratch per team, in floats (SMMF, Online)
     Kokkos::View<const node_t*, memory_space> team_rows;  ///< SMMF row partition [T+1]
     Kokkos::View<float*, memory_space> scores;     ///< PMF / Unfused scores [E*H]
+    int online_lanes = 1;  ///< Online: lanes per thread group, over groups of 4 features when D % 4 == 0
     edge_t split = 0;  ///< Online: rows above this many edges run as pieces
     Kokkos::View<const RowPiece*, memory_space> pieces;     ///< Online: the split rows' pieces
     Kokkos::View<const SplitRow*, memory_space> split_rows;  ///< Online: which pieces merge
@@ -107,15 +108,23 @@ class Plan {
   Kokkos::View<float*, memory_space>& backward_workspace() const { return *backward_workspace_; }
 
  private:
-  // Online: a D-float accumulator per thread group in scratch (fewer groups per team when D is
-  // large), and the pieces of the rows above the split with their partial statistics.
+  // Online: lanes over groups of 4 features where D allows it (the kernel moves 4 per access
+  // when the tensors' rows are aligned; otherwise each lane takes 4 single features); a D-float
+  // accumulator per thread group in scratch (fewer groups per team when D is large, 16 bytes
+  // kept for their alignment); and the pieces of the rows above the split with their partial
+  // statistics.
   void online_layout(const ExecutionSpace& exec, std::size_t scratch_floats) {
-    const int groups = int(std::min<std::size_t>(std::size_t(layout_.team_size), scratch_floats / std::size_t(dim_)));
+    const int per_lane = dim_ % 4 == 0 ? dim_ / 4 : dim_;
+    int lanes = 1;
+    while (lanes < per_lane && lanes < policy::vector_length_max() && lanes < 32) lanes *= 2;
+    layout_.online_lanes = lanes;
+    const std::size_t fit = (scratch_floats - std::min<std::size_t>(scratch_floats, 4)) / std::size_t(dim_);
+    const int groups = int(std::min<std::size_t>(std::size_t(256 / lanes), fit));
     if (groups < 1)
       throw Error("plan: dim " + std::to_string(dim_) + " does not fit the team scratch of Online (" +
                   std::to_string(scratch_floats) + " floats)");
     layout_.scratch_floats = groups * dim_;
-    layout_.split = piece_edges(graph_.num_edges(), layout_.vector_length, int(exec.concurrency()));
+    layout_.split = piece_edges(graph_.num_edges(), lanes, int(exec.concurrency()));
     const RowPieces p = row_pieces(graph_.host().row_ptr, layout_.split);
     layout_.pieces = detail::upload<RowPiece, memory_space>("dfgnn::pieces", p.pieces);
     layout_.split_rows = detail::upload<SplitRow, memory_space>("dfgnn::split_rows", p.rows);
