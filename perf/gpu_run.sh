@@ -43,9 +43,12 @@ if [[ ($what == kokkos || $what == all) && -x $bin/kokkos/dfgnn ]]; then
   "$bin/dfgnn" gen rmat --scale 17 --edge-factor 64 --out "$work/rmat17.txt" >/dev/null
   for g in "$data/cora/planetoid_edges.tsv.gz --symmetrize" "$work/pattern.txt" "$work/rmat17.txt"; do
     for model in gt gat; do
-      # shellcheck disable=SC2086  # $g carries the file and its flags
-      "$bin/kokkos/dfgnn" bench --graph $g --model $model --heads 1 --dim 128 --backend all \
-        --strategy auto,smmf,pmf,online --json "$out/kokkos_vs_native.jsonl" || status=1
+      for hd in "1 128" "4 32"; do
+        read -r heads dim <<<"$hd"
+        # shellcheck disable=SC2086  # $g carries the file and its flags
+        "$bin/kokkos/dfgnn" bench --graph $g --model $model --heads $heads --dim $dim --backend all \
+          --strategy auto,smmf,pmf,online --json "$out/kokkos_vs_native.jsonl" || status=1
+      done
     done
   done | tee "$out/kokkos_vs_native.txt"
 fi
