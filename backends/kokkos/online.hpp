@@ -5,7 +5,7 @@
 // once with an online softmax: running max and sum, and a D-float accumulator rescaled when the
 // max grows. Per-edge scores are never stored. The accumulator lives in team scratch, one slot
 // per thread group (lanes own the features they accumulate; arrays indexed by lane are not
-// portable), and kOnlineEdges scores are reduced together so their loads are in flight at once.
+// portable), and kStepEdges scores are reduced together so their loads are in flight at once.
 // Where D % 4 == 0 and the tensors' rows are 16-byte aligned, a lane moves 4 features per load
 // (W = 4): the kernel is bound by instruction issue, and one 16-byte access replaces four
 // (ncu on the H100: 4x the native kernel's instructions at W = 1, docs/performance.md).
@@ -13,35 +13,6 @@
 // (max, sum, accumulator) a second launch merges in piece order: no atomics, reproducible.
 
 #include "rowwise.hpp"
-
-namespace dfgnn::kokkos_impl {
-
-/// Edges whose scores a thread group reduces in one pass over the features (a row's last
-/// degree % kOnlineEdges edges go one at a time).
-inline constexpr int kOnlineEdges = 4;
-
-/// A lane's partial sums of the U scores of a step.
-template <int U>
-struct EdgeSums {
-  float x[U];
-  KOKKOS_INLINE_FUNCTION EdgeSums() {
-    for (int j = 0; j < U; ++j) x[j] = 0.0f;
-  }
-  KOKKOS_INLINE_FUNCTION EdgeSums& operator+=(const EdgeSums& o) {
-    for (int j = 0; j < U; ++j) x[j] += o.x[j];
-    return *this;
-  }
-};
-
-}  // namespace dfgnn::kokkos_impl
-
-// What Kokkos::Sum needs of a custom value type.
-namespace Kokkos {
-template <int U>
-struct reduction_identity<dfgnn::kokkos_impl::EdgeSums<U>> {
-  KOKKOS_FORCEINLINE_FUNCTION static dfgnn::kokkos_impl::EdgeSums<U> sum() { return {}; }
-};
-}  // namespace Kokkos
 
 namespace dfgnn::kokkos_impl {
 
@@ -96,7 +67,7 @@ struct Online {
   KOKKOS_INLINE_FUNCTION void walk(const member& team, Vec<W>* acc, node_t v, edge_t a, edge_t b, int h, float& m,
                                    float& sum) const {
     edge_t e = a;
-    for (; b - e >= kOnlineEdges; e += kOnlineEdges) step<kOnlineEdges>(team, acc, v, e, h, e == a, m, sum);
+    for (; b - e >= kStepEdges; e += kStepEdges) step<kStepEdges>(team, acc, v, e, h, e == a, m, sum);
     for (; e < b; ++e) step<1>(team, acc, v, e, h, e == a, m, sum);
   }
 

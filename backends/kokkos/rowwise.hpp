@@ -7,6 +7,36 @@
 
 namespace dfgnn::kokkos_impl {
 
+/// Edges whose per-feature sums a thread group reduces in one pass over the features, so that
+/// their rows' loads are in flight together (Online, the backward's destinations; a row's last
+/// degree % kStepEdges edges go one at a time).
+inline constexpr int kStepEdges = 4;
+
+/// A lane's partial sums of the U values of a step.
+template <int U>
+struct EdgeSums {
+  float x[U];
+  KOKKOS_INLINE_FUNCTION EdgeSums() {
+    for (int j = 0; j < U; ++j) x[j] = 0.0f;
+  }
+  KOKKOS_INLINE_FUNCTION EdgeSums& operator+=(const EdgeSums& o) {
+    for (int j = 0; j < U; ++j) x[j] += o.x[j];
+    return *this;
+  }
+};
+
+}  // namespace dfgnn::kokkos_impl
+
+// What Kokkos::Sum needs of a custom value type.
+namespace Kokkos {
+template <int U>
+struct reduction_identity<dfgnn::kokkos_impl::EdgeSums<U>> {
+  KOKKOS_FORCEINLINE_FUNCTION static dfgnn::kokkos_impl::EdgeSums<U> sum() { return {}; }
+};
+}  // namespace Kokkos
+
+namespace dfgnn::kokkos_impl {
+
 /// Node-parallel walk shared by the fused softmax + SpMM and the unfused kernels: team t
 /// covers kMaxTeamRows rows, one thread group per (row, head) calls body(team, v, h).
 template <class Exec, class Body>
