@@ -396,6 +396,14 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Range(0, int(graphs().size()))),
     kernel_name);
 
+// Gathers wider than 8 entries per lane (GT's source side at D = 300: 600 entries over 32 lanes)
+// take several passes.
+INSTANTIATE_TEST_SUITE_P(
+    Wide, BackwardKernels,
+    ::testing::Combine(kKinds, ::testing::Values(Strategy::PMF), ::testing::Values(std::pair{1, 300}),
+                       ::testing::Range(0, int(graphs().size()))),
+    kernel_name);
+
 using HubParam = std::tuple<ScoreKind, std::pair<int, int>>;
 
 class BackwardHubs : public ::testing::TestWithParam<HubParam> {};
