@@ -243,9 +243,7 @@ struct SegmentHeads {
 /// power of two, at most 32), about 256 threads per team.
 template <class Exec, class Body>
 void for_segments(const Exec& exec, const char* name, edge_t count, int heads, int dim, const Body& body) {
-  using policy = Kokkos::TeamPolicy<Exec>;
-  int lanes = 1;
-  while (lanes < dim && lanes < 32 && lanes < policy::vector_length_max()) lanes *= 2;
+  const int lanes = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(dim);
   const int groups = std::max(1, 256 / lanes), per_team = std::max(1, groups / heads);
   launch(exec, name, int((count + per_team - 1) / per_team), groups, lanes,
          SegmentHeads<Exec, Body>{count, heads, per_team, body});

@@ -24,6 +24,17 @@ namespace cuda {
 class Plan;
 }
 
+namespace detail {
+/// Vector lanes of a thread group spanning `width` entries: the next power of two, at most 32
+/// and at most what the team policy allows.
+template <class Policy>
+int vector_lanes(int width) {
+  int lanes = 1;
+  while (lanes < width && lanes < Policy::vector_length_max() && lanes < 32) lanes *= 2;
+  return lanes;
+}
+}  // namespace detail
+
 /// Per-(graph, score kind, H, D) state of the Kokkos kernels. On Kokkos::Cuda, with
 /// DFGNN_ENABLE_CUDA, it also holds the CUDA-native plan that forward and backward calls then
 /// run (see Backend).
@@ -68,10 +79,8 @@ class Plan {
     strategy_ = strategy == Strategy::Auto
                     ? choose_strategy(kind, heads, dim, graph_.stats(), std::size_t(capacity) * sizeof(float))
                     : strategy;
-    int lanes = 1;
-    while (lanes < dim && lanes < policy::vector_length_max() && lanes < 32) lanes *= 2;
-    layout_.vector_length = lanes;
-    layout_.team_size = std::max(1, 256 / lanes);
+    layout_.vector_length = detail::vector_lanes<policy>(dim);
+    layout_.team_size = std::max(1, 256 / layout_.vector_length);
     const edge_t E = graph_.num_edges();
     if (strategy_ == Strategy::SMMF) {
       const std::vector<node_t> bounds = partition_rows(graph_.host(), heads, capacity, kMaxTeamRows);
@@ -114,9 +123,7 @@ class Plan {
   // kept for their alignment); and the pieces of the rows above the split with their partial
   // statistics.
   void online_layout(const ExecutionSpace& exec, std::size_t scratch_floats) {
-    const int per_lane = dim_ % 4 == 0 ? dim_ / 4 : dim_;
-    int lanes = 1;
-    while (lanes < per_lane && lanes < policy::vector_length_max() && lanes < 32) lanes *= 2;
+    const int lanes = detail::vector_lanes<policy>(dim_ % 4 == 0 ? dim_ / 4 : dim_);
     layout_.online_lanes = lanes;
     const std::size_t fit = (scratch_floats - std::min<std::size_t>(scratch_floats, 4)) / std::size_t(dim_);
     const int groups = int(std::min<std::size_t>(std::size_t(256 / lanes), fit));
