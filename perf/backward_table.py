@@ -20,7 +20,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from run_bench import dfgnn_best, fmt  # noqa: E402
+from run_bench import dfgnn_best, dfgnn_cell, fmt  # noqa: E402
 
 # Graphs in the docs' order, with their display names; others follow in the order read.
 GRAPHS = {"cora": "cora", "citeseer": "citeseer", "pubmed": "pubmed", "pattern": "PATTERN-like",
@@ -72,13 +72,9 @@ def load_peers(paths, shape):
     return pyg, dfgnn, notes
 
 
-def times_faster(peer, total):
-    """The ×DF-GNN cell: ratio and time, cited ones marked, or why DF-GNN has no time."""
-    if isinstance(peer, str) and peer.endswith(" (cited)"):
-        return f"{float(peer.split()[0]) / total:.1f} ({peer})"
-    if isinstance(peer, (int, float)):
-        return f"{peer / total:.1f} ({fmt(peer)})"
-    return peer or "–"
+def times_faster(ms, note, total):
+    """The ×DF-GNN cell: ratio and time (cited ones marked), or why DF-GNN has no time."""
+    return f"{ms / total:.1f} ({dfgnn_cell(ms, note)})" if ms else dfgnn_cell(ms, note)
 
 
 def rows(ours, pyg, dfgnn, shape):
@@ -92,13 +88,13 @@ def rows(ours, pyg, dfgnn, shape):
                 continue
             fwd, bwd, both = (rec.get(p, {}) for p in ("fwd", "bwd", "fwd+bwd"))
             total, peer = both.get("ms"), pyg.get((g, m))
-            df = dfgnn_best(g, shape, m, "fwdbwd", dfgnn.get((g, m)))
+            df_ms, df_note = dfgnn_best(g, shape, m, "fwdbwd", dfgnn.get((g, m)))
             x_pyg = peer / total if peer and total else None
             cells = [
                 f'{fmt(fwd.get("ms"))} ({fwd.get("resolved", "?")})' if fwd else "–",
                 fmt(bwd.get("ms")), f"**{fmt(total)}**" if total else "–", fmt(peer),
                 f"{x_pyg:.0f}" if x_pyg else "–",
-                times_faster(df, total) if total else "–",
+                times_faster(df_ms, df_note, total) if total else "–",
                 f'{bwd["compulsory_frac"]:.0%} / {bwd["gather_frac"]:.0%}'
                 if bwd.get("compulsory_frac") is not None else "–",
             ]

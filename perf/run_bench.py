@@ -96,16 +96,24 @@ DFGNN_H100 = {
 
 
 def dfgnn_best(graph, shape, model, pas, measured):
-    """DF-GNN's best correct time measured in this run; where none ran, why ("smem", "wrong",
-    "error"); without measurements, the cited number followed by "(cited)"."""
+    """(ms, note): DF-GNN's best correct time measured in this run (note ""); where none ran,
+    (None, why: "smem", "wrong", "error"); without measurements, the cited time and "cited"
+    (or (None, "") where nothing is cited)."""
     if measured:
         ok = [r["ms"] for r in measured if "ms" in r and not r.get("wrong")]
         if ok:
-            return min(ok)
-        return "/".join(sorted({"wrong" if r.get("wrong") else r.get("skipped", "error").split(":")[0]
-                                for r in measured}))
+            return min(ok), ""
+        return None, "/".join(sorted({"wrong" if r.get("wrong") else r.get("skipped", "error").split(":")[0]
+                                      for r in measured}))
     cited = dfgnn_cited(graph, shape, model, pas)
-    return f"{cited:.3g} (cited)" if cited else None
+    return cited, "cited" if cited else ""
+
+
+def dfgnn_cell(ms, note):
+    """A DF-GNN time for a table: the time, marked "(cited)" when cited, or why there is none."""
+    if ms is None:
+        return note or "–"
+    return f"{fmt(ms)} (cited)" if note == "cited" else fmt(ms)
 
 
 def dfgnn_cited(graph, shape, model, pas):
@@ -291,14 +299,12 @@ def table(records, copy_gbps):
         cus_ms = cus.get("ms", "error") if cus else None
         anchor = PYG_ANCHORS.get((graph, shape), {}).get(f"{model}_{pas}", "–")
         anchor = "OOM" if (graph, shape) in PYG_ANCHORS and anchor is None else anchor
-        df = dfgnn_best(graph, shape, model, pas, [r for r in rs if r["peer"] == "dfgnn"])
+        df_ms, df_note = dfgnn_best(graph, shape, model, pas, [r for r in rs if r["peer"] == "dfgnn"])
         best = min(ours.items(), key=lambda kv: kv[1]) if ours else None
         n, e, h, d = rs[0]["nodes"], rs[0]["edges"], rs[0]["heads"], rs[0]["dim"]
         comp, gath = traffic_bytes(model, pas, n, e, h, d)
 
         def ratio(peer_ms):
-            if isinstance(peer_ms, str) and peer_ms.endswith(" (cited)"):
-                peer_ms = float(peer_ms.split()[0])
             ok = best and isinstance(peer_ms, (int, float)) and best[1] > 0
             return f"{peer_ms / best[1]:.2f}" if ok else "–"
 
@@ -310,8 +316,8 @@ def table(records, copy_gbps):
             graph, str(n), str(e), shape, model, pas,
             f"{fmt(best[1])} ({best[0]})" if best else "–",
             ", ".join(f"{s} {fmt(t)}" for s, t in ours.items()) or "–",
-            fmt(pyg_ms), fmt(anchor), fmt(cus_ms), fmt(df),
-            ratio(pyg_ms), ratio(cus_ms), ratio(df), frac(comp), frac(gath),
+            fmt(pyg_ms), fmt(anchor), fmt(cus_ms), dfgnn_cell(df_ms, df_note),
+            ratio(pyg_ms), ratio(cus_ms), ratio(df_ms), frac(comp), frac(gath),
         ]) + " |")
     return "\n".join(lines)
 
