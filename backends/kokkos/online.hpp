@@ -32,7 +32,7 @@ struct Online {
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
     const int chunks = p.dim / W;
     auto* const slots = static_cast<Vec<W>*>(
-        team.team_scratch(0).get_shmem_aligned(std::size_t(team.team_size()) * p.dim * sizeof(float), 16));
+        team.team_scratch(0).get_shmem_aligned(std::size_t(team.team_size()) * p.dim * sizeof(float), kOnlineSlotAlign));
     const std::int64_t u0 = std::int64_t(team.league_rank()) * team_units;
     const std::int64_t num_pieces = std::int64_t(pieces.extent(0));
     const std::int64_t units = num_pieces + std::int64_t(p.row_ptr.extent(0)) - 1;
@@ -153,7 +153,7 @@ void launch_online(const Exec& exec, const Plan<Exec>& plan, const Problem<typen
   using Bounds = Kokkos::LaunchBounds<256, 5>;
   launch<Bounds>(exec, "dfgnn::online", int((units + team_units - 1) / team_units), groups, L.online_lanes,
                  Online<Exec, Score, W>{p, score, L.pieces, L.partials, L.split, team_units},
-                 std::size_t(L.scratch_floats) * sizeof(float) + 16);  // + the slots' 16-byte alignment
+                 std::size_t(L.scratch_floats) * sizeof(float) + kOnlineSlotAlign);
 }
 
 template <class Exec, class Score>

@@ -119,13 +119,14 @@ class Plan {
  private:
   // Online: lanes over groups of 4 features where D allows it (the kernel moves 4 per access
   // when the tensors' rows are aligned; otherwise each lane takes 4 single features); a D-float
-  // accumulator per thread group in scratch (fewer groups per team when D is large, 16 bytes
-  // kept for their alignment); and the pieces of the rows above the split with their partial
-  // statistics.
+  // accumulator per thread group in scratch (fewer groups per team when D is large,
+  // kOnlineSlotAlign bytes kept for their alignment); and the pieces of the rows above the
+  // split with their partial statistics.
   void online_layout(const ExecutionSpace& exec, std::size_t scratch_floats) {
     const int lanes = detail::vector_lanes<policy>(dim_ % 4 == 0 ? dim_ / 4 : dim_);
     layout_.online_lanes = lanes;
-    const std::size_t fit = (scratch_floats - std::min<std::size_t>(scratch_floats, 4)) / std::size_t(dim_);
+    const std::size_t align = kOnlineSlotAlign / sizeof(float);
+    const std::size_t fit = (scratch_floats - std::min(scratch_floats, align)) / std::size_t(dim_);
     const int groups = int(std::min<std::size_t>(std::size_t(256 / lanes), fit));
     if (groups < 1)
       throw Error("plan: dim " + std::to_string(dim_) + " does not fit the team scratch of Online (" +

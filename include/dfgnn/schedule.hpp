@@ -13,6 +13,10 @@ namespace dfgnn {
 /// Rows per team of the SMMF kernel: enough to fill a team with one row per thread group.
 inline constexpr int kMaxTeamRows = 8;
 
+/// Alignment of the portable Online's accumulator slots in team scratch (one 16-byte access per
+/// 4 features); the plan keeps this many bytes of the scratch free for it.
+inline constexpr std::size_t kOnlineSlotAlign = 16;
+
 /// The strategy Auto picks for the portable kernels, given the team scratch free for scores or
 /// accumulators: Online whenever a thread group's accumulator (dim floats) fits it — one pass
 /// over the edges, no per-edge scores, heavy rows split; it beat SMMF, PMF and Unfused on Serial
