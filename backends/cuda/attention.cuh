@@ -167,8 +167,12 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   const Plan::Impl& p = plan.impl();
   const EdgeScale scale{o.edge_values.data, p.graph.edge_id, o.edge_values.heads};
   const Train tr{o.logsumexp, p.graph.edge_id, o.dropout};
-  with_tile(p.dim, vec4 && aligned16({out}),
-            [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); });
+  // A scalar key (GAT) leaves a lane group little but the value gather per edge: on even
+  // degrees a warp then does better walking two rows (16 lanes each) than one.
+  const bool pair = p.strategy == Strategy::Online && p.online_uneven_mean == 0;
+  with_tile<!S::kRowKey>(
+      p.dim, vec4 && aligned16({out}), [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); },
+      pair);
 }
 
 /// Launches the backward: rows, the merge of split rows, columns, the merge of split columns,
@@ -193,7 +197,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     if (threads == 0) return;
     launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr);
   };
-  with_tile(D, vec4, [&](auto tile) {
+  with_tile<!S::kRowKey>(D, vec4, [&](auto tile) {
     using T = decltype(tile);
     const int slots = T::GROUPS / std::min(H, T::GROUPS);
     const int row_threads = online_threads(b.rows.uneven), col_threads = online_threads(b.cols.uneven);
@@ -214,7 +218,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
       if (D == T::MAX_D) return walks(std::true_type{});
     }
     walks(std::false_type{});
-  });
+  }, !b.rows.uneven && !b.cols.uneven);  // the forward's rule, over both walks' degrees
   if (param != nullptr) {
     const std::int64_t units = std::int64_t(N) + b.rows.slots;
     launch_param_sums(st, wk.param, units, H * param_width<S>(D), wk.param_slices, param, param_count);

@@ -181,7 +181,7 @@ struct GroupWork {
 
 /// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates.
 template <class S, class T, bool kDrop, bool kExact>
-__global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
+__global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
   allow_dependents();  // the merge of split rows (launch_dependent) may get resident
@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
 
 /// Step 2, the columns: reads dr_e and q_e back at the CSC positions.
 template <class S, class T, bool kExact>
-__global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
+__global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
   allow_dependents();  // the merge of split rows (launch_dependent) may get resident
   constexpr int U = kOnlineEdges<T>;

@@ -27,6 +27,12 @@ inline constexpr int kOnlineEdges = T::LANES < 4 ? T::LANES : T::PER_LANE <= 4 ?
 /// Threads per block at most (the launch bounds).
 inline constexpr int kOnlineThreads = 256;
 
+/// Blocks per SM the launch bounds ask for (Online and the backward walks): 4 (64 registers)
+/// where a lane holds one chunk or the tile pairs rows; 2 for a warp-wide tile of several
+/// chunks. The paired tile at 2 was 4-30% slower (perf/results/20261123-h100-tile16x2/).
+template <class T>
+inline constexpr int kOnlineMinBlocks = T::PER_LANE <= 4 || T::LANES < kWarp ? 4 : 2;
+
 /// The block of Online and the backward walks: a block holds its SM slots until its slowest
 /// row ends, so with uneven degrees blocks of 4 warps free them sooner (2-7% faster on
 /// pubmed, tolokers, web-NotreDame, R-MAT), with even ones 8 launch fewer blocks (CLUSTER-like
@@ -93,7 +99,7 @@ __device__ __forceinline__ float across_edges(float x, Op op) {
 
 /// kExact: D fills the tile (every lane's columns are inside the row).
 template <class S, class T, bool kDrop, bool kExact>
-__global__ void __launch_bounds__(kOnlineThreads, T::PER_LANE <= 4 ? 4 : 2)
+__global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     online_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, int H, int D, edge_t split, int ep_rows,
                   const Piece* __restrict__ pieces, int num_pieces, float* __restrict__ out, Partials part) {
   allow_dependents();  // the merge of split rows (launch_dependent) may get resident
