@@ -107,6 +107,7 @@ const std::map<std::string, HostGraph>& graphs() {
       m["batch64"] = batch_graphs(parts);
     }
     m["power_law"] = gen::rmat(12, 8);
+    m["knn16"] = gen::knn_batch(16);  // even degrees: GAT's paired rows (docs/cuda.md)
     {
       // Node 0 receives 20500 edges and node 1 sends 20500: both split for the backward.
       std::vector<node_t> src, dst;
@@ -360,10 +361,11 @@ std::string param_name(const ::testing::TestParamInfo<Param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(
     All, Forward,
-    ::testing::Combine(::testing::Values("empty_rows", "one_node", "no_edges", "super_node", "batch64", "power_law"),
+    ::testing::Combine(::testing::Values("empty_rows", "one_node", "no_edges", "super_node", "batch64", "power_law",
+                                         "knn16"),
                        ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                        ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 16}, Shape{3, 7}, Shape{1, 256},
-                                         Shape{1, 50})),
+                                         Shape{1, 50}, Shape{3, 96})),
     param_name);
 
 INSTANTIATE_TEST_SUITE_P(
@@ -397,10 +399,10 @@ TEST_P(Backward, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(
     All, Backward,
     ::testing::Combine(::testing::Values("empty_rows", "one_node", "no_edges", "super_node", "hubs", "batch64",
-                                         "power_law"),
+                                         "power_law", "knn16"),
                        ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                        ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 16}, Shape{3, 7}, Shape{1, 256},
-                                         Shape{1, 50})),
+                                         Shape{1, 50}, Shape{3, 96})),
     param_name);
 
 TEST(BackwardArgs, RejectsBadArguments) {
