@@ -227,6 +227,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         if constexpr (!S::kValueIsKey) values.template load<kExact && !kChecked>(vf[j], src, ok);
       }
       const bool ok = kChecked ? pos + own < gw.len : gw.active;
+      const edge_t e = u.e0 + pos + own;
+      const bool writer = ok && l % (L / U) == 0;
+      // Issued with the rows, so that its latency hides behind the reductions.
+      const edge_t at_csc = writer ? __ldg(csc_pos + e) : 0;
       // dq_e = <dOut_v, value_u> and the score's partials, reduced together: lane l ends with
       // the totals of edge `own`.
       float dq[U];
@@ -249,7 +253,6 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         parts[0] = ok ? __ldg(sc.key + std::size_t(unsigned(u_own)) * H + h) : 0.f;
       }
       score = sc.combine(qv, parts);
-      const edge_t e = u.e0 + pos + own;
       const float we = ok ? w(e, h) : 0.f;
       const float p = ok ? fast_exp(score * we - lse) : 0.f;
       const float keep = ok ? tr.keep<kDrop>(e, h) : 0.f;
@@ -263,8 +266,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         acc_s += dr * cosine;
       }
       if constexpr (kGAT) acc_s += dr * leaky_relu_grad(parts[0] + qv.er, sc.slope);
-      if (ok && l % (L / U) == 0) {
-        const std::size_t c = std::size_t(__ldg(csc_pos + e)) * H + h;
+      if (writer) {
+        const std::size_t c = std::size_t(at_csc) * H + h;
         wk.dr_q[c] = make_float2(dr, p * keep);
         if constexpr (kAGNN) wk.cos[c] = cosine;
       }
