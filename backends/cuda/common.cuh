@@ -40,8 +40,9 @@ inline bool aligned16(std::initializer_list<const void*> ptrs) {
 /// kernel whose partials they combine, cost 5-8 us each mostly in launch and first loads
 /// (ncu, H100). A kernel calls allow_dependents() so that the next one, if launched by
 /// launch_dependent(), may become resident while it drains; that one does its independent
-/// loads, then wait_for_previous() (the previous grid finished, its writes visible).
-/// launch_dependent runs `threads` threads in blocks of 256.
+/// loads, then wait_for_previous() (the previous grid finished, its writes visible). A
+/// dependent that needs nothing of the previous grid still waits before it ends, so that its
+/// completion implies the previous one's to whatever the stream runs next.
 __device__ __forceinline__ void allow_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -53,17 +54,24 @@ __device__ __forceinline__ void wait_for_previous() {
 #endif
 }
 template <class... Params, class... Args>
-void launch_dependent(void (*kernel)(Params...), std::size_t threads, cudaStream_t stream, Args... args) {
+void launch_dependent_blocks(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                             cudaStream_t stream, Args... args) {
   cudaLaunchAttribute early{};
   early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   early.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned((threads + 255) / 256));
-  config.blockDim = dim3(256);
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = &early;
   config.numAttrs = 1;
   DFGNN_CUDA(cudaLaunchKernelEx(&config, kernel, Params(args)...));
+}
+/// `threads` threads in blocks of 256.
+template <class... Params, class... Args>
+void launch_dependent(void (*kernel)(Params...), std::size_t threads, cudaStream_t stream, Args... args) {
+  launch_dependent_blocks(kernel, dim3(unsigned((threads + 255) / 256)), dim3(256), 0, stream, args...);
 }
 
 /// How the lanes of a warp cover one head row of D floats: LANES lanes per (edge, head) pair,

@@ -38,6 +38,7 @@ bool dense_shared_region(int b, int max_nodes, int H, int D, std::size_t optin) 
 void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const EdgeScale& w, const Train& tr,
                   const edge_t* row_ptr, int H, int D, float* out) {
   const bool edge_wise = w.data != nullptr || tr.dropout.rate > 0.f;
+  bool first = true;  // the buckets after the first run as dependents (dense.cuh)
   for (int b = kDenseBuckets - 1; b >= 0; --b) {  // largest graphs first: the long blocks start early
     const DenseBucket& k = d.bucket[b];
     if (k.count == 0) continue;
@@ -47,7 +48,11 @@ void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const 
       const auto run = [&](auto wise) {
         constexpr auto kernel = dense_kernel<warps, wise>;
         allow_smem<kernel>(k.smem);
-        kernel<<<k.count, warps * kWarp, k.smem, st>>>(a);
+        if (first)
+          kernel<<<k.count, warps * kWarp, k.smem, st>>>(a);
+        else
+          launch_dependent_blocks(kernel, k.count, warps * kWarp, k.smem, st, a);
+        first = false;
       };
       if (edge_wise)
         run(std::true_type{});

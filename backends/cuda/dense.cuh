@@ -12,8 +12,9 @@
 // error 1.3e-6 against float64 on the benchmark batches (plain TF32: 8e-4).
 //
 // Buckets: graphs of n <= 64, 128, 192 nodes run in kernels of 4, 8, 12 warps (one launch
-// each, largest graphs first). Needs D % 32 == 0 and 16-byte aligned tensors (else the plan's
-// Online data runs, attention.cuh).
+// each, largest graphs first; each later bucket a programmatic dependent of the one before, so
+// that it fills the SMs the earlier one's last blocks leave idle). Needs D % 32 == 0 and
+// 16-byte aligned tensors (else the plan's Online data runs, attention.cuh).
 //
 // Duplicate edges: a (row, key) pair stands for all its edges; graphs that have any carry a
 // rank table (`first`), and the pair's probability is weighted by its multiplicity. Edge values
@@ -198,6 +199,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
   using FB = SplitFrag<2>;
   extern __shared__ float4 dense_smem4[];
   float* smem = reinterpret_cast<float*>(dense_smem4);
+  allow_dependents();  // the next bucket's blocks may take the SMs this bucket's tail frees
 
   const int gid = a.graphs[blockIdx.x];
   const node_t n0 = a.batch.graph_ptr[gid];
@@ -451,6 +453,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
     }
     if (shared_region) __syncthreads();  // the next head's K overwrites this V
   }
+  wait_for_previous();  // a bucket launched as a dependent ends after the previous one
 }
 
 /// Whether bucket b's graphs (up to max_nodes nodes) stage K and V in one region: only when that
