@@ -211,7 +211,8 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
             sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
       });
       merge(std::false_type{}, b.rows, wk.row_part);
-      backward_cols<S, T, kExact><<<blocks(cols, col_threads), col_threads, 0, st>>>(sc, cols, up, gr, wk, H, D);
+      launch_dependent_blocks(backward_cols<S, T, kExact>, blocks(cols, col_threads), col_threads, 0, st, sc, cols,
+                              up, gr, wk, H, D);
       merge(std::true_type{}, b.cols, wk.col_part);
     };
     if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile

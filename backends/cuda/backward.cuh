@@ -184,7 +184,7 @@ template <class S, class T, bool kDrop, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
-  allow_dependents();  // the merge of split rows (launch_dependent) may get resident
+  allow_dependents();  // the merge of split rows, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kAGNN = std::is_same_v<S, AGNNScore>, kGAT = std::is_same_v<S, GATScore>,
@@ -323,7 +323,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
   }
 }
 
-/// Step 2, the columns: reads dr_e and q_e back at the CSC positions.
+/// Step 2, the columns: reads dr_e and q_e back at the CSC positions. A programmatic dependent
+/// of step 1 (launch_dependent_blocks), so that its blocks get resident as step 1 drains.
 template <class S, class T, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
@@ -338,6 +339,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
   if (warp * slots >= cols.num_pieces + std::int64_t(cols.count)) return;
   const Unit u = grp / hp < slots ? Unit(cols, warp * slots + grp / hp) : Unit();
   const node_t src = u.node;
+  wait_for_previous();  // below, step 1's outputs: (dr, q), AGNN's cos, norms and dX
   // The destination rows an edge's term reads besides dOut_v: GT Q_v, AGNN x_v, GATv2 XR_v.
   const float* feature = up.dout;
   if constexpr (kGT) feature = sc.q;
@@ -440,6 +442,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
 template <class S, bool kCols>
 __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ segs, int num, int H, int D,
                                                   const float* __restrict__ part, Grads gr) {
+  allow_dependents();  // step 2 after the rows' merge
   const int W = kCols ? col_width<S>(D) : row_width<S>(D), stride = pad4(W);
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   SplitRow r;
