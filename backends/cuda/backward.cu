@@ -9,6 +9,8 @@ namespace {
 __global__ void __launch_bounds__(256) param_slices(const float* __restrict__ param, std::int64_t units,
                                                     std::int64_t per, int entries, float* __restrict__ out) {
   __shared__ float sum[8][32];
+  allow_dependents();
+  wait_for_previous();  // the row walk's partials: each launch since waited for the one before
   const int f = blockIdx.x * 32 + threadIdx.x;
   const std::int64_t u0 = std::int64_t(blockIdx.y) * per, u1 = min(units, u0 + per);
   float s = 0.f;
@@ -26,6 +28,7 @@ __global__ void __launch_bounds__(256) param_slices(const float* __restrict__ pa
 __global__ void __launch_bounds__(256) param_total(const float* __restrict__ slices, int num_slices, int entries,
                                                    int fold, float* __restrict__ out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  wait_for_previous();
   if (i * fold >= entries) return;
   float s = 0.f;
   for (int k = 0; k < fold; ++k)
@@ -38,10 +41,10 @@ __global__ void __launch_bounds__(256) param_total(const float* __restrict__ sli
 void launch_param_sums(cudaStream_t stream, const float* param, std::int64_t units, int entries, float* slices,
                        float* out, int outputs) {
   const ParamSlicing s(units);
-  param_slices<<<dim3(unsigned((entries + 31) / 32), s.count), dim3(32, 8), 0, stream>>>(param, units, s.per, entries,
-                                                                                        slices);
-  param_total<<<unsigned((outputs + 255) / 256), 256, 0, stream>>>(slices, int(s.count), entries, entries / outputs,
-                                                                  out);
+  // Both are programmatic dependents (common.cuh): after the column walk they cost mostly launch.
+  launch_dependent_blocks(param_slices, dim3(unsigned((entries + 31) / 32), s.count), dim3(32, 8), 0, stream, param,
+                          units, s.per, entries, slices);
+  launch_dependent(param_total, std::size_t(outputs), stream, slices, int(s.count), entries, entries / outputs, out);
   DFGNN_CUDA(cudaGetLastError());
 }
 
