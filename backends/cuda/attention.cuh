@@ -168,8 +168,8 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   const EdgeScale scale{o.edge_values.data, p.graph.edge_id, o.edge_values.heads};
   const Train tr{o.logsumexp, p.graph.edge_id, o.dropout};
   // A scalar key (GAT) leaves a lane group little but the value gather per edge: on even
-  // degrees a warp then does better walking two rows (16 lanes each) than one.
-  const bool pair = p.strategy == Strategy::Online && p.online_uneven_mean == 0;
+  // degrees a warp then does better walking two rows (half a warp each) than one.
+  const bool pair = pair_rows(p.strategy == Strategy::Online && p.online_uneven_mean == 0, p.heads, p.dim);
   with_tile<!S::kRowKey>(
       p.dim, vec4 && aligned16({out}), [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); },
       pair);
@@ -219,7 +219,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
       if (D == T::MAX_D) return walks(std::true_type{});
     }
     walks(std::false_type{});
-  }, !b.rows.uneven && !b.cols.uneven);  // the forward's rule, over both walks' degrees
+  }, pair_rows(!b.rows.uneven && !b.cols.uneven, H, D));  // the forward's rule, over both walks' degrees
   if (param != nullptr) {
     const std::int64_t units = std::int64_t(N) + b.rows.slots;
     launch_param_sums(st, wk.param, units, H * param_width<S>(D), wk.param_slices, param, param_count);
