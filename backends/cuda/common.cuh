@@ -87,16 +87,17 @@ struct Tile {
   static constexpr int MAX_D = VEC * LANES * CHUNKS;
 };
 
+/// Whether with_tile<true> pairs rows: on even degrees, where the unpaired tile gives a warp
+/// one row: 32 lanes at 64 < D <= 128, 8 lanes x 4 heads at 16 < D <= 32 (at 1x32, four rows
+/// per warp already, pairing made the backward 15-22% slower).
+inline bool pair_rows(bool even, int H, int D) { return even && (D > 32 || H >= 4); }
+
 /// Calls f(Tile{}) with the tile for head width D: 16-byte lanes when D % 4 == 0 and the rows
 /// are aligned, else one float per lane. Lanes per head grow with D up to a warp; larger D
 /// gives each lane several chunks. kMayPair and `pair` (pair_rows): 16 lanes x 2 chunks instead
 /// of 32 x 1 at 64 < D <= 128, 4 x 2 instead of 8 x 1 at 16 < D <= 32, so that a warp walks
 /// two rows at once (Online and the backward walks: faster only for scalar keys on even
 /// degrees, docs/cuda.md).
-/// Whether with_tile<true> pairs rows: on even degrees, where the unpaired tile gives a warp
-/// one row (D > 64, or H >= 4 at D <= 32; at 1x32 pairing made the backward 15-22% slower).
-inline bool pair_rows(bool even, int H, int D) { return even && (D > 32 || H >= 4); }
-
 template <bool kMayPair = false, class F>
 void with_tile(int D, bool vec4, F&& f, bool pair = false) {
   if (vec4 && D % 4 == 0) {
