@@ -328,7 +328,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
 template <class S, class T, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
-  allow_dependents();  // the merge of split rows (launch_dependent) may get resident
+  allow_dependents();  // the merge of split columns, else the parameter sums, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kGT = std::is_same_v<S, GTScore>, kAGNN = std::is_same_v<S, AGNNScore>,
