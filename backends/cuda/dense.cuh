@@ -8,8 +8,9 @@
 // reuse.
 //
 // Accuracy: each fp32 operand is split as x = hi + lo (hi = x truncated to tf32, lo = x - hi)
-// and a*b ~ lo_a*hi_b + hi_a*lo_b + hi_a*hi_b (3 MMAs, lo*lo ~2^-20 dropped): max relative
-// error 1.3e-6 against float64 on the benchmark batches (plain TF32: 8e-4).
+// and a*b = hi_a*hi_b (a tf32 MMA) + x_a*lo_b + lo_a*hi_b (one bf16 MMA over both cross terms,
+// SplitFrag): max relative error 1.3-1.4e-6 against float64 on the benchmark batches (plain
+// TF32: 8e-4), as with three tf32 MMAs (which were 1-2.5% slower).
 //
 // Buckets: graphs of n <= 64, 128, 192 nodes run in kernels of 4, 8, 12 warps (one launch
 // each, largest graphs first; each later bucket a programmatic dependent of the one before, so
@@ -46,28 +47,53 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/// An operand fragment, split once and reused by every MMA it feeds: hi is x itself (the MMA
-/// reads a tf32 operand's top 19 bits and ignores the rest, i.e. truncates), lo = x - trunc(x)
-/// is exact in fp32 and truncated by the MMA in turn (error < 2^-20 |x|). Two instructions per
-/// element, no register for hi.
-template <int N>
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                         std::uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Two floats as one bf16x2 register (rounded to nearest): `low` in the bits an MMA reads as
+/// the lower k index of a pair.
+__device__ __forceinline__ std::uint32_t pack_bf16(float low, float high) {
+  std::uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(high), "f"(low));
+  return r;
+}
+
+/// An operand fragment, split once and reused by every MMA it feeds: x = hi + lo with hi = x
+/// truncated to tf32 (the MMA reads a tf32 operand's top 19 bits, so hi is x itself, no
+/// register) and lo = x - hi exact in fp32. `cross` carries both cross products in one bf16
+/// m16n8k16 MMA over the same contraction indices: the m16n8k16 bf16 fragments put the k pair
+/// (2t, 2t+1) in the register where m16n8k8 tf32 has k = t (and 2t+8, 2t+9 where it has t+4),
+/// so register i of A holds (x, lo) and register i of B (lo, hi), and the pair sums to
+/// x_a lo_b + lo_a hi_b = a*b - hi_a hi_b. With hi*hi in tf32 the product is exact up to the
+/// bf16 rounding of the cross terms (< 2^-17 |ab|): 2 MMAs, at the same rate per instruction.
+template <int N, bool kA>
 struct SplitFrag {
-  std::uint32_t hi[N], lo[N];
+  std::uint32_t hi[N], cross[N];
   __device__ __forceinline__ explicit SplitFrag(const float (&x)[N]) {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       hi[i] = __float_as_uint(x[i]);
-      lo[i] = __float_as_uint(x[i] - __uint_as_float(hi[i] & 0xffffe000u));
+      const float h = __uint_as_float(hi[i] & 0xffffe000u), lo = x[i] - h;
+      cross[i] = kA ? pack_bf16(x[i], lo) : pack_bf16(lo, h);
     }
   }
 };
+using SplitA = SplitFrag<4, true>;
+using SplitB = SplitFrag<2, false>;
 
-/// One product of a split MMA, c += term: 0 = lo*hi, 1 = hi*lo, 2 = hi*hi (lo*lo ~2^-20 is
-/// dropped). Callers issue a term for all their independent accumulators before the next
-/// term, the small ones first, so that consecutive MMAs never wait on each other.
-__device__ __forceinline__ void mma_term(int term, float (&c)[4], const SplitFrag<4>& a, const SplitFrag<2>& b) {
-  if (term == 0) return mma_tf32(c, a.lo, b.hi[0], b.hi[1]);
-  if (term == 1) return mma_tf32(c, a.hi, b.lo[0], b.lo[1]);
+/// MMAs per split product.
+inline constexpr int kSplitTerms = 2;
+
+/// One product of a split MMA, c += term: 0 = the cross terms (bf16), 1 = hi*hi (tf32). Callers
+/// issue a term for all their independent accumulators before the next term, the small ones
+/// first, so that consecutive MMAs never wait on each other.
+__device__ __forceinline__ void mma_term(int term, float (&c)[4], const SplitA& a, const SplitB& b) {
+  if (term == 0) return mma_bf16(c, a.cross, b.cross[0], b.cross[1]);
   mma_tf32(c, a.hi, b.hi[0], b.hi[1]);
 }
 
@@ -195,8 +221,8 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
   constexpr int NKT = 2 * WARPS;     // key tiles of 8 (graphs of at most 16 * WARPS nodes)
   constexpr int MW = (NKT + 3) / 4;  // mask words per row
   constexpr int TG = kDenseTileGroup<WARPS>;
-  using FA = SplitFrag<4>;
-  using FB = SplitFrag<2>;
+  using FA = SplitA;
+  using FB = SplitB;
   extern __shared__ float4 dense_smem4[];
   float* smem = reinterpret_cast<float*>(dense_smem4);
   allow_dependents();  // the next bucket's blocks may take the SMs this bucket's tail frees
@@ -284,7 +310,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
               kq += 8 * ks;
             }
 #pragma unroll
-            for (int term = 0; term < 3; ++term)
+            for (int term = 0; term < kSplitTerms; ++term)
 #pragma unroll
               for (int u = 0; u < TG; ++u)
                 if (j0 + u < nkt) {
@@ -429,7 +455,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
             const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
             const FB B0(e0), B1(e1), B2(e2), B3(e3);
 #pragma unroll
-            for (int term = 0; term < 3; ++term) {
+            for (int term = 0; term < kSplitTerms; ++term) {
               mma_term(term, o[0], A, B0);
               mma_term(term, o[1], A, B1);
               mma_term(term, o[2], A, B2);
