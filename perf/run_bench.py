@@ -319,7 +319,30 @@ def table(records, copy_gbps):
             fmt(pyg_ms), fmt(anchor), fmt(cus_ms), dfgnn_cell(df_ms, df_note),
             ratio(pyg_ms), ratio(cus_ms), ratio(df_ms), frac(comp), frac(gath),
         ]) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + auto_summary(rows))
+
+
+def auto_summary(rows, margin=1.05):
+    """Lines saying in how many (graph, shape, model, pass) cases Auto was within `margin` of the
+    fastest other strategy, and each miss with the kernels Auto and the fastest ran (the same
+    kernel timed twice differs by run-to-run noise only)."""
+    cases, misses = 0, []
+    for (graph, shape, model, pas), rs in rows.items():
+        ours = [r for r in rs if r["peer"] == "ours" and "ms" in r]
+        auto = next((r for r in ours if r.get("strategy") == "auto"), None)
+        others = [r for r in ours if r.get("strategy") != "auto"]
+        if not auto or not others:
+            continue
+        cases += 1
+        best = min(others, key=lambda r: r["ms"])
+        if auto["ms"] > margin * best["ms"]:
+            same = " (the same kernel)" if auto.get("resolved") == best.get("strategy") else ""
+            misses.append(f"- {graph} {shape} {model} {pas}: Auto ({auto.get('resolved')}) {fmt(auto['ms'])} ms, "
+                          f"{best['strategy']} {fmt(best['ms'])} ms{same}")
+    if not cases:
+        return []
+    return ["", f"Auto within {round((margin - 1) * 100)}% of the fastest other strategy in "
+                f"{cases - len(misses)} of {cases} cases."] + misses
 
 
 def render(paths, results):
