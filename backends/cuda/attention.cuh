@@ -133,8 +133,8 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
       });
       break;
     case Strategy::Dense:
-      if (dense<S, T>(st, p, sc, w, tr, out)) break;
-      [[fallthrough]];  // unaligned tensors: Online on whole rows (the plan has no pieces)
+      if (!(p.auto_dense && (w.data != nullptr || tr.dropout.rate > 0.f)) && dense<S, T>(st, p, sc, w, tr, out)) break;
+      [[fallthrough]];  // unaligned tensors or Auto's edge-wise calls: Online on whole rows (no pieces)
     case Strategy::Online: {
       // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as
       // many as still give a slice U edges a step on an average row.

@@ -194,19 +194,23 @@ double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
   return d.uneven() ? d.mean : 0;
 }
 
-/// Auto: Dense by a rule, else Online (docs/cuda.md). The rule comes from the benchmark on the
-/// H100 (docs/performance.md): Dense beat Online on PATTERN-like batches (~115 nodes, 41% of
-/// the pairs are edges: 0.27 vs 0.37 ms at 1x128), tied at 1x128 and lost at 4x32 on
-/// CLUSTER-like ones (30%: 0.46 vs 0.34 ms) and lost on MNIST-like ones (~58 nodes, 13%), where
-/// the products of absent pairs and the per-graph staging outweigh the reuse.
-/// Online was the fastest of the others on every graph, model and shape measured (64 cases):
+/// Auto: Dense by a rule, else Online (docs/cuda.md). The rule comes from GT forwards on the
+/// H100 at eight H x D (perf/results/20261123-h100-auto/): Dense's time over Online's, times the
+/// batch's density (the share of (row, node) pairs that are edges), is 0.26-0.28 at D >= 64 on
+/// both PATTERN-like (~115 nodes, density 0.41) and CLUSTER-like (0.30) batches, and 0.35 at
+/// D = 32, where each head's softmax and staging weigh more against its products: Dense pays
+/// above those densities. On MNIST-like batches (~58 nodes, 0.13) it lost everywhere: the
+/// products of absent pairs and the per-graph staging outweigh the reuse. A plan whose Dense
+/// Auto picked runs Online for calls with edge values or dropout (attention.cuh).
+/// Online was the fastest of the others in all 80 (graph, model, H x D) cases measured there:
 /// SMMF, PMF and Unfused move a superset of its bytes in more launches, and Staged, which reads
 /// each edge's rows from shared memory with a warp-wide reduction, ran 2x slower on PATTERN.
 /// A cost model between Online and Staged only ever preferred Staged on tiny batches, by one
 /// launch, so it was dropped; Staged stays available explicitly.
-Strategy choose(const DenseFit& dense) {
-  constexpr double kDenseDensity = 0.35, kDenseMeanNodes = 64;
-  const bool dense_pays = dense.density >= kDenseDensity && dense.mean_nodes >= kDenseMeanNodes;
+Strategy choose(const DenseFit& dense, int D) {
+  constexpr double kDenseMeanNodes = 64;
+  const double density = D <= 32 ? 0.35 : 0.27;
+  const bool dense_pays = dense.density >= density && dense.mean_nodes >= kDenseMeanNodes;
   return dense.why.empty() && dense_pays ? Strategy::Dense : Strategy::Online;
 }
 
@@ -387,7 +391,10 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
   const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
                              ? dense_fit(g, ptr, kind, heads, dim, p.smem_optin)
                              : DenseFit{};
-  if (strategy == Strategy::Auto) strategy = choose(dense);
+  if (strategy == Strategy::Auto) {
+    strategy = choose(dense, dim);
+    p.auto_dense = strategy == Strategy::Dense;
+  }
   p.strategy = strategy;
 
   std::vector<SplitRow> split;

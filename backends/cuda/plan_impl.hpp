@@ -32,6 +32,9 @@ struct Plan::Impl {
   ScoreKind kind;
   int heads, dim;
   Strategy strategy;
+  /// Dense picked by Auto: calls with edge values or dropout run Online instead, since Dense's
+  /// edge-wise kernel was 1.4-4x slower than Online there (docs/cuda.md, "How Auto decides").
+  bool auto_dense = false;
   DeviceGraph graph;
   int device = 0;
   int sms = 0;

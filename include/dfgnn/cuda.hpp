@@ -52,7 +52,8 @@ bool device_available();
 /// (HostGraph::graph_ptr, or independent_blocks of the graph) whose graphs have no edges between
 /// them; Staged needs each graph's rows to fit in shared memory, Dense the GT score, D % 32 == 0
 /// and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the graph cannot run
-/// throws Error naming the reason; Auto only picks what can run.
+/// throws Error naming the reason; Auto only picks what can run (and where it picked Dense, runs
+/// calls with edge values or dropout through Online, the faster kernel for them).
 /// D up to 256, or up to 512 when a multiple of 4.
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
 /// a plan does no host work beyond the kernel launches.

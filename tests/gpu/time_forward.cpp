@@ -1,6 +1,7 @@
 // Quick timing of the CUDA-native forward on the anchors.md graphs (not the benchmark harness):
 // median of 20 CUDA-event timings after 3 warm-ups, random inputs, every strategy and Auto;
-// for GT, Auto once more in training mode (logsumexp + dropout 0.1).
+// for GT, Auto, Online and Dense once more in training mode (logsumexp + dropout 0.1, which
+// Dense runs in its edge-wise kernel).
 // Usage: dfgnn_time_forward DATA_DIR [graph...]  (DATA_DIR holds cora/pubmed/tolokers/web-NotreDame)
 
 #include <dfgnn/cuda.hpp>
@@ -119,11 +120,13 @@ int main(int argc, char** argv) {
       ok(cudaMalloc(&out, nf * 4));
       ok(cudaMalloc(&lse, ns * 4));
       for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
-        int autos = 0;
+        std::vector<std::pair<Strategy, bool>> runs;  // (strategy, training)
         for (Strategy s : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,
-                           Strategy::Online, Strategy::Dense, Strategy::Auto}) {
-          const bool training = s == Strategy::Auto && ++autos == 2;
-          if (training && k != ScoreKind::GT) continue;
+                           Strategy::Online, Strategy::Dense})
+          runs.emplace_back(s, false);
+        if (k == ScoreKind::GT)
+          for (Strategy s : {Strategy::Auto, Strategy::Online, Strategy::Dense}) runs.emplace_back(s, true);
+        for (const auto& [s, training] : runs) {
           std::unique_ptr<cuda::Plan> plan;
           try {
             plan = std::make_unique<cuda::Plan>(g, k, H, D, s);
@@ -141,7 +144,8 @@ int main(int argc, char** argv) {
             }
           });
           std::string label = to_string(plan->strategy());
-          if (s == Strategy::Auto) label = (training ? "train=" : "auto=") + label;
+          if (s == Strategy::Auto) label = "auto=" + label;
+          if (training) label = "train:" + label;
           std::printf("%-14s %8d %9lld %4lld %dx%-4d %-8s %-12s %8.4f %7.0f\n", name.c_str(), g.num_nodes,
                       (long long)g.num_edges(), (long long)g.stats.max, H, D, to_string(k), label.c_str(), ms,
                       gather_bytes(g, k, H, D) / ms / 1e6);
