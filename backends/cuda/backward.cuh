@@ -211,6 +211,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     zero(acc), zero(acc_param);
     float acc_s = 0.f;  // this lane's edges: AGNN sum dr c, GAT sum dr L'
     IdStream<L> ids(rows.ids + u.e0, gw.len, l);
+    KeepStream<L, kDrop> keeps(tr, u.e0, gw.len, l, h);
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
@@ -231,6 +232,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       const bool writer = ok && l % (L / U) == 0;
       // Issued with the rows, so that its latency hides behind the reductions.
       const edge_t at_csc = writer ? __ldg(csc_pos + e) : 0;
+      keeps.advance(pos);
       // dq_e = <dOut_v, value_u> and the score's partials, reduced together: lane l ends with
       // the totals of edge `own`.
       float dq[U];
@@ -255,7 +257,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       score = sc.combine(qv, parts);
       const float we = ok ? w(e, h) : 0.f;
       const float p = ok ? fast_exp(score * we - lse) : 0.f;
-      const float keep = ok ? tr.keep<kDrop>(e, h) : 0.f;
+      const float drawn = keeps.at(pos + own);  // a shuffle: every lane
+      const float keep = ok ? drawn : 0.f;
       const float dr = we * p * (keep * dq[0] - delta);
       [[maybe_unused]] float coef = dr;  // what multiplies the key row in the destination-side sum
       [[maybe_unused]] float cosine = 0.f;

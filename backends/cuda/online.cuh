@@ -68,6 +68,33 @@ struct HeadColumns {
   }
 };
 
+/// Dropout factors of a lane group's edges e0 .. e0 + len, L at a time as the source ids: lane l
+/// draws edge pos + l's, so a group hashes each edge once (one hash per L edges) instead of once
+/// in each of the L / U lanes that handle it. The edge ids are loaded a chunk ahead and hashed
+/// after the step has issued its row loads, so that neither waits in front of them.
+template <int L, bool kDrop>
+struct KeepStream {
+  const Train& tr;
+  edge_t e0;
+  int len, l, h;
+  edge_t next = 0;  ///< caller's edge id of edge pos + L + l (of the next chunk)
+  float cur = 1.f;
+  __device__ KeepStream(const Train& tr_, edge_t e0_, int len_, int l_, int h_)
+      : tr(tr_), e0(e0_), len(len_), l(l_), h(h_) {
+    if constexpr (kDrop) next = l < len ? __ldg(tr.edge_id + e0 + l) : 0;
+  }
+  /// In a step at edge pos (a multiple of U, U dividing L), after its row loads.
+  __device__ __forceinline__ void advance(int pos) {
+    if constexpr (kDrop) {
+      if (pos % L != 0) return;
+      cur = pos + l < len ? tr.dropout.factor(next, h) : 0.f;
+      next = pos + L + l < len ? __ldg(tr.edge_id + e0 + pos + L + l) : 0;
+    }
+  }
+  /// The factor of edge pos (in the current chunk); every lane of the group must call it.
+  __device__ __forceinline__ float at(int pos) const { return kDrop ? __shfl_sync(kFull, cur, pos % L, L) : 1.f; }
+};
+
 /// Transposed sum over a group of LANES lanes of U per-lane partials x[0..U): afterwards x[0]
 /// holds, in lane l, the group total of partial l / (LANES / U). The first log2(U) steps halve
 /// the values each lane carries, the others add one: U - 1 + log2(LANES / U) shuffles instead of
@@ -152,6 +179,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = 0.f;
     // Source ids of edges pos .. pos + L: lane l holds edge pos + l, 0 (a valid node) past the end.
     node_t cur = 0, next = l < len ? __ldg(g.src + e0 + l) : 0;
+    KeepStream<L, kDrop> keeps(tr, e0, len, l, h);
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
@@ -170,6 +198,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         if constexpr (S::kRowKey) keys.template load<kExact && !kChecked>(kf[j], u, ok);
         if constexpr (!S::kValueIsKey) values.template load<kExact && !kChecked>(vf[j], u, ok);
       }
+      keeps.advance(pos);
       const bool ok = kChecked ? pos + own < len : active;
       float score;
       if constexpr (S::kRowKey) {
@@ -204,7 +233,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       }
       const float p = ok ? fast_exp(score - m) : 0.f;
       s += p;
-      const float pd = ok ? p * tr.keep<kDrop>(e, h) : 0.f;
+      const float keep = keeps.at(pos + own);
+      const float pd = ok ? p * keep : 0.f;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const float pj = __shfl_sync(kFull, pd, j * (L / U), L);
