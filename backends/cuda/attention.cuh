@@ -133,7 +133,7 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
       });
       break;
     case Strategy::Dense:
-      if (!(p.auto_dense && (w.data != nullptr || tr.dropout.rate > 0.f)) && dense<S, T>(st, p, sc, w, tr, out)) break;
+      if (!(p.auto_dense && dense_edge_wise(w, tr)) && dense<S, T>(st, p, sc, w, tr, out)) break;
       [[fallthrough]];  // unaligned tensors or Auto's edge-wise calls: Online on whole rows (no pieces)
     case Strategy::Online: {
       // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as

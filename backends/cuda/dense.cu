@@ -37,7 +37,7 @@ bool dense_shared_region(int b, int max_nodes, int H, int D, std::size_t optin) 
 
 void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const EdgeScale& w, const Train& tr,
                   const edge_t* row_ptr, int H, int D, float* out) {
-  const bool edge_wise = w.data != nullptr || tr.dropout.rate > 0.f;
+  const bool edge_wise = dense_edge_wise(w, tr);
   bool first = true;  // the buckets after the first run as dependents (dense.cuh)
   for (int b = kDenseBuckets - 1; b >= 0; --b) {  // largest graphs first: the long blocks start early
     const DenseBucket& k = d.bucket[b];

@@ -487,6 +487,9 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
 /// kernels' shared-memory limit (dense.cu).
 bool dense_shared_region(int b, int max_nodes, int H, int D, std::size_t optin);
 
+/// Whether a call needs the edge-wise kernel: it has edge values or dropout.
+inline bool dense_edge_wise(const EdgeScale& w, const Train& tr) { return w.data != nullptr || tr.dropout.rate > 0.f; }
+
 /// Launches the plan's buckets, largest graphs first; the edge-wise kernels when there are edge
 /// values or dropout (dense.cu).
 void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const EdgeScale& w, const Train& tr,
