@@ -221,8 +221,6 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
   constexpr int NKT = 2 * WARPS;     // key tiles of 8 (graphs of at most 16 * WARPS nodes)
   constexpr int MW = (NKT + 3) / 4;  // mask words per row
   constexpr int TG = kDenseTileGroup<WARPS>;
-  using FA = SplitA;
-  using FB = SplitB;
   extern __shared__ float4 dense_smem4[];
   float* smem = reinterpret_cast<float*>(dense_smem4);
   allow_dependents();  // the next bucket's blocks may take the SMs this bucket's tail frees
@@ -297,7 +295,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
         const float4 xa = qa, xb = qb;
         if (b + 1 < D / 16) qa = load_q(row[0], h * D + 16 * (b + 1) + 4 * t), qb = load_q(row[1], h * D + 16 * (b + 1) + 4 * t);
         const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
-        const FA A0(a0), A1(a1);
+        const SplitA A0(a0), A1(a1);
         const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
 #pragma unroll
         for (int j0 = 0; j0 < NKT; j0 += TG) {
@@ -315,8 +313,8 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
               for (int u = 0; u < TG; ++u)
                 if (j0 + u < nkt) {
                   const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
-                  mma_term(term, s[j0 + u], A0, FB(b0));
-                  mma_term(term, s[j0 + u], A1, FB(b1));
+                  mma_term(term, s[j0 + u], A0, SplitB(b0));
+                  mma_term(term, s[j0 + u], A1, SplitB(b1));
                 }
           }
         }
@@ -449,11 +447,11 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
             // Opaque per chunk: else the compiler hoists every tile's P split out of the chunk
             // loop (2 x 64 live registers) and spills.
             asm volatile("" : "+f"(pa[0]), "+f"(pa[1]), "+f"(pa[2]), "+f"(pa[3]));
-            const FA A(pa);
+            const SplitA A(pa);
             const float4 v0 = *reinterpret_cast<const float4*>(vp), v1 = *reinterpret_cast<const float4*>(vp + vs);
             vp += 8 * vs;
             const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
-            const FB B0(e0), B1(e1), B2(e2), B3(e3);
+            const SplitB B0(e0), B1(e1), B2(e2), B3(e3);
 #pragma unroll
             for (int term = 0; term < kSplitTerms; ++term) {
               mma_term(term, o[0], A, B0);
