@@ -243,7 +243,38 @@ std::size_t line_count(std::string_view text) {
   return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
 }
 
+/// A first line of column names (`src,dst`, `"id_1","id_2"`): tokens that start like words.
+bool is_header(std::string_view a, std::string_view b) {
+  const auto word = [](std::string_view t) {
+    return !t.empty() && (std::isalpha(static_cast<unsigned char>(t[0])) || t[0] == '_' || t[0] == '"' || t[0] == '\'');
+  };
+  return word(a) && (b.empty() || word(b));
+}
+
+/// The first line of the edge lists `dfgnn gen` writes; their `# nodes N` line is the node
+/// count, so that isolated nodes with the highest ids survive a round trip.
+constexpr std::string_view kDfgnnEdgeList = "# dfgnn edge list";
+
+/// N of a `# nodes N` comment line before the first edge, or -1.
+std::int64_t declared_nodes(const std::string& path, std::string_view text) {
+  Lines lines(text);
+  std::string_view line;
+  while (lines.next(line) && !line.empty() && line[0] == '#') {
+    std::size_t i = 0;
+    if (next_token(line, i) != "#" || next_token(line, i) != "nodes") continue;
+    std::int64_t n = -1;
+    const std::string_view tok = next_token(line, i);
+    if (!parse_int(tok, n) || n < 0 || n > kMaxNodes || !next_token(line, i).empty())
+      fail_at(path, lines.number(), "expected '# nodes N' with 0 <= N < 2^31, got " + quote(line));
+    return n;
+  }
+  return -1;
+}
+
 EdgeList parse_edge_list(const std::string& path, std::string_view text, std::int64_t num_nodes) {
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
+  if (num_nodes < 0 && text.substr(0, kDfgnnEdgeList.size()) == kDfgnnEdgeList) num_nodes = declared_nodes(path, text);
   EdgeList g;
   const std::size_t max_edges = line_count(text);
   g.src.reserve(max_edges);
@@ -267,12 +298,21 @@ EdgeList parse_edge_list(const std::string& path, std::string_view text, std::in
     const std::string_view a = next_token(line, i);
     if (a.empty() || a[0] == '#' || a[0] == '%') continue;
     const std::string_view b = next_token(line, i);
+    if (std::exchange(first, false) && is_header(a, b)) continue;
     std::int64_t u = 0, v = 0;
     const bool a_ok = parse_int(a, u), b_ok = parse_int(b, v);
-    if (std::exchange(first, false) && (!a_ok || (!b.empty() && !b_ok))) continue;  // header
     check(a_ok, a, u);
     if (b.empty()) fail_at(path, lines.number(), "expected two node ids 'src dst', got only " + quote(a));
     check(b_ok, b, v);
+    // At most a weight and a time stamp may follow (SNAP, KONECT); anything else means the
+    // file is not an edge list.
+    for (int k = 0; k < 3; ++k) {
+      const std::string_view t = next_token(line, i);
+      float x = 0.0f;
+      if (t.empty()) break;
+      if (k == 2 || !parse_float(t, x))
+        fail_at(path, lines.number(), "unexpected " + quote(t) + " after 'src dst' (at most two numeric columns may follow)");
+    }
     g.src.push_back(static_cast<node_t>(u));
     g.dst.push_back(static_cast<node_t>(v));
     max_id = std::max({max_id, u, v});
@@ -320,6 +360,8 @@ EdgeList parse_mtx(const std::string& path, std::string_view text, std::int64_t 
     if (t0.empty() || t0[0] == '%') continue;
     const std::string_view t1 = next_token(line, i), t2 = next_token(line, i);
     const std::int64_t n = lines.number();
+    const std::string_view extra = size_line == 0 || has_values ? next_token(line, i) : t2;
+    if (!extra.empty()) fail_at(path, n, "unexpected " + quote(extra) + " after the line's fields");
     if (size_line == 0) {
       size_line = n;
       if (!parse_int(t0, rows) || !parse_int(t1, cols) || !parse_int(t2, nnz) || rows < 0 || cols < 0 || nnz < 0) {
@@ -403,6 +445,8 @@ Array read_npy_f32(const std::string& path) {
     }
     done += n;
   }
+  char extra;
+  if (file.read(&extra, 1) != 0) fail(path, "bytes after the data of shape " + shape_string(h.shape));
   return out;
 }
 

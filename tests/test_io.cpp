@@ -142,6 +142,7 @@ TEST_F(IoTest, NpyErrors) {
       {write("fortran.npy", npy_bytes(1, dict("<f4", "True"), payload)), "Fortran"},
       {write("garbage.npy", npy_bytes(1, "{'descr': '<f4', 'shape': [2, 3]}", payload)), "unparsable"},
       {write("version.npy", npy_bytes(1, dict("<f4", "False"), payload).replace(6, 1, "\x07")), "version 7"},
+      {write("trailing.npy", npy_bytes(1, dict("<f4", "False"), payload + "JUNK")), "bytes after the data"},
       {path("missing.npy"), "cannot open"},
   };
   for (const auto& c : cases) {
@@ -164,8 +165,15 @@ TEST_F(IoTest, EdgeListSyntax) {
   // A CSV header, also after comments and with a weight column.
   expect_edges(read_graph(write("g.csv", "id_1,id_2\n0,1\n3,2\n")), {0, 3}, {1, 2}, 4);
   expect_edges(read_graph(write("h.tsv", "# c\nsrc\tdst\tweight\n0\t1\t0.5\n")), {0}, {1}, 2);
-  // A fractional weight on the first line does not make it a header.
-  expect_edges(read_graph(write("w.txt", "4 1 0.5\n")), {4}, {1}, 5);
+  // A fractional weight on the first line does not make it a header; a weight and a time may follow.
+  expect_edges(read_graph(write("w.txt", "4 1 0.5\n0 2 1 1217567877\n")), {4, 0}, {1, 2}, 5);
+  // A UTF-8 byte order mark.
+  expect_edges(read_graph(write("bom.txt", "\xEF\xBB\xBF" "0 1\n1 2\n")), {0, 1}, {1, 2}, 3);
+  // `dfgnn gen`'s lists state their node count (isolated last nodes); num_nodes still overrides.
+  const std::string gen = write("gen.txt", "# dfgnn edge list: ...\n# rmat\n# nodes 6\n# edges 1\n0 1\n");
+  expect_edges(read_graph(gen), {0}, {1}, 6);
+  expect_edges(read_graph(gen, 9), {0}, {1}, 9);
+  expect_edges(read_graph(write("other.txt", "# nodes 6\n0 1\n")), {0}, {1}, 2);  // only in dfgnn's lists
   // Largest accepted id: N = 2^31 - 1 still fits node_t.
   EXPECT_EQ(read_graph(write("big.txt", "0 2147483646\n")).num_nodes, 2147483647);
 }
@@ -203,6 +211,13 @@ TEST_F(IoTest, EdgeListErrors) {
       {"7\n", {":1: ", "two node ids"}},
       {"0 2147483647\n", {":1: ", "too large"}},
       {"# c\n0 99999999999999999999999\n", {":2: ", "too large"}},
+      // Not edge lists: a first line that is neither ids nor column names, extra columns.
+      {"1a 2\n3 4\n", {":1: ", "'1a'"}},
+      {"{\"0\": [[0, 2], [1, 5]]}\n", {":1: ", "integer node id"}},
+      {"0 1 5\n1 2 junk\n", {":2: ", "'junk'"}},
+      {"0 1 0 0 0\n", {":1: ", "unexpected '0'"}},
+      {"# dfgnn edge list\n# nodes 2\n0 2\n", {":3: ", "num_nodes 2"}},
+      {"# dfgnn edge list\n# nodes many\n0 1\n", {":2: ", "# nodes N"}},
   };
   for (const auto& [text, fragments] : cases) {
     const std::string p = write("bad.txt", text);
@@ -253,6 +268,9 @@ TEST_F(IoTest, MtxErrors) {
       {banner + "3 3 1\n1 4 1\n", {":3: ", "'4'", "out of range"}},
       {banner + "3 3 1\n1 2\n", {":3: ", "real value"}},
       {banner + "3 x 1\n", {":2: ", "size line"}},
+      {banner + "3 3 1 7\n1 2 1\n", {":2: ", "'7'"}},
+      {banner + "3 3 1\n1 2 1 extra\n", {":3: ", "'extra'"}},
+      {"%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2 5\n", {":3: ", "'5'"}},
   };
   for (const auto& [text, fragments] : cases) {
     const std::string p = write("bad.mtx", text);

@@ -42,10 +42,12 @@ struct EdgeList {
 ///   symmetry general or symmetric (off-diagonal entries are mirrored). A square matrix; the
 ///   1-based entry `row col` is the edge col-1 -> row-1. The entry count must equal the size line.
 /// - anything else: an edge list, one `u v` (u -> v, 0-based) per line, tokens separated by
-///   whitespace and/or commas, further columns ignored, `#` / `%` lines and blank lines skipped.
-///   A first non-comment line whose first two tokens are not both integers is a header.
+///   whitespace and/or commas, at most two further numeric columns (a weight, a time) ignored,
+///   `#` / `%` lines and blank lines skipped. A first non-comment line whose tokens start like
+///   words (`src,dst`) is a header.
 ///
-/// num_nodes < 0 sets N = max id + 1 (for .mtx: the size line); otherwise every id must be
+/// num_nodes < 0 sets N = max id + 1 (for .mtx: the size line; for the edge lists `dfgnn gen`
+/// writes, their `# nodes N` line, so that isolated nodes survive); otherwise every id must be
 /// below num_nodes (for .mtx: num_nodes must equal the row count). Ids must be < 2^31 - 1.
 /// Throws Error "<path>:<line>: <problem>" for bad content, "<path>: <problem>" otherwise.
 EdgeList read_graph(const std::string& path, std::int64_t num_nodes = -1);
