@@ -100,6 +100,9 @@ HostGraph undirected_csr(node_t n, const std::vector<node_t>& eu, const std::vec
 HostGraph rmat(int scale, int edge_factor, double a, double b, double c, std::uint64_t seed) {
   if (scale < 1 || scale > 30) throw Error("rmat: scale must be in [1, 30], got " + std::to_string(scale));
   if (edge_factor < 1) throw Error("rmat: edge_factor must be >= 1, got " + std::to_string(edge_factor));
+  if (edge_factor > (1 << (31 - scale)))  // 2^31 edges would take beyond 32 GB to generate
+    throw Error("rmat: 2^" + std::to_string(scale) + " nodes x edge_factor " + std::to_string(edge_factor) +
+                " is more than 2^31 edges");
   if (a < 0 || b < 0 || c < 0 || a + b + c > 1)
     throw Error("rmat: probabilities a, b, c must be >= 0 with a + b + c <= 1");
   const node_t n = node_t{1} << scale;

@@ -285,42 +285,48 @@ long long header_value(const std::string& text, const std::string& key) {
 }
 
 TEST_F(CliTest, GenThenInfo) {
-  for (const std::string file : {"sbm.txt", "knn.txt.gz"}) {
+  for (const std::string file : {"sbm.txt", "knn.txt.gz", "rmat.txt"}) {
     SCOPED_TRACE(file);
     const std::string f = path(file);
-    const Result gen = run(file == "sbm.txt" ? "gen sbm --graphs 4 --out " + quote(f)
-                                             : "gen knn --graphs 3 --k 5 --seed 2 --out " + quote(f));
+    const Result gen = run(file == "sbm.txt"    ? "gen sbm --graphs 4 --out " + quote(f)
+                           : file == "rmat.txt" ? "gen rmat --scale 5 --edge-factor 1 --seed 3 --out " + quote(f)
+                                                : "gen knn --graphs 3 --k 5 --seed 2 --out " + quote(f));
     ASSERT_EQ(gen.code, 0) << gen.err;
     ASSERT_TRUE(fs::exists(f));
     // The counts as the library reads the (possibly gzipped) file, and as its header states.
     const io::EdgeList list = io::read_graph(f);
     const long long edges = static_cast<long long>(list.src.size());
     long long nodes = list.num_nodes;
-    if (file == "sbm.txt") {
+    if (file != "knn.txt.gz") {
       const std::string text = slurp(f);
       EXPECT_EQ(header_value(text, "edges"), edges);
       nodes = header_value(text, "nodes");
-      ASSERT_GE(nodes, list.num_nodes) << text.substr(0, 300);
+      EXPECT_EQ(nodes, list.num_nodes) << text.substr(0, 300);  // isolated last nodes included
     }
+    if (file == "rmat.txt") EXPECT_EQ(nodes, 32);
     EXPECT_GT(edges, 0);
     const Result info = run("info --graph " + quote(f) + " --nodes " + std::to_string(nodes));
     ASSERT_EQ(info.code, 0) << info.err;
     EXPECT_NE(info.out.find("nodes " + std::to_string(nodes) + "\n"), std::string::npos) << info.out;
     EXPECT_NE(info.out.find("edges " + std::to_string(edges) + "\n"), std::string::npos) << info.out;
-    // And without --nodes: the same edges.
+    // And without --nodes: the same graph, its node count from the file's `# nodes` line.
     const Result plain = run("info --graph " + quote(f));
     ASSERT_EQ(plain.code, 0) << plain.err;
-    EXPECT_NE(plain.out.find("edges " + std::to_string(edges) + "\n"), std::string::npos) << plain.out;
+    EXPECT_NE(plain.out.find("nodes " + std::to_string(nodes) + "\nedges " + std::to_string(edges) + "\n"),
+              std::string::npos)
+        << plain.out;
   }
 }
 
 // ---- help and user errors ------------------------------------------------------------------
 
 TEST_F(CliTest, Help) {
-  const Result r = run("--help");
-  EXPECT_EQ(r.code, 0);
-  EXPECT_NE(r.out.find("usage:"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("dfgnn attention"), std::string::npos) << r.out;
+  for (const std::string args : {"--help", "attention --help", "gen rmat -h"}) {
+    const Result r = run(args);
+    EXPECT_EQ(r.code, 0) << args;
+    EXPECT_NE(r.out.find("usage:"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("dfgnn attention"), std::string::npos) << r.out;
+  }
   const Result none = run("");
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.err.find("usage:"), std::string::npos) << none.err;
@@ -362,6 +368,7 @@ TEST_F(CliTest, TensorFileErrors) {
   // q fixes D = 3; a k of another width is named.
   expect_user_error(base + " --q " + quote(npy("q.npy", {N, H, D}, v)) + " --k " + quote(npy("k.npy", {N, H, D + 1}, v)),
                     {"k.npy", "shape"});
+  expect_user_error(base + " --dim 8 --q " + quote(npy("q.npy", {N, H, D}, v)), {"q.npy", "D = 3 but --dim 8"});
 
   // A .npy file cut short inside its data.
   const std::string q = npy("trunc.npy", {N, H, D}, v);
@@ -392,7 +399,16 @@ TEST_F(CliTest, OptionErrors) {
   expect_user_error(base + " --model gt --dim 0", {"--dim", ">= 1"});
   expect_user_error(base + " --model agnn --heads 2 --beta 1,2,3", {"--beta", "3 values", "H = 2"});
   expect_user_error(base + " --model agnn --heads 2 --beta 1,abc", {"--beta", "abc"});
-  expect_user_error(base + " --model gat --scale 2", {"--scale"});
+  expect_user_error(base + " --model gat --scale 2", {"--scale does not apply to --model gat"});
+  expect_user_error(base + " --model gt --slope 0.1", {"--slope does not apply to --model gt"});
+  expect_user_error(base + " --model gat --q q.npy", {"--q does not apply to --model gat"});
+  expect_user_error(base + " --model gt --scale 0.1,5", {"--scale", "one number, got 2"});
+  expect_user_error(base + " --model gt --heads 2 --heads 3", {"--heads given twice"});
+  expect_user_error(base + " --model gt --heads 4294967298", {"--heads", "out of range"});
+  expect_user_error(base + " --model gt --dim 99999999999999999999", {"--dim", "out of range"});
+  expect_user_error(base + " --model gt --seed 1.5", {"--seed", "not an integer"});
+  expect_user_error("info --graph " + g + " --nodes -5", {"--nodes", "out of range [0,"});
+  expect_user_error("bench --graph " + g + " --model gt --inputs " + quote(path("none")), {"--inputs", "not a directory"});
   expect_user_error(base + " --model gt --heads", {"--heads", "needs a value"});
   expect_user_error(base + " --model gt stray", {"unexpected argument 'stray'"});
   expect_user_error("attention --model gt --heads 2", {"missing --graph"});
@@ -402,12 +418,17 @@ TEST_F(CliTest, OptionErrors) {
   expect_user_error("gen", {"gen needs a generator"});
   expect_user_error("gen tree --out " + quote(path("t.txt")), {"unknown generator", "tree"});
   expect_user_error("gen sbm --graphs 0 --out " + quote(path("t.txt")), {"--graphs"});
+  expect_user_error("gen rmat --graphs 3 --out " + quote(path("t.txt")), {"unknown option --graphs"});
+  expect_user_error("gen rmat --scale 30 --edge-factor 64 --out " + quote(path("t.txt")), {"rmat", "2^31 edges"});
 }
 
+// Kokkos' own options never reach Kokkos; --help is dfgnn's.
 TEST_F(CliTest, KokkosLookalikeOptions) {
   const std::string g = quote(tiny_graph());
   expect_user_error("info --graph " + g + " --threads 2", {"--threads"});
-  expect_user_error("info --graph " + g + " --help", {"--help"});
+  const Result r = run("info --graph " + g + " --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.out.rfind("usage:", 0), 0u) << r.out;
 }
 
 // ---- spmm / sddmm --------------------------------------------------------------------------
@@ -486,7 +507,8 @@ TEST_F(CliTest, SddmmRoundTrips) {
 TEST_F(CliTest, SpmmOnCoraWithTiming) {
   for (const std::string reorder : {"none", "rcm"}) {
     const Result r = run("spmm --graph " + cora() + " --symmetrize --message u_mul_v --reduce max --heads 2 --dim 8 "
-                         "--reference --iters 2 --warmup 1 --reorder " + reorder + " --json " + quote(path("mp.jsonl")));
+                         "--reference --iters 2 --warmup 1 --reorder " + reorder + " --json " + quote(path("mp.jsonl")) +
+                         " --name " + quote("cora \"" + reorder + "\"\\"));
     EXPECT_EQ(r.code, 0) << r.out << r.err;
     EXPECT_NE(r.out.find("N=2708 E=10556 H=2 D=8 reorder=" + reorder), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("forward: median"), std::string::npos) << r.out;
@@ -494,6 +516,7 @@ TEST_F(CliTest, SpmmOnCoraWithTiming) {
   const std::string json = slurp(path("mp.jsonl"));
   EXPECT_EQ(std::count(json.begin(), json.end(), '\n'), 2) << json;
   EXPECT_NE(json.find("\"reorder\": \"rcm\""), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("name": "cora \"rcm\"\\")"), std::string::npos) << json;  // escaped
 }
 
 TEST_F(CliTest, SpmmAndSddmmErrors) {

@@ -64,6 +64,7 @@ TEST(Generate, RmatIsDeterministicSymmetricAndLoopFree) {
 TEST(Generate, RmatRejectsBadParameters) {
   EXPECT_THROW(gen::rmat(0, 16), dfgnn::Error);
   EXPECT_THROW(gen::rmat(10, 0), dfgnn::Error);
+  EXPECT_THROW(gen::rmat(30, 4), dfgnn::Error);  // 2^32 edges
   EXPECT_THROW(gen::rmat(10, 16, 0.6, 0.3, 0.3), dfgnn::Error);
 }
 

@@ -5,7 +5,10 @@
 #include <dfgnn/csr.hpp>
 #include <dfgnn/io.hpp>
 
+#include <cctype>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -27,22 +30,39 @@ struct Args {
     if (!has(k)) throw Error("missing --" + k);
     return get(k);
   }
-  long long integer(const std::string& k, long long fallback) const {
+  /// The value of --k (fallback when absent), an integer in [lo, hi]: by default the range of
+  /// int, so that no caller's narrowing wraps a huge value around.
+  long long integer(const std::string& k, long long fallback, long long lo = std::numeric_limits<int>::min(),
+                    long long hi = std::numeric_limits<int>::max()) const {
     if (!has(k)) return fallback;
     const std::string s = get(k);
     std::size_t used = 0;
     long long v = 0;
+    bool in_range = true;
     try {
       v = std::stoll(s, &used);
+    } catch (const std::out_of_range&) {
+      in_range = false, used = s.size();
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != s.size() || s.empty()) throw Error("--" + k + ": '" + s + "' is not an integer");
+    if (used != s.size() || s.empty() || std::isspace(static_cast<unsigned char>(s[0])))
+      throw Error("--" + k + ": '" + s + "' is not an integer");
+    if (!in_range || v < lo || v > hi)
+      throw Error("--" + k + ": " + s + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return v;
   }
+  /// --seed: any 64-bit integer (default 1).
+  std::uint64_t seed() const {
+    return std::uint64_t(
+        integer("seed", 1, std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max()));
+  }
+  /// The value of --k (fallback when absent), one finite number.
   float real(const std::string& k, float fallback) const {
     if (!has(k)) return fallback;
-    return io::parse_float_list(get(k), "--" + k).at(0);
+    const std::vector<float> v = io::parse_float_list(get(k), "--" + k);
+    if (v.size() != 1) throw Error("--" + k + ": expected one number, got " + std::to_string(v.size()));
+    return v[0];
   }
 };
 
@@ -54,6 +74,7 @@ inline Args parse_args(int argc, char** argv, int first, const std::set<std::str
     const std::string tok = argv[i];
     if (tok.rfind("--", 0) != 0) throw Error("unexpected argument '" + tok + "'");
     const std::string key = tok.substr(2);
+    if (a.flags.count(key) || a.values.count(key)) throw Error(tok + " given twice");
     if (flags.count(key)) {
       a.flags.insert(key);
     } else if (options.count(key)) {
@@ -68,9 +89,26 @@ inline Args parse_args(int argc, char** argv, int first, const std::set<std::str
 
 /// The graph of --graph (--nodes, --symmetrize).
 inline HostGraph load_graph(const Args& a) {
-  io::EdgeList edges = io::read_graph(a.need("graph"), a.integer("nodes", -1));
+  io::EdgeList edges = io::read_graph(a.need("graph"), a.integer("nodes", -1, 0));
   if (a.flags.count("symmetrize")) symmetrize(edges.src, edges.dst);
   return graph_from_edges(edges.num_nodes, edges.src, edges.dst);
+}
+
+/// `s` as the body of a JSON string: quotes, backslashes and control characters escaped.
+inline std::string json_escaped(const std::string& s) {
+  std::string r;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') {
+      r += '\\', r += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char u[7];
+      std::snprintf(u, sizeof u, "\\u%04x", c);
+      r += u;
+    } else {
+      r += c;
+    }
+  }
+  return r;
 }
 
 /// n values uniform in [-1, 1) from `seed`.

@@ -21,9 +21,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <new>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,21 +40,22 @@ using cli::Inputs;
 #endif
 
 constexpr const char* kUsage = R"(usage:
-  dfgnn attention --graph FILE --model gt|agnn|gat|gatv2 --heads H [options]
+  dfgnn attention --graph FILE --model gt|agnn|gat|gatv2 [--heads H] [options]
   dfgnn spmm --graph FILE --message M --reduce sum|mean|max|min [options]
   dfgnn sddmm --graph FILE --op add|sub|mul|div|dot [options]
   dfgnn info --graph FILE [--nodes N] [--symmetrize] [--model M --heads H --dim D]
   dfgnn gen rmat --scale S --edge-factor F [--seed S] --out FILE
   dfgnn gen sbm --kind pattern|cluster --graphs G [--seed S] --out FILE
   dfgnn gen knn --graphs G [--k K] [--seed S] --out FILE
-  dfgnn bench --graph FILE --model M --heads H --dim D [--inputs DIR] [--backend cuda|kokkos|all]
+  dfgnn bench --graph FILE --model M [--heads H] [--dim D] [--inputs DIR] [--backend cuda|kokkos|all]
               [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--backward]
               [--name NAME] [--json F]
 
-graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas),
+graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas; an
+  optional header line `src,dst`; at most a weight and a time column after u v, ignored),
   Matrix Market .mtx (row = destination, col = source, 1-based); .gz read transparently.
-  --nodes N fixes the node count (default: max id + 1); --symmetrize adds reverse edges and
-  drops duplicates.
+  --nodes N fixes the node count (default: max id + 1, or the `# nodes N` line of a file from
+  dfgnn gen); --symmetrize adds reverse edges and drops duplicates.
 
 attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el/er [N,H] or [N]):
   gt     --q F --k F --v F [--scale S]        (scale defaults to 1/sqrt(D))
@@ -109,6 +113,21 @@ std::vector<std::pair<std::string, bool>> tensor_options(ScoreKind k) {
   return {};
 }
 
+// Options that only some models read: given for another model they are a mistake, not a no-op.
+void reject_foreign_options(const Args& a, ScoreKind kind, const std::vector<std::string>& names) {
+  const std::map<std::string, std::vector<ScoreKind>> readers{
+      {"q", {ScoreKind::GT}},     {"k", {ScoreKind::GT}},       {"scale", {ScoreKind::GT}},
+      {"v", {ScoreKind::GT, ScoreKind::GAT}},                   {"x", {ScoreKind::AGNN}},
+      {"beta", {ScoreKind::AGNN}}, {"el", {ScoreKind::GAT}},    {"er", {ScoreKind::GAT}},
+      {"xl", {ScoreKind::GATv2}}, {"xr", {ScoreKind::GATv2}},   {"a", {ScoreKind::GATv2}},
+      {"slope", {ScoreKind::GAT, ScoreKind::GATv2}}};
+  for (const std::string& name : names) {
+    const auto& models = readers.at(name);
+    if (a.has(name) && std::find(models.begin(), models.end(), kind) == models.end())
+      throw Error("--" + name + " does not apply to --model " + to_string(kind));
+  }
+}
+
 // Feature width D from the first [N,H,D] / [N,H*D] file given, else --dim.
 std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_t H,
                         std::map<std::string, io::Array>& files) {
@@ -116,12 +135,17 @@ std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_
     if (!is_features || !a.has(name)) continue;
     const io::Array& t = files[name] = io::read_npy_f32(a.get(name));
     const std::string where = a.get(name) + ": ";
+    std::size_t d = 0;
     if (t.shape.size() == 3 && std::size_t(t.shape[0]) == N && std::size_t(t.shape[1]) == H && t.shape[2] > 0)
-      return std::size_t(t.shape[2]);
-    if (t.shape.size() == 2 && std::size_t(t.shape[0]) == N && t.shape[1] > 0 && t.shape[1] % std::int64_t(H) == 0)
-      return std::size_t(t.shape[1]) / H;
-    throw Error(where + "expected shape [N,H,D] or [N,H*D] with N = " + std::to_string(N) +
-                ", H = " + std::to_string(H));
+      d = std::size_t(t.shape[2]);
+    else if (t.shape.size() == 2 && std::size_t(t.shape[0]) == N && t.shape[1] > 0 && t.shape[1] % std::int64_t(H) == 0)
+      d = std::size_t(t.shape[1]) / H;
+    else
+      throw Error(where + "expected shape [N,H,D] or [N,H*D] with N = " + std::to_string(N) +
+                  ", H = " + std::to_string(H));
+    if (a.has("dim") && std::size_t(a.integer("dim", 0)) != d)
+      throw Error(where + "D = " + std::to_string(d) + " but --dim " + a.get("dim"));
+    return d;
   }
   const long long d = a.integer("dim", 64);
   if (d < 1) throw Error("--dim must be >= 1");
@@ -149,7 +173,7 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   in.H = std::size_t(heads);
   std::map<std::string, io::Array> files;
   in.D = feature_dim(a, in.kind, in.N, in.H, files);
-  const std::uint64_t seed = std::uint64_t(a.integer("seed", 1));
+  const std::uint64_t seed = a.seed();
   const std::size_t N = in.N, H = in.H, D = in.D;
   auto tensor = [&](const std::string& name, std::vector<std::size_t> want, std::vector<std::size_t> alt,
                     std::uint64_t salt) {
@@ -405,11 +429,12 @@ int cmd_attention(int argc, char** argv) {
                              "slope", "xl", "xr", "a", "scale", "edge-values", "out", "strategy", "backend", "seed",
                              "grad-out", "grad-prefix"},
                             {"reference", "symmetrize"});
+  reject_foreign_options(a, parse_score_kind(a.need("model")),
+                         {"q", "k", "v", "x", "beta", "el", "er", "slope", "xl", "xr", "a", "scale"});
   const HostGraph g = load_graph(a);
   const Inputs in = load_inputs(a, g);
   const Strategy strategy = parse_strategy(a.get("strategy", "auto"));
   const float scale = a.real("scale", 0.0f), slope = a.real("slope", 0.2f);
-  if (scale != 0.0f && in.kind != ScoreKind::GT) throw Error("--scale applies to --model gt only");
   std::string backend = a.get("backend", "auto");
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
 #ifdef DFGNN_ENABLE_CUDA
@@ -469,14 +494,18 @@ int cmd_info(int argc, char** argv) {
 int cmd_gen(int argc, char** argv) {
   if (argc < 3) throw Error("gen needs a generator: rmat, sbm or knn");
   const std::string what = argv[2];
-  const Args a = parse_args(argc, argv, 3, {"scale", "edge-factor", "kind", "graphs", "k", "seed", "out"}, {});
-  const std::uint64_t seed = std::uint64_t(a.integer("seed", 1));
+  const std::map<std::string, std::set<std::string>> options{
+      {"rmat", {"scale", "edge-factor"}}, {"sbm", {"kind", "graphs"}}, {"knn", {"graphs", "k"}}};
+  if (!options.count(what)) throw Error("unknown generator '" + what + "' (expected rmat, sbm or knn)");
+  std::set<std::string> accepted = options.at(what);
+  accepted.insert({"seed", "out"});
+  const Args a = parse_args(argc, argv, 3, accepted, {});
+  const std::uint64_t seed = a.seed();
   const std::string out = a.need("out");
   HostGraph g;
   std::string params;
   if (what == "rmat") {
     const long long scale = a.integer("scale", 17), factor = a.integer("edge-factor", 64);
-    if (scale < 1 || scale > 30 || factor < 1) throw Error("rmat: need 1 <= --scale <= 30 and --edge-factor >= 1");
     g = gen::rmat(int(scale), int(factor), 0.57, 0.19, 0.19, seed);
     params = "rmat scale " + std::to_string(scale) + " edge-factor " + std::to_string(factor);
   } else if (what == "sbm") {
@@ -484,13 +513,11 @@ int cmd_gen(int argc, char** argv) {
     if (graphs < 1) throw Error("sbm: --graphs must be >= 1");
     g = gen::sbm_batch(gen::parse_sbm_kind(a.get("kind", "pattern")), int(graphs), seed);
     params = "sbm " + a.get("kind", "pattern") + " graphs " + std::to_string(graphs);
-  } else if (what == "knn") {
+  } else {  // knn
     const long long graphs = a.integer("graphs", 1024), k = a.integer("k", 8);
     if (graphs < 1 || k < 1) throw Error("knn: --graphs and --k must be >= 1");
     g = gen::knn_batch(int(graphs), int(k), seed);
     params = "knn graphs " + std::to_string(graphs) + " k " + std::to_string(k);
-  } else {
-    throw Error("unknown generator '" + what + "' (expected rmat, sbm or knn)");
   }
   gen::write_edge_list(out, g, params + " seed " + std::to_string(seed));
   std::printf("%s: %d nodes, %lld edges, max in-degree %lld\n", out.c_str(), g.num_nodes,
@@ -556,8 +583,11 @@ int cmd_bench(int argc, char** argv) {
                       {"graph", "nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
                        "json", "name", "seed", "slope", "scale"},
                       {"symmetrize", "check", "backward"});
+  reject_foreign_options(a, parse_score_kind(a.need("model")), {"scale", "slope"});
   // DIR/<name>.npy for each input; X and XL fall back to q, XR to k (the harness writes q, k,
   // v, el, er, a once and every model reads what it needs).
+  if (a.has("inputs") && !std::filesystem::is_directory(a.get("inputs")))
+    throw Error("--inputs " + a.get("inputs") + ": not a directory");
   if (a.has("inputs"))
     for (const auto& [name, file] : std::vector<std::pair<std::string, std::string>>{
              {"q", "q"}, {"k", "k"}, {"v", "v"}, {"el", "el"}, {"er", "er"}, {"a", "a"},
@@ -620,7 +650,8 @@ int cmd_bench(int argc, char** argv) {
                    "\"resolved\": \"%s\", \"pass\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                    "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
                    "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g, \"plan_mib\": %.2f}\n",
-                   a.get("name", a.get("graph")).c_str(), device.c_str(), DFGNN_GIT_COMMIT, to_string(in.kind),
+                   cli::json_escaped(a.get("name", a.get("graph"))).c_str(), cli::json_escaped(device).c_str(),
+                   DFGNN_GIT_COMMIT, to_string(in.kind),
                    g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used), pass,
                    t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib);
   };
@@ -695,7 +726,10 @@ int cmd_bench(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
-  if (cmd.empty() || cmd == "--help" || cmd == "-h" || cmd == "help") {
+  const bool help = std::any_of(argv + 1, argv + argc, [](const char* s) {
+    return std::strcmp(s, "--help") == 0 || std::strcmp(s, "-h") == 0;
+  });
+  if (cmd.empty() || help || cmd == "help") {
     std::fputs(kUsage, cmd.empty() ? stderr : stdout);
     return cmd.empty() ? 2 : 0;
   }
@@ -714,6 +748,9 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "dfgnn: error: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "dfgnn: error: out of host memory (the graph or tensors are too large for this machine)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dfgnn: failure: %s\n", e.what());
     return 1;

@@ -215,7 +215,7 @@ int run_command(int argc, char** argv, bool sddmm) {
   const long long dim = a.integer("dim", width ? width : 64);
   if (dim < 1) throw Error("--dim must be >= 1");
   job.D = int(dim);
-  const std::uint64_t seed = std::uint64_t(a.integer("seed", 1));
+  const std::uint64_t seed = a.seed();
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const std::size_t rows = rows_of(slots[i].target, g);
     HostTensor& t = i == 0 ? job.lhs : job.rhs;
@@ -297,7 +297,7 @@ int run_command(int argc, char** argv, bool sddmm) {
                  "{\"name\": \"%s\", \"kernel\": \"%s\", \"op\": \"%s\", \"N\": %zu, \"E\": %zu, \"H\": %d, \"D\": %d, "
                  "\"reorder\": \"%s\", \"reorder_ms\": %.3f, \"backend\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                  "\"bwd_ms\": %.6f, \"extra_mib\": %.2f, \"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f}\n",
-                 a.get("name", a.get("graph")).c_str(), sddmm ? "sddmm" : "spmm", what.c_str(), N, E, job.H, job.D,
+                 json_escaped(a.get("name", a.get("graph"))).c_str(), sddmm ? "sddmm" : "spmm", what.c_str(), N, E, job.H, job.D,
                  to_string(ordering), reorder_ms, backend.c_str(), r.forward.median_ms, r.forward.min_ms,
                  r.backward.median_ms, r.extra_mib, bytes.compulsory, bytes.gather);
     std::fclose(json);
