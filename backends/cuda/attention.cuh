@@ -161,6 +161,15 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
   DFGNN_CUDA(cudaGetLastError());
 }
 
+/// The widest scalar tile of with_tile covers 256 floats a row: wider rows (up to 512, the plan's
+/// limit) need the 16-byte tile, i.e. aligned tensors.
+inline void require_tile(int D, bool vec4, const char* entry) {
+  constexpr int kScalarMaxD = Tile<1, 32, 8>::MAX_D;
+  if (D > kScalarMaxD && !vec4)
+    throw Error(std::string(entry) + ": dim " + std::to_string(D) + " above " + std::to_string(kScalarMaxD) +
+                " needs 16-byte aligned tensors");
+}
+
 /// Validated entry: picks the tile and launches.
 template <class S>
 void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float* out, bool vec4) {
@@ -170,9 +179,9 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   // A scalar key (GAT) leaves a lane group little but the value gather per edge: on even
   // degrees a warp then does better walking two rows (half a warp each) than one.
   const bool pair = pair_rows(p.strategy == Strategy::Online && p.online_uneven_mean == 0, p.heads, p.dim);
-  with_tile<!S::kRowKey>(
-      p.dim, vec4 && aligned16({out}), [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); },
-      pair);
+  vec4 = vec4 && aligned16({out});
+  require_tile(p.dim, vec4, "cuda::attention");
+  with_tile<!S::kRowKey>(p.dim, vec4, [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); }, pair);
 }
 
 /// Launches the backward: rows, the merge of split rows, columns, the merge of split columns,
@@ -184,6 +193,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const DeviceGraph& g = p.graph;
   const int H = p.heads, D = p.dim;
   const node_t N = g.num_nodes;
+  require_tile(D, vec4, "cuda::attention_backward");
   if (N == 0) return;
   const BackwardData& b = p.backward();
   const BackwardWork& wk = b.work;

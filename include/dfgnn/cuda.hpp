@@ -54,7 +54,8 @@ bool device_available();
 /// and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the graph cannot run
 /// throws Error naming the reason; Auto only picks what can run (and where it picked Dense, runs
 /// calls with edge values or dropout through Online, the faster kernel for them).
-/// D up to 256, or up to 512 when a multiple of 4.
+/// D up to 256, or up to 512 when a multiple of 4 (a call with D > 256 needs 16-byte aligned
+/// tensors, and throws Error otherwise).
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
 /// a plan does no host work beyond the kernel launches.
 class Plan {

@@ -508,6 +508,43 @@ TEST(ForwardMisc, UnalignedPointersUseScalarPath) {
   }
 }
 
+// D = 512, the widest head the plan takes: every strategy and the backward on 16-byte tiles
+// of 4 chunks a lane; unaligned tensors (the scalar tiles hold 256 floats a row) are refused.
+TEST(ForwardMisc, WidestRows) {
+  if (!cuda::device_available()) GTEST_SKIP();
+  const Shape shape{1, 512};
+  for (const char* name : {"empty_rows", "super_node"}) {
+    const HostGraph& g = graphs().at(name);
+    for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+      SCOPED_TRACE(std::string(name) + " " + to_string(kind));
+      const Case c(kind, g, shape, 1, 61);
+      const std::vector<double> ref = c.reference();
+      for (Strategy s : kStrategies) {
+        const auto plan = make_plan(g, kind, shape, s);
+        if (plan) EXPECT_LT(max_relative_error(c.run(*plan).first.out.data(), ref), 1e-5) << to_string(s);
+      }
+      const BackwardCase b(kind, g, shape, 1, Dropout{0.3f, 5}, 62);
+      const auto grads = b.gradients(cuda::Plan(g, kind, shape.H, shape.D));
+      const auto ref_grads = b.reference_gradients();
+      for (std::size_t i = 0; i < ref_grads.size(); ++i)
+        EXPECT_LT(test::gradient_error(grads[0][i], ref_grads[i]), test::gradient_tolerance(kind, i))
+            << test::gradient_names(kind)[i];
+    }
+  }
+  const HostGraph& g = graphs().at("empty_rows");
+  const std::size_t nf = std::size_t(g.num_nodes) * shape.D, ns = g.num_nodes;
+  Buf q(nf + 1), k(nf), v(nf), out(nf), lse(ns), dout(nf), dq(nf), dk(nf), dv(nf);
+  const cuda::Plan plan(g, ScoreKind::GT, shape.H, shape.D);
+  test::expect_error([&] { cuda::attention(nullptr, plan, GT{}, q.get() + 1, k.get(), v.get(), out.get()); },
+                     {"cuda::attention", "dim 512", "16-byte aligned"});
+  test::expect_error(
+      [&] {
+        cuda::attention_backward(nullptr, plan, GT{}, q.get() + 1, k.get(), v.get(), out.get(), lse.get(), dout.get(),
+                                 dq.get(), dk.get(), dv.get());
+      },
+      {"cuda::attention_backward", "dim 512", "16-byte aligned"});
+}
+
 // Dense on the batches it is for: every shape, edge values, training mode; the plan must take
 // them (the Forward suites skip a refusing Dense).
 using DenseParam = std::tuple<std::string, Shape>;
