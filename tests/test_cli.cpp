@@ -378,11 +378,12 @@ TEST_F(CliTest, TensorFileErrors) {
   // Edge values: wrong edge count, wrong head count.
   expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E + 1}, v)), {"w.npy", std::to_string(E)});
   expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E - 1, H}, v)), {"w.npy", std::to_string(E)});
-  expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E, 3}, v)), {"w.npy", "H = 2"});
+  expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E, 3}, v)),
+                    {"w.npy: shape [14,3], expected [14] or [14,1] or [14,2]"});
 
   // GAT's el of the wrong node count; GATv2's a of the wrong width.
   expect_user_error("attention --graph " + g + " --model gat --heads 2 --dim 3 --el " + quote(npy("el.npy", {N - 1, H}, v)),
-                    {"el.npy", "shape"});
+                    {"el.npy: shape [6,2], expected [7,2]"});
   expect_user_error("attention --graph " + g + " --model gatv2 --heads 2 --dim 3 --a " + quote(npy("a.npy", {H, D + 1}, v)),
                     {"a.npy", "shape"});
 }

@@ -152,16 +152,21 @@ std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_
   return std::size_t(d);
 }
 
-std::vector<float> checked(const io::Array& t, const std::string& path, std::vector<std::size_t> want,
-                           std::vector<std::size_t> alt) {
-  std::vector<std::size_t> got(t.shape.begin(), t.shape.end());
-  if (got == want || got == alt) return t.data;
+// The data of t if its shape is one of `shapes`.
+std::vector<float> checked(const io::Array& t, const std::string& path,
+                           const std::vector<std::vector<std::size_t>>& shapes) {
+  const std::vector<std::size_t> got(t.shape.begin(), t.shape.end());
+  if (std::find(shapes.begin(), shapes.end(), got) != shapes.end()) return t.data;
   auto str = [](const std::vector<std::size_t>& s) {
     std::string r = "[";
     for (std::size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
     return r + "]";
   };
-  throw Error(path + ": shape " + str(got) + ", expected " + str(want) + " or " + str(alt));
+  std::string expected;
+  for (std::size_t i = 0; i < shapes.size(); ++i)
+    if (std::find(shapes.begin(), shapes.begin() + i, shapes[i]) == shapes.begin() + i)
+      expected += (expected.empty() ? "" : " or ") + str(shapes[i]);
+  throw Error(path + ": shape " + str(got) + ", expected " + expected);
 }
 
 Inputs load_inputs(const Args& a, const HostGraph& g) {
@@ -181,7 +186,7 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
     for (std::size_t x : want) n *= x;
     if (!a.has(name)) return random_tensor(n, seed * 1000003 + salt);
     if (!files.count(name)) files[name] = io::read_npy_f32(a.get(name));
-    return checked(files[name], a.get(name), want, alt);
+    return checked(files[name], a.get(name), {want, alt});
   };
   std::uint64_t salt = 0;
   for (const auto& [name, is_features] : tensor_options(in.kind))
@@ -200,10 +205,8 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
       throw Error("--edge-values cannot be combined with --symmetrize (it changes the edges and their order)");
     const io::Array w = io::read_npy_f32(path);
     const std::size_t E = std::size_t(g.num_edges());
+    in.edge_values = checked(w, path, {{E}, {E, 1}, {E, H}});
     in.edge_value_heads = w.shape.size() == 2 ? int(w.shape[1]) : 1;
-    in.edge_values = checked(w, path, {E}, {E, std::size_t(in.edge_value_heads)});
-    if (in.edge_value_heads != 1 && std::size_t(in.edge_value_heads) != H)
-      throw Error(path + ": edge values need shape [E] or [E,H] with H = " + std::to_string(H));
   }
   return in;
 }
@@ -384,7 +387,7 @@ double gradient_tolerance(const std::string& name) { return name == "dbeta" || n
 int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const std::string& backend, Strategy strategy,
                  float scale, float slope) {
   const std::string path = a.get("grad-out");
-  const std::vector<float> dout = checked(io::read_npy_f32(path), path, {in.N, in.H, in.D}, {in.N, in.H * in.D});
+  const std::vector<float> dout = checked(io::read_npy_f32(path), path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}});
   Gradients grads;
   if (backend == "kokkos") {
     KokkosRun run(g, in, strategy, scale, slope, /*training=*/true);
