@@ -9,6 +9,7 @@ build its Graph once and find it again for the same tensor (`Graph.cached`).
 
 import ctypes
 import itertools
+import operator
 import threading
 import weakref
 
@@ -32,7 +33,8 @@ def lookup(graph_id):
     ref = _registry.get(graph_id)
     graph = ref() if ref is not None else None
     if graph is None:
-        raise ValueError(f"dfgnn: no live Graph has id {graph_id}")
+        raise ValueError(f"dfgnn: no live Graph has id {graph_id} (a Graph must outlive the backward of the "
+                         f"ops it was passed to: under torch.compile or a dispatch mode build it outside)")
     return graph
 
 
@@ -93,6 +95,11 @@ class Graph:
         edges = edge_index.detach().as_subclass(torch.Tensor).to("cpu", torch.int64)
         if num_nodes is None:
             num_nodes = int(edges.max()) + 1 if edges.numel() else 0
+        else:
+            try:
+                num_nodes = operator.index(num_nodes)
+            except TypeError:
+                raise TypeError(f"dfgnn.Graph: num_nodes must be an integer, got {type(num_nodes).__name__}") from None
         src, dst = edges[0].contiguous(), edges[1].contiguous()
         handle = ctypes.c_void_p()
         _lib.call(_lib.lib.dfgnn_graph_from_coo, int(num_nodes), src.numel(), src.data_ptr(), dst.data_ptr(),
@@ -127,16 +134,19 @@ class Graph:
     @classmethod
     def cached(cls, edge_index, num_nodes):
         """The Graph of this edge_index tensor, built on first use and kept while the tensor
-        lives (rebuilt if it was modified in place)."""
+        lives (rebuilt if it was modified in place: seen through the version counter, which
+        edits through .data or numpy bypass, or for inference tensors, which have none, by
+        comparing the contents)."""
         if not isinstance(edge_index, torch.Tensor):
             raise TypeError(f"dfgnn: edge_index must be a torch.Tensor or a dfgnn.Graph, "
                             f"got {type(edge_index).__name__}")
         entry = cls._cache.get(edge_index)
-        try:
-            version = edge_index._version
-        except RuntimeError:  # inference tensors keep no version counter (nor can change)
-            version = None
-        key = (version, num_nodes)
+        if edge_index.is_inference():  # no version counter, yet changeable in inference mode
+            if entry is None or entry[0] != num_nodes or not torch.equal(entry[2], edge_index):
+                entry = (num_nodes, cls.from_edge_index(edge_index, num_nodes), edge_index.clone())
+                cls._cache[edge_index] = entry
+            return entry[1]
+        key = (edge_index._version, num_nodes)
         if entry is None or entry[0] != key:
             entry = (key, cls.from_edge_index(edge_index, num_nodes))
             cls._cache[edge_index] = entry

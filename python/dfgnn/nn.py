@@ -71,7 +71,7 @@ def _graph(layer, x, edge_index, self_loops, edge_attr=None, return_attention_we
 
 def _heads_out(out, concat):
     if concat or out.size(1) == 1:  # the mean of one head is that head (exactly): a view, no kernel
-        return out.reshape(out.size(0), -1)
+        return out.reshape(out.size(0), out.size(1) * out.size(2))
     return out.mean(dim=1)
 
 
@@ -122,9 +122,9 @@ class TransformerConv(_MultiHeadConv):
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         graph = _graph("TransformerConv", x, edge_index, False, edge_attr, return_attention_weights)
         H, C = self.heads, self.out_channels
-        q = self.lin_query(x).view(-1, H, C)
-        k = self.lin_key(x).view(-1, H, C)
-        v = self.lin_value(x).view(-1, H, C)
+        q = self.lin_query(x).view(x.size(0), H, C)
+        k = self.lin_key(x).view(x.size(0), H, C)
+        v = self.lin_value(x).view(x.size(0), H, C)
         out = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C),
                            dropout=self.dropout if self.training else 0.0)
         out = _heads_out(out, self.concat)
@@ -202,7 +202,7 @@ class GATConv(_MultiHeadConv):
         graph = _graph("GATConv", x, edge_index, self.add_self_loops, edge_attr, return_attention_weights, size)
         H, C = self.heads, self.out_channels
         res = self.res(x) if self.res is not None else None
-        h = self.lin(x).view(-1, H, C)
+        h = self.lin(x).view(x.size(0), H, C)
         # The score terms el = <h, att_src>, er = <h, att_dst> and the attention, one autograd node.
         out = _gat_layer(graph, h, self.att_src, self.att_dst, self.negative_slope,
                          self.dropout if self.training else 0.0)
@@ -251,8 +251,8 @@ class GATv2Conv(_MultiHeadConv):
         graph = _graph("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr, return_attention_weights)
         H, C = self.heads, self.out_channels
         res = self.res(x) if self.res is not None else None
-        x_l = self.lin_l(x).view(-1, H, C)
-        x_r = x_l if self.share_weights else self.lin_r(x).view(-1, H, C)
+        x_l = self.lin_l(x).view(x.size(0), H, C)
+        x_r = x_l if self.share_weights else self.lin_r(x).view(x.size(0), H, C)
         out = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
                               dropout=self.dropout if self.training else 0.0)
         return _gat_output(out, self.concat, res, self.bias)

@@ -20,13 +20,14 @@ eager mode the public functions call the native functions directly instead ("eag
 below): same checks on the user's arguments, none in the backward.
 """
 
+import math
+import operator
 import threading
 from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 from torch.autograd import forward_ad as _forward_ad
-from torch.autograd.function import once_differentiable
 from torch.nn import Parameter
 
 from . import _lib
@@ -115,6 +116,13 @@ def _backward_setup(op, kind, graph, tensors, edge_values, dropout, seed):
     return lookup(graph).plan(device, kind, h, d), _stream(device)
 
 
+def _hold_graph(ctx, graph_id):
+    """The ops get a Graph's id only: a call on a real id (not a trace's symbolic one) holds the
+    Graph itself until the backward, as the eager path does."""
+    if isinstance(graph_id, int):
+        ctx.graph = lookup(graph_id)
+
+
 # --- GT, GAT, GATv2: three tensors and one float -----------------------------------------
 
 def _trained(out, lse, grad):
@@ -171,6 +179,7 @@ def _three_tensor_model(model, kind, names, shapes, param):
         graph, a, b, c, edge_values, p, dropout, seed = inputs
         ctx.save_for_backward(a, b, c, edge_values, seed, *output)
         ctx.args = (graph, p, dropout)
+        _hold_graph(ctx, graph)
 
     def grad_fn(ctx, grad, _grad_lse):
         a, b, c, edge_values, seed, out, lse = ctx.saved_tensors
@@ -236,6 +245,7 @@ def _agnn_save(ctx, inputs, output):
     graph, x, beta, edge_values, dropout, seed = inputs
     ctx.save_for_backward(x, beta, edge_values, seed, *output)
     ctx.args = (graph, dropout)
+    _hold_graph(ctx, graph)
 
 
 def _agnn_grad(ctx, grad, _grad_lse):
@@ -366,11 +376,21 @@ def _eager_backward(ctx, grad):
     return (None, None, *ctx.call.backward(tensors, out, grad))
 
 
-def _once_or_plain(backward):
-    """The backward of an eager Function: create_graph=True runs it with grad mode on, and
-    then once_differentiable's error for a second differentiation, the plain call otherwise."""
-    once = once_differentiable(backward)
-    return staticmethod(lambda ctx, grad: (once if torch.is_grad_enabled() else backward)(ctx, grad))
+def _first_order(backward):
+    """The backward of an eager Function. Under create_graph=True (grad mode on) its gradients
+    come out marked so that differentiating them raises: the kernels have no double backward.
+    (once_differentiable marks them only when the incoming gradient requires grad, so a gradient
+    penalty on a plain loss silently lost the attention's second-order term.)"""
+    def run(ctx, grad):
+        if not torch.is_grad_enabled():
+            return backward(ctx, grad)
+        with torch.no_grad():
+            grads = backward(ctx, grad)
+        error = torch._C._functions.DelayedError(b"dfgnn: the attention backward has no derivative "
+                                                 b"(no double backward)", len(grads))
+        marked = [g.detach().requires_grad_() if g is not None else None for g in grads]
+        return error(*marked)
+    return staticmethod(run)
 
 
 def _fast_apply(function):
@@ -390,7 +410,7 @@ class _EagerFunction(torch.autograd.Function):
         ctx.call = call
         return out
 
-    backward = _once_or_plain(_eager_backward)
+    backward = _first_order(_eager_backward)
 
 
 _apply = _fast_apply(_EagerFunction)
@@ -456,16 +476,23 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed):
                         f"got {type(graph).__name__}")
     if edge_values is not None:
         edge_values = _edge_values(op, edge_values)
+    if seed is not None:
+        try:
+            seed = operator.index(seed)
+        except TypeError:
+            raise TypeError(f"{op}: seed must be an integer, got {type(seed).__name__}") from None
+        if not -2 ** 63 <= seed < 2 ** 63:
+            raise ValueError(f"{op}: seed must fit in 64 bits, got {seed}")
     if not _eager_mode(tensors, edge_values):
         if dropout == 0.0:
             seed = None
         elif seed is None:  # from torch's default generator, so torch.manual_seed makes runs repeat
             seed = torch.randint(0, 2 ** 62, (1,), dtype=torch.int64)
         else:
-            seed = torch.tensor([int(seed)], dtype=torch.int64)
+            seed = torch.tensor([seed], dtype=torch.int64)
         return spec.op(graph.id, *tensors, edge_values, *((scalar,) if spec.scalar else ()), dropout, seed)[0]
     # The same seed as above, as an int.
-    seed = 0 if dropout == 0.0 else _draw_seed() if seed is None else int(seed)
+    seed = 0 if dropout == 0.0 else _draw_seed() if seed is None else seed
     first = tensors[0]
     device = first.device
     dims = spec.dims(graph.num_nodes, *tensors)
@@ -507,7 +534,7 @@ class _GATLayerFunction(torch.autograd.Function):
         ctx.call = call
         return out
 
-    backward = _once_or_plain(_gat_layer_backward)
+    backward = _first_order(_gat_layer_backward)
 
 
 _apply_gat_layer = _fast_apply(_GATLayerFunction)
@@ -555,10 +582,14 @@ def _edge_values(op, edge_values):
 def gt_attention(graph, q, k, v, *, scale=None, edge_values=None, dropout=0.0, seed=None):
     """Graph Transformer attention: out[v,h] = sum_{u->v} softmax_u(scale <q[v,h], k[u,h]>) v[u,h].
 
-    q, k, v: [N, H, D] float32; scale defaults to 1/sqrt(D). Returns [N, H, D]."""
+    q, k, v: [N, H, D] float32; scale: a nonzero number, default 1/sqrt(D). Returns [N, H, D]."""
     op = "dfgnn.gt_attention"
     tensors = _input(op, "q", q), _input(op, "k", k), _input(op, "v", v)
-    scale = float(scale) if scale is not None else 0.0  # 0: the kernels' default 1/sqrt(D)
+    if scale is None:
+        scale = 0.0  # the kernels' default 1/sqrt(D)
+    elif not math.isfinite(float(scale)) or float(scale) == 0.0:  # 0 would select the default
+        raise ValueError(f"{op}: scale must be finite and nonzero (None selects 1/sqrt(D)), got {scale}")
+    scale = float(scale)
     return _run(_GT, op, graph, tensors, scale, edge_values, dropout, seed)
 
 

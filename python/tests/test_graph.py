@@ -61,6 +61,18 @@ def test_cached_per_tensor():
     assert rebuilt is not graph and torch.equal(rebuilt.edge_index(), edge_index)
 
 
+def test_cached_inference_tensor():
+    """Inference tensors have no version counter, yet change in place in inference mode: their
+    contents decide."""
+    with torch.inference_mode():
+        edge_index = ref.random_graph(9, 30, 2)
+        graph = dfgnn.Graph.cached(edge_index, 9)
+        assert dfgnn.Graph.cached(edge_index, 9) is graph
+        edge_index[0, 0] = (edge_index[0, 0] + 1) % 9
+        rebuilt = dfgnn.Graph.cached(edge_index, 9)
+        assert rebuilt is not graph and torch.equal(rebuilt.edge_index(), edge_index)
+
+
 def test_plans_cached():
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(9, 30, 2), 9)
     assert graph.prepare("gat", 2, 8) == "online"  # Auto on the host: the portable Online
@@ -85,6 +97,7 @@ def test_dead_graph_id():
     (torch.tensor([[0.0, 1.0], [1.0, 2.0]]), 4, TypeError, "must be int64 or int32, got torch.float32"),
     (torch.tensor([0, 1, 2]), 4, ValueError, "must have shape \\[2, E\\], got \\[3\\]"),
     ([[0, 1], [1, 2]], 4, TypeError, "must be a torch.Tensor, got list"),
+    (torch.tensor([[0, 1], [1, 2]]), 6.7, TypeError, "num_nodes must be an integer, got float"),
 ])
 def test_malformed_edge_index(edge_index, num_nodes, error, match):
     with pytest.raises(error, match=match):

@@ -80,6 +80,18 @@ def test_matches_pyg(name, args, kwargs, graph_arg, device):
         assert_close(p.grad, theirs_params[key].grad, 1e-4, f"{name} d{key}", scale)
 
 
+@pytest.mark.parametrize("name,args,kwargs", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_empty_graph(name, args, kwargs):
+    """No nodes: an empty output of the layer's width, and gradients (PyG's view(-1, H, C)
+    cannot infer -1 from zero elements)."""
+    _, ours = make(name, args, kwargs)
+    x = torch.randn(0, F, requires_grad=True)
+    out = ours(x, torch.zeros(2, 0, dtype=torch.int64))
+    assert out.shape == (0, ours(torch.randn(1, F), torch.zeros(2, 0, dtype=torch.int64)).size(1))
+    out.sum().backward()
+    assert x.grad.shape == x.shape
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_training_dropout(device):
     """Attention dropout in training mode: a new mask per step (repeatable under
