@@ -404,6 +404,7 @@ TEST_F(CliTest, OptionErrors) {
   expect_user_error(base + " --model gt --slope 0.1", {"--slope does not apply to --model gt"});
   expect_user_error(base + " --model gat --q q.npy", {"--q does not apply to --model gat"});
   expect_user_error(base + " --model gt --scale 0.1,5", {"--scale", "one number, got 2"});
+  expect_user_error(base + " --model gt --scale 0", {"--scale must be nonzero"});
   expect_user_error(base + " --model gt --heads 2 --heads 3", {"--heads given twice"});
   expect_user_error(base + " --model gt --heads 4294967298", {"--heads", "out of range"});
   expect_user_error(base + " --model gt --dim 99999999999999999999", {"--dim", "out of range"});

@@ -128,6 +128,13 @@ void reject_foreign_options(const Args& a, ScoreKind kind, const std::vector<std
   }
 }
 
+// GT's --scale; 0 (the API's "default") when absent, since 0 itself is no scale.
+float scale_option(const Args& a) {
+  const float scale = a.real("scale", 0.0f);
+  if (a.has("scale") && scale == 0.0f) throw Error("--scale must be nonzero (omit it for 1/sqrt(D))");
+  return scale;
+}
+
 // Feature width D from the first [N,H,D] / [N,H*D] file given, else --dim.
 std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_t H,
                         std::map<std::string, io::Array>& files) {
@@ -437,7 +444,7 @@ int cmd_attention(int argc, char** argv) {
   const HostGraph g = load_graph(a);
   const Inputs in = load_inputs(a, g);
   const Strategy strategy = parse_strategy(a.get("strategy", "auto"));
-  const float scale = a.real("scale", 0.0f), slope = a.real("slope", 0.2f);
+  const float scale = scale_option(a), slope = a.real("slope", 0.2f);
   std::string backend = a.get("backend", "auto");
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
 #ifdef DFGNN_ENABLE_CUDA
@@ -600,7 +607,7 @@ int cmd_bench(int argc, char** argv) {
     }
   const HostGraph g = load_graph(a);
   const Inputs in = load_inputs(a, g);
-  const float scale = a.real("scale", 0.0f), slope = a.real("slope", 0.2f);
+  const float scale = scale_option(a), slope = a.real("slope", 0.2f);
   const int warmup = int(a.integer("warmup", 5)), iters = int(a.integer("iters", 20));
   if (warmup < 0 || iters < 1) throw Error("--warmup must be >= 0 and --iters >= 1");
   std::vector<Strategy> strategies;
