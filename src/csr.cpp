@@ -95,7 +95,49 @@ HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vec
   return g;
 }
 
+void validate(const HostGraph& g) {
+  const node_t n = g.num_nodes;
+  check_node_count(n);
+  if (g.row_ptr.size() != std::size_t(n) + 1 || g.row_ptr.front() != 0)
+    throw Error("graph: row offsets must have num_nodes + 1 entries starting at 0");
+  const std::size_t m = g.src.size();
+  if (g.dst.size() != m || g.edge_id.size() != m)
+    throw Error("graph: " + std::to_string(m) + " sources but " + std::to_string(g.dst.size()) + " destinations and " +
+                std::to_string(g.edge_id.size()) + " edge ids");
+  if (g.row_ptr.back() != edge_t(m))
+    throw Error("graph: row offsets end at " + std::to_string(g.row_ptr.back()) + " but there are " +
+                std::to_string(m) + " edges");
+  for (node_t v = 0; v < n; ++v)
+    if (g.row_ptr[v + 1] < g.row_ptr[v]) throw Error("graph: row offsets decrease at row " + std::to_string(v));
+  std::vector<bool> seen(m);
+  for (node_t v = 0; v < n; ++v) {
+    for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
+      check_id(g.src[e], n, "source", std::size_t(e));
+      if (g.dst[e] != v)
+        throw Error("graph: edge " + std::to_string(e) + " is in row " + std::to_string(v) + " but its destination is " +
+                    std::to_string(g.dst[e]));
+      const edge_t id = g.edge_id[e];
+      if (id < 0 || id >= edge_t(m) || seen[std::size_t(id)])
+        throw Error("graph: edge ids are not a permutation of [0, E) (edge " + std::to_string(e) + ")");
+      seen[std::size_t(id)] = true;
+    }
+  }
+  const DegreeStats s = degree_stats(g.row_ptr, g.stats.threshold);
+  if (s.max != g.stats.max || s.mean != g.stats.mean || s.above_threshold != g.stats.above_threshold ||
+      s.empty_rows != g.stats.empty_rows)
+    throw Error("graph: its degree statistics do not match the row offsets (degree_stats recomputes them)");
+  if (g.graph_ptr.empty()) return;
+  if (g.graph_ptr.front() != 0 || g.graph_ptr.back() != n || !std::is_sorted(g.graph_ptr.begin(), g.graph_ptr.end()))
+    throw Error("graph: graph offsets must run from 0 to num_nodes without decreasing");
+  // Block-diagonal: every edge's ends lie in the same graph, i.e. row v's sources in [start, end).
+  for (std::size_t i = 0; i + 1 < g.graph_ptr.size(); ++i)
+    for (edge_t e = g.row_ptr[g.graph_ptr[i]]; e < g.row_ptr[g.graph_ptr[i + 1]]; ++e)
+      if (g.src[e] < g.graph_ptr[i] || g.src[e] >= g.graph_ptr[i + 1])
+        throw Error("graph: edge " + std::to_string(e) + " joins graph " + std::to_string(i) + " of the batch to another");
+}
+
 HostGraph batch_graphs(const std::vector<HostGraph>& graphs) {
+  for (const HostGraph& g : graphs) validate(g);
   HostGraph b;
   std::int64_t nodes = 0;
   for (const HostGraph& g : graphs) nodes += g.num_nodes;
@@ -120,6 +162,9 @@ HostGraph batch_graphs(const std::vector<HostGraph>& graphs) {
 }
 
 void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst) {
+  if (src.size() != dst.size())
+    throw Error("graph: " + std::to_string(src.size()) + " source ids but " + std::to_string(dst.size()) +
+                " destination ids");
   std::vector<std::pair<node_t, node_t>> pairs;
   pairs.reserve(2 * src.size());
   for (std::size_t i = 0; i < src.size(); ++i) {
@@ -134,6 +179,7 @@ void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst) {
 }
 
 std::vector<node_t> independent_blocks(const HostGraph& g) {
+  validate(g);
   // reach[i]: the highest node id joined to some node <= i by an edge; a block ends at i when
   // nothing at or below i reaches past it.
   std::vector<node_t> reach(std::size_t(g.num_nodes));
@@ -152,6 +198,7 @@ std::vector<node_t> independent_blocks(const HostGraph& g) {
 }
 
 HostCsc transpose(const HostGraph& g) {
+  validate(g);
   HostCsc t;
   const edge_t m = g.num_edges();
   t.col_ptr.assign(std::size_t(g.num_nodes) + 1, 0);

@@ -103,7 +103,7 @@ HostGraph rmat(int scale, int edge_factor, double a, double b, double c, std::ui
   if (edge_factor > (1 << (31 - scale)))  // 2^31 edges would take beyond 32 GB to generate
     throw Error("rmat: 2^" + std::to_string(scale) + " nodes x edge_factor " + std::to_string(edge_factor) +
                 " is more than 2^31 edges");
-  if (a < 0 || b < 0 || c < 0 || a + b + c > 1)
+  if (!(a >= 0 && b >= 0 && c >= 0 && a + b + c <= 1))  // NaN fails too
     throw Error("rmat: probabilities a, b, c must be >= 0 with a + b + c <= 1");
   const node_t n = node_t{1} << scale;
   // edge_factor counts directed edges before deduplication (as in anchors.md's rmat-s17-d64):
@@ -240,7 +240,7 @@ HostGraph knn_graph(std::uint64_t seed, int g, int k) {
     cand.clear();
     for (int u = 0; u < n; ++u)
       if (u != v) cand.push_back(u);
-    if (n > k + 1) {
+    if (n - 1 > k) {  // not n > k + 1: k may be INT_MAX
       std::vector<double> a(n);
       for (int u : cand) a[u] = affinity(u, v);
       std::partial_sort(cand.begin(), cand.begin() + k, cand.end(),

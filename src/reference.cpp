@@ -50,6 +50,7 @@ std::vector<double> attend(const HostGraph& g, int H, int D, const float* values
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,
                                         const float* Q, const float* K, const float* V,
                                         const ReferenceOptions& options) {
+  check_arguments("reference_attention", g, H, D, {Q, K, V}, options);
   const double scale = dot_scale(model, D);
   auto row = [&](const float* t, node_t n, int h) { return t + (std::size_t(n) * H + h) * D; };
   return attend(g, H, D, V, options,
@@ -59,6 +60,9 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN&,
                                         const float* X, const float* beta, int beta_count,
                                         const ReferenceOptions& options) {
+  check_arguments("reference_attention", g, H, D, {X, beta}, options);
+  if (beta_count != 1 && beta_count != H)
+    throw Error("reference_attention: beta_count is " + std::to_string(beta_count) + ", expected 1 or H");
   auto row = [&](node_t n, int h) { return X + (std::size_t(n) * H + h) * D; };
   return attend(g, H, D, X, options, [&](node_t v, node_t u, int h) {
     const double nv = std::sqrt(dot(row(v, h), row(v, h), D));
@@ -71,6 +75,7 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GAT& model,
                                         const float* el, const float* er, const float* V,
                                         const ReferenceOptions& options) {
+  check_arguments("reference_attention", g, H, D, {el, er, V}, options);
   return attend(g, H, D, V, options, [&](node_t v, node_t u, int h) {
     return leaky_relu(double(el[std::size_t(u) * H + h]) + er[std::size_t(v) * H + h], model.slope);
   });
@@ -79,6 +84,7 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GATv2& model,
                                         const float* XL, const float* XR, const float* a,
                                         const ReferenceOptions& options) {
+  check_arguments("reference_attention", g, H, D, {XL, XR, a}, options);
   return attend(g, H, D, XL, options, [&](node_t v, node_t u, int h) {
     const float* l = XL + (std::size_t(u) * H + h) * D;
     const float* r = XR + (std::size_t(v) * H + h) * D;

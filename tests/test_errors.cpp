@@ -226,6 +226,30 @@ TEST_F(ErrorsTest, DropoutRate) {
   exec_.fence();
 }
 
+// Strided subviews: the kernels (and the native ones, given data() alone) index densely.
+TEST_F(ErrorsTest, StridedViews) {
+  const auto& gat = plan(ScoreKind::GAT);
+  const View2 wide(buffer(N * 2 * H).data(), N, 2 * H);
+  const NodeScalars<Mem> el = Kokkos::subview(wide, Kokkos::ALL, std::pair<std::size_t, std::size_t>(0, H));
+  expect_error([&] { attention(exec_, gat, GAT{}, el, f2(), f3(), out3()); }, {"el is strided"});
+  const auto& gatv2 = plan(ScoreKind::GATv2);
+  const View2 wide_a(buffer(H * (D + 1)).data(), H, D + 1);
+  const HeadFeatures<Mem> a = Kokkos::subview(wide_a, Kokkos::ALL, std::pair<std::size_t, std::size_t>(0, D));
+  expect_error([&] { attention(exec_, gatv2, GATv2{}, f3(), f3(), a, out3()); }, {"a is strided"});
+  const View2 wide_w(buffer(E() * 2).data(), E(), 2);
+  Options<Mem> o;
+  o.edge_values = Kokkos::subview(wide_w, Kokkos::ALL, std::pair<std::size_t, std::size_t>(0, 1));
+  expect_error([&] { attention(exec_, gat, GAT{}, f2(), f2(), f3(), out3(), o); }, {"edge_values is strided"});
+}
+
+TEST_F(ErrorsTest, ModelParametersAreFinite) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  expect_error([&] { attention(exec_, plan(ScoreKind::GT), GT{nan}, f3(), f3(), f3(), out3()); }, {"GT::scale"});
+  expect_error([&] { attention(exec_, plan(ScoreKind::GAT), GAT{inf}, f2(), f2(), f3(), out3()); }, {"GAT::slope"});
+  expect_error([&] { attention(exec_, plan(ScoreKind::GATv2), GATv2{nan}, f3(), f3(), a2(), out3()); },
+               {"GATv2::slope"});
+}
+
 TEST_F(ErrorsTest, OutputAliasingBetaOrEdgeValues) {
   const auto& agnn = plan(ScoreKind::AGNN);
   const NodeOutput<Mem> o = out3();
@@ -318,6 +342,22 @@ TEST_F(ErrorsTest, CorrectCallsDoNotThrow) {
       }
     }
   }
+}
+
+TEST_F(ErrorsTest, ReferenceArguments) {
+  const auto q = host_copy(f3());
+  expect_error([&] { reference_attention(host_, int(H), int(D), GT{}, q.data(), nullptr, q.data()); },
+               {"reference_attention", "null"});
+  expect_error([&] { reference_attention(host_, 0, int(D), GT{}, q.data(), q.data(), q.data()); }, {"H and D"});
+  expect_error([&] { reference_attention(host_, int(H), int(D), AGNN{}, q.data(), q.data(), int(H) + 1); },
+               {"beta_count"});
+  ReferenceOptions o;
+  o.dropout.rate = 1.5f;
+  expect_error([&] { reference_attention(host_, int(H), int(D), GT{}, q.data(), q.data(), q.data(), o); },
+               {"dropout"});
+  const std::vector<float> w(E() * (H + 1), 1.0f);
+  expect_error([&] { reference_attention(host_, int(H), int(D), GT{}, q.data(), q.data(), q.data(), {{w.data(), int(H) + 1}}); },
+               {"edge values"});
 }
 
 TEST_F(ErrorsTest, CorrectCallMatchesTheReference) {

@@ -4,6 +4,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -65,6 +67,7 @@ TEST(Generate, RmatRejectsBadParameters) {
   EXPECT_THROW(gen::rmat(0, 16), dfgnn::Error);
   EXPECT_THROW(gen::rmat(10, 0), dfgnn::Error);
   EXPECT_THROW(gen::rmat(30, 4), dfgnn::Error);  // 2^32 edges
+  EXPECT_THROW(gen::rmat(6, 4, std::nan("")), dfgnn::Error);
   EXPECT_THROW(gen::rmat(10, 16, 0.6, 0.3, 0.3), dfgnn::Error);
 }
 
@@ -124,13 +127,15 @@ TEST(Generate, KnnInDegreeIsK) {
 }
 
 TEST(Generate, KnnSmallGraphsAreComplete) {
-  // k >= 74 makes every graph (40..75 nodes) have at most k + 1 nodes.
-  const HostGraph g = gen::knn_batch(4, 80, 1);
-  for (std::size_t i = 0; i + 1 < g.graph_ptr.size(); ++i) {
-    const node_t lo = g.graph_ptr[i], hi = g.graph_ptr[i + 1];
-    for (node_t v = lo; v < hi; ++v) ASSERT_EQ(g.row_ptr[v + 1] - g.row_ptr[v], hi - lo - 1);
+  // k >= 74 makes every graph (40..75 nodes) have at most k + 1 nodes; k + 1 may overflow.
+  for (int k : {80, INT_MAX}) {
+    const HostGraph g = gen::knn_batch(4, k, 1);
+    for (std::size_t i = 0; i + 1 < g.graph_ptr.size(); ++i) {
+      const node_t lo = g.graph_ptr[i], hi = g.graph_ptr[i + 1];
+      for (node_t v = lo; v < hi; ++v) ASSERT_EQ(g.row_ptr[v + 1] - g.row_ptr[v], hi - lo - 1);
+    }
+    expect_symmetric_loop_free_unique(g);
   }
-  expect_symmetric_loop_free_unique(g);
 }
 
 std::string read_all(const std::string& path) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -149,6 +150,37 @@ TEST(GraphFromEdges, RejectsArraysOfDifferentLengths) {
 }
 
 // ---- graph_from_csr ------------------------------------------------------------------------
+
+// A HostGraph made or edited by hand is checked wherever it enters (Graph, batch_graphs,
+// transpose, independent_blocks), so no kernel reads past an array.
+TEST(GraphValidate, RejectsInconsistentHostGraphs) {
+  const HostGraph good = graph_from_edges(4, {0, 1, 2, 3, 1}, {1, 2, 3, 0, 0});
+  EXPECT_NO_THROW(validate(good));
+  const std::vector<std::pair<std::function<void(HostGraph&)>, std::string>> cases = {
+      {[](HostGraph& g) { g.row_ptr = {0}; }, "num_nodes + 1"},
+      {[](HostGraph& g) { g.row_ptr.back() = 1000; }, "end at 1000"},
+      {[](HostGraph& g) { std::swap(g.row_ptr[1], g.row_ptr[2]); }, "decrease"},
+      {[](HostGraph& g) { g.src[0] = 99; }, "source id 99"},
+      {[](HostGraph& g) { g.src[0] = -4; }, "source id -4"},
+      {[](HostGraph& g) { g.dst[0] = 3; }, "destination is 3"},
+      {[](HostGraph& g) { g.edge_id[0] = g.edge_id[1]; }, "permutation"},
+      {[](HostGraph& g) { g.edge_id[0] = 1000; }, "permutation"},
+      {[](HostGraph& g) { g.edge_id.pop_back(); }, "edge ids"},
+      {[](HostGraph& g) { g.stats.max = 1; }, "degree statistics"},
+      {[](HostGraph& g) { g.graph_ptr = {0, 2}; }, "graph offsets"},
+      {[](HostGraph& g) { g.graph_ptr = {0, 2, 4}; }, "joins graph"},
+  };
+  for (const auto& [edit, fragment] : cases) {
+    HostGraph g = good;
+    edit(g);
+    SCOPED_TRACE(fragment);
+    test::expect_error([&] { validate(g); }, {"graph: ", fragment});
+    test::expect_error([&] { transpose(g); }, {fragment});
+    test::expect_error([&] { batch_graphs({good, g}); }, {fragment});
+  }
+  std::vector<node_t> src{0, 1, 2}, dst{1};
+  test::expect_error([&] { symmetrize(src, dst); }, {"3 source ids but 1 destination ids"});
+}
 
 TEST(GraphFromCsr, AdoptsTheStructure) {
   const HostGraph g = graph_from_csr(4, {0, 2, 2, 5, 6}, {1, 3, 0, 1, 2, 3});

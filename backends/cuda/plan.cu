@@ -48,16 +48,11 @@ std::vector<node_t> batch_offsets(const HostGraph& g) {
   return g.graph_ptr.empty() ? independent_blocks(g) : g.graph_ptr;
 }
 
-/// Bytes of shared memory a Staged block needs, or 0 when Staged cannot run this graph: a
-/// graph of the batch `ptr` has an edge from outside itself or does not fit in shared memory.
-std::size_t staged_smem(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind kind, int H, int D,
-                        std::size_t optin) {
+/// Bytes of shared memory a Staged block needs, or 0 when a graph of the batch `ptr` (no edge
+/// between two: validate, independent_blocks) does not fit in shared memory.
+std::size_t staged_smem(const std::vector<node_t>& ptr, ScoreKind kind, int H, int D, std::size_t optin) {
   node_t widest = 0;
-  for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
-    widest = std::max(widest, ptr[i + 1] - ptr[i]);
-    for (edge_t e = g.row_ptr[ptr[i]]; e < g.row_ptr[ptr[i + 1]]; ++e)
-      if (g.src[e] < ptr[i] || g.src[e] >= ptr[i + 1]) return 0;
-  }
+  for (std::size_t i = 0; i + 1 < ptr.size(); ++i) widest = std::max(widest, ptr[i + 1] - ptr[i]);
   const std::size_t bytes = std::max<std::size_t>(16, widest * staged_floats(kind, H, D) * sizeof(float));
   return bytes <= optin ? bytes : 0;
 }
@@ -71,8 +66,9 @@ struct DenseFit {
 };
 
 /// Dense needs the GT score, D % 32 == 0 (S takes d in blocks of 16, PV writes 32-column
-/// chunks), graphs of at most kDenseMaxNodes nodes without edges between them, rows of at most
-/// kDenseMaxDegree edges, and each bucket's largest graph in shared memory with one region.
+/// chunks), graphs of at most kDenseMaxNodes nodes (the batch `ptr` has no edge between two:
+/// validate, independent_blocks), rows of at most kDenseMaxDegree edges, and each bucket's
+/// largest graph in shared memory with one region.
 /// The cheap checks come first, so that a large graph is turned down without reading its edges.
 DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind kind, int H, int D,
                    std::size_t optin) {
@@ -83,12 +79,9 @@ DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind
   };
   if (kind != ScoreKind::GT) return fail(std::string("computes the GT score only, not ") + to_string(kind));
   if (D % 32 != 0) return fail("needs D a multiple of 32, got " + std::to_string(D));
-  if (ptr.empty() || ptr.front() != 0 || ptr.back() != g.num_nodes)
-    return fail("needs graph_ptr to run from 0 to the node count");
   double squares = 0, graphs = 0;
   for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
     const node_t n = ptr[i + 1] - ptr[i];
-    if (n < 0) return fail("needs a non-decreasing graph_ptr");
     if (n > detail::kDenseMaxNodes)
       return fail("needs a batch of graphs of at most " + std::to_string(detail::kDenseMaxNodes) + " nodes; graph " +
                   std::to_string(i) + " has " + std::to_string(n));
@@ -103,16 +96,10 @@ DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind
       return fail("needs " + std::to_string(bytes) + " bytes of shared memory for graphs of " + std::to_string(nodes) +
                   " nodes at D = " + std::to_string(D) + ", the device allows " + std::to_string(optin));
   }
-  for (std::size_t i = 0; i + 1 < ptr.size(); ++i)
-    for (node_t v = ptr[i]; v < ptr[i + 1]; ++v) {
-      if (degree(g, v) > detail::kDenseMaxDegree)
-        return fail("takes rows of at most " + std::to_string(detail::kDenseMaxDegree) + " edges; node " +
-                    std::to_string(v) + " has " + std::to_string(degree(g, v)));
-      for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e)
-        if (g.src[e] < ptr[i] || g.src[e] >= ptr[i + 1])
-          return fail("needs graphs without edges between them; edge " + std::to_string(g.src[e]) + " -> " +
-                      std::to_string(v) + " crosses");
-    }
+  for (node_t v = 0; v < g.num_nodes; ++v)
+    if (degree(g, v) > detail::kDenseMaxDegree)
+      return fail("takes rows of at most " + std::to_string(detail::kDenseMaxDegree) + " edges; node " +
+                  std::to_string(v) + " has " + std::to_string(degree(g, v)));
   f.density = squares > 0 ? double(g.num_edges()) / squares : 0;
   f.mean_nodes = graphs > 0 ? g.num_nodes / graphs : 0;
   return f;
@@ -362,10 +349,9 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
   if (dim < 1) throw Error("cuda::Plan: dim must be >= 1, got " + std::to_string(dim));
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
+  validate(g);
   const node_t N = g.num_nodes;
   const edge_t E = g.num_edges();
-  if (g.row_ptr.size() != std::size_t(N) + 1 || g.dst.size() != std::size_t(E) || g.edge_id.size() != std::size_t(E))
-    throw Error("cuda::Plan: the host graph's arrays disagree with its node and edge counts");
   p.kind = kind, p.heads = heads, p.dim = dim;
   DFGNN_CUDA(cudaGetDevice(&p.device));
   cudaDeviceProp prop;
@@ -387,7 +373,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
   }
 
   const std::vector<node_t> ptr = batch_offsets(g);
-  const std::size_t staged = staged_smem(g, ptr, kind, heads, dim, p.smem_optin);
+  const std::size_t staged = staged_smem(ptr, kind, heads, dim, p.smem_optin);
   const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
                              ? dense_fit(g, ptr, kind, heads, dim, p.smem_optin)
                              : DenseFit{};
@@ -426,8 +412,8 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       break;
     case Strategy::Staged: {
       if (staged == 0)
-        throw Error("cuda::Plan: Staged needs a batch of graphs (graph_ptr) without edges between them, each "
-                    "graph's staged features fitting in " + std::to_string(p.smem_optin) + " bytes of shared memory");
+        throw Error("cuda::Plan: Staged needs a batch (graph_ptr, or the graph's independent blocks) whose "
+                    "graphs' staged features fit in " + std::to_string(p.smem_optin) + " bytes of shared memory");
       p.graph_ptr = p.upload(ptr.data(), ptr.size());
       p.num_graphs = int(ptr.size()) - 1;
       p.staged_smem = staged;

@@ -39,6 +39,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options) {
   const Checker<Exec> check(kEntry, plan, ScoreKind::GT);
+  check.finite("GT::scale", model.scale);
   check.features("Q", Q), check.features("K", K), check.features("V", V), check.features("out", out);
   check.options(options);
   check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
@@ -79,6 +80,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options) {
   const Checker<Exec> check(kEntry, plan, ScoreKind::GAT);
+  check.finite("GAT::slope", model.slope);
   check.scalars("el", el), check.scalars("er", er), check.features("V", V), check.features("out", out);
   check.options(options);
   check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
@@ -99,6 +101,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options) {
   const Checker<Exec> check(kEntry, plan, ScoreKind::GATv2);
+  check.finite("GATv2::slope", model.slope);
   check.features("XL", XL), check.features("XR", XR), check.features("out", out);
   check.shape("a", a, {check.H, check.D}, "[H,D]");
   check.options(options);

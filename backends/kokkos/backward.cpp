@@ -61,6 +61,7 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& mode
                         const Options<typename Exec::memory_space>& options) {
   using Mem = typename Exec::memory_space;
   const Checker<Exec> check(kEntry, plan, ScoreKind::GT);
+  check.finite("GT::scale", model.scale);
   check.features("Q", Q), check.features("K", K), check.features("V", V);
   const Options<Mem> o = check_upstream(check, out, logsumexp, dOut, options);
   check.features("dQ", dQ), check.features("dK", dK), check.features("dV", dV);
@@ -124,6 +125,7 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GAT& mod
                         const Options<typename Exec::memory_space>& options) {
   using Mem = typename Exec::memory_space;
   const Checker<Exec> check(kEntry, plan, ScoreKind::GAT);
+  check.finite("GAT::slope", model.slope);
   check.scalars("el", el), check.scalars("er", er), check.features("V", V);
   const Options<Mem> o = check_upstream(check, out, logsumexp, dOut, options);
   check.scalars("del", del), check.scalars("der", der), check.features("dV", dV);
@@ -154,6 +156,7 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& m
                         const Options<typename Exec::memory_space>& options) {
   using Mem = typename Exec::memory_space;
   const Checker<Exec> check(kEntry, plan, ScoreKind::GATv2);
+  check.finite("GATv2::slope", model.slope);
   check.features("XL", XL), check.features("XR", XR), check.shape("a", a, {check.H, check.D}, "[H,D]");
   const Options<Mem> o = check_upstream(check, out, logsumexp, dOut, options);
   check.features("dXL", dXL), check.features("dXR", dXR), check.shape("da", da, {check.H, check.D}, "[H,D]");

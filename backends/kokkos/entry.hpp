@@ -75,13 +75,19 @@ struct Checker {
 
   [[noreturn]] void fail(const std::string& what) const { throw Error(std::string(who) + ": " + what); }
 
-  /// t has the extents `want` (named `dims`) and data, unless it is empty.
+  /// t has no gaps: the kernels (and the native ones, which get t.data() alone) index it densely.
+  template <class View>
+  void contiguous(const char* name, const View& t) const {
+    if (t.span() != t.size()) fail(std::string(name) + " is strided (a subview with gaps); pass a contiguous View");
+  }
+
+  /// t has the extents `want` (named `dims`) and data, unless it is empty, and is contiguous.
   template <class View>
   void shape(const char* name, const View& t, std::initializer_list<std::size_t> want, const char* dims) const {
     std::size_t r = 0;
     bool ok = true;
     for (std::size_t w : want) ok = ok && t.extent(r++) == w;
-    if (ok && (t.data() || t.size() == 0)) return;
+    if (ok && (t.data() || t.size() == 0)) return contiguous(name, t);
     std::ostringstream s;
     s << name << " has shape " << shape_of(t) << ", expected " << dims << " = [";
     r = 0;
@@ -97,6 +103,11 @@ struct Checker {
     if ((t.extent(0) != 1 && t.extent(0) != H) || !t.data())
       fail(std::string(name) + " has " + std::to_string(t.extent(0)) + (t.data() ? "" : " unallocated") +
            " entries, expected 1 or H = " + std::to_string(H));
+    contiguous(name, t);
+  }
+  /// A model's scale or slope.
+  void finite(const char* name, float x) const {
+    if (!std::isfinite(x)) fail(std::string(name) + " is " + std::to_string(x) + ", not a finite number");
   }
 
   /// Edge values, the logsumexp output when present, and the dropout rate.
@@ -108,6 +119,7 @@ struct Checker {
       if (w.extent(0) != E || (w.extent(1) != 1 && w.extent(1) != H))
         fail("edge_values has shape " + shape_of(w) + ", expected [E,1] or [E,H] with E = " +
              std::to_string(E) + ", H = " + std::to_string(H));
+      contiguous("edge_values", w);
     }
     if (o.logsumexp.data() || o.logsumexp.size()) scalars("logsumexp", o.logsumexp);
     if (!(o.dropout.rate >= 0.0f && o.dropout.rate < 1.0f))

@@ -44,12 +44,19 @@ HostGraph graph_from_edges(node_t num_nodes, const std::vector<node_t>& src,
 /// row_ptr starts at 0, is non-decreasing, ends at E, and every source id is in range.
 HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vector<node_t> src);
 
+/// Throws Error unless g is what graph_from_edges / graph_from_csr build: row offsets [N+1]
+/// from 0, non-decreasing, ending at E; sources in range; dst[e] the row of e; edge ids a
+/// permutation of [0, E); stats those of the row offsets; graph_ptr (if any) from 0 to N,
+/// non-decreasing, with no edge between two graphs. Every entry taking a HostGraph calls it.
+void validate(const HostGraph& g);
+
 /// Block-diagonal union of graphs; node ids of graph g are shifted by graph_ptr[g], edge ids
 /// by the edges of the graphs before it.
 HostGraph batch_graphs(const std::vector<HostGraph>& graphs);
 
 /// Adds the reverse of every edge and drops duplicates (self loops kept once).
-/// Returns the edge list as (src, dst); the caller's edge order is not preserved.
+/// Returns the edge list as (src, dst); the caller's edge order is not preserved. Throws Error
+/// when src and dst differ in length.
 void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst);
 
 /// The finest split of the node ids into contiguous ranges that no edge crosses, as node

@@ -22,6 +22,11 @@ Kokkos::View<T*, MemorySpace> upload(const std::string& label, const std::vector
                               host.data(), host.size()));
   return view;
 }
+inline HostGraph validated(HostGraph g) {
+  validate(g);
+  return g;
+}
+
 }  // namespace detail
 
 /// A graph of N nodes and E edges u -> v on `MemorySpace`, aggregated at destinations.
@@ -42,8 +47,9 @@ class Graph {
   };
 
   Graph() : Graph(HostGraph{}) {}
+  /// Throws Error unless `host` is consistent (validate).
   explicit Graph(HostGraph host)
-      : host_(std::make_shared<const HostGraph>(std::move(host))),
+      : host_(std::make_shared<const HostGraph>(detail::validated(std::move(host)))),
         row_ptr_(detail::upload<edge_t, MemorySpace>("dfgnn::row_ptr", host_->row_ptr)),
         src_(detail::upload<node_t, MemorySpace>("dfgnn::src", host_->src)),
         dst_(detail::upload<node_t, MemorySpace>("dfgnn::dst", host_->dst)),
