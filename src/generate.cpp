@@ -192,6 +192,8 @@ HostGraph sbm_graph(SbmKind kind, std::uint64_t seed, int g, int pattern_size,
 
 HostGraph sbm_batch(SbmKind kind, int graphs, std::uint64_t seed) {
   if (graphs < 1) throw Error("sbm_batch: graphs must be >= 1, got " + std::to_string(graphs));
+  if (kind != SbmKind::Pattern && kind != SbmKind::Cluster)
+    throw Error("sbm_batch: kind " + std::to_string(int(kind)) + " is none of the enum's values");
   constexpr int kGraphsPerPattern = 100;
   std::vector<HostGraph> parts(static_cast<std::size_t>(graphs));
   parallel_blocks(graphs, kGraphsPerPattern, [&](std::int64_t first, std::int64_t last) {

@@ -104,7 +104,9 @@ void check_message(const char* who, const Message& m) {
   const bool ok = (m.lhs == Target::U && (m.rhs == Target::None || m.rhs == Target::E || m.rhs == Target::V)) ||
                   (m.lhs == Target::E && m.rhs == Target::None);
   if (!ok) fail(who, "the message must be copy_u, copy_e, u_OP_e or u_OP_v");
-  if (!m.is_copy() && m.op == BinaryOp::Dot) fail(who, "a message takes add, sub, mul or div, not dot");
+  if (!m.is_copy() && (m.op == BinaryOp::Dot || std::find(std::begin(kBinaryOps), std::end(kBinaryOps), m.op) ==
+                                                    std::end(kBinaryOps)))
+    fail(who, "a message takes add, sub, mul or div");
 }
 
 std::size_t rows_of(Target t, node_t N, edge_t E) { return t == Target::E ? std::size_t(E) : std::size_t(N); }

@@ -158,6 +158,7 @@ Reordered reorder(const HostGraph& g, Ordering o) {
     case Ordering::RCM: return permute(g, rcm_order(g));
     case Ordering::Degree: return permute(g, degree_order(g));
     case Ordering::None: break;
+    default: throw Error("reorder: ordering " + std::to_string(int(o)) + " is none of the enum's values");
   }
   std::vector<node_t> identity(std::size_t(g.num_nodes));
   std::iota(identity.begin(), identity.end(), 0);

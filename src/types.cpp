@@ -35,6 +35,15 @@ const char* to_string(ScoreKind k) {
   return "?";
 }
 
+void check_named(const char* who, Strategy s, ScoreKind k, Backend b) {
+  const auto fail = [&](const char* what, int value) {
+    throw Error(std::string(who) + ": " + what + " " + std::to_string(value) + " is none of the enum's values");
+  };
+  if (std::string(to_string(s)) == "?") fail("strategy", int(s));
+  if (std::string(to_string(k)) == "?") fail("score kind", int(k));
+  if (b != Backend::Auto && b != Backend::Portable && b != Backend::Native) fail("backend", int(b));
+}
+
 Strategy parse_strategy(const std::string& text) {
   const std::string s = lower(text);
   for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,

@@ -291,6 +291,13 @@ TEST_F(ErrorsTest, PlanOfAnotherModel) {
   expect_error([&] { attention(exec_, gt, GAT{}, f2({1, 1}), f2(), f3(), out3()); }, {"plan"});
 }
 
+TEST_F(ErrorsTest, PlanEnumsOutOfRange) {
+  expect_error([&] { Plan<Exec>(exec_, graph_, ScoreKind::GT, 1, 4, Strategy(7)); }, {"plan: strategy 7"});
+  expect_error([&] { Plan<Exec>(exec_, graph_, ScoreKind(9), 1, 4); }, {"plan: score kind 9"});
+  expect_error([&] { Plan<Exec>(exec_, graph_, ScoreKind::GT, 1, 4, Strategy::Auto, Backend(-1)); },
+               {"plan: backend -1"});
+}
+
 TEST_F(ErrorsTest, PlanDimensions) {
   for (int heads : {0, -1, -100}) {
     SCOPED_TRACE(heads);

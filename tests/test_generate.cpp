@@ -68,6 +68,7 @@ TEST(Generate, RmatRejectsBadParameters) {
   EXPECT_THROW(gen::rmat(10, 0), dfgnn::Error);
   EXPECT_THROW(gen::rmat(30, 4), dfgnn::Error);  // 2^32 edges
   EXPECT_THROW(gen::rmat(6, 4, std::nan("")), dfgnn::Error);
+  EXPECT_THROW(gen::sbm_batch(gen::SbmKind(7), 2), dfgnn::Error);
   EXPECT_THROW(gen::rmat(10, 16, 0.6, 0.3, 0.3), dfgnn::Error);
 }
 

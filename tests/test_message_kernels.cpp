@@ -200,8 +200,9 @@ TEST_F(MessageKernelsErrors, GspmmNamesTheBadArgument) {
   test::expect_error([&] { gspmm(exec_, graph_, mul_e, Reduce::Sum, x, w, TensorOutput<Mem>("out", N + 1, H, D)); },
                      {"out has shape [14,2,3], expected [N,H,D] with N = 13"});
   test::expect_error([&] { gspmm(exec_, graph_, Message::copy_u(), Reduce::Sum, out, {}, out); }, {"out overlaps lhs"});
-  test::expect_error([&] { gspmm(exec_, graph_, Message::u_op_v(BinaryOp::Dot), Reduce::Sum, x, x, out); },
-                     {"not dot"});
+  for (const BinaryOp op : {BinaryOp::Dot, BinaryOp(-3)})
+    test::expect_error([&] { gspmm(exec_, graph_, Message::u_op_v(op), Reduce::Sum, x, x, out); },
+                       {"add, sub, mul or div"});
 }
 
 TEST_F(MessageKernelsErrors, GspmmBackwardNamesTheBadArgument) {

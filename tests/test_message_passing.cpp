@@ -200,8 +200,9 @@ TEST(MessageRef, RejectsBadArguments) {
   test::expect_error([&] { reference_gspmm(g, mul_e, Reduce::Sum, 3, 1, x2, w); }, {"lhs has shape [3,2,1]", "H = 3"});
   test::expect_error([&] { reference_gspmm(g, Message{Target::V, Target::None}, Reduce::Sum, 1, 1, x, {}); },
                      {"copy_u, copy_e, u_OP_e or u_OP_v"});
-  test::expect_error([&] { reference_gspmm(g, Message::u_op_e(BinaryOp::Dot), Reduce::Sum, 1, 1, x, w); },
-                     {"not dot"});
+  for (const BinaryOp op : {BinaryOp::Dot, BinaryOp(9)})
+    test::expect_error([&] { reference_gspmm(g, Message::u_op_e(op), Reduce::Sum, 1, 1, x, w); },
+                       {"add, sub, mul or div"});
   test::expect_error([&] { reference_gspmm(g, mul_e, Reduce::Sum, 0, 1, x, w); }, {"H and D must be >= 1"});
   const std::vector<float> dout(3, 1.0f);
   test::expect_error([&] { reference_gspmm_backward(g, mul_e, Reduce::Max, 1, 1, x, w, nullptr, dout.data()); },
@@ -279,6 +280,7 @@ TEST(Reorder, RejectsBadPermutations) {
   test::expect_error([&] { permute(g, {0, 3, 1}); }, {"entry 1 (3)", "outside [0, N)"});
   test::expect_error([] { gather_rows(std::vector<float>{1, 2, 3}, {0, 1}); }, {"3 values", "2 nodes"});
   test::expect_error([] { gather_rows(std::vector<float>{1, 2}, {0, 2}); }, {"index 1 (2)", "outside [0, 2)"});
+  test::expect_error([&] { reorder(g, Ordering(9)); }, {"reorder: ordering 9"});
 }
 
 }  // namespace

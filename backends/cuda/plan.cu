@@ -345,6 +345,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
            Strategy strategy)
     : impl_(std::make_unique<Impl>()) {
   Impl& p = *impl_;
+  check_named("cuda::Plan", strategy, kind);
   if (heads < 1) throw Error("cuda::Plan: heads must be >= 1, got " + std::to_string(heads));
   if (dim < 1) throw Error("cuda::Plan: dim must be >= 1, got " + std::to_string(dim));
   if (dim > 512 || (dim % 4 != 0 && dim > 256))

@@ -64,6 +64,7 @@ class Plan {
   Plan(const ExecutionSpace& exec, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
        Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
       : graph_(std::move(graph)), kind_(kind), heads_(heads), dim_(dim) {
+    check_named("plan", strategy, kind, backend);
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
     if (make_native(strategy, backend)) strategy = Strategy::Auto;  // the portable layout's own pick
