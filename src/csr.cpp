@@ -180,6 +180,17 @@ void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst) {
 
 std::vector<node_t> independent_blocks(const HostGraph& g) {
   validate(g);
+  return detail::independent_blocks_of_valid(g);
+}
+
+HostCsc transpose(const HostGraph& g) {
+  validate(g);
+  return detail::transpose_of_valid(g);
+}
+
+namespace detail {
+
+std::vector<node_t> independent_blocks_of_valid(const HostGraph& g) {
   // reach[i]: the highest node id joined to some node <= i by an edge; a block ends at i when
   // nothing at or below i reaches past it.
   std::vector<node_t> reach(std::size_t(g.num_nodes));
@@ -197,8 +208,7 @@ std::vector<node_t> independent_blocks(const HostGraph& g) {
   return bounds;
 }
 
-HostCsc transpose(const HostGraph& g) {
-  validate(g);
+HostCsc transpose_of_valid(const HostGraph& g) {
   HostCsc t;
   const edge_t m = g.num_edges();
   t.col_ptr.assign(std::size_t(g.num_nodes) + 1, 0);
@@ -214,5 +224,7 @@ HostCsc transpose(const HostGraph& g) {
   }
   return t;
 }
+
+}  // namespace detail
 
 }  // namespace dfgnn

@@ -14,6 +14,9 @@ std::string lower(std::string s) {
 
 constexpr BinaryOp kBinaryOps[] = {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Dot};
 
+/// One of the operators, not another integer cast to BinaryOp.
+bool named(BinaryOp op) { return std::find(std::begin(kBinaryOps), std::end(kBinaryOps), op) != std::end(kBinaryOps); }
+
 }  // namespace
 
 const char* to_string(BinaryOp op) {
@@ -104,9 +107,7 @@ void check_message(const char* who, const Message& m) {
   const bool ok = (m.lhs == Target::U && (m.rhs == Target::None || m.rhs == Target::E || m.rhs == Target::V)) ||
                   (m.lhs == Target::E && m.rhs == Target::None);
   if (!ok) fail(who, "the message must be copy_u, copy_e, u_OP_e or u_OP_v");
-  if (!m.is_copy() && (m.op == BinaryOp::Dot || std::find(std::begin(kBinaryOps), std::end(kBinaryOps), m.op) ==
-                                                    std::end(kBinaryOps)))
-    fail(who, "a message takes add, sub, mul or div");
+  if (!m.is_copy() && (m.op == BinaryOp::Dot || !named(m.op))) fail(who, "a message takes add, sub, mul or div");
 }
 
 std::size_t rows_of(Target t, node_t N, edge_t E) { return t == Target::E ? std::size_t(E) : std::size_t(N); }
@@ -136,8 +137,7 @@ void expect_like(const char* who, const Extents& grad, const Extents& of) {
 }
 
 void check_op(const char* who, BinaryOp op) {
-  if (std::find(std::begin(kBinaryOps), std::end(kBinaryOps), op) == std::end(kBinaryOps))
-    fail(who, "unknown operator");
+  if (!named(op)) fail(who, "unknown operator");
 }
 
 void check_reduce(const char* who, Reduce r) {

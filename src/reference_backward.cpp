@@ -50,7 +50,7 @@ void backprop(const HostGraph& g, int H, int D, const float* values, const float
 GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const GT& model, const float* Q,
                                          const float* K, const float* V, const float* dOut,
                                          const ReferenceOptions& options) {
-  check_arguments("reference_attention_backward", g, H, D, {dOut}, options);
+  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, Q, K, V, o);
@@ -74,7 +74,7 @@ GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const
 AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, const AGNN& model, const float* X,
                                            const float* beta, int beta_count, const float* dOut,
                                            const ReferenceOptions& options) {
-  check_arguments("reference_attention_backward", g, H, D, {dOut}, options);
+  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, X, beta, beta_count, o);
@@ -110,7 +110,7 @@ AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, con
 GATGradients reference_attention_backward(const HostGraph& g, int H, int D, const GAT& model, const float* el,
                                           const float* er, const float* V, const float* dOut,
                                           const ReferenceOptions& options) {
-  check_arguments("reference_attention_backward", g, H, D, {dOut}, options);
+  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, el, er, V, o);
@@ -132,7 +132,7 @@ GATGradients reference_attention_backward(const HostGraph& g, int H, int D, cons
 GATv2Gradients reference_attention_backward(const HostGraph& g, int H, int D, const GATv2& model, const float* XL,
                                             const float* XR, const float* a, const float* dOut,
                                             const ReferenceOptions& options) {
-  check_arguments("reference_attention_backward", g, H, D, {dOut}, options);
+  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, XL, XR, a, o);

@@ -11,6 +11,12 @@
 
 namespace dfgnn::reference_math {
 
+/// Throws Error (prefixed `who`) if an input is null on a graph with nodes.
+inline void check_present(const char* who, const HostGraph& g, std::initializer_list<const float*> inputs) {
+  for (const float* p : inputs)
+    if (!p && g.num_nodes > 0) throw Error(std::string(who) + ": an input is null");
+}
+
 /// Throws Error (prefixed `who`) unless the arguments are usable: a valid graph, H and D >= 1,
 /// every input present (unless there are no nodes), edge values of 1 or H heads, a dropout
 /// rate in [0, 1).
@@ -19,8 +25,7 @@ inline void check_arguments(const char* who, const HostGraph& g, int H, int D,
   const auto fail = [&](const std::string& what) { throw Error(std::string(who) + ": " + what); };
   validate(g);
   if (H < 1 || D < 1) fail("H and D must be >= 1, got " + std::to_string(H) + " and " + std::to_string(D));
-  for (const float* p : inputs)
-    if (!p && g.num_nodes > 0) fail("an input is null");
+  check_present(who, g, inputs);
   const HostEdgeValues& w = o.edge_values;
   if (w.data && w.heads != 1 && w.heads != H)
     fail("edge values for " + std::to_string(w.heads) + " heads, expected 1 or H = " + std::to_string(H));

@@ -96,7 +96,7 @@ struct MessagePlan::Impl {
 
   const SegmentSet& transposed() const {
     if (!csc) {
-      const HostCsc t = transpose(host);
+      const HostCsc t = dfgnn::detail::transpose_of_valid(host);
       std::vector<edge_t> ids(t.csr_edge.size());
       for (std::size_t c = 0; c < ids.size(); ++c) ids[c] = host.edge_id[std::size_t(t.csr_edge[c])];
       csc = std::make_unique<SegmentSet>(segments(t.col_ptr, upload(t.col_ptr), upload(t.dst), upload(ids), true));
@@ -108,6 +108,7 @@ struct MessagePlan::Impl {
 };
 
 void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_graph) {
+  validate(g);
   if (device_graph.num_nodes != g.num_nodes || device_graph.num_edges != g.num_edges())
     throw Error("cuda::MessagePlan: the device graph has " + std::to_string(device_graph.num_nodes) + " nodes and " +
                 std::to_string(device_graph.num_edges) + " edges, the host graph " + std::to_string(g.num_nodes) +

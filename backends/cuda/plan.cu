@@ -45,7 +45,7 @@ std::size_t staged_floats(ScoreKind kind, int H, int D) {
 /// The batch's node offsets; for a graph not built as a batch, its independent blocks (a
 /// batch flattened into one edge list, or a single graph as one block).
 std::vector<node_t> batch_offsets(const HostGraph& g) {
-  return g.graph_ptr.empty() ? independent_blocks(g) : g.graph_ptr;
+  return g.graph_ptr.empty() ? dfgnn::detail::independent_blocks_of_valid(g) : g.graph_ptr;
 }
 
 /// Bytes of shared memory a Staged block needs, or 0 when a graph of the batch `ptr` (no edge
@@ -292,7 +292,8 @@ const BackwardData& Plan::Impl::backward() const {
   download(g.row_ptr, graph.row_ptr, N + 1);
   download(g.src, graph.src, E);
   download(g.dst, graph.dst, E);
-  const HostCsc csc = transpose(g);
+  // The plan's own (validated) structure, without the edge ids and stats transpose does not read.
+  const HostCsc csc = dfgnn::detail::transpose_of_valid(g);
   std::vector<edge_t> csc_pos(E);
   for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
   b->col_ptr = upload(csc.col_ptr.data(), csc.col_ptr.size());

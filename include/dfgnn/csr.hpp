@@ -47,7 +47,8 @@ HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vec
 /// Throws Error unless g is what graph_from_edges / graph_from_csr build: row offsets [N+1]
 /// from 0, non-decreasing, ending at E; sources in range; dst[e] the row of e; edge ids a
 /// permutation of [0, E); stats those of the row offsets; graph_ptr (if any) from 0 to N,
-/// non-decreasing, with no edge between two graphs. Every entry taking a HostGraph calls it.
+/// non-decreasing, with no edge between two graphs. Called by Graph, the CUDA plans,
+/// batch_graphs, transpose, independent_blocks and the attention references.
 void validate(const HostGraph& g);
 
 /// Block-diagonal union of graphs; node ids of graph g are shifted by graph_ptr[g], edge ids
@@ -65,6 +66,13 @@ std::vector<node_t> independent_blocks(const HostGraph& g);
 
 /// The CSC (by source) of g, with the permutation to CSR edge positions.
 HostCsc transpose(const HostGraph& g);
+
+namespace detail {
+/// independent_blocks and transpose without validate, for a graph the caller has validated
+/// (the library's own callers: Graph, the CUDA plans), so that it is not checked again.
+std::vector<node_t> independent_blocks_of_valid(const HostGraph& g);
+HostCsc transpose_of_valid(const HostGraph& g);
+}  // namespace detail
 
 /// Recomputes g.stats with the given heavy-row threshold.
 DegreeStats degree_stats(const std::vector<edge_t>& row_ptr, edge_t threshold = kDefaultHeavyThreshold);

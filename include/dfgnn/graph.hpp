@@ -75,7 +75,7 @@ class Graph {
   /// The CSC structure; built and uploaded on the first call, then shared by all copies.
   const Transposed& transposed() const {
     if (!*transposed_) {
-      const HostCsc t = transpose(*host_);
+      const HostCsc t = dfgnn::detail::transpose_of_valid(*host_);  // validated by the constructor
       *transposed_ = std::make_unique<Transposed>(
           Transposed{detail::upload<edge_t, MemorySpace>("dfgnn::col_ptr", t.col_ptr),
                      detail::upload<node_t, MemorySpace>("dfgnn::csc_dst", t.dst),
