@@ -95,11 +95,17 @@ HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vec
   return g;
 }
 
-void validate(const HostGraph& g) {
-  const node_t n = g.num_nodes;
-  check_node_count(n);
-  if (g.row_ptr.size() != std::size_t(n) + 1 || g.row_ptr.front() != 0)
+void detail::check_row_offsets(const HostGraph& g) {
+  check_node_count(g.num_nodes);
+  if (g.row_ptr.size() != std::size_t(g.num_nodes) + 1 || g.row_ptr.front() != 0)
     throw Error("graph: row offsets must have num_nodes + 1 entries starting at 0");
+  for (node_t v = 0; v < g.num_nodes; ++v)
+    if (g.row_ptr[v + 1] < g.row_ptr[v]) throw Error("graph: row offsets decrease at row " + std::to_string(v));
+}
+
+void validate(const HostGraph& g) {
+  detail::check_row_offsets(g);
+  const node_t n = g.num_nodes;
   const std::size_t m = g.src.size();
   if (g.dst.size() != m || g.edge_id.size() != m)
     throw Error("graph: " + std::to_string(m) + " sources but " + std::to_string(g.dst.size()) + " destinations and " +
@@ -107,8 +113,6 @@ void validate(const HostGraph& g) {
   if (g.row_ptr.back() != edge_t(m))
     throw Error("graph: row offsets end at " + std::to_string(g.row_ptr.back()) + " but there are " +
                 std::to_string(m) + " edges");
-  for (node_t v = 0; v < n; ++v)
-    if (g.row_ptr[v + 1] < g.row_ptr[v]) throw Error("graph: row offsets decrease at row " + std::to_string(v));
   std::vector<bool> seen(m);
   for (node_t v = 0; v < n; ++v) {
     for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {

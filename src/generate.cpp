@@ -326,6 +326,7 @@ class Writer {
 }  // namespace
 
 void write_edge_list(const std::string& path, const HostGraph& g, const std::string& comment) {
+  validate(g);
   Writer w(path);
   w.text("# dfgnn edge list: one 'u v' line per directed edge u -> v, 0-based ids\n");
   if (!comment.empty()) {

@@ -38,7 +38,9 @@ std::size_t row_of(Target t, const HostGraph& g, edge_t e) {
   }
 }
 
-void check_width(const char* who, int H, int D) {
+// The graph and the widths every reference takes.
+void check_shape(const char* who, const HostGraph& g, int H, int D) {
+  validate(g);
   if (H < 1 || D < 1)
     throw Error(std::string(who) + ": H and D must be >= 1, got H = " + std::to_string(H) + ", D = " + std::to_string(D));
 }
@@ -63,7 +65,7 @@ struct GcnScales {
 std::vector<double> reference_gspmm(const HostGraph& g, const Message& m, Reduce r, int H, int D, const Operand& lhs,
                                     const Operand& rhs, std::vector<edge_t>* arg) {
   constexpr const char* who = "reference_gspmm";
-  check_width(who, H, D);
+  check_shape(who, g, H, D);
   const std::size_t N = std::size_t(g.num_nodes);
   std::vector<double> out(N * H * D, 0.0);
   std::vector<edge_t> args;
@@ -103,7 +105,7 @@ GspmmGradients reference_gspmm_backward(const HostGraph& g, const Message& m, Re
                                         const Operand& lhs, const Operand& rhs, const edge_t* arg,
                                         const float* dout) {
   constexpr const char* who = "reference_gspmm_backward";
-  check_width(who, H, D);
+  check_shape(who, g, H, D);
   const std::size_t N = std::size_t(g.num_nodes);
   const bool extreme = is_extreme(r);
   const Extents args = extreme ? Extents{"arg", arg, N, std::size_t(H), std::size_t(D), sizeof(edge_t)}
@@ -153,7 +155,7 @@ void check_sddmm_width(const char* who, BinaryOp op, int D, std::size_t checked)
 std::vector<double> reference_gsddmm(const HostGraph& g, BinaryOp op, int H, int D, const Operand& x,
                                      const Operand& y) {
   constexpr const char* who = "reference_gsddmm";
-  check_width(who, H, D);
+  check_shape(who, g, H, D);
   const bool dot = op == BinaryOp::Dot;
   const int width = dot ? 1 : D;
   const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
@@ -178,7 +180,7 @@ std::vector<double> reference_gsddmm(const HostGraph& g, BinaryOp op, int H, int
 GsddmmGradients reference_gsddmm_backward(const HostGraph& g, BinaryOp op, int H, int D, const Operand& x,
                                           const Operand& y, const float* dout) {
   constexpr const char* who = "reference_gsddmm_backward";
-  check_width(who, H, D);
+  check_shape(who, g, H, D);
   const bool dot = op == BinaryOp::Dot;
   const int width = dot ? 1 : D;
   const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
@@ -203,7 +205,7 @@ GsddmmGradients reference_gsddmm_backward(const HostGraph& g, BinaryOp op, int H
 
 std::vector<double> reference_gcn_aggregate(const HostGraph& g, int H, int D, const float* x) {
   constexpr const char* who = "reference_gcn_aggregate";
-  check_width(who, H, D);
+  check_shape(who, g, H, D);
   const std::size_t N = std::size_t(g.num_nodes), W = std::size_t(H) * D;
   std::vector<double> out(N * W, 0.0);
   detail::check_node_map(who, g.num_nodes, {"x", x, N, std::size_t(H), std::size_t(D)}, result("out", out, N, H, D));
@@ -217,7 +219,7 @@ std::vector<double> reference_gcn_aggregate(const HostGraph& g, int H, int D, co
 
 std::vector<double> reference_gcn_aggregate_backward(const HostGraph& g, int H, int D, const float* dout) {
   constexpr const char* who = "reference_gcn_aggregate_backward";
-  check_width(who, H, D);
+  check_shape(who, g, H, D);
   const std::size_t N = std::size_t(g.num_nodes), W = std::size_t(H) * D;
   std::vector<double> dx(N * W, 0.0);
   detail::check_node_map(who, g.num_nodes, {"dout", dout, N, std::size_t(H), std::size_t(D)}, result("dx", dx, N, H, D));

@@ -56,9 +56,7 @@ struct Undirected {
   edge_t degree(node_t v) const { return ptr[v + 1] - ptr[v]; }
 };
 
-}  // namespace
-
-std::vector<node_t> rcm_order(const HostGraph& g) {
+std::vector<node_t> rcm_of_valid(const HostGraph& g) {
   const Undirected a(g);
   const std::size_t N = std::size_t(g.num_nodes);
   std::vector<node_t> order;
@@ -110,7 +108,7 @@ std::vector<node_t> rcm_order(const HostGraph& g) {
   return order;
 }
 
-std::vector<node_t> degree_order(const HostGraph& g) {
+std::vector<node_t> degree_of_valid(const HostGraph& g) {
   std::vector<node_t> order(std::size_t(g.num_nodes));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](node_t a, node_t b) {
@@ -119,7 +117,7 @@ std::vector<node_t> degree_order(const HostGraph& g) {
   return order;
 }
 
-Reordered permute(const HostGraph& g, std::vector<node_t> order) {
+Reordered permute_valid(const HostGraph& g, std::vector<node_t> order) {
   const std::size_t N = std::size_t(g.num_nodes);
   if (order.size() != N)
     throw Error("reorder: the order has " + std::to_string(order.size()) + " entries, expected N = " +
@@ -153,16 +151,35 @@ Reordered permute(const HostGraph& g, std::vector<node_t> order) {
   return r;
 }
 
+}  // namespace
+
+// Each entry validates g once; the helpers above trust it.
+std::vector<node_t> rcm_order(const HostGraph& g) {
+  validate(g);
+  return rcm_of_valid(g);
+}
+
+std::vector<node_t> degree_order(const HostGraph& g) {
+  validate(g);
+  return degree_of_valid(g);
+}
+
+Reordered permute(const HostGraph& g, std::vector<node_t> order) {
+  validate(g);
+  return permute_valid(g, std::move(order));
+}
+
 Reordered reorder(const HostGraph& g, Ordering o) {
+  validate(g);
   switch (o) {
-    case Ordering::RCM: return permute(g, rcm_order(g));
-    case Ordering::Degree: return permute(g, degree_order(g));
+    case Ordering::RCM: return permute_valid(g, rcm_of_valid(g));
+    case Ordering::Degree: return permute_valid(g, degree_of_valid(g));
     case Ordering::None: break;
     default: throw Error("reorder: ordering " + std::to_string(int(o)) + " is none of the enum's values");
   }
   std::vector<node_t> identity(std::size_t(g.num_nodes));
   std::iota(identity.begin(), identity.end(), 0);
-  return permute(g, std::move(identity));
+  return permute_valid(g, std::move(identity));
 }
 
 }  // namespace dfgnn

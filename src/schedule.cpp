@@ -14,6 +14,7 @@ Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& 
 }
 
 std::vector<node_t> partition_rows(const HostGraph& g, int heads, edge_t capacity, int max_rows) {
+  detail::check_row_offsets(g);
   std::vector<node_t> bounds{0};
   edge_t team_edges = 0;
   for (node_t v = 0; v < g.num_nodes; ++v) {

@@ -4,8 +4,11 @@
 #include "expect_error.hpp"
 #include "graphs.hpp"
 
+#include <dfgnn/generate.hpp>
 #include <dfgnn/graph.hpp>
 #include <dfgnn/plan.hpp>
+#include <dfgnn/reference_message_passing.hpp>
+#include <dfgnn/reorder.hpp>
 #include <dfgnn/schedule.hpp>
 
 #include <gtest/gtest.h>
@@ -152,7 +155,7 @@ TEST(GraphFromEdges, RejectsArraysOfDifferentLengths) {
 // ---- graph_from_csr ------------------------------------------------------------------------
 
 // A HostGraph made or edited by hand is checked wherever it enters (Graph, batch_graphs,
-// transpose, independent_blocks), so no kernel reads past an array.
+// transpose, reorder, the references, write_edge_list, ...), so nothing reads past an array.
 TEST(GraphValidate, RejectsInconsistentHostGraphs) {
   const HostGraph good = graph_from_edges(4, {0, 1, 2, 3, 1}, {1, 2, 3, 0, 0});
   EXPECT_NO_THROW(validate(good));
@@ -177,6 +180,19 @@ TEST(GraphValidate, RejectsInconsistentHostGraphs) {
     test::expect_error([&] { validate(g); }, {"graph: ", fragment});
     test::expect_error([&] { transpose(g); }, {fragment});
     test::expect_error([&] { batch_graphs({good, g}); }, {fragment});
+    test::expect_error([&] { reorder(g, Ordering::RCM); }, {fragment});
+    test::expect_error([&] { permute(g, {3, 2, 1, 0}); }, {fragment});
+    test::expect_error([&] { degree_order(g); }, {fragment});
+    const std::vector<float> x(4, 1.5f);
+    test::expect_error([&] { reference_gcn_aggregate(g, 1, 1, x.data()); }, {fragment});
+    // Checked before the file is opened, so nothing is written.
+    test::expect_error([&] { gen::write_edge_list("/nonexistent-dir/g.txt", g); }, {fragment});
+  }
+  // partition_rows reads only the row offsets, and checks them.
+  for (const std::vector<edge_t>& offsets : {std::vector<edge_t>{0}, std::vector<edge_t>{0, 2, 1, 4, 5}}) {
+    HostGraph g = good;
+    g.row_ptr = offsets;
+    test::expect_error([&] { partition_rows(g, 1, 64, 8); }, {"graph: row offsets"});
   }
   std::vector<node_t> src{0, 1, 2}, dst{1};
   test::expect_error([&] { symmetrize(src, dst); }, {"3 source ids but 1 destination ids"});

@@ -47,8 +47,9 @@ HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vec
 /// Throws Error unless g is what graph_from_edges / graph_from_csr build: row offsets [N+1]
 /// from 0, non-decreasing, ending at E; sources in range; dst[e] the row of e; edge ids a
 /// permutation of [0, E); stats those of the row offsets; graph_ptr (if any) from 0 to N,
-/// non-decreasing, with no edge between two graphs. Called by Graph, the CUDA plans,
-/// batch_graphs, transpose, independent_blocks and the attention references.
+/// non-decreasing, with no edge between two graphs. Called by every entry that takes a
+/// HostGraph (Graph, the CUDA plans, batch_graphs, transpose, the references, reorder,
+/// write_edge_list, ...).
 void validate(const HostGraph& g);
 
 /// Block-diagonal union of graphs; node ids of graph g are shifted by graph_ptr[g], edge ids
@@ -72,6 +73,8 @@ namespace detail {
 /// (the library's own callers: Graph, the CUDA plans), so that it is not checked again.
 std::vector<node_t> independent_blocks_of_valid(const HostGraph& g);
 HostCsc transpose_of_valid(const HostGraph& g);
+/// The part of validate that code reading only the row offsets needs (partition_rows).
+void check_row_offsets(const HostGraph& g);
 }  // namespace detail
 
 /// Recomputes g.stats with the given heavy-row threshold.

@@ -28,7 +28,8 @@ Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& 
 
 /// SMMF row partition: team t owns rows [bounds[t], bounds[t+1]). Consecutive rows are packed
 /// while the team has at most `max_rows` rows and its scores (edges * heads) fit in
-/// `capacity` floats. A row that alone exceeds the capacity gets a team of its own.
+/// `capacity` floats. A row that alone exceeds the capacity gets a team of its own. Throws
+/// Error unless g's row offsets are well formed (the only part of g it reads).
 std::vector<node_t> partition_rows(const HostGraph& g, int heads, edge_t capacity, int max_rows);
 
 /// A piece of a heavy row: edges [e0, e1) of `row`, whose partial statistics go to partial
