@@ -201,6 +201,26 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Range(0, 8)),
     param_name);
 
+// Online takes 8-lane groups at D <= 128 on a graph whose (row, head) units fill the device at
+// 8 lanes (on a host, any graph), and lanes over D / 4 on a smaller one (only on a GPU).
+TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
+  const int concurrency = int(Exec().concurrency());
+  const node_t filling = node_t(std::max(64, concurrency / kOnlineNarrowLanes + 1));
+  const HostGraph big = test::power_law_graph(filling, std::size_t(filling) * 6, 5);
+  const HostGraph small = test::random_graph(64, 400, 6);
+  for (const auto& [H, D] : {std::pair{1, 128}, std::pair{2, 64}, std::pair{1, 256}, std::pair{4, 32}}) {
+    const int wide = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(D / 4);
+    for (const HostGraph* g : {&big, &small}) {
+      const bool fills = std::int64_t(g->num_nodes) * H * kOnlineNarrowLanes >= concurrency;
+      const Plan<Exec> plan(Exec(), Graph<Mem>(*g), ScoreKind::GT, H, D, Strategy::Online);
+      SCOPED_TRACE("N = " + std::to_string(g->num_nodes) + ", " + std::to_string(H) + " x " + std::to_string(D));
+      EXPECT_EQ(plan.layout().online_lanes, fills && D <= 128 ? std::min(wide, kOnlineNarrowLanes) : wide);
+      for (ScoreKind kind : {ScoreKind::GT, ScoreKind::GAT})
+        EXPECT_LT((Case{kind, *g, H, D, 3}.run(Strategy::Online)), 1e-5) << to_string(kind);
+    }
+  }
+}
+
 #ifdef DFGNN_NATIVE_CUDA
 INSTANTIATE_TEST_SUITE_P(
     AllShapes, AttentionNative,

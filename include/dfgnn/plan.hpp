@@ -124,8 +124,8 @@ class Plan {
   // kOnlineSlotAlign bytes kept for their alignment); and the pieces of the rows above the
   // split with their partial statistics.
   void online_layout(const ExecutionSpace& exec, std::size_t scratch_floats) {
-    const int lanes = detail::vector_lanes<policy>(dim_ % 4 == 0 ? dim_ / 4 : dim_);
-    layout_.online_lanes = lanes;
+    layout_.online_lanes = online_lanes(int(exec.concurrency()));
+    const int lanes = layout_.online_lanes;
     const std::size_t align = kOnlineSlotAlign / sizeof(float);
     const std::size_t fit = (scratch_floats - std::min(scratch_floats, align)) / std::size_t(dim_);
     const int groups = int(std::min<std::size_t>(std::size_t(256 / lanes), fit));
@@ -139,6 +139,18 @@ class Plan {
     layout_.split_rows = detail::upload<SplitRow, memory_space>("dfgnn::split_rows", p.rows);
     layout_.partials = decltype(layout_.partials)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::partials"),
                                                   p.pieces.size() * std::size_t(heads_), std::size_t(dim_) + 2);
+  }
+
+  // One lane per 4 features, except that a graph whose (row, head) units fill the device even
+  // at 8 lanes a group takes 8 lanes at D <= 128: the per-edge work every lane of a group
+  // repeats (ids, score, exponential) and the score reduction are then shared by 8 lanes
+  // instead of 32, while the feature loads stay as wide. On the H100 that took PATTERN-like
+  // and rmat-s17 forwards 8-27% off at D = 64 and 128; graphs too small to fill the device
+  // (cora, pubmed, tolokers) were up to 1.5x slower with it (docs/design.md).
+  int online_lanes(int concurrency) const {
+    const int wide = detail::vector_lanes<policy>(dim_ % 4 == 0 ? dim_ / 4 : dim_);
+    const bool fills = std::int64_t(graph_.num_nodes()) * heads_ * kOnlineNarrowLanes >= concurrency;
+    return dim_ % 4 == 0 && dim_ <= 128 && fills ? std::min(wide, kOnlineNarrowLanes) : wide;
   }
 
   // Builds the CUDA-native plan when the backend asks for it and this space can run it.

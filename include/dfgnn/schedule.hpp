@@ -16,6 +16,8 @@ inline constexpr int kMaxTeamRows = 8;
 /// Alignment of the portable Online's accumulator slots in team scratch (one 16-byte access per
 /// 4 features); the plan keeps this many bytes of the scratch free for it.
 inline constexpr std::size_t kOnlineSlotAlign = 16;
+/// Lanes of an Online thread group on graphs that fill the device (Plan::online_lanes).
+inline constexpr int kOnlineNarrowLanes = 8;
 
 /// The strategy Auto picks for the portable kernels, given the team scratch free for scores or
 /// accumulators: Online whenever a thread group's accumulator (dim floats) fits it — one pass
