@@ -201,22 +201,39 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Range(0, 8)),
     param_name);
 
-// Online takes 8-lane groups at D <= 128 on a graph whose (row, head) units fill the device at
-// 8 lanes (on a host, any graph), and lanes over D / 4 on a smaller one (only on a GPU).
+// Online takes at most 8 lanes a group at D <= 128 (D % 4 == 0) on a graph whose (row, head)
+// units fill the device at 8 lanes, N H 8 >= concurrency (on a host, every graph), and lanes
+// over D / 4 otherwise; the piece split follows the lanes. On a GPU, `exact` sits on that bar,
+// `half` fills it from H = 2 on and `small` never does. Every model, misaligned rows, edge
+// values and training with dropout are checked on each.
 TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
   const int concurrency = int(Exec().concurrency());
-  const node_t filling = node_t(std::max(64, concurrency / kOnlineNarrowLanes + 1));
-  const HostGraph big = test::power_law_graph(filling, std::size_t(filling) * 6, 5);
+  const node_t bar = node_t((concurrency + kOnlineNarrowLanes - 1) / kOnlineNarrowLanes);
+  const HostGraph exact = test::power_law_graph(std::max<node_t>(64, bar), std::size_t(std::max<node_t>(64, bar)) * 6, 5);
+  const HostGraph half = test::random_graph(std::max<node_t>(32, (bar + 1) / 2), std::size_t(std::max<node_t>(32, bar)) * 2, 7);
   const HostGraph small = test::random_graph(64, 400, 6);
-  for (const auto& [H, D] : {std::pair{1, 128}, std::pair{2, 64}, std::pair{1, 256}, std::pair{4, 32}}) {
-    const int wide = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(D / 4);
-    for (const HostGraph* g : {&big, &small}) {
+  for (const auto& [H, D] : {std::pair{1, 128}, std::pair{2, 64}, std::pair{1, 256}, std::pair{4, 32}, std::pair{1, 100},
+                             std::pair{2, 16}}) {
+    const int wide = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(D % 4 == 0 ? D / 4 : D);
+    for (const HostGraph* g : {&exact, &half, &small}) {
       const bool fills = std::int64_t(g->num_nodes) * H * kOnlineNarrowLanes >= concurrency;
-      const Plan<Exec> plan(Exec(), Graph<Mem>(*g), ScoreKind::GT, H, D, Strategy::Online);
+      const Plan<Exec> plan(Exec(), Graph<Mem>(*g), ScoreKind::GT, H, D, Strategy::Online, Backend::Portable);
       SCOPED_TRACE("N = " + std::to_string(g->num_nodes) + ", " + std::to_string(H) + " x " + std::to_string(D));
-      EXPECT_EQ(plan.layout().online_lanes, fills && D <= 128 ? std::min(wide, kOnlineNarrowLanes) : wide);
-      for (ScoreKind kind : {ScoreKind::GT, ScoreKind::GAT})
-        EXPECT_LT((Case{kind, *g, H, D, 3}.run(Strategy::Online)), 1e-5) << to_string(kind);
+      ASSERT_EQ(plan.portable_strategy(), Strategy::Online);
+      const auto& L = plan.layout();
+      EXPECT_EQ(L.online_lanes, fills && D % 4 == 0 && D <= 128 ? std::min(wide, kOnlineNarrowLanes) : wide);
+      EXPECT_EQ(L.split, piece_edges(g->num_edges(), L.online_lanes, concurrency));
+      for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+        Case c{kind, *g, H, D, 3};
+        EXPECT_LT(c.run(Strategy::Online), 1e-5) << to_string(kind);
+        c.misaligned = true;
+        EXPECT_LT(c.run(Strategy::Online), 1e-5) << to_string(kind) << " misaligned";
+        c.misaligned = false;
+        c.edge_value_heads = H;
+        c.training = true;
+        c.dropout = Dropout{0.3f, 42};
+        EXPECT_LT(c.run(Strategy::Online), 1e-5) << to_string(kind) << " edge values, dropout";
+      }
     }
   }
 }

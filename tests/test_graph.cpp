@@ -502,7 +502,7 @@ TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
   const Plan<Exec> plan(Exec(), Graph<Mem>(g), ScoreKind::GT, 2, 8, Strategy::Online, Backend::Portable);
   EXPECT_EQ(plan.strategy(), Strategy::Online);
   const auto& L = plan.layout();
-  EXPECT_EQ(L.split, piece_edges(g.num_edges(), L.vector_length, int(Exec().concurrency())));
+  EXPECT_EQ(L.split, piece_edges(g.num_edges(), L.online_lanes, int(Exec().concurrency())));
   const RowPieces want = row_pieces(g.row_ptr, L.split);
   EXPECT_EQ(want.rows.size(), 1u);
   EXPECT_GT(want.pieces.size(), 1u);

@@ -49,7 +49,7 @@ HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vec
 /// permutation of [0, E); stats those of the row offsets; graph_ptr (if any) from 0 to N,
 /// non-decreasing, with no edge between two graphs. Called by every entry that takes a
 /// HostGraph (Graph, the CUDA plans, batch_graphs, transpose, the references, reorder,
-/// write_edge_list, ...).
+/// write_edge_list, ...) but partition_rows, which checks only the row offsets it reads.
 void validate(const HostGraph& g);
 
 /// Block-diagonal union of graphs; node ids of graph g are shifted by graph_ptr[g], edge ids

@@ -142,11 +142,11 @@ class Plan {
   }
 
   // One lane per 4 features, except that a graph whose (row, head) units fill the device even
-  // at 8 lanes a group takes 8 lanes at D <= 128: the per-edge work every lane of a group
-  // repeats (ids, score, exponential) and the score reduction are then shared by 8 lanes
-  // instead of 32, while the feature loads stay as wide. On the H100 that took PATTERN-like
-  // and rmat-s17 forwards 8-27% off at D = 64 and 128; graphs too small to fill the device
-  // (cora, pubmed, tolokers) were up to 1.5x slower with it (docs/design.md).
+  // at 8 lanes a group takes at most 8 lanes at D <= 128: the per-edge work every lane of a
+  // group repeats (ids, score, exponential) and the score reduction are then shared by 8
+  // lanes instead of 32, while the feature loads stay as wide. On the H100 that took
+  // PATTERN-like and rmat-s17 forwards 7-27% off at D = 64 and 128; graphs too small to fill
+  // the device (cora, pubmed, tolokers) were up to 1.5x slower with it (docs/design.md).
   int online_lanes(int concurrency) const {
     const int wide = detail::vector_lanes<policy>(dim_ % 4 == 0 ? dim_ / 4 : dim_);
     const bool fills = std::int64_t(graph_.num_nodes()) * heads_ * kOnlineNarrowLanes >= concurrency;
