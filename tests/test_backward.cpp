@@ -171,9 +171,12 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---- (b) the Kokkos backward against the reference ----------------------------------------
 
+// v after `offset` padding values: v's data at .data() + offset.
 template <class T>
-auto to_device(const std::vector<T>& v) {
-  return detail::upload<T, Mem>("test", v);
+auto to_device(const std::vector<T>& v, std::size_t offset = 0) {
+  std::vector<T> padded(offset, T(1));
+  padded.insert(padded.end(), v.begin(), v.end());
+  return detail::upload<T, Mem>("test", padded);
 }
 
 View1 poisoned(std::size_t n) {
@@ -206,6 +209,9 @@ class Case {
     beta_ = test::random_values(std::size_t(beta_count_), seed, 0.5f, 2.0f);
     w_ = test::random_values(std::size_t(g.num_edges()) * std::size_t(ew_), seed + 8, 0.1f, 2.0f);
   }
+
+  /// Moves every input, or every gradient, one float past a 16-byte boundary.
+  void misalign(bool inputs, bool gradients) { in_off_ = inputs, grad_off_ = gradients; }
 
   /// Zeroes node n's first feature tensor (Q, X or XL).
   void zero_features(node_t n) { std::fill_n(a_.begin() + std::ptrdiff_t(n) * H_ * D_, H_ * D_, 0.0f); }
@@ -241,35 +247,36 @@ class Case {
   std::vector<std::vector<std::vector<float>>> kokkos(Strategy strategy, int runs = 1,
                                                       Backend backend = Backend::Auto) const {
     const std::size_t n = std::size_t(g_.num_nodes), h = std::size_t(H_), d = std::size_t(D_);
-    const auto A = to_device(a_), B = to_device(b_), C = to_device(c_), L = to_device(l_), R = to_device(r_),
-               HD = to_device(head_), BETA = to_device(beta_), W = to_device(w_), DOUT = to_device(dout_);
-    auto f3 = [&](const Kokkos::View<float*, Mem>& v) { return NodeFeatures<Mem>(v.data(), n, h, d); };
-    auto f2 = [&](const Kokkos::View<float*, Mem>& v) { return NodeScalars<Mem>(v.data(), n, h); };
+    auto in = [&](const std::vector<float>& v) { return to_device(v, in_off_); };
+    const auto A = in(a_), B = in(b_), C = in(c_), L = in(l_), R = in(r_), HD = in(head_), BETA = in(beta_),
+               W = in(w_), DOUT = in(dout_);
+    auto at = [&](const View1& v) { return v.data() + in_off_; };
+    auto f3 = [&](const View1& v) { return NodeFeatures<Mem>(at(v), n, h, d); };
+    auto f2 = [&](const View1& v) { return NodeScalars<Mem>(at(v), n, h); };
     Options<Mem> opt;
-    if (ew_) opt.edge_values = EdgeValues<Mem>(W.data(), std::size_t(g_.num_edges()), std::size_t(ew_));
+    if (ew_) opt.edge_values = EdgeValues<Mem>(at(W), std::size_t(g_.num_edges()), std::size_t(ew_));
     opt.dropout = dropout_;
     opt.logsumexp = decltype(opt.logsumexp)("lse", n, h);
 
     Exec exec;
     const Plan<Exec> plan(exec, Graph<Mem>(g_), kind_, H_, D_, strategy, backend);
     const NodeOutput<Mem> out("out", n, h, d);
-    const HeadScalars<Mem> beta(BETA.data(), std::size_t(beta_count_));
+    const HeadScalars<Mem> beta(at(BETA), std::size_t(beta_count_));
     switch (kind_) {
       case ScoreKind::GT: attention(exec, plan, GT{}, f3(A), f3(B), f3(C), out, opt); break;
       case ScoreKind::AGNN: attention(exec, plan, AGNN{}, f3(A), beta, out, opt); break;
       case ScoreKind::GAT: attention(exec, plan, GAT{0.2f}, f2(L), f2(R), f3(C), out, opt); break;
       case ScoreKind::GATv2:
-        attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data(), h, d), out, opt);
+        attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(at(HD), h, d), out, opt);
         break;
     }
     const NodeScalars<Mem> lse = opt.logsumexp;
     std::vector<std::vector<std::vector<float>>> results;
     for (int run = 0; run < runs; ++run) {
       std::vector<View1> grads;
-      auto g3 = [&] { return NodeOutput<Mem>(grads.emplace_back(poisoned(n * h * d)).data(), n, h, d); };
-      auto g2 = [&](std::size_t rows, std::size_t cols) {
-        return NodeScalarsOutput<Mem>(grads.emplace_back(poisoned(rows * cols)).data(), rows, cols);
-      };
+      auto grad = [&](std::size_t size) { return grads.emplace_back(poisoned(grad_off_ + size)).data() + grad_off_; };
+      auto g3 = [&] { return NodeOutput<Mem>(grad(n * h * d), n, h, d); };
+      auto g2 = [&](std::size_t rows, std::size_t cols) { return NodeScalarsOutput<Mem>(grad(rows * cols), rows, cols); };
       switch (kind_) {
         case ScoreKind::GT: {
           const auto dQ = g3(), dK = g3(), dV = g3();
@@ -278,7 +285,7 @@ class Case {
         }
         case ScoreKind::AGNN: {
           const auto dX = g3();
-          const HeadScalarsOutput<Mem> dbeta = grads.emplace_back(poisoned(std::size_t(beta_count_)));
+          const HeadScalarsOutput<Mem> dbeta(grad(std::size_t(beta_count_)), std::size_t(beta_count_));
           attention_backward(exec, plan, AGNN{}, f3(A), beta, out, lse, f3(DOUT), dX, dbeta, opt);
           break;
         }
@@ -291,14 +298,17 @@ class Case {
         case ScoreKind::GATv2: {
           const auto dXL = g3(), dXR = g3();
           const auto da = g2(h, d);
-          attention_backward(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data(), h, d), out, lse,
+          attention_backward(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(at(HD), h, d), out, lse,
                              f3(DOUT), dXL, dXR, da, opt);
           break;
         }
       }
       exec.fence();
       auto& host = results.emplace_back();
-      for (const View1& v : grads) host.push_back(to_host(v));
+      for (const View1& v : grads) {
+        std::vector<float> all = to_host(v);
+        host.emplace_back(all.begin() + std::ptrdiff_t(grad_off_), all.end());
+      }
     }
     return results;
   }
@@ -310,6 +320,7 @@ class Case {
   Dropout dropout_;
   int beta_count_;
   std::vector<float> a_, b_, c_, l_, r_, dout_, head_, beta_, w_;
+  std::size_t in_off_ = 0, grad_off_ = 0;
 };
 
 // Beyond the Serial/OpenMP scratch of 32 KB and CUDA's shared memory alike, as the forward tests.
@@ -396,8 +407,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Range(0, int(graphs().size()))),
     kernel_name);
 
-// Gathers wider than 8 entries per lane (GT's source side at D = 300: 600 entries over 32 lanes)
-// take several passes.
+// Gathers wider than a chunk of entries per lane (GT's source side at D = 300: 150 chunks of 4
+// over 32 lanes) take several passes.
 INSTANTIATE_TEST_SUITE_P(
     Wide, BackwardKernels,
     ::testing::Combine(kKinds, ::testing::Values(Strategy::PMF), ::testing::Values(std::pair{1, 300}),
@@ -419,6 +430,29 @@ INSTANTIATE_TEST_SUITE_P(Backward, BackwardHubs, ::testing::Combine(kKinds, kSha
                            return std::string(to_string(std::get<0>(info.param))) + "_" +
                                   shape_name(std::get<1>(info.param));
                          });
+
+// Rows one float past a 16-byte boundary, of the inputs or of the gradients alone, take one-entry
+// accesses at D % 4 == 0 (where a 16-byte access would fault on the GPU); a hub graph, so that
+// the heavy segments' partials are read at that width too.
+TEST(BackwardMisaligned, MatchesFloat64Reference) {
+  for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+    const auto names = gradient_names(kind);
+    for (const auto hd : {std::pair{1, 128}, std::pair{2, 16}}) {
+      for (const bool inputs : {true, false}) {
+        SCOPED_TRACE(std::string(to_string(kind)) + " " + shape_name(hd) + (inputs ? " inputs" : " gradients"));
+        Case c(kind, hubs().graph, hd.first, hd.second, 17, hd.first, Dropout{0.3f, 42});
+        c.misalign(inputs, !inputs);
+        const auto ref = c.reference();
+        for (Backend backend : backends()) {
+          const auto got = c.kokkos(Strategy::Auto, 1, backend).front();
+          for (std::size_t i = 0; i < ref.size(); ++i)
+            EXPECT_LT(gradient_error(got[i], ref[i]), test::gradient_tolerance(kind, i))
+                << names[i] << (backend == Backend::Portable ? " portable" : " auto");
+        }
+      }
+    }
+  }
+}
 
 // AGNN takes the cosine with a zero vector as 0: no gradient flows through such scores.
 TEST(BackwardZeroVectors, AgnnMatchesReference) {

@@ -166,8 +166,8 @@ void online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exe
   else
     launch_online<1>(exec, plan, p, score);
   const node_t split_rows = node_t(L.split_rows.extent(0));
-  launch(exec, "dfgnn::online_merge", (split_rows + kMaxTeamRows - 1) / kMaxTeamRows, L.team_size, L.vector_length,
-         RowHeads<Exec, MergePieces<Mem>>{split_rows, p.heads, {p, L.split_rows, L.partials}});
+  launch_rows(exec, "dfgnn::online_merge", split_rows, p.heads, L.vector_length,
+              MergePieces<Mem>{p, L.split_rows, L.partials});
 }
 
 }  // namespace dfgnn::kokkos_impl

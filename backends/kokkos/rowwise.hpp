@@ -37,28 +37,39 @@ struct reduction_identity<dfgnn::kokkos_impl::EdgeSums<U>> {
 
 namespace dfgnn::kokkos_impl {
 
-/// Node-parallel walk shared by the fused softmax + SpMM and the unfused kernels: team t
-/// covers kMaxTeamRows rows, one thread group per (row, head) calls body(team, v, h).
+/// Node-parallel walk: team t covers `rows` consecutive rows of [0, num_rows), one thread
+/// group per (row, head) calls body(team, v, h).
 template <class Exec, class Body>
 struct RowHeads {
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
-  node_t num_nodes;
-  int heads;
+  node_t num_rows;
+  int heads, rows;
   Body body;
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
-    const node_t r0 = node_t(team.league_rank()) * kMaxTeamRows;
-    const int rows = num_nodes - r0 < kMaxTeamRows ? num_nodes - r0 : kMaxTeamRows;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, rows * heads),
+    const node_t r0 = node_t(team.league_rank()) * rows;
+    const int mine = num_rows - r0 < rows ? int(num_rows - r0) : rows;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, mine * heads),
                          [&](int k) { body(team, r0 + k / heads, k % heads); });
   }
 };
 
+/// body over rows [0, num_rows) and every head: 256-thread teams of `lanes`-lane thread groups,
+/// each team taking as many rows as its groups cover with all heads (at least one row).
+template <class... Traits, class Exec, class Body>
+void launch_rows(const Exec& exec, const char* name, node_t num_rows, int heads, int lanes, const Body& body) {
+  if (num_rows == 0) return;
+  RowHeads<Exec, Body> f{num_rows, heads, 1, body};
+  const int limit =
+      Kokkos::TeamPolicy<Exec, Traits...>(exec, 1, 1, lanes).team_size_max(f, Kokkos::ParallelForTag());
+  const int groups = std::max(1, std::min(256 / lanes, limit));
+  f.rows = std::max(1, groups / heads);
+  launch<Traits...>(exec, name, int((num_rows + f.rows - 1) / f.rows), groups, lanes, f);
+}
+
+/// body over every (row, head) of the plan's graph, thread groups of the plan's vector length.
 template <class Exec, class Body>
 void launch_rows(const Exec& exec, const char* name, const Plan<Exec>& plan, const Body& body) {
-  const auto& L = plan.layout();
-  const node_t n = plan.graph().num_nodes();
-  launch(exec, name, (n + kMaxTeamRows - 1) / kMaxTeamRows, L.team_size, L.vector_length,
-         RowHeads<Exec, Body>{n, plan.heads(), body});
+  launch_rows(exec, name, plan.graph().num_nodes(), plan.heads(), plan.layout().vector_length, body);
 }
 
 /// Max and sum of exponentials of the scores of row [a, b), head h (b > a), over the calling

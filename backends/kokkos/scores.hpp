@@ -52,6 +52,23 @@ bool rows_aligned(int W, int dim, const Views&... t) {
   return dim % W == 0 && (ok(t.data()) && ...);
 }
 
+/// The same features of a row of an output tensor, to store W at once.
+template <int W, class Mem>
+KOKKOS_INLINE_FUNCTION Vec<W>& chunk_at(const Output<Mem>& t, node_t n, int h, int i) {
+  return reinterpret_cast<Vec<W>*>(&t(n, h, 0))[i];
+}
+
+template <int W>
+KOKKOS_INLINE_FUNCTION Vec<W>& operator+=(Vec<W>& a, const Vec<W>& b) {
+  for (int j = 0; j < W; ++j) a.x[j] += b.x[j];
+  return a;
+}
+template <int W>
+KOKKOS_INLINE_FUNCTION Vec<W> operator*(float s, Vec<W> a) {
+  for (int j = 0; j < W; ++j) a.x[j] *= s;
+  return a;
+}
+
 template <int W>
 KOKKOS_INLINE_FUNCTION float dot(const Vec<W>& a, const Vec<W>& b) {
   float s = 0.0f;
