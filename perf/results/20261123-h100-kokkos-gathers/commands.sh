@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# How ab.jsonl and lanes.jsonl were made on the H100 (one device call each). OLD, A, B: dfgnn CLIs
+# built against Kokkos 4.6.01 with CUDA (sm_90) and DFGNN_ENABLE_CUDA: OLD of 4d76ce9, B of
+# fb5c76a, A of fb5c76a without the gathers' LaunchBounds<256, 4> (experiment build).
+# X (lanes.jsonl): fb5c76a with the walks' lanes capped by DFGNN_DST_LANES / DFGNN_SRC_LANES
+# (experiment build, not committed).
+set -u
+W=$(mktemp -d)
+$OLD gen sbm --kind pattern --graphs 1024 --out $W/pattern.txt
+$OLD gen rmat --scale 17 --edge-factor 64 --out $W/rmat17.txt
+for g in pattern rmat17; do
+  for mhd in "gt 1 128" "agnn 1 128" "gat 1 128" "gatv2 1 128" "gt 4 32" "gat 4 32"; do
+    read -r model heads dim <<<"$mhd"
+    $OLD bench --graph $W/$g.txt --model $model --heads $heads --dim $dim --backend kokkos --strategy auto \
+      --backward --iters 7 --warmup 2 --name $g-old --json ab.jsonl
+    $A bench --graph $W/$g.txt --model $model --heads $heads --dim $dim --backend all --strategy auto \
+      --backward --iters 7 --warmup 2 --name $g-a --json ab.jsonl
+    $B bench --graph $W/$g.txt --model $model --heads $heads --dim $dim --backend kokkos --strategy auto \
+      --backward --iters 7 --warmup 2 --name $g-b --json ab.jsonl
+  done
+done
+for g in pattern rmat17; do
+  for mhd in "gt 1 128" "agnn 1 128" "gat 1 128" "gatv2 1 128" "gt 4 32"; do
+    read -r model heads dim <<<"$mhd"
+    for caps in "32 32" "16 32" "8 32" "32 8" "8 8"; do
+      read -r d s <<<"$caps"
+      DFGNN_DST_LANES=$d DFGNN_SRC_LANES=$s $X bench --graph $W/$g.txt --model $model --heads $heads --dim $dim \
+        --backend kokkos --strategy auto --backward --iters 7 --warmup 2 --name $g-d$d-s$s --json lanes.jsonl
+    done
+  done
+done
