@@ -208,7 +208,7 @@ INSTANTIATE_TEST_SUITE_P(
 // values and training with dropout are checked on each.
 TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
   const int concurrency = int(Exec().concurrency());
-  const node_t bar = node_t((concurrency + kOnlineNarrowLanes - 1) / kOnlineNarrowLanes);
+  const node_t bar = node_t((concurrency + kNarrowLanes - 1) / kNarrowLanes);
   const HostGraph exact = test::power_law_graph(std::max<node_t>(64, bar), std::size_t(std::max<node_t>(64, bar)) * 6, 5);
   const HostGraph half = test::random_graph(std::max<node_t>(32, (bar + 1) / 2), std::size_t(std::max<node_t>(32, bar)) * 2, 7);
   const HostGraph small = test::random_graph(64, 400, 6);
@@ -216,12 +216,12 @@ TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
                              std::pair{2, 16}}) {
     const int wide = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(D % 4 == 0 ? D / 4 : D);
     for (const HostGraph* g : {&exact, &half, &small}) {
-      const bool fills = std::int64_t(g->num_nodes) * H * kOnlineNarrowLanes >= concurrency;
+      const bool fills = std::int64_t(g->num_nodes) * H * kNarrowLanes >= concurrency;
       const Plan<Exec> plan(Exec(), Graph<Mem>(*g), ScoreKind::GT, H, D, Strategy::Online, Backend::Portable);
       SCOPED_TRACE("N = " + std::to_string(g->num_nodes) + ", " + std::to_string(H) + " x " + std::to_string(D));
       ASSERT_EQ(plan.portable_strategy(), Strategy::Online);
       const auto& L = plan.layout();
-      EXPECT_EQ(L.online_lanes, fills && D % 4 == 0 && D <= 128 ? std::min(wide, kOnlineNarrowLanes) : wide);
+      EXPECT_EQ(L.online_lanes, fills && D % 4 == 0 && D <= 128 ? std::min(wide, kNarrowLanes) : wide);
       EXPECT_EQ(L.split, piece_edges(g->num_edges(), L.online_lanes, concurrency));
       for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
         Case c{kind, *g, H, D, 3};

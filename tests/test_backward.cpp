@@ -454,6 +454,35 @@ TEST(BackwardMisaligned, MatchesFloat64Reference) {
   }
 }
 
+// The destination walk takes at most 8 lanes a group where Online would (D <= 128, D % 4 == 0,
+// N H 8 >= concurrency: on a host, every graph) and the in-degrees are even; else up to 32. On
+// a GPU `even` sits on the bar and is even, `uneven` too but a power law, `small` never fills
+// it. Every model, plain and with edge values and dropout, is checked on each.
+TEST(BackwardLanes, NarrowOnEvenRowsThatFillTheDevice) {
+  const int concurrency = int(Exec().concurrency());
+  const node_t bar = std::max<node_t>(64, node_t((concurrency + kNarrowLanes - 1) / kNarrowLanes));
+  const test::NamedGraph even{"even", test::random_graph(bar, std::size_t(bar) * 8, 3)};
+  const test::NamedGraph uneven{"uneven", test::power_law_graph(bar, std::size_t(bar) * 8, 4)};
+  const test::NamedGraph small{"small", test::random_graph(64, 500, 5)};
+  auto is_even = [](const HostGraph& g) {
+    return !whole_degrees(g.row_ptr, std::numeric_limits<edge_t>::max()).uneven();
+  };
+  ASSERT_TRUE(is_even(even.graph));
+  ASSERT_FALSE(is_even(uneven.graph));
+  int index = 0;
+  for (const auto hd : {std::pair{1, 128}, std::pair{2, 64}, std::pair{1, 256}, std::pair{1, 100}}) {
+    const auto [H, D] = hd;
+    for (const test::NamedGraph* g : {&even, &uneven, &small}) {
+      SCOPED_TRACE(g->name + " " + shape_name(hd));
+      const bool fills = std::int64_t(g->graph.num_nodes) * H * kNarrowLanes >= concurrency;
+      const Plan<Exec> plan(Exec(), Graph<Mem>(g->graph), ScoreKind::GT, H, D, Strategy::Online, Backend::Portable);
+      EXPECT_EQ(plan.layout().row_walk_lanes, fills && D % 4 == 0 && D <= 128 && is_even(g->graph) ? kNarrowLanes : 32);
+      for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2})
+        expect_matches_reference(kind, Strategy::Online, hd, *g, index++);
+    }
+  }
+}
+
 // AGNN takes the cosine with a zero vector as 0: no gradient flows through such scores.
 TEST(BackwardZeroVectors, AgnnMatchesReference) {
   const auto& g = graphs().front().graph;

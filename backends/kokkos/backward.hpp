@@ -404,14 +404,15 @@ struct HeavyChunks {
 };
 
 /// The heavy segments' chunks if `heavy` (some segment may be longer than a chunk), then every
-/// segment; thread groups as wide as the side's vector ranges (at most 32 lanes).
+/// segment; thread groups as wide as the side's vector ranges, at most `max_lanes`.
 template <class Exec, class G>
 void gather(const Exec& exec, const Plan<Exec>& plan, const char* chunks_name, const char* name, const G& g,
-            bool heavy) {
+            bool heavy, int max_lanes) {
   // Four 256-thread teams per SM (at most 64 registers a thread): the walks wait on gathers,
   // and without the bound (up to 87 registers) the backward was 2-39% slower on the H100.
   using Bounds = Kokkos::LaunchBounds<256, 4>;
-  const int lanes = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(std::max(g.vectors(), g.side.span()));
+  const int lanes =
+      std::min(max_lanes, detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(std::max(g.vectors(), g.side.span())));
   if (heavy)
     launch<Bounds>(exec, chunks_name, int((plan.graph().num_edges() + g.chunk - 1) / g.chunk), 256 / lanes,
                    lanes, HeavyChunks<Exec, G>{g});
@@ -430,11 +431,11 @@ void gathers(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Ex
   const edge_t chunk = chunk_length(model);
   gather(exec, plan, "dfgnn::backward_destination_chunks", "dfgnn::backward_destinations",
          Gather<W, Rows, Mem>{Rows{p, score, model, up}, partials, chunk, p.heads, model.width(AtDestination())},
-         g.stats().max > chunk);
+         g.stats().max > chunk, plan.layout().row_walk_lanes);
   // The host knows no column degree: when some column might be heavy, every chunk's team looks.
   gather(exec, plan, "dfgnn::backward_source_chunks", "dfgnn::backward_sources",
          Gather<W, Cols, Mem>{Cols{g.transposed(), g.src(), model}, partials, chunk, p.heads, model.width(AtSource())},
-         g.num_edges() > chunk);
+         g.num_edges() > chunk, 32);
 }
 
 template <class Exec, class Score, class Model>

@@ -13,6 +13,7 @@
 #endif
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -53,6 +54,7 @@ class Plan {
     Kokkos::View<const node_t*, memory_space> team_rows;  ///< SMMF row partition [T+1]
     Kokkos::View<float*, memory_space> scores;     ///< PMF / Unfused scores [E*H]
     int online_lanes = 1;  ///< Online: lanes per thread group, over groups of 4 features when D % 4 == 0
+    int row_walk_lanes = 32;  ///< backward: lanes per thread group of the destination walk at most
     edge_t split = 0;  ///< Online: rows above this many edges run as pieces
     Kokkos::View<const RowPiece*, memory_space> pieces;     ///< Online: the split rows' pieces
     Kokkos::View<const SplitRow*, memory_space> split_rows;  ///< Online: which pieces merge
@@ -82,6 +84,7 @@ class Plan {
                     : strategy;
     layout_.vector_length = detail::vector_lanes<policy>(dim);
     layout_.team_size = std::max(1, 256 / layout_.vector_length);
+    layout_.row_walk_lanes = row_walk_lanes(int(exec.concurrency()));
     const edge_t E = graph_.num_edges();
     if (strategy_ == Strategy::SMMF) {
       const std::vector<node_t> bounds = partition_rows(graph_.host(), heads, capacity, kMaxTeamRows);
@@ -149,8 +152,22 @@ class Plan {
   // the device (cora, pubmed, tolokers) were up to 1.5x slower with it (docs/design.md).
   int online_lanes(int concurrency) const {
     const int wide = detail::vector_lanes<policy>(dim_ % 4 == 0 ? dim_ / 4 : dim_);
-    const bool fills = std::int64_t(graph_.num_nodes()) * heads_ * kOnlineNarrowLanes >= concurrency;
-    return dim_ % 4 == 0 && dim_ <= 128 && fills ? std::min(wide, kOnlineNarrowLanes) : wide;
+    return narrow_fits(concurrency) ? std::min(wide, kNarrowLanes) : wide;
+  }
+
+  // The backward's destination walk reduces 8 sums (4 edges' scores and dq_e) over its lanes
+  // every step. 8 lanes instead of 32 took 5-26% off the batches' fwd+bwd on the H100, but made
+  // rmat-s17-d64 up to 21% slower: a group then walks its row 4x as long, and with uneven degrees
+  // the long rows finish last (docs/backward.md). So 8 on even degrees where Online takes 8.
+  int row_walk_lanes(int concurrency) const {
+    const bool even = !whole_degrees(graph_.host().row_ptr, std::numeric_limits<edge_t>::max()).uneven();
+    return even && narrow_fits(concurrency) ? kNarrowLanes : 32;
+  }
+
+  // Whether 8-lane groups suit D (D % 4 == 0, at most 128) and the graph's (row, head) units
+  // fill the device with them.
+  bool narrow_fits(int concurrency) const {
+    return dim_ % 4 == 0 && dim_ <= 128 && std::int64_t(graph_.num_nodes()) * heads_ * kNarrowLanes >= concurrency;
   }
 
   // Builds the CUDA-native plan when the backend asks for it and this space can run it.

@@ -16,8 +16,9 @@ inline constexpr int kMaxTeamRows = 8;
 /// Alignment of the portable Online's accumulator slots in team scratch (one 16-byte access per
 /// 4 features); the plan keeps this many bytes of the scratch free for it.
 inline constexpr std::size_t kOnlineSlotAlign = 16;
-/// Lanes of an Online thread group on graphs that fill the device (Plan::online_lanes).
-inline constexpr int kOnlineNarrowLanes = 8;
+/// Lanes of a thread group on graphs that fill the device: Online's (Plan::online_lanes) and,
+/// on even degrees, the backward's destination walk's (Plan::row_walk_lanes).
+inline constexpr int kNarrowLanes = 8;
 
 /// The strategy Auto picks for the portable kernels, given the team scratch free for scores or
 /// accumulators: Online whenever a thread group's accumulator (dim floats) fits it — one pass
