@@ -8,6 +8,8 @@ set -u
 W=$(mktemp -d)
 $OLD gen sbm --kind pattern --graphs 1024 --out $W/pattern.txt
 $OLD gen rmat --scale 17 --edge-factor 64 --out $W/rmat17.txt
+$OLD gen sbm --kind cluster --graphs 1024 --out $W/cluster.txt
+$OLD gen knn --graphs 1024 --k 8 --out $W/mnist.txt
 for g in pattern rmat17; do
   for mhd in "gt 1 128" "agnn 1 128" "gat 1 128" "gatv2 1 128" "gt 4 32" "gat 4 32"; do
     read -r model heads dim <<<"$mhd"
@@ -26,6 +28,17 @@ for g in pattern rmat17; do
       read -r d s <<<"$caps"
       DFGNN_DST_LANES=$d DFGNN_SRC_LANES=$s $X bench --graph $W/$g.txt --model $model --heads $heads --dim $dim \
         --backend kokkos --strategy auto --backward --iters 7 --warmup 2 --name $g-d$d-s$s --json lanes.jsonl
+    done
+  done
+done
+# rule.jsonl (a later run, OLD now the build of fb5c76a): OLD of fb5c76a, RULE of the tree with Plan::row_walk_lanes, FOLD of RULE plus
+# fold.patch (experiment build, not committed), interleaved per case:
+for g in pattern cluster mnist rmat17; do
+  for mhd in "gt 1 128" "agnn 1 128" "gat 1 128" "gatv2 1 128" "gt 2 64"; do
+    read -r model heads dim <<<"$mhd"
+    for v in OLD RULE FOLD; do
+      ${!v} bench --graph $W/$g.txt --model $model --heads $heads --dim $dim --backend kokkos --strategy auto \
+        --backward --iters 7 --warmup 2 --name $g-${v,,} --json rule.jsonl
     done
   done
 done
