@@ -42,3 +42,5 @@ for g in pattern cluster mnist rmat17; do
     done
   done
 done
+# der-in-prepare.jsonl: OLD the row_walk_lanes build, NEW it plus der-in-prepare.patch (not
+# committed); gat 1x128, gat 4x32, gt 1x128 (control) on the four graphs, --name $g-old / $g-new.
