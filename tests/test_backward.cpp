@@ -19,6 +19,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <tuple>
 
 namespace {
@@ -359,23 +360,28 @@ std::vector<Backend> backends() {
   return {Backend::Auto};
 }
 
+// Case c's gradients on every backend against its reference.
+void expect_case_matches(const Case& c, ScoreKind kind, Strategy strategy, const std::string& label) {
+  const auto names = gradient_names(kind);
+  const auto ref = c.reference();
+  for (Backend backend : backends()) {
+    const auto got = c.kokkos(strategy, 1, backend).front();
+    for (std::size_t i = 0; i < ref.size(); ++i)
+      EXPECT_LT(gradient_error(got[i], ref[i]), test::gradient_tolerance(kind, i))
+          << label << " " << names[i] << (backend == Backend::Portable ? " portable" : " auto");
+  }
+}
+
 // Plain, then with edge values (per edge or per head, alternating over graphs), dropout and, for
 // AGNN, a shared beta; `index` varies the inputs over graphs.
 void expect_matches_reference(ScoreKind kind, Strategy strategy, std::pair<int, int> hd,
                               const test::NamedGraph& graph, int index) {
-  const auto names = gradient_names(kind);
   for (bool options : {false, true}) {
     SCOPED_TRACE(options ? "edge values and dropout" : "plain");
     const Case c = options ? Case(kind, graph.graph, hd.first, hd.second, unsigned(index) + 31,
                                   index % 2 ? hd.first : 1, Dropout{0.3f, 42}, 1)
                            : Case(kind, graph.graph, hd.first, hd.second, unsigned(index) + 11);
-    const auto ref = c.reference();
-    for (Backend backend : backends()) {
-      const auto got = c.kokkos(strategy, 1, backend).front();
-      for (std::size_t i = 0; i < ref.size(); ++i)
-        EXPECT_LT(gradient_error(got[i], ref[i]), test::gradient_tolerance(kind, i))
-            << graph.name << " " << names[i] << (backend == Backend::Portable ? " portable" : " auto");
-    }
+    expect_case_matches(c, kind, strategy, graph.name);
   }
 }
 
@@ -436,19 +442,13 @@ INSTANTIATE_TEST_SUITE_P(Backward, BackwardHubs, ::testing::Combine(kKinds, kSha
 // the heavy segments' partials are read at that width too.
 TEST(BackwardMisaligned, MatchesFloat64Reference) {
   for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
-    const auto names = gradient_names(kind);
     for (const auto hd : {std::pair{1, 128}, std::pair{2, 16}}) {
       for (const bool inputs : {true, false}) {
-        SCOPED_TRACE(std::string(to_string(kind)) + " " + shape_name(hd) + (inputs ? " inputs" : " gradients"));
+        const std::string label =
+            std::string(to_string(kind)) + " " + shape_name(hd) + (inputs ? " inputs" : " gradients");
         Case c(kind, hubs().graph, hd.first, hd.second, 17, hd.first, Dropout{0.3f, 42});
         c.misalign(inputs, !inputs);
-        const auto ref = c.reference();
-        for (Backend backend : backends()) {
-          const auto got = c.kokkos(Strategy::Auto, 1, backend).front();
-          for (std::size_t i = 0; i < ref.size(); ++i)
-            EXPECT_LT(gradient_error(got[i], ref[i]), test::gradient_tolerance(kind, i))
-                << names[i] << (backend == Backend::Portable ? " portable" : " auto");
-        }
+        expect_case_matches(c, kind, Strategy::Auto, label);
       }
     }
   }

@@ -9,14 +9,14 @@
 //   3. parameter gradients (AGNN's beta, GATv2's a): fixed slices of edges summed in order.
 // Steps 1 and 2 walk segments (rows or columns), one thread group per (segment, head) with
 // lanes over the entries it gathers, W consecutive entries a lane (4 with 16-byte aligned rows:
-// one access, and an edge's ids and workspace values read once per 4 entries). A heavy segment, longer than a chunk, is cut at the
-// multiples of the chunk length in edge position: each chunk after its first cut gets a team of
-// its own (HeavyChunks), which spreads the chunk's edges over its thread groups and leaves one
-// partial sum per entry in the workspace; the segment's thread group then walks its edges
-// before the first cut and adds the partials in chunk order. So no thread group walks more than
-// a chunk of edges, whatever the degrees. Every gradient entry is written by one lane, summing
-// in an order fixed by the graph and the chunk length alone: no atomics, and results bitwise
-// reproducible whatever the team size.
+// one access, and an edge's ids and workspace values read once per 4 entries). A heavy
+// segment, longer than a chunk, is cut at the multiples of the chunk length in edge position:
+// each chunk after its first cut gets a team of its own (HeavyChunks), which spreads the
+// chunk's edges over its thread groups and leaves one partial sum per entry in the workspace;
+// the segment's thread group then walks its edges before the first cut and adds the partials
+// in chunk order. So no thread group walks more than a chunk of edges, whatever the degrees.
+// Every gradient entry is written by one lane, summing in an order fixed by the graph and the
+// chunk length alone: no atomics, and results bitwise reproducible whatever the team size.
 //
 // A model's gradient functor provides, for each side (AtDestination, AtSource),
 //   width(side)                        entries gathered per (node, head)
@@ -435,7 +435,7 @@ void gathers(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Ex
   // The host knows no column degree: when some column might be heavy, every chunk's team looks.
   gather(exec, plan, "dfgnn::backward_source_chunks", "dfgnn::backward_sources",
          Gather<W, Cols, Mem>{Cols{g.transposed(), g.src(), model}, partials, chunk, p.heads, model.width(AtSource())},
-         g.num_edges() > chunk, 32);
+         g.num_edges() > chunk, detail::kMaxLanes);
 }
 
 template <class Exec, class Score, class Model>

@@ -26,12 +26,15 @@ class Plan;
 }
 
 namespace detail {
-/// Vector lanes of a thread group spanning `width` entries: the next power of two, at most 32
-/// and at most what the team policy allows.
+/// Lanes of a thread group at most (a CUDA warp).
+inline constexpr int kMaxLanes = 32;
+
+/// Vector lanes of a thread group spanning `width` entries: the next power of two, at most
+/// kMaxLanes and at most what the team policy allows.
 template <class Policy>
 int vector_lanes(int width) {
   int lanes = 1;
-  while (lanes < width && lanes < Policy::vector_length_max() && lanes < 32) lanes *= 2;
+  while (lanes < width && lanes < Policy::vector_length_max() && lanes < kMaxLanes) lanes *= 2;
   return lanes;
 }
 }  // namespace detail
@@ -54,7 +57,7 @@ class Plan {
     Kokkos::View<const node_t*, memory_space> team_rows;  ///< SMMF row partition [T+1]
     Kokkos::View<float*, memory_space> scores;     ///< PMF / Unfused scores [E*H]
     int online_lanes = 1;  ///< Online: lanes per thread group, over groups of 4 features when D % 4 == 0
-    int row_walk_lanes = 32;  ///< backward: lanes per thread group of the destination walk at most
+    int row_walk_lanes = detail::kMaxLanes;  ///< backward: lanes per thread group of the destination walk at most
     edge_t split = 0;  ///< Online: rows above this many edges run as pieces
     Kokkos::View<const RowPiece*, memory_space> pieces;     ///< Online: the split rows' pieces
     Kokkos::View<const SplitRow*, memory_space> split_rows;  ///< Online: which pieces merge
@@ -160,8 +163,9 @@ class Plan {
   // rmat-s17-d64 up to 21% slower: a group then walks its row 4x as long, and with uneven degrees
   // the long rows finish last (docs/backward.md). So 8 on even degrees where Online takes 8.
   int row_walk_lanes(int concurrency) const {
+    if (!narrow_fits(concurrency)) return detail::kMaxLanes;  // no pass over the degrees then
     const bool even = !whole_degrees(graph_.host().row_ptr, std::numeric_limits<edge_t>::max()).uneven();
-    return even && narrow_fits(concurrency) ? kNarrowLanes : 32;
+    return even ? kNarrowLanes : detail::kMaxLanes;
   }
 
   // Whether 8-lane groups suit D (D % 4 == 0, at most 128) and the graph's (row, head) units
