@@ -59,11 +59,9 @@ template <class... Traits, class Exec, class Body>
 void launch_rows(const Exec& exec, const char* name, node_t num_rows, int heads, int lanes, const Body& body) {
   if (num_rows == 0) return;
   RowHeads<Exec, Body> f{num_rows, heads, 1, body};
-  const int limit =
-      Kokkos::TeamPolicy<Exec, Traits...>(exec, 1, 1, lanes).team_size_max(f, Kokkos::ParallelForTag());
-  const int groups = std::max(1, std::min(256 / lanes, limit));
+  const int groups = team_size_for<Traits...>(exec, 256 / lanes, lanes, f);
   f.rows = std::max(1, groups / heads);
-  launch<Traits...>(exec, name, int((num_rows + f.rows - 1) / f.rows), groups, lanes, f);
+  launch_sized<Traits...>(exec, name, int((num_rows + f.rows - 1) / f.rows), groups, lanes, f);
 }
 
 /// body over every (row, head) of the plan's graph, thread groups of the plan's vector length.

@@ -194,17 +194,34 @@ KOKKOS_INLINE_FUNCTION float edge_score(const Member& team, const Score& score,
   return p.scaled(score.finish(acc, v, u, h), e, h);
 }
 
+/// `team_size` clamped to what the backend allows for this functor at this vector length.
+/// Traits: further TeamPolicy properties (LaunchBounds), as the launch will have them.
+template <class... Traits, class Exec, class Functor>
+int team_size_for(const Exec& exec, int team_size, int vector_length, const Functor& f) {
+  const int limit =
+      Kokkos::TeamPolicy<Exec, Traits...>(exec, 1, 1, vector_length).team_size_max(f, Kokkos::ParallelForTag());
+  return std::max(1, std::min(team_size, limit));
+}
+
+/// Launches `f` over `league` teams of `team_size` threads, a size the backend allows
+/// (team_size_for).
+template <class... Traits, class Exec, class Functor>
+void launch_sized(const Exec& exec, const char* name, int league, int team_size, int vector_length,
+                  const Functor& f, std::size_t scratch_bytes = 0) {
+  if (league == 0) return;
+  Kokkos::TeamPolicy<Exec, Traits...> p(exec, league, team_size, vector_length);
+  if (scratch_bytes) p = p.set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
+  Kokkos::parallel_for(name, p, f);
+}
+
 /// Launches `f` over `league` teams with the plan's geometry, clamping the team size to what
-/// the backend allows for this functor. Traits: further TeamPolicy properties (LaunchBounds).
+/// the backend allows for this functor.
 template <class... Traits, class Exec, class Functor>
 void launch(const Exec& exec, const char* name, int league, int team_size, int vector_length,
             const Functor& f, std::size_t scratch_bytes = 0) {
   if (league == 0) return;
-  using policy = Kokkos::TeamPolicy<Exec, Traits...>;
-  const int limit = policy(exec, league, 1, vector_length).team_size_max(f, Kokkos::ParallelForTag());
-  policy p(exec, league, std::max(1, std::min(team_size, limit)), vector_length);
-  if (scratch_bytes) p = p.set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
-  Kokkos::parallel_for(name, p, f);
+  launch_sized<Traits...>(exec, name, league, team_size_for<Traits...>(exec, team_size, vector_length, f),
+                          vector_length, f, scratch_bytes);
 }
 
 }  // namespace dfgnn::kokkos_impl
