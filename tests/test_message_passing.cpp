@@ -121,7 +121,9 @@ using SpmmParam = std::tuple<Message, Reduce>;
 class MessageRefSpmm : public ::testing::TestWithParam<SpmmParam> {};
 
 TEST_P(MessageRefSpmm, BackwardMatchesFiniteDifferences) {
-  const auto [m, r] = GetParam();
+  // Not a structured binding: the loss lambda captures them (C++20 for bindings).
+  const Message m = std::get<0>(GetParam());
+  const Reduce r = std::get<1>(GetParam());
   const int H = 2, D = 3;
   for (const HostGraph& g : small_graphs())
     for (const test::Broadcast& b : test::broadcasts()) {
