@@ -84,11 +84,11 @@ inline unsigned blocks_for(std::int64_t threads, int block) {
   return unsigned(std::max<std::int64_t>(1, (threads + block - 1) / block));
 }
 
-/// Dense (GT only) needs 16-byte aligned tensors, i.e. the 16-byte tile (its D is a multiple of
-/// 32); returns false, and launches nothing, for the others.
+/// Dense (GT, AGNN, GAT) needs 16-byte aligned tensors, i.e. the 16-byte tile (its D is a
+/// multiple of 32); returns false, and launches nothing, for the others.
 template <class S, class T>
 bool dense(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScale& w, const Train& tr, float* out) {
-  constexpr bool kRuns = std::is_same_v<S, GTScore> && T::VEC == 4;
+  constexpr bool kRuns = !std::is_same_v<S, GATv2Score> && T::VEC == 4;
   if constexpr (kRuns) launch_dense(st, p.dense, sc, w, tr, p.graph.row_ptr, p.heads, p.dim, out);
   return kRuns;
 }

@@ -1,5 +1,5 @@
-// Dense launches (dense.cuh). The kernels live in this one translation unit, so that the plan's
-// occupancy query and the launches see the same instantiations.
+// Dense launches (dense.cuh). The kernels of the three scores live in this one translation unit,
+// so that the plan's occupancy query and the launches see the same instantiations.
 #include "dense.cuh"
 
 #include <type_traits>
@@ -15,38 +15,48 @@ void with_bucket(int b, F&& f) {
   f(std::integral_constant<int, kDenseWarps[2]>{});
 }
 
+/// Calls f(S{}) with the score type of `kind` (GT, AGNN or GAT).
+template <class F>
+void with_score(ScoreKind kind, F&& f) {
+  if (kind == ScoreKind::GT) return f(GTScore{});
+  if (kind == ScoreKind::AGNN) return f(AGNNScore{});
+  f(GATScore{});
+}
+
 }  // namespace
 
-bool dense_shared_region(int b, int max_nodes, int H, int D, std::size_t optin) {
+bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std::size_t optin) {
   bool shared = true;
-  with_bucket(b, [&](auto warps) {
-    constexpr auto kernel = dense_kernel<warps, false>;
-    const auto blocks_per_sm = [&](bool one) {
-      const std::size_t bytes = dense_smem_bytes(max_nodes, H, D, one);
-      if (bytes > optin) return 0;
-      allow_smem<kernel>(bytes);  // the occupancy API counts only what the kernel may ask for
-      int blocks = 0;
-      DFGNN_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * kWarp, bytes));
-      return blocks;
-    };
-    const int two = blocks_per_sm(false);
-    shared = two == 0 || blocks_per_sm(true) > two;
+  with_score(kind, [&](auto score) {
+    with_bucket(b, [&](auto warps) {
+      constexpr auto kernel = dense_kernel<decltype(score), warps, false>;
+      const auto blocks_per_sm = [&](bool one) {
+        const std::size_t bytes = dense_smem_bytes(kind, max_nodes, H, D, one);
+        if (bytes > optin) return 0;
+        allow_smem<kernel>(bytes);  // the occupancy API counts only what the kernel may ask for
+        int blocks = 0;
+        DFGNN_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, warps * kWarp, bytes));
+        return blocks;
+      };
+      const int two = blocks_per_sm(false);
+      shared = two == 0 || blocks_per_sm(true) > two;
+    });
   });
   return shared;
 }
 
-void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const EdgeScale& w, const Train& tr,
+template <class S>
+void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScale& w, const Train& tr,
                   const edge_t* row_ptr, int H, int D, float* out) {
   const bool edge_wise = dense_edge_wise(w, tr);
   bool first = true;  // the buckets after the first run as dependents (dense.cuh)
   for (int b = kDenseBuckets - 1; b >= 0; --b) {  // largest graphs first: the long blocks start early
     const DenseBucket& k = d.bucket[b];
     if (k.count == 0) continue;
-    const DenseArgs a{sc.q,   sc.key,   sc.value,        out,     sc.scale * 1.4426950408889634f, H, D,
-                      d.graphs, k.graphs, k.shared_region, row_ptr, w,                               tr};
+    const DenseArgs<S> a{sc, out, H, D, d.graphs, k.graphs, k.shared_region, row_ptr, w, tr};
     with_bucket(b, [&](auto warps) {
       const auto run = [&](auto wise) {
-        constexpr auto kernel = dense_kernel<warps, wise>;
+        constexpr auto kernel = dense_kernel<S, warps, wise>;
         allow_smem<kernel>(k.smem);
         if (first)
           kernel<<<k.count, warps * kWarp, k.smem, st>>>(a);
@@ -61,5 +71,13 @@ void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const 
     });
   }
 }
+
+#define DFGNN_DENSE(S)                                                                                         \
+  template void launch_dense<S>(cudaStream_t, const DenseData&, const S&, const EdgeScale&, const Train&, \
+                                const edge_t*, int, int, float*);
+DFGNN_DENSE(GTScore)
+DFGNN_DENSE(AGNNScore)
+DFGNN_DENSE(GATScore)
+#undef DFGNN_DENSE
 
 }  // namespace dfgnn::cuda::detail

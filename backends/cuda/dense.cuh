@@ -1,11 +1,12 @@
 #pragma once
-// Dense (GT only): batched small graphs computed like attention on a dense block, on tensor
-// cores. A block takes one graph of n <= 16 * WARPS nodes; warp w owns destination rows
-// 16w..16w+15. S = scale * Q K^T for all (row, node) pairs with mma.sync m16n8k8 TF32, masked
-// by the graph's adjacency bitmask, row softmax in registers, O = P V with mma.sync, written
-// out. Every K and V row is read from shared memory by all warps at once through tensor-core
-// fragments instead of once per edge, and the 41%-dense PATTERN graphs waste less than they
-// reuse.
+// Dense (GT, AGNN, GAT): batched small graphs computed like attention on a dense block, on
+// tensor cores. A block takes one graph of n <= 16 * WARPS nodes; warp w owns destination rows
+// 16w..16w+15. The scores of all (row, node) pairs: GT's scale * Q K^T and AGNN's cosine (X
+// times X with its staged rows scaled to unit norm, times beta / |X_v|) with mma.sync m16n8k8
+// TF32, GAT's LeakyReLU(el[u] + er[v]) from the two vectors; masked by the graph's adjacency
+// bitmask, row softmax in registers, O = P V with mma.sync, written out. Every K and V row is
+// read from shared memory by all warps at once through tensor-core fragments instead of once
+// per edge, and the 41%-dense PATTERN graphs waste less than they reuse.
 //
 // Accuracy: each fp32 operand is split as x = hi + lo (hi = x truncated to tf32, lo = x - hi)
 // and a*b = hi_a*hi_b (a tf32 MMA) + x_a*lo_b + lo_a*hi_b (one bf16 MMA over both cross terms,
@@ -122,6 +123,11 @@ __host__ __device__ constexpr int dense_value_stride(int cols) { return (cols + 
 inline constexpr int kDenseMaxNodes = 192;
 /// Edges of one row at most: `first` and `order` hold 16-bit offsets within a row.
 inline constexpr int kDenseMaxDegree = 65535;
+/// Widest AGNN head Dense takes. The tensor cores truncate the fp32 sum at each MMA, so a sum of
+/// terms of one sign drifts by up to ~2^-23 per k-step: AGNN's self loop, |X_v|^2 / |X_v|^2,
+/// came out 1.5e-5 low at D = 512 (max relative error of the output 1.0e-5 at beta = 3, Online
+/// 2e-7), 5.5e-6 at 256 (H100, perf/results/20261124-h100-dense-scores/).
+inline constexpr int kDenseMaxCosineDim = 256;
 /// Warp counts of the instantiated kernels: graph bucket b takes n <= 16 * kDenseWarps[b].
 inline constexpr int kDenseWarps[] = {4, 8, 12};
 inline constexpr int kDenseBuckets = 3;
@@ -143,17 +149,30 @@ inline constexpr int kDenseTileGroup = WARPS >= 12 ? 2 : 4;
 template <int WARPS>
 inline constexpr int kDenseMinBlocks = WARPS <= 4 ? 4 : WARPS <= 8 ? 2 : 1;
 
-/// Shared memory of a block for graphs of up to max_nodes nodes: `shared_region` stages K and
-/// V of one head after the other in one region (half the memory, two blocks per SM); otherwise
-/// K and V of all heads are resident in two regions from the start (V's copy overlaps S). The
-/// adjacency bitmask follows.
-inline std::size_t dense_smem_bytes(int max_nodes, int H, int D, bool shared_region) {
+/// What a score stages besides V and the adjacency: K for S = Q K^T (GT; AGNN, whose Q, K and
+/// V are X), none for GAT (S from el and er, read from global memory); AGNN also keeps the
+/// inverse norms of the graph's rows, which its cosine divides by.
+__host__ __device__ constexpr bool dense_stages_keys(ScoreKind kind) { return kind != ScoreKind::GAT; }
+__host__ __device__ constexpr bool dense_keeps_norms(ScoreKind kind) { return kind == ScoreKind::AGNN; }
+template <class S>
+inline constexpr ScoreKind kDenseKind = std::is_same_v<S, GTScore>     ? ScoreKind::GT
+                                        : std::is_same_v<S, AGNNScore> ? ScoreKind::AGNN
+                                                                       : ScoreKind::GAT;
+
+/// Floats per staged row: `shared_region` stages K and V of one head after the other in one
+/// region (half the memory, two blocks per SM); otherwise K and V of all heads are resident in
+/// two regions from the start (V's copy overlaps S).
+__host__ __device__ constexpr int dense_row_floats(bool keys, int H, int D, bool shared_region) {
+  const int ks = dense_key_stride(shared_region ? D : H * D), vs = dense_value_stride(shared_region ? D : H * D);
+  return !keys ? vs : shared_region ? (ks > vs ? ks : vs) : ks + vs;
+}
+
+/// Shared memory of a block for graphs of up to max_nodes nodes: the staged rows, then the
+/// adjacency bitmask, then (AGNN) the inverse norms.
+inline std::size_t dense_smem_bytes(ScoreKind kind, int max_nodes, int H, int D, bool shared_region) {
   const std::size_t rows = (max_nodes + 7) / 8 * 8, mask = rows * ((max_nodes + 31) / 32) * 4;
-  if (shared_region) {
-    const int s = dense_key_stride(D) > dense_value_stride(D) ? dense_key_stride(D) : dense_value_stride(D);
-    return rows * s * 4 + mask;
-  }
-  return rows * (dense_key_stride(H * D) + dense_value_stride(H * D)) * 4 + mask;
+  return rows * dense_row_floats(dense_stages_keys(kind), H, D, shared_region) * 4 + mask +
+         (dense_keeps_norms(kind) ? rows * 4 : 0);
 }
 
 /// The batch as Dense reads it (device arrays owned by the plan).
@@ -181,12 +200,10 @@ struct DenseData {
   DenseBucket bucket[kDenseBuckets];
 };
 
+template <class S>
 struct DenseArgs {
-  const float* q;
-  const float* k;
-  const float* v;
+  S sc;  ///< GTScore, AGNNScore or GATScore (score.cuh)
   float* out;
-  float scale_log2;  ///< score scale * log2(e): the softmax runs in base 2
   int H, D;
   DenseGraphs batch;
   const int* graphs;  ///< graph ids of this launch (one bucket)
@@ -213,14 +230,16 @@ __device__ __forceinline__ void dense_stage(float* dst, int stride, const float*
 }
 
 // ---------------------------------------------------------------------------------------------
-// Kernel (GT score)
+// Kernel
 
 /// kEdgeWise: edge values or dropout, so every (row, key) pair goes through its CSR edges.
-template <int WARPS, bool kEdgeWise>
-__global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_kernel(DenseArgs a) {
+template <class S, int WARPS, bool kEdgeWise>
+__global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_kernel(DenseArgs<S> a) {
   constexpr int NKT = 2 * WARPS;     // key tiles of 8 (graphs of at most 16 * WARPS nodes)
   constexpr int MW = (NKT + 3) / 4;  // mask words per row
   constexpr int TG = kDenseTileGroup<WARPS>;
+  constexpr bool kKeys = dense_stages_keys(kDenseKind<S>), kCosine = dense_keeps_norms(kDenseKind<S>);
+  constexpr float kLog2e = 1.4426950408889634f;  // the softmax runs in base 2
   extern __shared__ float4 dense_smem4[];
   float* smem = reinterpret_cast<float*>(dense_smem4);
   allow_dependents();  // the next bucket's blocks may take the SMs this bucket's tail frees
@@ -244,86 +263,148 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
   const bool shared_region = a.shared_region;
   const int ks = dense_key_stride(shared_region ? D : HD), vs = dense_value_stride(shared_region ? D : HD);
   float* kbuf = smem;
-  float* vbuf = shared_region ? smem : smem + pad * ks;
-  // The adjacency rows (n x nw words, bit u of word u/32) go behind the feature regions, in the
-  // first copy group; kept out of registers until the softmax.
+  float* vbuf = shared_region || !kKeys ? smem : smem + pad * ks;
+  // The adjacency rows (n x nw words, bit u of word u/32) go behind the feature regions, in a
+  // copy group of their own; kept out of registers until the softmax. AGNN's inverse row norms
+  // follow.
   const int nw = (n + 31) / 32;
-  std::uint32_t* mbuf =
-      reinterpret_cast<std::uint32_t*>(smem + (shared_region ? pad * (ks > vs ? ks : vs) : pad * (ks + vs)));
+  std::uint32_t* mbuf = reinterpret_cast<std::uint32_t*>(smem + pad * dense_row_floats(kKeys, H, D, shared_region));
+  float* inv_norm = reinterpret_cast<float*>(mbuf + pad * nw);
   {
     const std::uint32_t* mg = a.batch.mask + a.batch.mask_off[gid];
     for (int i = threadIdx.x; i < n * nw; i += blockDim.x) {
       const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(mbuf + i));
       asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(d), "l"(mg + i) : "memory");
     }
+    cp_async_commit();
   }
   if (!shared_region) {  // K then V of every head, two groups: S waits for K only
-    dense_stage(kbuf, ks, a.k, HD, 0, HD, n0, n, pad);
-    cp_async_commit();
-    dense_stage(vbuf, vs, a.v, HD, 0, HD, n0, n, pad);
+    if constexpr (kKeys) {
+      dense_stage(kbuf, ks, a.sc.key, HD, 0, HD, n0, n, pad);
+      cp_async_commit();
+    }
+    dense_stage(vbuf, vs, a.sc.value, HD, 0, HD, n0, n, pad);
     cp_async_commit();
   }
 
+  const float* q = a.sc.key;  // AGNN: X
+  if constexpr (std::is_same_v<S, GTScore>) q = a.sc.q;
   auto load_q = [&](int r, int col) {
-    return r < n ? __ldg(reinterpret_cast<const float4*>(a.q + (std::size_t(n0) + r) * HD + col))
+    return r < n ? __ldg(reinterpret_cast<const float4*>(q + (std::size_t(n0) + r) * HD + col))
                  : make_float4(0.f, 0.f, 0.f, 0.f);
   };
 
   for (int h = 0; h < H; ++h) {
     const int soff = shared_region ? 0 : h * D;  // head's column in the staged rows
-    if (shared_region) {
-      dense_stage(kbuf, ks, a.k, HD, h * D, D, n0, n, pad);
+    if (shared_region) {  // K now and V after S, into the same region; GAT: V now, under its scores
+      if constexpr (kKeys)
+        dense_stage(kbuf, ks, a.sc.key, HD, h * D, D, n0, n, pad);
+      else
+        dense_stage(vbuf, vs, a.sc.value, HD, h * D, D, n0, n, pad);
       cp_async_commit();
     }
-    // First Q block in flight while the keys arrive.
-    float4 qa = load_q(row[0], h * D + 4 * t), qb = load_q(row[1], h * D + 4 * t);
-    if (shared_region || h == 0) {
-      if (shared_region)
-        cp_async_wait<0>();
-      else
-        cp_async_wait<1>();
-      __syncthreads();
-    }
 
-    // ---- S = Q K^T over 16-column blocks of d (two k-steps each)
     float s[NKT][4];
 #pragma unroll
     for (int j = 0; j < NKT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-    if (active) {
-      const float* kp = kbuf + g * ks + soff + 4 * t;
-      for (int b = 0; b < D / 16; ++b) {
-        const float4 xa = qa, xb = qb;
-        if (b + 1 < D / 16) qa = load_q(row[0], h * D + 16 * (b + 1) + 4 * t), qb = load_q(row[1], h * D + 16 * (b + 1) + 4 * t);
-        const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
-        const SplitA A0(a0), A1(a1);
-        const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
+    float to_log2[2];  // a row's factor from s to its base-2 score
+    if constexpr (kKeys) {
+      // First Q block in flight while the keys arrive.
+      float4 qa = load_q(row[0], h * D + 4 * t), qb = load_q(row[1], h * D + 4 * t);
+      if (shared_region || h == 0) {
+        if (shared_region)
+          cp_async_wait<0>();
+        else
+          cp_async_wait<1>();
+        __syncthreads();
+      }
+
+      if constexpr (kCosine) {  // each warp scales its rows of the staged X to unit norm (two lanes a row)
+        const int r = 16 * warp + lane / 2;
+        float* xr = kbuf + r * ks + soff + (lane % 2) * (D / 2);
+        float n2 = 0.f;
+        if (r < n)
+          for (int c = 0; c < D / 2; c += 4) {
+            const float4 x = *reinterpret_cast<const float4*>(xr + c);
+            n2 += x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w;
+          }
+        n2 += __shfl_xor_sync(kFull, n2, 1);
+        const float inv = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;  // a zero vector scores 0
+        if (r < n) {
+          for (int c = 0; c < D / 2; c += 4) {
+            float4& x = *reinterpret_cast<float4*>(xr + c);
+            x = make_float4(x.x * inv, x.y * inv, x.z * inv, x.w * inv);
+          }
+          if (lane % 2 == 0) inv_norm[r] = inv;
+        }
+        __syncthreads();
+      }
+
+      // ---- S = Q K^T over 16-column blocks of d (two k-steps each)
+      if (active) {
+        const float* kp = kbuf + g * ks + soff + 4 * t;
+        for (int b = 0; b < D / 16; ++b) {
+          const float4 xa = qa, xb = qb;
+          if (b + 1 < D / 16) qa = load_q(row[0], h * D + 16 * (b + 1) + 4 * t), qb = load_q(row[1], h * D + 16 * (b + 1) + 4 * t);
+          const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
+          const SplitA A0(a0), A1(a1);
+          const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
 #pragma unroll
-        for (int j0 = 0; j0 < NKT; j0 += TG) {
-          if (j0 < nkt) {
-            // TG key tiles at once: their MMAs are independent and interleave.
-            float4 kv[TG];
+          for (int j0 = 0; j0 < NKT; j0 += TG) {
+            if (j0 < nkt) {
+              // TG key tiles at once: their MMAs are independent and interleave.
+              float4 kv[TG];
 #pragma unroll
-            for (int u = 0; u < TG; ++u) {
-              if (j0 + u < nkt) kv[u] = *reinterpret_cast<const float4*>(kq);
-              kq += 8 * ks;
+              for (int u = 0; u < TG; ++u) {
+                if (j0 + u < nkt) kv[u] = *reinterpret_cast<const float4*>(kq);
+                kq += 8 * ks;
+              }
+#pragma unroll
+              for (int term = 0; term < kSplitTerms; ++term)
+#pragma unroll
+                for (int u = 0; u < TG; ++u)
+                  if (j0 + u < nkt) {
+                    const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
+                    mma_term(term, s[j0 + u], A0, SplitB(b0));
+                    mma_term(term, s[j0 + u], A1, SplitB(b1));
+                  }
             }
-#pragma unroll
-            for (int term = 0; term < kSplitTerms; ++term)
-#pragma unroll
-              for (int u = 0; u < TG; ++u)
-                if (j0 + u < nkt) {
-                  const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
-                  mma_term(term, s[j0 + u], A0, SplitB(b0));
-                  mma_term(term, s[j0 + u], A1, SplitB(b1));
-                }
           }
         }
       }
-    }
-    if (shared_region) {  // every warp is done with K: V of this head into the same region
-      __syncthreads();
-      dense_stage(vbuf, vs, a.v, HD, h * D, D, n0, n, pad);
-      cp_async_commit();
+      if (shared_region) {  // every warp is done with K: V of this head into the same region
+        __syncthreads();
+        dense_stage(vbuf, vs, a.sc.value, HD, h * D, D, n0, n, pad);
+        cp_async_commit();
+      }
+      if constexpr (kCosine) {  // S is |X_v| cos(X_v, X_u): the row's own norm goes with beta
+        const float beta = __ldg(a.sc.beta + (a.sc.beta_count == 1 ? 0 : h)) * kLog2e;
+#pragma unroll
+        for (int x = 0; x < 2; ++x) to_log2[x] = row[x] < n ? beta * inv_norm[row[x]] : 0.f;
+      } else {
+        to_log2[0] = to_log2[1] = a.sc.scale * kLog2e;
+      }
+    } else {
+      // ---- GAT: S = LeakyReLU(el[u] + er[v]), while V arrives
+      float er[2];
+#pragma unroll
+      for (int x = 0; x < 2; ++x) er[x] = row[x] < n ? __ldg(a.sc.er + (std::size_t(n0) + row[x]) * H + h) : 0.f;
+      if (active) {
+#pragma unroll
+        for (int j = 0; j < NKT; ++j)
+          if (j < nkt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int u = 8 * j + 2 * t + e;
+              const float el = u < n ? __ldg(a.sc.key + (std::size_t(n0) + u) * H + h) : 0.f;
+              s[j][e] = leaky_relu(el + er[0], a.sc.slope), s[j][2 + e] = leaky_relu(el + er[1], a.sc.slope);
+            }
+      }
+      to_log2[0] = to_log2[1] = kLog2e;
+      if (h == 0) {  // the adjacency (V may still be in flight)
+        cp_async_wait<1>();
+        __syncthreads();
+      }
     }
 
     // ---- masked row softmax in base 2. s[j][i] is row[i / 2], key 8j + 2t + i % 2 (the
@@ -399,7 +480,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
 #pragma unroll
       for (int j = 0; j < NKT; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) xs[4 * j + i] = s[j][i] * a.scale_log2;
+        for (int i = 0; i < 4; ++i) xs[4 * j + i] = s[j][i] * to_log2[i / 2];
 #pragma unroll 1
       for (int q = 0; q < 4 * NKT; ++q) raise(q / 4, q % 4, xs[q]);
       reduce_max();
@@ -413,7 +494,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
 #pragma unroll
       for (int j = 0; j < NKT; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) raise(j, i, s[j][i] *= a.scale_log2);
+        for (int i = 0; i < 4; ++i) raise(j, i, s[j][i] *= to_log2[i / 2]);
       reduce_max();
 #pragma unroll
       for (int j = 0; j < NKT; ++j)
@@ -475,7 +556,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
           }
       }
     }
-    if (shared_region) __syncthreads();  // the next head's K overwrites this V
+    if (shared_region) __syncthreads();  // the next head's K (GAT: V) overwrites this V
   }
   wait_for_previous();  // a bucket launched as a dependent ends after the previous one
 }
@@ -483,14 +564,15 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
 /// Whether bucket b's graphs (up to max_nodes nodes) stage K and V in one region: only when that
 /// fits more blocks on an SM (occupancy API) or two regions exceed `optin` bytes. Raises the
 /// kernels' shared-memory limit (dense.cu).
-bool dense_shared_region(int b, int max_nodes, int H, int D, std::size_t optin);
+bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std::size_t optin);
 
 /// Whether a call needs the edge-wise kernel: it has edge values or dropout.
 inline bool dense_edge_wise(const EdgeScale& w, const Train& tr) { return w.data != nullptr || tr.dropout.rate > 0.f; }
 
 /// Launches the plan's buckets, largest graphs first; the edge-wise kernels when there are edge
 /// values or dropout (dense.cu).
-void launch_dense(cudaStream_t st, const DenseData& d, const GTScore& sc, const EdgeScale& w, const Train& tr,
+template <class S>
+void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScale& w, const Train& tr,
                   const edge_t* row_ptr, int H, int D, float* out);
 
 }  // namespace dfgnn::cuda::detail

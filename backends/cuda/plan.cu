@@ -65,10 +65,10 @@ struct DenseFit {
   int max_nodes[detail::kDenseBuckets] = {};
 };
 
-/// Dense needs the GT score, D % 32 == 0 (S takes d in blocks of 16, PV writes 32-column
-/// chunks), graphs of at most kDenseMaxNodes nodes (the batch `ptr` has no edge between two:
-/// validate, independent_blocks), rows of at most kDenseMaxDegree edges, and each bucket's
-/// largest graph in shared memory with one region.
+/// Dense needs the GT, AGNN (D <= kDenseMaxCosineDim) or GAT score, D % 32 == 0 (S takes d in
+/// blocks of 16, PV writes 32-column chunks), graphs of at most kDenseMaxNodes nodes (the batch
+/// `ptr` has no edge between two: validate, independent_blocks), rows of at most
+/// kDenseMaxDegree edges, and each bucket's largest graph in shared memory with one region.
 /// The cheap checks come first, so that a large graph is turned down without reading its edges.
 DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind kind, int H, int D,
                    std::size_t optin) {
@@ -77,8 +77,11 @@ DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind
     f.why = std::move(why);
     return f;
   };
-  if (kind != ScoreKind::GT) return fail(std::string("computes the GT score only, not ") + to_string(kind));
+  if (kind == ScoreKind::GATv2) return fail("computes the GT, AGNN and GAT scores, not GATv2");
   if (D % 32 != 0) return fail("needs D a multiple of 32, got " + std::to_string(D));
+  if (kind == ScoreKind::AGNN && D > detail::kDenseMaxCosineDim)
+    return fail("computes the AGNN score at D <= " + std::to_string(detail::kDenseMaxCosineDim) + " only, got " +
+                std::to_string(D));
   double squares = 0, graphs = 0;
   for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
     const node_t n = ptr[i + 1] - ptr[i];
@@ -91,7 +94,7 @@ DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind
     squares += double(n) * n, graphs += 1;
   }
   for (const int nodes : f.max_nodes) {
-    const std::size_t bytes = detail::dense_smem_bytes(nodes, H, D, true);
+    const std::size_t bytes = detail::dense_smem_bytes(kind, nodes, H, D, true);
     if (nodes > 0 && bytes > optin)
       return fail("needs " + std::to_string(bytes) + " bytes of shared memory for graphs of " + std::to_string(nodes) +
                   " nodes at D = " + std::to_string(D) + ", the device allows " + std::to_string(optin));
@@ -181,12 +184,14 @@ double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
   return d.uneven() ? d.mean : 0;
 }
 
-/// Auto: Dense by a rule, else Online (docs/cuda.md). The rule comes from GT forwards on the
-/// H100 at eight H x D (perf/results/20261123-h100-auto/): Dense's time over Online's, times the
-/// batch's density (the share of (row, node) pairs that are edges), is 0.26-0.28 at D >= 64 on
-/// both PATTERN-like (~115 nodes, density 0.41) and CLUSTER-like (0.30) batches, and 0.35 at
-/// D = 32, where each head's softmax and staging weigh more against its products: Dense pays
-/// above those densities. On MNIST-like batches (~58 nodes, 0.13) it lost everywhere: the
+/// Auto: Dense by a rule, else Online (docs/cuda.md). Dense's time over Online's, times the
+/// batch's density (the share of (row, node) pairs that are edges), came out the same on
+/// PATTERN-like (~115 nodes, density 0.41) and CLUSTER-like (0.30) batches, within 0.01, for
+/// each score and D (H100 forwards: perf/results/20261123-h100-auto/ for GT at eight H x D,
+/// perf/results/20261124-h100-dense-scores/ for AGNN and GAT at 1x128, 2x64, 4x32): Dense
+/// pays above that product, the bar below. It rises as D falls, since each head's softmax and
+/// staging weigh more against its products, and is highest for GAT, whose Online kernel is the
+/// cheapest (a scalar key). On MNIST-like batches (~58 nodes, 0.13) Dense lost everywhere: the
 /// products of absent pairs and the per-graph staging outweigh the reuse. A plan whose Dense
 /// Auto picked runs Online for calls with edge values or dropout (attention.cuh).
 /// Online was the fastest of the others in all 80 (graph, model, H x D) cases measured there:
@@ -194,11 +199,16 @@ double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
 /// each edge's rows from shared memory with a warp-wide reduction, ran 2x slower on PATTERN.
 /// A cost model between Online and Staged only ever preferred Staged on tiny batches, by one
 /// launch, so it was dropped; Staged stays available explicitly.
-Strategy choose(const DenseFit& dense, int D) {
+Strategy choose(const DenseFit& dense, ScoreKind kind, int D) {
   constexpr double kDenseMeanNodes = 64;
-  const double density = D <= 32 ? 0.35 : 0.27;
-  const bool dense_pays = dense.density >= density && dense.mean_nodes >= kDenseMeanNodes;
-  return dense.why.empty() && dense_pays ? Strategy::Dense : Strategy::Online;
+  //                             D <= 32, 64, above
+  constexpr double kBar[3][3] = {{0.35, 0.27, 0.27},     // GT
+                                 {0.37, 0.29, 0.255},    // AGNN
+                                 {0.48, 0.34, 0.295}};   // GAT
+  if (!dense.why.empty()) return Strategy::Online;  // GATv2 among others
+  const double bar = kBar[int(kind)][D <= 32 ? 0 : D <= 64 ? 1 : 2];
+  const bool dense_pays = dense.density >= bar && dense.mean_nodes >= kDenseMeanNodes;
+  return dense_pays ? Strategy::Dense : Strategy::Online;
 }
 
 /// SMMF partition. Rows of at most `wide` edges are packed in order into blocks of at most
@@ -380,7 +390,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
                              ? dense_fit(g, ptr, kind, heads, dim, p.smem_optin)
                              : DenseFit{};
   if (strategy == Strategy::Auto) {
-    strategy = choose(dense, dim);
+    strategy = choose(dense, kind, dim);
     p.auto_dense = strategy == Strategy::Dense;
   }
   p.strategy = strategy;
@@ -434,9 +444,9 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       for (int b = 0; b < detail::kDenseBuckets; ++b) {
         if (d.bucket[b].empty()) continue;
         const int nodes = dense.max_nodes[b];
-        const bool shared = detail::dense_shared_region(b, nodes, heads, dim, p.smem_optin);
+        const bool shared = detail::dense_shared_region(kind, b, nodes, heads, dim, p.smem_optin);
         p.dense.bucket[b] = {p.upload(d.bucket[b].data(), d.bucket[b].size()), int(d.bucket[b].size()),
-                             detail::dense_smem_bytes(nodes, heads, dim, shared), shared};
+                             detail::dense_smem_bytes(kind, nodes, heads, dim, shared), shared};
       }
       // Online's data for unaligned tensors: whole rows, so no pieces and no merge.
       p.split = std::numeric_limits<edge_t>::max();

@@ -129,7 +129,7 @@ constexpr Strategy kStrategies[] = {Strategy::Auto,   Strategy::SMMF,   Strategy
                                     Strategy::Staged, Strategy::Online, Strategy::Dense};
 
 /// The plan of strategy s, or null where Staged or Dense refuses a graph (Staged: not a batch
-/// of graphs that fit; Dense: that, or not GT with D % 32 == 0; DenseForward checks that it
+/// of graphs that fit; Dense: that, GATv2, or D % 32 != 0; DenseForward checks that it
 /// takes what it should).
 std::unique_ptr<cuda::Plan> make_plan(const HostGraph& g, ScoreKind kind, Shape shape, Strategy s) {
   try {
@@ -545,9 +545,11 @@ TEST(ForwardMisc, WidestRows) {
       {"cuda::attention_backward", "dim 512", "16-byte aligned"});
 }
 
-// Dense on the batches it is for: every shape, edge values, training mode; the plan must take
-// them (the Forward suites skip a refusing Dense).
+// Dense on the batches it is for: every score it computes, every shape, edge values, training
+// mode; the plan must take them (the Forward suites skip a refusing Dense).
 using DenseParam = std::tuple<std::string, Shape>;
+
+constexpr ScoreKind kDenseKinds[] = {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT};
 
 class DenseForward : public ::testing::TestWithParam<DenseParam> {
  protected:
@@ -559,13 +561,18 @@ class DenseForward : public ::testing::TestWithParam<DenseParam> {
 TEST_P(DenseForward, MatchesReference) {
   const auto& [name, shape] = GetParam();
   const HostGraph& g = dense_graphs().at(name);
-  const cuda::Plan plan(g, ScoreKind::GT, shape.H, shape.D, Strategy::Dense);
-  for (int ew : {0, 1, shape.H}) {
-    SCOPED_TRACE("ew " + std::to_string(ew));
-    const Case c(ScoreKind::GT, g, shape, ew, 3000u + unsigned(ew));
-    const auto [a, b] = c.run(plan);
-    EXPECT_LT(max_relative_error(a.out.data(), c.reference()), 1e-5);
-    expect_same(a.out, b.out);
+  for (ScoreKind kind : kDenseKinds) {
+    const cuda::Plan plan(g, kind, shape.H, shape.D, Strategy::Dense);
+    for (int ew : {0, 1, shape.H}) {
+      SCOPED_TRACE(std::string(to_string(kind)) + ", ew " + std::to_string(ew));
+      Case c(kind, g, shape, ew, 3000u + unsigned(ew));
+      if (kind == ScoreKind::AGNN)  // zero vectors (head 0 of every 5th node) score 0, as keys and as rows
+        for (node_t v = 0; v < g.num_nodes; v += 5)
+          std::fill_n(c.in[0].begin() + std::size_t(v) * shape.H * shape.D, shape.D, 0.f);
+      const auto [a, b] = c.run(plan);
+      EXPECT_LT(max_relative_error(a.out.data(), c.reference()), 1e-5);
+      expect_same(a.out, b.out);
+    }
   }
 }
 
@@ -573,15 +580,17 @@ TEST_P(DenseForward, MatchesReference) {
 TEST_P(DenseForward, TrainingMatchesReference) {
   const auto& [name, shape] = GetParam();
   const HostGraph& g = dense_graphs().at(name);
-  const cuda::Plan plan(g, ScoreKind::GT, shape.H, shape.D, Strategy::Dense);
-  for (const auto& [rate, ew] : {std::pair{0.f, 0}, std::pair{0.3f, 0}, std::pair{0.3f, 1}}) {
-    SCOPED_TRACE("dropout " + std::to_string(rate) + ", ew " + std::to_string(ew));
-    Case c(ScoreKind::GT, g, shape, ew, 4000u + unsigned(ew));
-    c.training = true;
-    c.dropout = {rate, 0x5eed + std::uint64_t(shape.D)};
-    std::vector<double> ref_lse;
-    const std::vector<double> ref = c.reference(&ref_lse);
-    expect_training_matches(c, plan, ref, ref_lse);
+  for (ScoreKind kind : kDenseKinds) {
+    const cuda::Plan plan(g, kind, shape.H, shape.D, Strategy::Dense);
+    for (const auto& [rate, ew] : {std::pair{0.f, 0}, std::pair{0.3f, 0}, std::pair{0.3f, 1}}) {
+      SCOPED_TRACE(std::string(to_string(kind)) + ", dropout " + std::to_string(rate) + ", ew " + std::to_string(ew));
+      Case c(kind, g, shape, ew, 4000u + unsigned(ew));
+      c.training = true;
+      c.dropout = {rate, 0x5eed + std::uint64_t(shape.D)};
+      std::vector<double> ref_lse;
+      const std::vector<double> ref = c.reference(&ref_lse);
+      expect_training_matches(c, plan, ref, ref_lse);
+    }
   }
 }
 
@@ -589,14 +598,17 @@ TEST_P(DenseForward, TrainingMatchesReference) {
 TEST(ForwardPlan, AutoDenseWithDropoutMatchesReference) {
   if (!cuda::device_available()) GTEST_SKIP();
   const HostGraph& g = dense_graphs().at("pattern");
-  const cuda::Plan plan(g, ScoreKind::GT, 1, 128);
-  ASSERT_EQ(plan.strategy(), Strategy::Dense);
-  Case c(ScoreKind::GT, g, {1, 128}, 1, 4100u);
-  c.training = true;
-  c.dropout = {0.3f, 0x5eed};
-  std::vector<double> ref_lse;
-  const std::vector<double> ref = c.reference(&ref_lse);
-  expect_training_matches(c, plan, ref, ref_lse);
+  for (ScoreKind kind : kDenseKinds) {
+    SCOPED_TRACE(to_string(kind));
+    const cuda::Plan plan(g, kind, 1, 128);
+    ASSERT_EQ(plan.strategy(), Strategy::Dense);
+    Case c(kind, g, {1, 128}, 1, 4100u);
+    c.training = true;
+    c.dropout = {0.3f, 0x5eed};
+    std::vector<double> ref_lse;
+    const std::vector<double> ref = c.reference(&ref_lse);
+    expect_training_matches(c, plan, ref, ref_lse);
+  }
 }
 
 std::string dense_param_name(const ::testing::TestParamInfo<DenseParam>& info) {
@@ -616,7 +628,8 @@ TEST(DensePlan, RejectsIneligiblePlans) {
   auto plan = [](const HostGraph& g, ScoreKind kind, int H, int D) {
     return [&g, kind, H, D] { cuda::Plan(g, kind, H, D, Strategy::Dense); };
   };
-  test::expect_error(plan(pattern, ScoreKind::AGNN, 1, 128), {"Dense", "GT score only"});
+  test::expect_error(plan(pattern, ScoreKind::GATv2, 1, 128), {"Dense", "not GATv2"});
+  test::expect_error(plan(graphs().at("empty_rows"), ScoreKind::AGNN, 1, 512), {"Dense", "AGNN", "D <= 256"});
   test::expect_error(plan(pattern, ScoreKind::GT, 1, 48), {"Dense", "multiple of 32"});
   test::expect_error(plan(pattern, ScoreKind::GT, 4, 16), {"Dense", "multiple of 32"});
   test::expect_error(plan(graphs().at("power_law"), ScoreKind::GT, 1, 128), {"at most 192 nodes"});
@@ -667,8 +680,9 @@ TEST(ForwardArgs, RejectsBadArguments) {
   ok(cudaDeviceSynchronize());
 }
 
-// Dense on batches of dense-ish graphs of 64 nodes or more (GT, D % 32 == 0); elsewhere
-// Online, measured fastest on batches and single graphs alike (docs/cuda.md).
+// Dense on batches of dense-ish graphs of 64 nodes or more (GT, AGNN, GAT; D % 32 == 0), by a
+// density bar per score and D; elsewhere Online, measured fastest on batches and single graphs
+// alike (docs/cuda.md).
 TEST(ForwardPlan, AutoPicksDenseOrOnline) {
   if (!cuda::device_available()) GTEST_SKIP();
   const HostGraph pattern = gen::sbm_batch(gen::SbmKind::Pattern, 16);
@@ -680,7 +694,15 @@ TEST(ForwardPlan, AutoPicksDenseOrOnline) {
   EXPECT_EQ(cuda::Plan(cluster, ScoreKind::GT, 2, 64).strategy(), Strategy::Dense);
   EXPECT_EQ(cuda::Plan(cluster, ScoreKind::GT, 4, 32).strategy(), Strategy::Online);
   EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GT, 1, 48).strategy(), Strategy::Online);     // D % 32 != 0: not Staged either
-  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::AGNN, 1, 128).strategy(), Strategy::Online);  // GT only
+  // AGNN and GAT measured as GT, with their own bars (GAT's highest: its Online is the cheapest).
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::AGNN, 1, 128).strategy(), Strategy::Dense);
+  EXPECT_EQ(cuda::Plan(cluster, ScoreKind::AGNN, 2, 64).strategy(), Strategy::Dense);
+  EXPECT_EQ(cuda::Plan(cluster, ScoreKind::AGNN, 4, 32).strategy(), Strategy::Online);
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GAT, 1, 128).strategy(), Strategy::Dense);
+  EXPECT_EQ(cuda::Plan(cluster, ScoreKind::GAT, 1, 128).strategy(), Strategy::Dense);
+  EXPECT_EQ(cuda::Plan(cluster, ScoreKind::GAT, 2, 64).strategy(), Strategy::Online);
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GAT, 4, 32).strategy(), Strategy::Online);
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GATv2, 1, 128).strategy(), Strategy::Online);  // not Dense's
   EXPECT_EQ(cuda::Plan(gen::knn_batch(16), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);  // 57 nodes, 13%
   EXPECT_EQ(cuda::Plan(graphs().at("batch64"), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);
   EXPECT_EQ(cuda::Plan(graphs().at("power_law"), ScoreKind::GAT, 4, 32).strategy(), Strategy::Online);
