@@ -205,6 +205,7 @@ Strategy choose(const DenseFit& dense, ScoreKind kind, int D) {
   constexpr double kBar[3][3] = {{0.35, 0.27, 0.27},     // GT
                                  {0.37, 0.29, 0.255},    // AGNN
                                  {0.48, 0.34, 0.295}};   // GAT
+  static_assert(int(ScoreKind::GT) == 0 && int(ScoreKind::AGNN) == 1 && int(ScoreKind::GAT) == 2, "kBar's rows");
   if (!dense.why.empty()) return Strategy::Online;  // GATv2 among others
   const double bar = kBar[int(kind)][D <= 32 ? 0 : D <= 64 ? 1 : 2];
   const bool dense_pays = dense.density >= bar && dense.mean_nodes >= kDenseMeanNodes;

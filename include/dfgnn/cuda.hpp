@@ -51,9 +51,10 @@ bool device_available();
 /// Online, Staged and Dense are CUDA-native only. Staged and Dense need a batch
 /// (HostGraph::graph_ptr, or independent_blocks of the graph) whose graphs have no edges between
 /// them; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
-/// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the graph cannot run
-/// throws Error naming the reason; Auto only picks what can run (and where it picked Dense, runs
-/// calls with edge values or dropout through Online, the faster kernel for them).
+/// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy
+/// the graph cannot run throws Error naming the reason; Auto only picks what can run (and where
+/// it picked Dense, runs calls with edge values or dropout through Online, the faster kernel for
+/// them).
 /// D up to 256, or up to 512 when a multiple of 4 (a call with D > 256 needs 16-byte aligned
 /// tensors, and throws Error otherwise).
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
