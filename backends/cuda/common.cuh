@@ -144,13 +144,14 @@ __device__ __forceinline__ float warp_max(float x) {
 
 __device__ __forceinline__ float warp_sum(float x) { return group_sum<kWarp>(x); }
 
-/// e^x by one ex2 (no denormal handling: results under 2^-126 flush to 0, irrelevant in a
-/// softmax sum); __expf spends three more instructions on denormals.
-__device__ __forceinline__ float fast_exp(float x) {
+/// 2^x by one ex2 (no denormal handling: results under 2^-126 flush to 0, irrelevant in a
+/// softmax sum); exp2f and __expf spend more instructions on denormals.
+__device__ __forceinline__ float fast_exp2(float x) {
   float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+__device__ __forceinline__ float fast_exp(float x) { return fast_exp2(x * 1.4426950408889634f); }
 
 /// Online-softmax pair (running max, sum of exp(score - max)) of one lane, merged across the
 /// warp; an empty pair is (-inf, 0).

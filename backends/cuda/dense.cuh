@@ -437,10 +437,11 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
     };
 
     float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-    // Pass 1 for pair (j, i) with base-2 score x: the row's max (of x * w with edge values).
+    // Edge-wise pass 1 for pair (j, i) with base-2 score x: the row's max (of x * w with edge
+    // values).
     auto raise = [&](int j, int i, float x) {
       float& top = mx[i / 2];
-      if (kEdgeWise && a.w.data != nullptr)
+      if (a.w.data != nullptr)
         for_edges(j, i, [&](edge_t e) { top = fmaxf(top, x * a.w(e, h)); });
       else if (edge(j, i))
         top = fmaxf(top, x);
@@ -450,27 +451,17 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
       for (int x = 0; x < 2; ++x)
         mx[x] = fmaxf(mx[x], __shfl_xor_sync(kFull, mx[x], 1)), mx[x] = fmaxf(mx[x], __shfl_xor_sync(kFull, mx[x], 2));
     };
-    // Pass 2: the pair's unnormalised probability; l sums the undropped exponentials, the
-    // probability has the dropout factors.
+    // Edge-wise pass 2: the pair's unnormalised probability; l sums the undropped
+    // exponentials, the probability has the dropout factors.
     auto weigh = [&](int j, int i, float x) {
       const float top = mx[i / 2];
-      float p = 0.f;
-      if (kEdgeWise) {
-        float sum = 0.f;
-        for_edges(j, i, [&](edge_t e) {
-          const float y = exp2f(x * a.w(e, h) - top);
-          sum += y;
-          p += y * a.tr.keep(e, h);
-        });
-        l[i / 2] += sum;
-      } else if (edge(j, i)) {  // a select, not a product: a masked or padded score may be anything
-        p = exp2f(x - top);
-        if (foff >= 0) {  // duplicate edges: weight by multiplicity (rare path)
-          const std::uint16_t* fr = first(j, i);
-          p *= float(fr[1] - fr[0]);
-        }
-        l[i / 2] += p;
-      }
+      float p = 0.f, sum = 0.f;
+      for_edges(j, i, [&](edge_t e) {
+        const float y = fast_exp2(x * a.w(e, h) - top);
+        sum += y;
+        p += y * a.tr.keep(e, h);
+      });
+      l[i / 2] += sum;
       return p;
     };
     if constexpr (kEdgeWise) {
@@ -490,16 +481,39 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
       for (int j = 0; j < NKT; ++j)
 #pragma unroll
         for (int i = 0; i < 4; ++i) s[j][i] = xs[4 * j + i];
-    } else {
+    } else if (active) {  // an idle warp's rows have no edges (mx -inf, l 0) and PV skips it
+      // The mask is tested once: a masked or padded pair's score (which may be anything) becomes
+      // -inf, so that neither the max nor the exponentials select. The words are shifted to the
+      // lane's first key, so that every test is at a constant bit.
+      std::uint32_t ms[2][MW];
+#pragma unroll
+      for (int x = 0; x < 2; ++x)
+#pragma unroll
+        for (int w = 0; w < MW; ++w) ms[x][w] = m[x][w] >> (2 * t);
 #pragma unroll
       for (int j = 0; j < NKT; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) raise(j, i, s[j][i] *= to_log2[i / 2]);
+        for (int i = 0; i < 4; ++i) {
+          const bool on = ((ms[i / 2][j / 4] >> (8 * (j % 4) + i % 2)) & 1u) != 0;
+          s[j][i] = on ? s[j][i] * to_log2[i / 2] : -INFINITY;
+          mx[i / 2] = fmaxf(mx[i / 2], s[j][i]);
+        }
       reduce_max();
+      float top[2];  // a row without edges: every exponential is 2^-inf = 0
+#pragma unroll
+      for (int x = 0; x < 2; ++x) top[x] = mx[x] == -INFINITY ? 0.f : mx[x];
 #pragma unroll
       for (int j = 0; j < NKT; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) s[j][i] = weigh(j, i, s[j][i]);
+        for (int i = 0; i < 4; ++i) {
+          float p = fast_exp2(s[j][i] - top[i / 2]);
+          if (foff >= 0 && edge(j, i)) {  // duplicate edges: weight by multiplicity (rare path)
+            const std::uint16_t* fr = first(j, i);
+            p *= float(fr[1] - fr[0]);
+          }
+          l[i / 2] += p;
+          s[j][i] = p;
+        }
     }
     float inv[2];
 #pragma unroll
