@@ -187,9 +187,8 @@ double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
 /// Auto: Dense by a rule, else Online (docs/cuda.md). Dense's time over Online's, times the
 /// batch's density (the share of (row, node) pairs that are edges), came out the same on
 /// PATTERN-like (~115 nodes, density 0.41) and CLUSTER-like (0.30) batches, within 0.01, for
-/// each score and D (H100 forwards: perf/results/20261123-h100-auto/ for GT at eight H x D,
-/// perf/results/20261124-h100-dense-scores/ for AGNN and GAT at 1x128, 2x64, 4x32): Dense
-/// pays above that product, the bar below. It rises as D falls, since each head's softmax and
+/// each score and D (H100 forwards at 1x128, 2x64, 4x32; the Dense of the mask tested once,
+/// perf/results/20261124-h100-dense-softmax/): Dense pays above that product, the bar below. It rises as D falls, since each head's softmax and
 /// staging weigh more against its products, and is highest for GAT, whose Online kernel is the
 /// cheapest (a scalar key). On MNIST-like batches (~58 nodes, 0.13) Dense lost everywhere: the
 /// products of absent pairs and the per-graph staging outweigh the reuse. A plan whose Dense
@@ -202,9 +201,9 @@ double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
 Strategy choose(const DenseFit& dense, ScoreKind kind, int D) {
   constexpr double kDenseMeanNodes = 64;
   //                             D <= 32, 64, above
-  constexpr double kBar[3][3] = {{0.35, 0.27, 0.27},     // GT
-                                 {0.37, 0.29, 0.255},    // AGNN
-                                 {0.48, 0.34, 0.295}};   // GAT
+  constexpr double kBar[3][3] = {{0.26, 0.225, 0.225},   // GT
+                                 {0.29, 0.25, 0.23},     // AGNN
+                                 {0.355, 0.27, 0.25}};   // GAT
   static_assert(int(ScoreKind::GT) == 0 && int(ScoreKind::AGNN) == 1 && int(ScoreKind::GAT) == 2, "kBar's rows");
   if (!dense.why.empty()) return Strategy::Online;  // GATv2 among others
   const double bar = kBar[int(kind)][D <= 32 ? 0 : D <= 64 ? 1 : 2];
