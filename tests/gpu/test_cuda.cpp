@@ -690,7 +690,7 @@ TEST(ForwardPlan, AutoPicksDenseOrOnline) {
   if (!cuda::device_available()) GTEST_SKIP();
   const HostGraph pattern = gen::sbm_batch(gen::SbmKind::Pattern, 16);
   EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GT, 1, 128).strategy(), Strategy::Dense);
-  EXPECT_EQ(cuda::Plan(gen::sbm_batch(gen::SbmKind::Pattern, 16), ScoreKind::GT, 4, 32).strategy(), Strategy::Dense);
+  EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GT, 4, 32).strategy(), Strategy::Dense);
   // CLUSTER-like (30% dense): Dense measured faster for GT at every D.
   const HostGraph cluster = gen::sbm_batch(gen::SbmKind::Cluster, 16);
   EXPECT_EQ(cuda::Plan(cluster, ScoreKind::GT, 1, 128).strategy(), Strategy::Dense);
