@@ -181,7 +181,7 @@ struct GroupWork {
 
 /// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates.
 template <class S, class T, bool kDrop, bool kExact>
-__global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
+__global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T>)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
   allow_dependents();  // the merge of split rows, else step 2, may get resident

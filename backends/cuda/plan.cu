@@ -191,9 +191,9 @@ double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
 /// once, perf/results/20261124-h100-dense-softmax/): Dense pays above that product, the bar
 /// below. It rises as D falls, since each head's softmax and staging weigh more against its
 /// products, and is highest for GAT, whose Online kernel is the cheapest (a scalar key). On
-/// MNIST-like batches (~57 nodes, 0.13) Dense lost but for GT at D = 64 (1x64, 2x64: 0.91-0.92x
-/// Online since its predicated tiles, left to Online by the 64-node mean): the products of
-/// absent pairs and the per-graph staging outweigh the reuse. A plan whose Dense Auto picked
+/// MNIST-like batches (~57 nodes, 0.13) Dense lost at all nine H x D measured (GT 2x64 1.17x
+/// Online): the products of absent pairs and the per-graph staging outweigh the reuse, and
+/// the 64-node mean keeps such batches on Online. A plan whose Dense Auto picked
 /// runs Online for calls with edge values or dropout (attention.cuh). Online was the fastest of
 /// the others in all 80 (graph, model, H x D) cases of perf/results/20261123-h100-auto/:
 /// SMMF, PMF and Unfused move a superset of its bytes in more launches, and Staged, which reads

@@ -705,7 +705,9 @@ TEST(ForwardPlan, AutoPicksDenseOrOnline) {
   EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GAT, 4, 32).strategy(), Strategy::Dense);
   EXPECT_EQ(cuda::Plan(cluster, ScoreKind::GAT, 4, 32).strategy(), Strategy::Online);  // Dense 1.17x Online
   EXPECT_EQ(cuda::Plan(pattern, ScoreKind::GATv2, 1, 128).strategy(), Strategy::Online);  // not Dense's
-  EXPECT_EQ(cuda::Plan(gen::knn_batch(16), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);  // 57 nodes, 13%
+  const HostGraph knn = gen::knn_batch(16);  // MNIST-like: 57 nodes, 13%
+  EXPECT_EQ(cuda::Plan(knn, ScoreKind::GT, 1, 128).strategy(), Strategy::Online);
+  EXPECT_EQ(cuda::Plan(knn, ScoreKind::GT, 2, 64).strategy(), Strategy::Online);  // Dense 1.17x Online
   EXPECT_EQ(cuda::Plan(graphs().at("batch64"), ScoreKind::GT, 1, 128).strategy(), Strategy::Online);
   EXPECT_EQ(cuda::Plan(graphs().at("power_law"), ScoreKind::GAT, 4, 32).strategy(), Strategy::Online);
   EXPECT_EQ(cuda::Plan(graphs().at("super_node"), ScoreKind::AGNN, 1, 512).strategy(), Strategy::Online);
