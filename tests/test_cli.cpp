@@ -248,6 +248,48 @@ TEST_F(CliTest, BackwardGradientsEveryModel) {
                     {"dout.npy", "shape"});
 }
 
+// --dropout reaches the training forward and backward (the CLI's --reference checks the
+// gradients against the float64 reference with the same mask) and changes the gradients.
+TEST_F(CliTest, BackwardWithDropout) {
+  const std::int64_t N = kNodes, H = 2, D = 3;
+  const std::string dout = npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 22));
+  const std::vector<std::pair<std::string, std::string>> models{
+      {"gt", "dQ"}, {"agnn --beta 0.5,2", "dX"}, {"gat", "del"}, {"gatv2", "dXL"}};
+  for (const auto& [model, grad] : models) {
+    SCOPED_TRACE(model);
+    const std::string args = "attention --graph " + quote(tiny_graph()) + " --model " + model +
+                             " --heads 2 --dim 3 --reference --grad-out " + quote(dout);
+    Result r = run(args + " --grad-prefix " + quote(path("plain_")));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    r = run(args + " --dropout 0.4 --grad-prefix " + quote(path("drop_")));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(io::read_npy_f32(path("plain_" + grad + ".npy")).data, io::read_npy_f32(path("drop_" + grad + ".npy")).data);
+  }
+  const std::string base = "attention --graph " + quote(tiny_graph()) + " --model gt --heads 2 --dim 3";
+  expect_user_error(base + " --dropout 0.1", {"--dropout applies to training", "--grad-out"});
+  expect_user_error(base + " --grad-out " + quote(dout) + " --dropout 1", {"--dropout must be in [0, 1)"});
+  expect_user_error(base + " --grad-out " + quote(dout) + " --dropout -0.5", {"--dropout must be in [0, 1)"});
+  expect_user_error("bench --graph " + quote(tiny_graph()) + " --model gt --dropout 0.1", {"--dropout", "--backward"});
+}
+
+// bench on the portable kernels: forward (checked) and training lines, and one JSON object per
+// timing carrying the dropout rate.
+TEST_F(CliTest, BenchTrainingWithDropout) {
+  const Result r = run("bench --graph " + quote(tiny_graph()) + " --model gat --heads 2 --dim 8 --backend kokkos"
+                       " --strategy auto,online --warmup 0 --iters 2 --check --backward --dropout 0.2 --json " +
+                       quote(path("b.jsonl")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("fwd+bwd"), std::string::npos) << r.out;
+  std::ifstream json(path("b.jsonl"));
+  std::string line;
+  int lines = 0;
+  while (std::getline(json, line)) {
+    ++lines;
+    EXPECT_NE(line.find("\"dropout\": 0.2}"), std::string::npos) << line;
+  }
+  EXPECT_EQ(lines, 4);  // fwd and fwd+bwd of auto and online
+}
+
 TEST_F(CliTest, CoraEveryModelAndStrategy) {
   for (const std::string model : {"gt", "agnn", "gat", "gatv2"}) {
     for (const std::string strategy : {"auto", "smmf", "pmf", "unfused"}) {

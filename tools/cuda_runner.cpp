@@ -45,6 +45,7 @@ struct Launcher {
     lse = upload(std::vector<float>(training ? in.N * in.H : 0));
     cuda::Options o(cuda::DeviceEdgeValues{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads});
     o.logsumexp = training ? lse.get() : nullptr;
+    if (training) o.dropout = in.dropout;
     const float* t0 = tensors[0].get();
     const float* t1 = tensors.size() > 1 ? tensors[1].get() : nullptr;
     const float* t2 = tensors.size() > 2 ? tensors[2].get() : nullptr;

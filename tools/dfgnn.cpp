@@ -49,7 +49,7 @@ constexpr const char* kUsage = R"(usage:
   dfgnn gen knn --graphs G [--k K] [--seed S] --out FILE
   dfgnn bench --graph FILE --model M [--heads H] [--dim D] [--inputs DIR] [--backend cuda|kokkos|all]
               [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--backward]
-              [--name NAME] [--json F]
+              [--dropout P] [--name NAME] [--json F]
 
 graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas; an
   optional header line `src,dst`; at most a weight and a time column after u v, ignored),
@@ -73,6 +73,9 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
                         backward (same backend) and write each gradient to PREFIX<name>.npy:
                         gt dQ dK dV | agnn dX dbeta | gat del der dV | gatv2 dXL dXR da
   --grad-prefix PREFIX  where the gradients go (default "grad_")
+  --dropout P           attention dropout rate of the training forward and backward (with
+                        --grad-out; bench: --backward), in [0, 1); the mask is a hash of
+                        (--seed, edge, head), as in the API, so --reference checks it too
 
 spmm / sddmm (generalized message passing, docs/message_passing.md):
   spmm   out[v] = reduce over u -> v of message: --message copy_u | copy_e | u_OP_e | u_OP_v
@@ -215,6 +218,11 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
     in.edge_values = checked(w, path, {{E}, {E, 1}, {E, H}});
     in.edge_value_heads = w.shape.size() == 2 ? int(w.shape[1]) : 1;
   }
+  if (a.has("dropout")) {
+    const float rate = a.real("dropout", 0.0f);
+    if (!(rate >= 0.0f && rate < 1.0f)) throw Error("--dropout must be in [0, 1), got " + a.get("dropout"));
+    in.dropout = {rate, seed};
+  }
   return in;
 }
 
@@ -249,7 +257,10 @@ class KokkosRun {
     for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
     if (in.edge_value_heads)
       options_.edge_values = EdgeValues<Mem>(w_.data(), std::size_t(g.num_edges()), std::size_t(in.edge_value_heads));
-    if (training) options_.logsumexp = decltype(options_.logsumexp)("logsumexp", in.N, in.H);
+    if (training) {
+      options_.logsumexp = decltype(options_.logsumexp)("logsumexp", in.N, in.H);
+      options_.dropout = in.dropout;
+    }
   }
 
   Strategy strategy() const { return plan_.strategy(); }
@@ -360,7 +371,8 @@ std::vector<double> run_reference(const HostGraph& g, const Inputs& in, float sc
 // The float64 reference gradients, named and ordered as KokkosRun::backward returns them.
 std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, const Inputs& in,
                                                         const std::vector<float>& dout, float scale, float slope) {
-  const ReferenceOptions w(HostEdgeValues{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads});
+  ReferenceOptions w(HostEdgeValues{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads});
+  w.dropout = in.dropout;
   const int H = int(in.H), D = int(in.D);
   const auto& t = in.tensors;
   switch (in.kind) {
@@ -437,7 +449,7 @@ int cmd_attention(int argc, char** argv) {
   const Args a = parse_args(argc, argv, 2,
                             {"graph", "nodes", "model", "heads", "dim", "q", "k", "v", "x", "beta", "el", "er",
                              "slope", "xl", "xr", "a", "scale", "edge-values", "out", "strategy", "backend", "seed",
-                             "grad-out", "grad-prefix"},
+                             "grad-out", "grad-prefix", "dropout"},
                             {"reference", "symmetrize"});
   reject_foreign_options(a, parse_score_kind(a.need("model")),
                          {"q", "k", "v", "x", "beta", "el", "er", "slope", "xl", "xr", "a", "scale"});
@@ -447,6 +459,7 @@ int cmd_attention(int argc, char** argv) {
   const float scale = scale_option(a), slope = a.real("slope", 0.2f);
   std::string backend = a.get("backend", "auto");
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
+  if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
 #ifdef DFGNN_ENABLE_CUDA
   if (backend == "auto") backend = cuda::device_available() ? "cuda" : "kokkos";
 #else
@@ -591,8 +604,9 @@ cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy,
 int cmd_bench(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"graph", "nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
-                       "json", "name", "seed", "slope", "scale"},
+                       "json", "name", "seed", "slope", "scale", "dropout"},
                       {"symmetrize", "check", "backward"});
+  if (a.has("dropout") && !a.flags.count("backward")) throw Error("--dropout applies to training: it needs --backward");
   reject_foreign_options(a, parse_score_kind(a.need("model")), {"scale", "slope"});
   // DIR/<name>.npy for each input; X and XL fall back to q, XR to k (the harness writes q, k,
   // v, el, er, a once and every model reads what it needs).
@@ -659,11 +673,13 @@ int cmd_bench(int argc, char** argv) {
                    "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"backend\": \"%s\", \"strategy\": \"%s\", "
                    "\"resolved\": \"%s\", \"pass\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                    "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
-                   "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g, \"plan_mib\": %.2f}\n",
+                   "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g, \"plan_mib\": %.2f, "
+                   "\"dropout\": %g}\n",
                    cli::json_escaped(a.get("name", a.get("graph"))).c_str(), cli::json_escaped(device).c_str(),
                    DFGNN_GIT_COMMIT, to_string(in.kind),
                    g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used), pass,
-                   t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib);
+                   t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib,
+                   in.dropout.rate);
   };
   for (const std::string& b : backends)
     for (Strategy s : strategies) {

@@ -1,6 +1,7 @@
 #pragma once
 // The inputs of one CLI attention run and its timing, shared by the Kokkos and CUDA runners.
 
+#include <dfgnn/dropout.hpp>
 #include <dfgnn/types.hpp>
 
 #include <vector>
@@ -15,6 +16,7 @@ struct Inputs {
   std::vector<float> beta;         // AGNN
   std::vector<float> edge_values;  // [E, edge_value_heads] or empty
   int edge_value_heads = 0;
+  Dropout dropout;  // of the training forward and backward (--dropout), keyed on --seed
 };
 
 /// Milliseconds of repeated runs.
