@@ -182,13 +182,13 @@ struct GroupWork {
 /// Blocks per SM of the row walk: Online's, and 3 (80 registers) for AGNN wherever a group has
 /// 4 edges in flight: at 64 registers its cosine terms spilled 64-130 bytes, and 3 blocks made
 /// its backward up to 7% faster (GATv2's, which spills as much, got 2-5% slower; docs/backward.md).
-template <class S, class T>
+template <class S, class T, bool kDrop>
 inline constexpr int kRowWalkMinBlocks =
-    std::is_same_v<S, AGNNScore> && kOnlineEdges<T> == 4 ? 3 : kOnlineRowMinBlocks<S, T>;
+    std::is_same_v<S, AGNNScore> && kOnlineEdges<T> == 4 ? 3 : kOnlineRowMinBlocks<S, T, kDrop>;
 
 /// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates.
 template <class S, class T, bool kDrop, bool kExact>
-__global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T>)
+__global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
   allow_dependents();  // the merge of split rows, else step 2, may get resident

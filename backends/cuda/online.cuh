@@ -35,12 +35,15 @@ template <class T>
 inline constexpr int kOnlineMinBlocks = T::PER_LANE <= 4 || T::LANES < kWarp ? 4 : 2;
 
 /// The bound of Online and the backward's row walk for score S: 3 (80 registers) where a group
-/// of fewer than 32 lanes keeps U key rows and U value rows in flight (GT at D <= 64): at 64
-/// registers its row set-up spilled 44-108 bytes (the row walk 54-74), and 3 blocks made GT 3-25%
-/// faster; the other scores do not spill and lost 5-19% at 3 (docs/cuda.md, "Online").
-template <class S, class T>
-inline constexpr int kOnlineRowMinBlocks =
-    S::kRowKey && !S::kValueIsKey && T::LANES < kWarp && kOnlineEdges<T> == 4 ? 3 : kOnlineMinBlocks<T>;
+/// keeps the 16-byte fragments of 4 key rows and 4 value rows in flight (GT) with fewer than 32
+/// lanes (D <= 64) or with dropout: at 64 registers those spilled 44-116 bytes around the step,
+/// and 3 blocks made GT 3-25% faster; the other scores spill less and lost 5-19% at 3
+/// (docs/cuda.md, "Online").
+template <class S, class T, bool kDrop>
+inline constexpr int kOnlineRowMinBlocks = S::kRowKey && !S::kValueIsKey && T::PER_LANE == 4 &&
+                                                   kOnlineEdges<T> == 4 && (T::LANES < kWarp || kDrop)
+                                               ? 3
+                                               : kOnlineMinBlocks<T>;
 
 /// The block of Online and the backward walks: a block holds its SM slots until its slowest
 /// row ends, so with uneven degrees blocks of 4 warps free them sooner (2-7% faster on
@@ -135,7 +138,7 @@ __device__ __forceinline__ float across_edges(float x, Op op) {
 
 /// kExact: D fills the tile (every lane's columns are inside the row).
 template <class S, class T, bool kDrop, bool kExact>
-__global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T>)
+__global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDrop>)
     online_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, int H, int D, edge_t split, int ep_rows,
                   const Piece* __restrict__ pieces, int num_pieces, float* __restrict__ out, Partials part) {
   allow_dependents();  // the merge of split rows (launch_dependent) may get resident
