@@ -679,7 +679,7 @@ int cmd_bench(int argc, char** argv) {
                    DFGNN_GIT_COMMIT, to_string(in.kind),
                    g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used), pass,
                    t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib,
-                   in.dropout.rate);
+                   std::strcmp(pass, "fwd") == 0 ? 0.0f : in.dropout.rate);  // inference runs without
   };
   for (const std::string& b : backends)
     for (Strategy s : strategies) {
