@@ -29,7 +29,7 @@ bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std
   bool shared = true;
   with_score(kind, [&](auto score) {
     with_bucket(b, [&](auto warps) {
-      constexpr auto kernel = dense_kernel<decltype(score), warps, false>;
+      constexpr auto kernel = dense_kernel<decltype(score), warps, false, false>;
       const auto blocks_per_sm = [&](bool one) {
         const std::size_t bytes = dense_smem_bytes(kind, max_nodes, H, D, one);
         if (bytes > optin) return 0;
@@ -48,15 +48,15 @@ bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std
 template <class S>
 void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScale& w, const Train& tr,
                   const edge_t* row_ptr, int H, int D, float* out) {
-  const bool edge_wise = dense_edge_wise(w, tr);
+  const bool edge_wise = dense_edge_wise(w, tr), chunked = !edge_wise && dense_chunked(kDenseKind<S>, D);
   bool first = true;  // the buckets after the first run as dependents (dense.cuh)
   for (int b = kDenseBuckets - 1; b >= 0; --b) {  // largest graphs first: the long blocks start early
     const DenseBucket& k = d.bucket[b];
     if (k.count == 0) continue;
     const DenseArgs<S> a{sc, out, H, D, d.graphs, k.graphs, k.shared_region, row_ptr, w, tr};
     with_bucket(b, [&](auto warps) {
-      const auto run = [&](auto wise) {
-        constexpr auto kernel = dense_kernel<S, warps, wise>;
+      const auto run = [&](auto wise, auto in_chunks) {
+        constexpr auto kernel = dense_kernel<S, warps, wise, in_chunks>;
         allow_smem<kernel>(k.smem);
         if (first)
           kernel<<<k.count, warps * kWarp, k.smem, st>>>(a);
@@ -65,9 +65,11 @@ void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeSc
         first = false;
       };
       if (edge_wise)
-        run(std::true_type{});
-      else
-        run(std::false_type{});
+        run(std::true_type{}, std::false_type{});
+      else if (!chunked)
+        run(std::false_type{}, std::false_type{});
+      else if constexpr (!dense_stages_keys(kDenseKind<S>))
+        run(std::false_type{}, std::true_type{});
     });
   }
 }

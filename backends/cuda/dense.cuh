@@ -147,8 +147,12 @@ inline constexpr int kDenseTileGroup = WARPS >= 12 ? 2 : 4;
 
 /// Blocks per SM the launch bounds ask for: 128 registers per thread below 12 warps, so that
 /// two blocks of 8 warps share an SM; 12 warps keep 168 registers for their 96-float S rows.
-template <int WARPS>
-inline constexpr int kDenseMinBlocks = WARPS <= 4 ? 4 : WARPS <= 8 ? 2 : 1;
+/// With key chunks (dense_chunked) a warp holds 16 floats of S: 80 registers, 3 blocks of 8
+/// warps and 2 of 12.
+template <int WARPS, bool kChunked = false>
+inline constexpr int kDenseMinBlocks = kChunked ? (WARPS <= 4 ? 6 : WARPS <= 8 ? 3 : 2)
+                                                : (WARPS <= 4 ? 4 : WARPS <= 8 ? 2 : 1);
+
 
 /// What a score stages besides V and the adjacency: K for S = Q K^T (GT; AGNN, whose Q, K and
 /// V are X), none for GAT (S from el and er, read from global memory); AGNN also keeps the
@@ -159,6 +163,15 @@ template <class S>
 inline constexpr ScoreKind kDenseKind = std::is_same_v<S, GTScore>     ? ScoreKind::GT
                                         : std::is_same_v<S, AGNNScore> ? ScoreKind::AGNN
                                                                        : ScoreKind::GAT;
+
+/// Whether a plan's plain kernel (no edge values, no dropout) walks each row's keys in chunks of
+/// 4 tiles (32 keys, one mask word) with an online softmax, its one 32-column output block kept
+/// in registers across them: S shrinks from n / 2 floats a lane to 16, and the kernels fit 80
+/// registers, 3 blocks of 8 warps per SM instead of 2 and 2 of 12 instead of 1. For GAT at
+/// D = 32 only (one V region per head, which the plan then always picks): 7-11% faster on the
+/// PATTERN- and CLUSTER-like batches at 4x32. GT and AGNN, whose S takes K fragments, either
+/// spilled at 80 registers or lost their tile groups, and were 4-14% slower (docs/cuda.md).
+inline bool dense_chunked(ScoreKind kind, int D) { return kind == ScoreKind::GAT && D == 32; }
 
 /// Floats per staged row: `shared_region` stages K and V of one head after the other in one
 /// region (half the memory, two blocks per SM); otherwise K and V of all heads are resident in
@@ -234,10 +247,14 @@ __device__ __forceinline__ void dense_stage(float* dst, int stride, const float*
 // Kernel
 
 /// kEdgeWise: edge values or dropout, so every (row, key) pair goes through its CSR edges.
-template <class S, int WARPS, bool kEdgeWise>
-__global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_kernel(DenseArgs<S> a) {
-  constexpr int NKT = 2 * WARPS;     // key tiles of 8 (graphs of at most 16 * WARPS nodes)
-  constexpr int MW = (NKT + 3) / 4;  // mask words per row
+/// kChunked: the keys in passes of 4 tiles with an online softmax (dense_chunked).
+template <class S, int WARPS, bool kEdgeWise, bool kChunked>
+__global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked>) dense_kernel(DenseArgs<S> a) {
+  static_assert(!(kChunked && (kEdgeWise || dense_stages_keys(kDenseKind<S>))),
+                "key chunks: GAT's plain softmax only (dense_chunked)");
+  constexpr int NKT = 2 * WARPS;          // key tiles of 8 (graphs of at most 16 * WARPS nodes)
+  constexpr int KT = kChunked ? 4 : NKT;  // key tiles of a pass
+  constexpr int MW = (KT + 3) / 4;        // mask words per row and pass
   constexpr int TG = kDenseTileGroup<WARPS>;
   constexpr bool kKeys = dense_stages_keys(kDenseKind<S>), kCosine = dense_keeps_norms(kDenseKind<S>);
   constexpr float kLog2e = 1.4426950408889634f;  // the softmax runs in base 2
@@ -261,7 +278,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
       if (row[x] < n) row_start[x] = __ldg(a.row_ptr + n0 + row[x]);
   }
 
-  const bool shared_region = a.shared_region;
+  const bool shared_region = a.shared_region;  // kChunked: always (the plan's)
   const int ks = dense_key_stride(shared_region ? D : HD), vs = dense_value_stride(shared_region ? D : HD);
   float* kbuf = smem;
   float* vbuf = shared_region || !kKeys ? smem : smem + pad * ks;
@@ -304,14 +321,10 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
         dense_stage(vbuf, vs, a.sc.value, HD, h * D, D, n0, n, pad);
       cp_async_commit();
     }
-
-    float s[NKT][4];
-#pragma unroll
-    for (int j = 0; j < NKT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-    float to_log2[2];  // a row's factor from s to its base-2 score
+    // First Q block in flight while the keys arrive.
+    float4 qa = make_float4(0.f, 0.f, 0.f, 0.f), qb = qa;
     if constexpr (kKeys) {
-      // First Q block in flight while the keys arrive.
-      float4 qa = load_q(row[0], h * D + 4 * t), qb = load_q(row[1], h * D + 4 * t);
+      qa = load_q(row[0], h * D + 4 * t), qb = load_q(row[1], h * D + 4 * t);
       if (shared_region || h == 0) {
         if (shared_region)
           cp_async_wait<0>();
@@ -340,251 +353,287 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS>) dense_k
         }
         __syncthreads();
       }
-
-      // ---- S = Q K^T over 16-column blocks of d (two k-steps each)
-      if (active) {
-        const float* kp = kbuf + g * ks + soff + 4 * t;
-        for (int b = 0; b < D / 16; ++b) {
-          const float4 xa = qa, xb = qb;
-          if (b + 1 < D / 16) qa = load_q(row[0], h * D + 16 * (b + 1) + 4 * t), qb = load_q(row[1], h * D + 16 * (b + 1) + 4 * t);
-          const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
-          const SplitA A0(a0), A1(a1);
-          const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
-#pragma unroll
-          for (int j0 = 0; j0 < NKT; j0 += TG) {
-            if (j0 < nkt) {
-              // TG key tiles at once: their MMAs are independent and interleave. Tiles past the
-              // graph are split as zeros and only their MMAs skipped, so that the group is one
-              // block of predicated code, scheduled as a whole (not a branch per tile).
-              float4 kv[TG];
-#pragma unroll
-              for (int u = 0; u < TG; ++u) {
-                kv[u] = j0 + u < nkt ? *reinterpret_cast<const float4*>(kq) : make_float4(0.f, 0.f, 0.f, 0.f);
-                kq += 8 * ks;
-              }
-              SplitB kb[TG][2];
-#pragma unroll
-              for (int u = 0; u < TG; ++u) {
-                const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
-                kb[u][0] = SplitB(b0), kb[u][1] = SplitB(b1);
-              }
-#pragma unroll
-              for (int term = 0; term < kSplitTerms; ++term)
-#pragma unroll
-                for (int half = 0; half < 2; ++half)
-#pragma unroll
-                  for (int u = 0; u < TG; ++u)
-                    if (j0 + u < nkt) mma_term(term, s[j0 + u], half ? A1 : A0, kb[u][half]);
-            }
-          }
-        }
-      }
-      if (shared_region) {  // every warp is done with K: V of this head into the same region
-        __syncthreads();
-        dense_stage(vbuf, vs, a.sc.value, HD, h * D, D, n0, n, pad);
-        cp_async_commit();
-      }
-      if constexpr (kCosine) {  // S is |X_v| cos(X_v, X_u): the row's own norm goes with beta
-        const float beta = __ldg(a.sc.beta + (a.sc.beta_count == 1 ? 0 : h)) * kLog2e;
-#pragma unroll
-        for (int x = 0; x < 2; ++x) to_log2[x] = row[x] < n ? beta * inv_norm[row[x]] : 0.f;
-      } else {
-        to_log2[0] = to_log2[1] = a.sc.scale * kLog2e;
-      }
-    } else {
-      // ---- GAT: S = LeakyReLU(el[u] + er[v]), while V arrives
-      float er[2];
-#pragma unroll
-      for (int x = 0; x < 2; ++x) er[x] = row[x] < n ? __ldg(a.sc.er + (std::size_t(n0) + row[x]) * H + h) : 0.f;
-      if (active) {
-#pragma unroll
-        for (int j = 0; j < NKT; ++j)
-          if (j < nkt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              const int u = 8 * j + 2 * t + e;
-              const float el = u < n ? __ldg(a.sc.key + (std::size_t(n0) + u) * H + h) : 0.f;
-              s[j][e] = leaky_relu(el + er[0], a.sc.slope), s[j][2 + e] = leaky_relu(el + er[1], a.sc.slope);
-            }
-      }
-      to_log2[0] = to_log2[1] = kLog2e;
-      if (h == 0) {  // the adjacency (V may still be in flight)
-        cp_async_wait<1>();
-        __syncthreads();
-      }
     }
 
-    // ---- masked row softmax in base 2. s[j][i] is row[i / 2], key 8j + 2t + i % 2 (the
-    // m16n8k8 accumulator layout); idle and padded pairs hold anything and are never read.
-    std::uint32_t m[2][MW];
+    // One pass over all keys, or (kChunked) one per chunk of KT tiles, the softmax online: the
+    // row's max mx and sum l so far, the output block rescaled when the max grows.
+    const int passes = kChunked ? (nkt + KT - 1) / KT : 1;
+    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, inv[2] = {0.f, 0.f};
+    float o[4][4];  // a 32-column output block (kChunked: the head's whole output)
+    for (int kc = 0; kc < passes; ++kc) {
+      const int j_base = kc * KT;  // the pass's first key tile
+      const bool last = kc == passes - 1;
+      float s[KT][4];
 #pragma unroll
-    for (int x = 0; x < 2; ++x)
+      for (int j = 0; j < KT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+      float to_log2[2];  // a row's factor from s to its base-2 score
+      if constexpr (kKeys) {
+        // ---- S = Q K^T over 16-column blocks of d (two k-steps each)
+        if (active) {
+          const float* kp = kbuf + g * ks + soff + 4 * t;
+          for (int b = 0; b < D / 16; ++b) {
+            const float4 xa = qa, xb = qb;
+            if (b + 1 < D / 16) qa = load_q(row[0], h * D + 16 * (b + 1) + 4 * t), qb = load_q(row[1], h * D + 16 * (b + 1) + 4 * t);
+            const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
+            const SplitA A0(a0), A1(a1);
+            const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
 #pragma unroll
-      for (int w = 0; w < MW; ++w) m[x][w] = (w < nw && row[x] < n) ? mbuf[row[x] * nw + w] : 0u;
-    auto key = [&](int j, int i) { return 8 * j + 2 * t + i % 2; };
-    auto bit = [&](int j, int i) { return 8 * (j % 4) + 2 * t + i % 2; };  // of mask word j / 4
-    auto edge = [&](int j, int i) { return ((m[i / 2][j / 4] >> bit(j, i)) & 1u) != 0; };
-    auto first = [&](int j, int i) { return a.batch.first + foff + std::size_t(row[i / 2]) * (n + 1) + key(j, i); };
-    // The CSR edges behind pair (j, i), f(e) for each: the pair's rank among its row's edges in
-    // source order (from `first`, or the mask bits below it) indexes the row's `order`.
-    auto for_edges = [&](int j, int i, auto&& f) {
-      int k = 0, c = 0;
-      if (foff >= 0) {
-        if (row[i / 2] < n && key(j, i) < n) {
-          const std::uint16_t* fr = first(j, i);
-          k = fr[0], c = fr[1] - fr[0];
-        }
-      } else if (edge(j, i)) {
-        c = 1, k = __popc(m[i / 2][j / 4] & ((1u << bit(j, i)) - 1u));
+            for (int j0 = 0; j0 < KT; j0 += TG) {
+              if (j0 < nkt) {
+                // TG key tiles at once: their MMAs are independent and interleave. Tiles past the
+                // graph are split as zeros and only their MMAs skipped, so that the group is one
+                // block of predicated code, scheduled as a whole (not a branch per tile).
+                float4 kv[TG];
 #pragma unroll
-        for (int w = 0; w < j / 4; ++w) k += __popc(m[i / 2][w]);
-      }
-      const edge_t e0 = row_start[i / 2];
-      for (int q = 0; q < c; ++q) f(e0 + a.batch.order[e0 + k + q]);
-    };
-
-    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-    // Edge-wise pass 1 for pair (j, i) with base-2 score x: the row's max (of x * w with edge
-    // values).
-    auto raise = [&](int j, int i, float x) {
-      float& top = mx[i / 2];
-      if (a.w.data != nullptr)
-        for_edges(j, i, [&](edge_t e) { top = fmaxf(top, x * a.w(e, h)); });
-      else if (edge(j, i))
-        top = fmaxf(top, x);
-    };
-    auto reduce_max = [&] {
-#pragma unroll
-      for (int x = 0; x < 2; ++x)
-        mx[x] = fmaxf(mx[x], __shfl_xor_sync(kFull, mx[x], 1)), mx[x] = fmaxf(mx[x], __shfl_xor_sync(kFull, mx[x], 2));
-    };
-    // Edge-wise pass 2: the pair's unnormalised probability; l sums the undropped
-    // exponentials, the probability has the dropout factors.
-    auto weigh = [&](int j, int i, float x) {
-      const float top = mx[i / 2];
-      float p = 0.f, sum = 0.f;
-      for_edges(j, i, [&](edge_t e) {
-        const float y = fast_exp2(x * a.w(e, h) - top);
-        sum += y;
-        p += y * a.tr.keep(e, h);
-      });
-      l[i / 2] += sum;
-      return p;
-    };
-    if constexpr (kEdgeWise) {
-      // Unrolled over the 4 * NKT pairs, the per-edge work (rank, edge values, dropout hash) would
-      // be tens of thousands of instructions: the pairs go through local memory, in rolled loops.
-      float xs[4 * NKT];
-#pragma unroll
-      for (int j = 0; j < NKT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) xs[4 * j + i] = s[j][i] * to_log2[i / 2];
-#pragma unroll 1
-      for (int q = 0; q < 4 * NKT; ++q) raise(q / 4, q % 4, xs[q]);
-      reduce_max();
-#pragma unroll 1
-      for (int q = 0; q < 4 * NKT; ++q) xs[q] = weigh(q / 4, q % 4, xs[q]);
-#pragma unroll
-      for (int j = 0; j < NKT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) s[j][i] = xs[4 * j + i];
-    } else if (active) {  // an idle warp's rows have no edges (mx -inf, l 0) and PV skips it
-      // The mask is tested once: a masked or padded pair's score (which may be anything) becomes
-      // -inf, so that neither the max nor the exponentials select. The words are shifted to the
-      // lane's first key, so that every test is at a constant bit.
-      std::uint32_t ms[2][MW];
-#pragma unroll
-      for (int x = 0; x < 2; ++x)
-#pragma unroll
-        for (int w = 0; w < MW; ++w) ms[x][w] = m[x][w] >> (2 * t);
-#pragma unroll
-      for (int j = 0; j < NKT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const bool on = ((ms[i / 2][j / 4] >> (8 * (j % 4) + i % 2)) & 1u) != 0;
-          s[j][i] = on ? s[j][i] * to_log2[i / 2] : -INFINITY;
-          mx[i / 2] = fmaxf(mx[i / 2], s[j][i]);
-        }
-      reduce_max();
-      float top[2];  // a row without edges: every exponential is 2^-inf = 0
-#pragma unroll
-      for (int x = 0; x < 2; ++x) top[x] = mx[x] == -INFINITY ? 0.f : mx[x];
-#pragma unroll
-      for (int j = 0; j < NKT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float p = fast_exp2(s[j][i] - top[i / 2]);
-          if (foff >= 0 && edge(j, i)) {  // duplicate edges: weight by multiplicity (rare path)
-            const std::uint16_t* fr = first(j, i);
-            p *= float(fr[1] - fr[0]);
-          }
-          l[i / 2] += p;
-          s[j][i] = p;
-        }
-    }
-    float inv[2];
-#pragma unroll
-    for (int x = 0; x < 2; ++x) {
-      l[x] += __shfl_xor_sync(kFull, l[x], 1), l[x] += __shfl_xor_sync(kFull, l[x], 2);
-      inv[x] = l[x] > 0.f ? 1.f / l[x] : 0.f;  // no in-edges: 0
-      if (t == 0 && row[x] < n) a.tr.store(n0 + row[x], h, H, mx[x] * 0.6931471805599453f, l[x]);
-    }
-
-    if (shared_region || h == 0) {
-      cp_async_wait<0>();
-      __syncthreads();
-    }
-
-    // ---- O = P V in chunks of 32 output columns (16 accumulators; P stays in registers)
-    if (active) {
-      for (int c = 0; c < D / 32; ++c) {
-        float o[4][4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-        const float* vp = vbuf + 2 * t * vs + soff + 32 * c + 4 * g;
-        // Key tiles in pairs, as one block of code with the second tile's MMAs predicated: the
-        // compiler overlaps one tile's loads and splits with the other's MMAs. With the S groups
-        // above, 3-5% faster than a branch per tile (perf/results/20261124-h100-dense-predicated/).
-#pragma unroll
-        for (int j0 = 0; j0 < NKT; j0 += 2) {
-          if (j0 < nkt) {
-#pragma unroll
-            for (int j = j0; j < j0 + 2; ++j) {
-              const bool on = j < nkt;  // a pair's second tile may be past the graph (and the staged rows)
-              float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
-              // Opaque per chunk: else the compiler hoists every tile's P split out of the chunk
-              // loop (2 x 64 live registers) and spills.
-              asm volatile("" : "+f"(pa[0]), "+f"(pa[1]), "+f"(pa[2]), "+f"(pa[3]));
-              const SplitA A(pa);
-              const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
-              const float4 v0 = on ? *reinterpret_cast<const float4*>(vp) : z,
-                           v1 = on ? *reinterpret_cast<const float4*>(vp + vs) : z;
-              vp += 8 * vs;
-              const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
-              const SplitB B0(e0), B1(e1), B2(e2), B3(e3);
-#pragma unroll
-              for (int term = 0; term < kSplitTerms; ++term)
-                if (on) {
-                  mma_term(term, o[0], A, B0);
-                  mma_term(term, o[1], A, B1);
-                  mma_term(term, o[2], A, B2);
-                  mma_term(term, o[3], A, B3);
+                for (int u = 0; u < TG; ++u) {
+                  kv[u] = j0 + u < nkt ? *reinterpret_cast<const float4*>(kq) : make_float4(0.f, 0.f, 0.f, 0.f);
+                  kq += 8 * ks;
                 }
+                SplitB kb[TG][2];
+#pragma unroll
+                for (int u = 0; u < TG; ++u) {
+                  const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
+                  kb[u][0] = SplitB(b0), kb[u][1] = SplitB(b1);
+                }
+#pragma unroll
+                for (int term = 0; term < kSplitTerms; ++term)
+#pragma unroll
+                  for (int half = 0; half < 2; ++half)
+#pragma unroll
+                    for (int u = 0; u < TG; ++u)
+                      if (j0 + u < nkt) mma_term(term, s[j0 + u], half ? A1 : A0, kb[u][half]);
+              }
             }
           }
         }
-        // n-tile i, accumulator (row x, 2t + e) is o[i][2x + e], output column 32c + 8t + 4e + i.
-        const int col = h * D + 32 * c + 8 * t;
+        if (shared_region) {  // every warp is done with K: V of this head into the same region
+          __syncthreads();
+          dense_stage(vbuf, vs, a.sc.value, HD, h * D, D, n0, n, pad);
+          cp_async_commit();
+        }
+        if constexpr (kCosine) {  // S is |X_v| cos(X_v, X_u): the row's own norm goes with beta
+          const float beta = __ldg(a.sc.beta + (a.sc.beta_count == 1 ? 0 : h)) * kLog2e;
+#pragma unroll
+          for (int x = 0; x < 2; ++x) to_log2[x] = row[x] < n ? beta * inv_norm[row[x]] : 0.f;
+        } else {
+          to_log2[0] = to_log2[1] = a.sc.scale * kLog2e;
+        }
+      } else {
+        // ---- GAT: S = LeakyReLU(el[u] + er[v]), while V arrives
+        float er[2];
+#pragma unroll
+        for (int x = 0; x < 2; ++x) er[x] = row[x] < n ? __ldg(a.sc.er + (std::size_t(n0) + row[x]) * H + h) : 0.f;
+        if (active) {
+#pragma unroll
+          for (int j = 0; j < KT; ++j)
+            if (j_base + j < nkt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                const int u = 8 * (j_base + j) + 2 * t + e;
+                const float el = u < n ? __ldg(a.sc.key + (std::size_t(n0) + u) * H + h) : 0.f;
+                s[j][e] = leaky_relu(el + er[0], a.sc.slope), s[j][2 + e] = leaky_relu(el + er[1], a.sc.slope);
+              }
+        }
+        to_log2[0] = to_log2[1] = kLog2e;
+        if (kc == 0 && h == 0) {  // the adjacency (V may still be in flight)
+          cp_async_wait<1>();
+          __syncthreads();
+        }
+      }
+
+      // ---- masked row softmax in base 2. s[j][i] is row[i / 2], key 8(j_base + j) + 2t + i % 2
+      // (the m16n8k8 accumulator layout); idle and padded pairs hold anything and are never read.
+      // The pass's mask words: KT is a multiple of 4 tiles, one word each 4.
+      std::uint32_t m[2][MW];
+#pragma unroll
+      for (int x = 0; x < 2; ++x)
+#pragma unroll
+        for (int w = 0; w < MW; ++w) {
+          const int word = j_base / 4 + w;
+          m[x][w] = (word < nw && row[x] < n) ? mbuf[row[x] * nw + word] : 0u;
+        }
+      auto key = [&](int j, int i) { return 8 * (j_base + j) + 2 * t + i % 2; };
+      auto bit = [&](int j, int i) { return 8 * (j % 4) + 2 * t + i % 2; };  // of mask word j / 4
+      auto edge = [&](int j, int i) { return ((m[i / 2][j / 4] >> bit(j, i)) & 1u) != 0; };
+      auto first = [&](int j, int i) { return a.batch.first + foff + std::size_t(row[i / 2]) * (n + 1) + key(j, i); };
+      // The CSR edges behind pair (j, i), f(e) for each: the pair's rank among its row's edges in
+      // source order (from `first`, or the mask bits below it) indexes the row's `order`.
+      auto for_edges = [&](int j, int i, auto&& f) {
+        int k = 0, c = 0;
+        if (foff >= 0) {
+          if (row[i / 2] < n && key(j, i) < n) {
+            const std::uint16_t* fr = first(j, i);
+            k = fr[0], c = fr[1] - fr[0];
+          }
+        } else if (edge(j, i)) {
+          c = 1, k = __popc(m[i / 2][j / 4] & ((1u << bit(j, i)) - 1u));
+#pragma unroll
+          for (int w = 0; w < j / 4; ++w) k += __popc(m[i / 2][w]);
+        }
+        const edge_t e0 = row_start[i / 2];
+        for (int q = 0; q < c; ++q) f(e0 + a.batch.order[e0 + k + q]);
+      };
+
+      // Edge-wise pass 1 for pair (j, i) with base-2 score x: the row's max (of x * w with edge
+      // values).
+      auto raise = [&](int j, int i, float x) {
+        float& top = mx[i / 2];
+        if (a.w.data != nullptr)
+          for_edges(j, i, [&](edge_t e) { top = fmaxf(top, x * a.w(e, h)); });
+        else if (edge(j, i))
+          top = fmaxf(top, x);
+      };
+      auto reduce_max = [&](float (&y)[2]) {
 #pragma unroll
         for (int x = 0; x < 2; ++x)
-          if (row[x] < n) {
-            float* dst = a.out + (std::size_t(n0) + row[x]) * HD + col;
-            const float f = inv[x];
-            *reinterpret_cast<float4*>(dst) =
-                make_float4(o[0][2 * x] * f, o[1][2 * x] * f, o[2][2 * x] * f, o[3][2 * x] * f);
-            *reinterpret_cast<float4*>(dst + 4) =
-                make_float4(o[0][2 * x + 1] * f, o[1][2 * x + 1] * f, o[2][2 * x + 1] * f, o[3][2 * x + 1] * f);
+          y[x] = fmaxf(y[x], __shfl_xor_sync(kFull, y[x], 1)), y[x] = fmaxf(y[x], __shfl_xor_sync(kFull, y[x], 2));
+      };
+      // Edge-wise pass 2: the pair's unnormalised probability; l sums the undropped
+      // exponentials, the probability has the dropout factors.
+      auto weigh = [&](int j, int i, float x) {
+        const float top = mx[i / 2];
+        float p = 0.f, sum = 0.f;
+        for_edges(j, i, [&](edge_t e) {
+          const float y = fast_exp2(x * a.w(e, h) - top);
+          sum += y;
+          p += y * a.tr.keep(e, h);
+        });
+        l[i / 2] += sum;
+        return p;
+      };
+      float rescale[2] = {1.f, 1.f};  // kChunked: what the max's growth leaves of l and O so far
+      if constexpr (kEdgeWise) {
+        // Unrolled over the 4 * NKT pairs, the per-edge work (rank, edge values, dropout hash) would
+        // be tens of thousands of instructions: the pairs go through local memory, in rolled loops.
+        float xs[4 * NKT];
+#pragma unroll
+        for (int j = 0; j < NKT; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) xs[4 * j + i] = s[j][i] * to_log2[i / 2];
+#pragma unroll 1
+        for (int q = 0; q < 4 * NKT; ++q) raise(q / 4, q % 4, xs[q]);
+        reduce_max(mx);
+#pragma unroll 1
+        for (int q = 0; q < 4 * NKT; ++q) xs[q] = weigh(q / 4, q % 4, xs[q]);
+#pragma unroll
+        for (int j = 0; j < NKT; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) s[j][i] = xs[4 * j + i];
+      } else if (active) {  // an idle warp's rows have no edges (mx -inf, l 0) and PV skips it
+        // The mask is tested once: a masked or padded pair's score (which may be anything) becomes
+        // -inf, so that neither the max nor the exponentials select. The words are shifted to the
+        // lane's first key, so that every test is at a constant bit.
+        std::uint32_t ms[2][MW];
+#pragma unroll
+        for (int x = 0; x < 2; ++x)
+#pragma unroll
+          for (int w = 0; w < MW; ++w) ms[x][w] = m[x][w] >> (2 * t);
+        float pass_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int j = 0; j < KT; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const bool on = ((ms[i / 2][j / 4] >> (8 * (j % 4) + i % 2)) & 1u) != 0;
+            s[j][i] = on ? s[j][i] * to_log2[i / 2] : -INFINITY;
+            pass_max[i / 2] = fmaxf(pass_max[i / 2], s[j][i]);
           }
+        reduce_max(pass_max);
+        float top[2];  // a row without edges so far: every exponential is 2^-inf = 0
+#pragma unroll
+        for (int x = 0; x < 2; ++x) {
+          const float grown = fmaxf(mx[x], pass_max[x]);
+          if constexpr (kChunked) {
+            rescale[x] = mx[x] == -INFINITY ? 0.f : fast_exp2(mx[x] - grown);
+            l[x] *= rescale[x];
+          }
+          mx[x] = grown;
+          top[x] = grown == -INFINITY ? 0.f : grown;
+        }
+#pragma unroll
+        for (int j = 0; j < KT; ++j)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float p = fast_exp2(s[j][i] - top[i / 2]);
+            if (foff >= 0 && edge(j, i)) {  // duplicate edges: weight by multiplicity (rare path)
+              const std::uint16_t* fr = first(j, i);
+              p *= float(fr[1] - fr[0]);
+            }
+            l[i / 2] += p;
+            s[j][i] = p;
+          }
+      }
+      if (last) {
+#pragma unroll
+        for (int x = 0; x < 2; ++x) {
+          l[x] += __shfl_xor_sync(kFull, l[x], 1), l[x] += __shfl_xor_sync(kFull, l[x], 2);
+          inv[x] = l[x] > 0.f ? 1.f / l[x] : 0.f;  // no in-edges: 0
+          if (t == 0 && row[x] < n) a.tr.store(n0 + row[x], h, H, mx[x] * 0.6931471805599453f, l[x]);
+        }
+      }
+
+      if (kc == 0 && (shared_region || h == 0)) {
+        cp_async_wait<0>();
+        __syncthreads();
+      }
+
+      // ---- O = P V in blocks of 32 output columns (16 accumulators; P stays in registers)
+      if (active) {
+        for (int c = 0; c < D / 32; ++c) {
+          if (!kChunked || kc == 0) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+          } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+              for (int e = 0; e < 4; ++e) o[i][e] *= rescale[e / 2];
+          }
+          const float* vp = vbuf + (8 * j_base + 2 * t) * vs + soff + 32 * c + 4 * g;
+          // Key tiles in pairs, as one block of code with the second tile's MMAs predicated: the
+          // compiler overlaps one tile's loads and splits with the other's MMAs. With the S groups
+          // above, 3-5% faster than a branch per tile (perf/results/20261124-h100-dense-predicated/).
+#pragma unroll
+          for (int j0 = 0; j0 < KT; j0 += 2) {
+            if (kChunked || j_base + j0 < nkt) {
+#pragma unroll
+              for (int j = j0; j < j0 + 2; ++j) {
+                const bool on = j_base + j < nkt;  // a pair's second tile may be past the graph (and the staged rows)
+                float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
+                // Opaque per block: else the compiler hoists every tile's P split out of the block
+                // loop (2 x 64 live registers) and spills. (kChunked has one block.)
+                if constexpr (!kChunked) asm volatile("" : "+f"(pa[0]), "+f"(pa[1]), "+f"(pa[2]), "+f"(pa[3]));
+                const SplitA A(pa);
+                const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
+                const float4 v0 = on ? *reinterpret_cast<const float4*>(vp) : z,
+                             v1 = on ? *reinterpret_cast<const float4*>(vp + vs) : z;
+                vp += 8 * vs;
+                const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
+                const SplitB B0(e0), B1(e1), B2(e2), B3(e3);
+#pragma unroll
+                for (int term = 0; term < kSplitTerms; ++term)
+                  if (on) {
+                    mma_term(term, o[0], A, B0);
+                    mma_term(term, o[1], A, B1);
+                    mma_term(term, o[2], A, B2);
+                    mma_term(term, o[3], A, B3);
+                  }
+              }
+            }
+          }
+          if (!last) continue;
+          // n-tile i, accumulator (row x, 2t + e) is o[i][2x + e], output column 32c + 8t + 4e + i.
+          const int col = h * D + 32 * c + 8 * t;
+#pragma unroll
+          for (int x = 0; x < 2; ++x)
+            if (row[x] < n) {
+              float* dst = a.out + (std::size_t(n0) + row[x]) * HD + col;
+              const float f = inv[x];
+              *reinterpret_cast<float4*>(dst) =
+                  make_float4(o[0][2 * x] * f, o[1][2 * x] * f, o[2][2 * x] * f, o[3][2 * x] * f);
+              *reinterpret_cast<float4*>(dst + 4) =
+                  make_float4(o[0][2 * x + 1] * f, o[1][2 * x + 1] * f, o[2][2 * x + 1] * f, o[3][2 * x + 1] * f);
+            }
+        }
       }
     }
     if (shared_region) __syncthreads();  // the next head's K (GAT: V) overwrites this V

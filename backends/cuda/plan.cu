@@ -446,7 +446,8 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       for (int b = 0; b < detail::kDenseBuckets; ++b) {
         if (d.bucket[b].empty()) continue;
         const int nodes = dense.max_nodes[b];
-        const bool shared = detail::dense_shared_region(kind, b, nodes, heads, dim, p.smem_optin);
+        const bool shared = detail::dense_chunked(kind, dim) ||
+                            detail::dense_shared_region(kind, b, nodes, heads, dim, p.smem_optin);
         p.dense.bucket[b] = {p.upload(d.bucket[b].data(), d.bucket[b].size()), int(d.bucket[b].size()),
                              detail::dense_smem_bytes(kind, nodes, heads, dim, shared), shared};
       }

@@ -621,7 +621,7 @@ std::string dense_param_name(const ::testing::TestParamInfo<DenseParam>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Batches, DenseForward,
                          ::testing::Combine(::testing::Values("batch64", "pattern", "pattern_dup", "sizes"),
-                                            ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{2, 64}, Shape{3, 64})),
+                                            ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{1, 32}, Shape{2, 64}, Shape{3, 64})),
                          dense_param_name);
 
 // Explicit Dense on what it cannot take throws, naming the reason.
