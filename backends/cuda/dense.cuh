@@ -16,7 +16,8 @@
 // Buckets: graphs of n <= 64, 128, 192 nodes run in kernels of 4, 8, 12 warps (one launch
 // each, largest graphs first; each later bucket a programmatic dependent of the one before, so
 // that it fills the SMs the earlier one's last blocks leave idle). Needs D % 32 == 0 and
-// 16-byte aligned tensors (else the plan's Online data runs, attention.cuh).
+// 16-byte aligned tensors (else the plan's Online data runs, attention.cuh). GAT at D = 32 walks
+// the keys in chunks with an online softmax, for more blocks per SM (dense_chunked).
 //
 // Duplicate edges: a (row, key) pair stands for all its edges; graphs that have any carry a
 // rank table (`first`), and the pair's probability is weighted by its multiplicity. Edge values
