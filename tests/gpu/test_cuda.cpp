@@ -488,6 +488,18 @@ const std::map<std::string, HostGraph>& dense_graphs() {
       }
       m["sizes"] = batch_graphs(parts);
     }
+    {  // rows whose edges start past the first key chunks, stop in the first, or skip keys
+      std::vector<HostGraph> parts;
+      for (node_t n : {150, 40}) {
+        std::vector<node_t> src, dst;
+        for (node_t v = 0; v < n; ++v)
+          for (node_t u = 0; u < n; ++u)
+            if ((v % 3 == 0 && u >= n - 40) || (v % 3 == 1 && u < 24) || (v % 3 == 2 && u % 5 == v % 5))
+              src.push_back(u), dst.push_back(v);
+        parts.push_back(graph_from_edges(n, src, dst));
+      }
+      m["late_edges"] = batch_graphs(parts);
+    }
     return m;
   }();
   return g;
@@ -620,7 +632,7 @@ std::string dense_param_name(const ::testing::TestParamInfo<DenseParam>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Batches, DenseForward,
-                         ::testing::Combine(::testing::Values("batch64", "pattern", "pattern_dup", "sizes"),
+                         ::testing::Combine(::testing::Values("batch64", "pattern", "pattern_dup", "sizes", "late_edges"),
                                             ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{1, 32}, Shape{2, 64}, Shape{3, 64})),
                          dense_param_name);
 
