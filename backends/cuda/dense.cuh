@@ -593,6 +593,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
           // Key tiles in pairs, as one block of code with the second tile's MMAs predicated: the
           // compiler overlaps one tile's loads and splits with the other's MMAs. With the S groups
           // above, 3-5% faster than a branch per tile (perf/results/20261124-h100-dense-predicated/).
+          // kChunked: the pass's 4 tiles as one block (with the pair branch it spilled 16 bytes, not 8).
 #pragma unroll
           for (int j0 = 0; j0 < KT; j0 += 2) {
             if (kChunked || j_base + j0 < nkt) {
