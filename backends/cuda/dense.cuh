@@ -150,7 +150,7 @@ inline constexpr int kDenseTileGroup = WARPS >= 12 ? 2 : 4;
 /// two blocks of 8 warps share an SM; 12 warps keep 168 registers for their 96-float S rows.
 /// With key chunks (dense_chunked) a warp holds 16 floats of S: 80 registers, 3 blocks of 8
 /// warps and 2 of 12.
-template <int WARPS, bool kChunked = false>
+template <int WARPS, bool kChunked>
 inline constexpr int kDenseMinBlocks = kChunked ? (WARPS <= 4 ? 6 : WARPS <= 8 ? 3 : 2)
                                                 : (WARPS <= 4 ? 4 : WARPS <= 8 ? 2 : 1);
 
