@@ -565,7 +565,8 @@ TEST(ForwardMisc, WidestRows) {
 }
 
 // Dense on the batches it is for: every score it computes, every shape, edge values, training
-// mode; the plan must take them (the Forward suites skip a refusing Dense).
+// mode; the plan must take them (the Forward suites skip a refusing Dense). 8x32: GAT's key
+// chunks over 8 heads' V, each staged in turn into one region.
 using DenseParam = std::tuple<std::string, Shape>;
 
 constexpr ScoreKind kDenseKinds[] = {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT};
@@ -633,7 +634,8 @@ std::string dense_param_name(const ::testing::TestParamInfo<DenseParam>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Batches, DenseForward,
                          ::testing::Combine(::testing::Values("batch64", "pattern", "pattern_dup", "sizes", "late_edges"),
-                                            ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{1, 32}, Shape{2, 64}, Shape{3, 64})),
+                                            ::testing::Values(Shape{1, 128}, Shape{4, 32}, Shape{1, 32}, Shape{8, 32}, Shape{2, 64},
+                                                              Shape{3, 64})),
                          dense_param_name);
 
 // Explicit Dense on what it cannot take throws, naming the reason.
