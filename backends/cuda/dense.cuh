@@ -169,7 +169,7 @@ inline constexpr ScoreKind kDenseKind = std::is_same_v<S, GTScore>     ? ScoreKi
 /// 4 tiles (32 keys, one mask word) with an online softmax, its one 32-column output block kept
 /// in registers across them: S shrinks from n / 2 floats a lane to 16, and the kernels fit 80
 /// registers, 3 blocks of 8 warps per SM instead of 2 and 2 of 12 instead of 1. For GAT at
-/// D = 32 only (one V region per head, which the plan then always picks): 7-11% faster on the
+/// D = 32 only (one V region per head, which the plan always picks for it): 7-11% faster on the
 /// PATTERN- and CLUSTER-like batches at 4x32. GT and AGNN, whose S takes K fragments, either
 /// spilled at 80 registers or lost their tile groups, and were 4-14% slower (docs/cuda.md).
 inline bool dense_chunked(ScoreKind kind, int D) { return kind == ScoreKind::GAT && D == 32; }

@@ -446,6 +446,8 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       for (int b = 0; b < detail::kDenseBuckets; ++b) {
         if (d.bucket[b].empty()) continue;
         const int nodes = dense.max_nodes[b];
+        // GAT's key chunks stage one head's V at a time even where all heads' fit as many
+        // blocks per SM: that was 3-5% faster at 4x32 (docs/cuda.md, "Shared memory").
         const bool shared = detail::dense_chunked(kind, dim) ||
                             detail::dense_shared_region(kind, b, nodes, heads, dim, p.smem_optin);
         p.dense.bucket[b] = {p.upload(d.bucket[b].data(), d.bucket[b].size()), int(d.bucket[b].size()),
