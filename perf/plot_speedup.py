@@ -3,7 +3,7 @@
 
 Reads run_bench.py's raw*.jsonl files from a results folder; DF-GNN's times come from
 shared/dfgnn-h100.md via run_bench.DFGNN_H100. Standard library only.
-Usage: python3 perf/plot_speedup.py perf/results/20261122-h100 docs/speedup.svg [--shape 1x128]
+Usage: python3 perf/plot_speedup.py perf/results/20261124-h100-headline docs/speedup.svg [--shape 1x128]
 """
 import argparse
 import glob
