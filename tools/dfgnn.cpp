@@ -57,7 +57,7 @@ graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or 
   --nodes N fixes the node count (default: max id + 1, or the `# nodes N` line of a file from
   dfgnn gen); --symmetrize adds reverse edges and drops duplicates.
 
-attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el/er [N,H] or [N]):
+attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el/er [N,H], or [N] when H = 1):
   gt     --q F --k F --v F [--scale S]        (scale defaults to 1/sqrt(D))
   agnn   --x F --beta B|B1,..,BH
   gat    --el F --er F --v F [--slope S]      (slope defaults to 0.2)
@@ -90,14 +90,15 @@ spmm / sddmm (generalized message passing, docs/message_passing.md):
   --iters N [--warmup W]      time the kernels (median; bandwidth of the forward)
   --backend auto|kokkos|cuda  --json F (one JSON object per run, appended)
 
-bench: times the forward per backend and strategy (CUDA events, median of --iters after
-  --warmup; the plan is built and inputs uploaded beforehand), with bandwidth against the
-  bytes it must move and, on CUDA, the device copy bandwidth measured in the same run. Inputs
-  come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where present, else random. --check compares each
-  output with the float64 reference. --backward also times, per backend and strategy, the
-  training forward plus the fused backward ("fwd+bwd") and, on CUDA, the backward alone ("bwd",
-  whose gradients --check compares with the reference). --json appends one JSON object per line
-  (on CUDA with plan_mib, the device memory the plan holds: graph copy, CSC, workspaces).
+bench: times the forward per backend and strategy (CUDA events on cuda, the host clock after a
+  fence on kokkos; median of --iters after --warmup; the plan is built and inputs uploaded
+  beforehand), with bandwidth against the bytes it must move and, on CUDA, the device copy
+  bandwidth measured in the same run. Inputs come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where
+  present, else random. --check compares each output with the float64 reference. --backward
+  also times, per backend and strategy, the training forward plus the fused backward
+  ("fwd+bwd") and, on CUDA, the backward alone ("bwd", whose gradients --check compares with
+  the reference). --json appends one JSON object per line (on CUDA with plan_mib, the device
+  memory the plan holds: graph copy, CSC, workspaces).
 )";
 
 using cli::Args;

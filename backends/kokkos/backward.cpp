@@ -30,7 +30,7 @@ Options<typename Exec::memory_space> check_upstream(const Checker<Exec>& check,
 
 // The plan's workspace for `model`: `slots` per-(edge, head) arrays (dr, q and AGNN's cos),
 // then the gathers' chunk partials, which the parameter sums (`parameters` floats) reuse.
-// Allocated by the plan's first backward, grown if a later one needs more.
+// Allocated by the plan's first backward; its size depends only on the plan (model, H, D, E).
 template <class Exec, class Model>
 Workspace<typename Exec::memory_space> workspace(const Plan<Exec>& plan, const Model& model, int slots,
                                                  std::size_t parameters) {
