@@ -48,7 +48,7 @@ struct Options {
 bool device_available();
 
 /// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
-/// Online, Staged and Dense are CUDA-native only. Staged and Dense need a batch
+/// Staged and Dense are CUDA-native only (Online has a portable counterpart too). Staged and Dense need a batch
 /// (HostGraph::graph_ptr, or independent_blocks of the graph) whose graphs have no edges between
 /// them; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
 /// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy

@@ -33,8 +33,8 @@ enum class Strategy {
   /// merged. CUDA-native: a warp (or sub-warp group), state in registers; portable: a thread
   /// group, the accumulator in team scratch
   Online,
-  /// batched small graphs (CUDA-native only, GT): a block per graph computes all its (row, node)
-  /// scores on tensor cores, masked by the adjacency
+  /// batched small graphs (CUDA-native only; GT, AGNN, GAT): a block per graph computes all its
+  /// (row, node) scores on tensor cores, masked by the adjacency
   Dense,
 };
 
