@@ -48,12 +48,12 @@ struct Options {
 bool device_available();
 
 /// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
-/// Staged and Dense are CUDA-native only (Online has a portable counterpart too). Staged and Dense need a batch
+/// Staged and Dense are CUDA-native only (Online has a portable counterpart too). Both need a batch
 /// (HostGraph::graph_ptr, or independent_blocks of the graph) whose graphs have no edges between
 /// them; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
-/// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy
-/// the graph cannot run throws Error naming the reason; Auto only picks what can run (and where
-/// it picked Dense, runs calls with edge values or dropout through Online, the faster kernel for
+/// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the
+/// graph cannot run throws Error naming the reason; Auto only picks what can run (and where it
+/// picked Dense, runs calls with edge values or dropout through Online, the faster kernel for
 /// them).
 /// D up to 256, or up to 512 when a multiple of 4 (a call with D > 256 needs 16-byte aligned
 /// tensors, and throws Error otherwise).
