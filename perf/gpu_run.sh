@@ -5,7 +5,7 @@
 #   racecheck the CUDA-native GPU suite under compute-sanitizer racecheck (1.5-3 s a test in
 #            one process; shards overlap one's host work with another's kernels, which gains up
 #            to about 8 shards: the whole suite took 8 minutes in 16 on the H100 machine)
-#   The sanitizers run SANITIZER_SHARDS gtest shards at once (default: one a core).
+#   The sanitizers run SANITIZER_SHARDS gtest shards at once (default: one a core, at most 16).
 #   kokkos   portable Kokkos kernels vs CUDA-native on the GPU (dfgnn bench --backend all)
 #   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs
 #   backward the CUDA-native training forward + backward (dfgnn bench --backward --check)
@@ -14,7 +14,7 @@
 #         dfgnn_tests} (a build against a CUDA-enabled Kokkos with DFGNN_ENABLE_CUDA)
 #   DATA  the shared/data folder (real graphs)
 set -uo pipefail
-SANITIZER_SHARDS=${SANITIZER_SHARDS:-$(nproc)}
+SANITIZER_SHARDS=${SANITIZER_SHARDS:-$(($(nproc) < 16 ? $(nproc) : 16))}  # more share one GPU for nothing
 bin=$(realpath "$1") data=$(realpath "$2") out=$3 what=${4:-all}
 shift $(($# < 4 ? $# : 4))
 mkdir -p "$out"
