@@ -5,10 +5,10 @@
 #   racecheck the CUDA-native GPU suite under compute-sanitizer racecheck (1.5-3 s a test in
 #            one process; shards overlap one's host work with another's kernels, which gains up
 #            to about 8 shards: the whole suite took 8 minutes in 16 on the H100 machine)
-#   The sanitizers run SANITIZER_SHARDS gtest shards at once (default: one a core, at most 16).
 #   kokkos   portable Kokkos kernels vs CUDA-native on the GPU (dfgnn bench --backend all)
 #   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs
 #   backward the CUDA-native training forward + backward (dfgnn bench --backward --check)
+# The sanitizers run SANITIZER_SHARDS gtest shards at once (default: one a core, at most 16).
 # Usage: perf/gpu_run.sh BIN DATA OUT [tests|racecheck|kokkos|bench|backward|all] [extra run_bench.py args]
 #   BIN   dfgnn, dfgnn_gpu_tests, cusparse_pipeline (cuda preset + perf build) and kokkos/{dfgnn,
 #         dfgnn_tests} (a build against a CUDA-enabled Kokkos with DFGNN_ENABLE_CUDA)
