@@ -184,8 +184,21 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   with_tile<!S::kRowKey>(p.dim, vec4, [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); }, pair);
 }
 
-/// Launches the backward: rows, the merge of split rows, columns, the merge of split columns,
-/// then the parameter sums into `param` (`param_count` outputs; null for GT and GAT).
+/// The backward's order for score S (cuda::BackwardOrder): true for columns first.
+template <class S>
+bool columns_first(BackwardOrder order, ScoreKind kind, const DeviceGraph& g) {
+  if (order == BackwardOrder::Auto)
+    return kColsFirst<S> && (!kRowsFirst<S> || double(g.num_edges) >= kColsFirstDegree * double(g.num_nodes));
+  const bool cols = order == BackwardOrder::ColumnsFirst;
+  if (cols ? !kColsFirst<S> : !kRowsFirst<S>)
+    throw Error(std::string("cuda::attention_backward(") + to_string(kind) + "): no " +
+                (cols ? "columns-first" : "rows-first") + " order for this score (docs/backward.md)");
+  return cols;
+}
+
+/// Launches the backward (backward.cuh): rows first, the merge of split rows, columns, the
+/// merge of split columns, then the parameter sums into `param` (`param_count` outputs; null
+/// for GT and GAT); or columns first: Delta, columns, their merge, rows, their merge.
 template <class S>
 void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, const Upstream& up,
                   const Grads& gr, float* param, int param_count, bool vec4) {
@@ -194,11 +207,14 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const int H = p.heads, D = p.dim;
   const node_t N = g.num_nodes;
   require_tile(D, vec4, "cuda::attention_backward");
+  const bool cols_first = columns_first<S>(o.backward_order, p.kind, g);
   if (N == 0) return;
   const BackwardData& b = p.backward();
   const BackwardWork& wk = b.work;
-  const EdgeScale scale{o.edge_values.data, g.edge_id, o.edge_values.heads};
-  const Train tr{nullptr, g.edge_id, o.dropout};
+  // The scoring walk's edge values and dropout, by its own positions.
+  const edge_t* edge_id = cols_first ? b.col_edge_id : g.edge_id;
+  const EdgeScale scale{o.edge_values.data, edge_id, o.edge_values.heads};
+  const Train tr{nullptr, edge_id, o.dropout};
   const Segments rows{g.row_ptr, g.src, N, b.split, b.rows.pieces, b.rows.num_pieces};
   const Segments cols{b.col_ptr, b.col_dst, N, b.split, b.cols.pieces, b.cols.num_pieces};
   const auto merge = [&](auto kCols, const SplitSegments& seg, const float* part) {
@@ -216,14 +232,30 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     };
     const auto walks = [&](auto exact) {
       constexpr bool kExact = decltype(exact)::value;
-      with_dropout(tr, [&](auto drop) {
-        backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows, row_threads), row_threads, 0, st>>>(
-            sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
-      });
-      merge(std::false_type{}, b.rows, wk.row_part);
-      launch_dependent_blocks(backward_cols<S, T, kExact>, blocks(cols, col_threads), col_threads, 0, st, sc, cols,
-                              up, gr, wk, H, D);
-      merge(std::true_type{}, b.cols, wk.col_part);
+      if (cols_first) {
+        if constexpr (kColsFirst<S>) {
+          const std::int64_t NH = std::int64_t(N) * H;
+          row_deltas<T><<<blocks_for(NH * T::LANES, 256), 256, 0, st>>>(up, wk.delta, NH, D);
+          with_dropout(tr, [&](auto drop) {
+            launch_dependent_blocks(backward_scored_cols<S, T, decltype(drop)::value, kExact>,
+                                    blocks(cols, col_threads), col_threads, 0, st, sc, cols, scale, tr, up, gr, wk,
+                                    b.csr_pos, H, D);
+          });
+          merge(std::true_type{}, b.cols, wk.col_part);
+          launch_dependent_blocks(backward_summed_rows<S, T, kExact>, blocks(rows, row_threads), row_threads, 0, st,
+                                  sc, rows, gr, wk, H, D);
+          merge(std::false_type{}, b.rows, wk.row_part);
+        }
+      } else if constexpr (kRowsFirst<S>) {
+        with_dropout(tr, [&](auto drop) {
+          backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows, row_threads), row_threads, 0, st>>>(
+              sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
+        });
+        merge(std::false_type{}, b.rows, wk.row_part);
+        launch_dependent_blocks(backward_cols<S, T, kExact>, blocks(cols, col_threads), col_threads, 0, st, sc, cols,
+                                up, gr, wk, H, D);
+        merge(std::true_type{}, b.cols, wk.col_part);
+      }
     };
     if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
       if (D == T::MAX_D) return walks(std::true_type{});

@@ -1,13 +1,16 @@
 #pragma once
-// The fused backward (docs/backward.md, "CUDA-native"): the portable backward's two segment
-// walks in the Online kernel's register-resident style.
-//   rows:    a lane group per (CSR row or piece, head) recomputes each in-edge's score with the
-//            forward's functor, p_e = exp(s_e - lse_v), dq_e = <dOut_v, value_u> and
-//            dr_e = w_e p_e (keep_e dq_e - Delta_v), Delta_v = <dOut_v, out_v>; it leaves dr_e
-//            and q_e = p_e keep_e at the edge's CSC position in the workspace and sums the
-//            destination-side gradient in registers;
-//   columns: a lane group per (CSC column or piece, head) reads dr_e and q_e back in order and
-//            sums the source-side gradients (the value gradient among them).
+// The fused backward (docs/backward.md, "CUDA-native"): two segment walks in the Online
+// kernel's register-resident style. One walk recomputes each edge's score with the forward's
+// functor, p_e = exp(s_e - lse_v), dq_e = <dOut_v, value_u> and dr_e = w_e p_e (keep_e dq_e -
+// Delta_v), Delta_v = <dOut_v, out_v>, and leaves dr_e at the edge's position in the other
+// walk's order; the other walk reads it back in order. Two orders (kRowsFirst, kColsFirst):
+//   rows first (GT, AGNN, GATv2): a lane group per (CSR row or piece, head) gathers K_u and
+//            V_u (AGNN x_u, GATv2 XL_u), sums dQ (dX, dXR) and leaves (dr_e, q_e = p_e keep_e)
+//            at CSC positions; then the columns gather Q_v (x_v, XR_v) and dOut_v.
+//   columns first (GT, GAT): row_deltas computes Delta; a lane group per (CSC column or piece,
+//            head) holds K_u, V_u (GAT el_u, V_u), gathers Q_v and dOut_v (GAT: dOut_v), sums
+//            dK, dV (del, dV) and leaves dr_e (GAT dr_e L'_e) at CSR positions; then the rows
+//            gather only K_u for dQ (GAT: add up der, no rows at all).
 // Segments above `split` edges are cut into pieces (listed first, so the long work starts
 // first) whose partial sums merge_sums adds in slot order. The parameter gradients (AGNN's
 // beta, GATv2's a) leave one partial per row unit, summed by a fixed two-level reduction. Every
@@ -40,16 +43,37 @@ struct Grads {
   float* value;
 };
 
-/// The workspace of one backward: per (edge, head) at CSC position c, slot c*H + h.
+/// The workspace of one backward: per (edge, head) at position c of the walk that reads it back,
+/// slot c*H + h.
 struct BackwardWork {
-  float2* dr_q;     ///< [E*H] (dr_e, q_e = p_e keep_e): one scattered 8-byte store per edge
+  float2* dr_q;     ///< rows first: [E*H] (dr_e, q_e = p_e keep_e) at CSC positions
   float* cos;       ///< [E*H] AGNN's cosine
   float* inv_norm;  ///< [N*H] AGNN's 1/|x|
+  float* dr;        ///< columns first: [E*H] dr_e (GAT: dr_e L'_e, der's term) at CSR positions
+  float* delta;     ///< columns first: [N*H] Delta_v
   float* row_part;  ///< [row slots, H, row_stride(D)]
   float* col_part;  ///< [column slots, H, col_stride(D)]
   float* param;     ///< [N + row slots, H, param_width(D)]: one partial per row unit
   float* param_slices;  ///< [slices, H, param_width(D)]: param_slices' output
 };
+
+/// The orders a score kind has (docs/backward.md, "Which walk scores"). Columns first (GT, GAT):
+/// the column walk gathers Q_v and dOut_v (GAT: dOut_v) and holds K_u and V_u as its own rows,
+/// so the rows then gather one row per edge (GT's K_u) or none (GAT) instead of two, for a
+/// separate pass over dOut and out for Delta. Rows first (GT, AGNN, GATv2): AGNN's and GATv2's
+/// row walk gathers x_u (XL_u) for its own gradient either way, so columns first would save
+/// them nothing.
+template <class S>
+inline constexpr bool kColsFirst = std::is_same_v<S, GTScore> || std::is_same_v<S, GATScore>;
+template <class S>
+inline constexpr bool kRowsFirst = !std::is_same_v<S, GATScore>;
+
+/// Mean in-degree from which Auto runs GT columns first: below it the rows' second gather
+/// mostly hits L1, or the degree is too low to pay for the Delta pass. GT backward, H100
+/// (perf/results/20261124-h100-cols-first/): columns first 16-18% faster on tolokers (mean 88)
+/// and rmat-s17-d64 (54); 0-2% slower on PATTERN-like (49), CLUSTER-like (37) and 1.5-13%
+/// slower on web-NotreDame, MNIST-like and pubmed (7-4.5).
+inline constexpr double kColsFirstDegree = 52;
 
 /// The segments of one walk: rows (CSR) or columns (CSC), and the pieces of those above split.
 struct Segments {
@@ -186,16 +210,19 @@ template <class S, class T, bool kDrop>
 inline constexpr int kRowWalkMinBlocks =
     std::is_same_v<S, AGNNScore> && kOnlineEdges<T> == 4 ? 3 : kOnlineRowMinBlocks<S, T, kDrop>;
 
+// ---------------------------------------------------------------------------------------------
+// Rows first (AGNN, GATv2)
+
 /// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates.
 template <class S, class T, bool kDrop, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
+  static_assert(kRowsFirst<S>);
   allow_dependents();  // the merge of split rows, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
-  constexpr bool kAGNN = std::is_same_v<S, AGNNScore>, kGAT = std::is_same_v<S, GATScore>,
-                 kGATv2 = std::is_same_v<S, GATv2Score>;
+  constexpr bool kAGNN = std::is_same_v<S, AGNNScore>, kGATv2 = std::is_same_v<S, GATv2Score>;
   const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
   const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
   const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
@@ -213,10 +240,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     const float delta = group_sum<L>(dot(dout, o)), lse = __ldg(up.lse + std::size_t(v) * H + h);
     float inv_norm_v = 0.f;
     if constexpr (kAGNN) inv_norm_v = inverse_norm<L>(qv.x);
-    const HeadColumns<T> keys(sc.key, H, key_width<S>(D), h, l), values(sc.value, H, D, h, l);
+    const HeadColumns<T> keys(sc.key, H, D, h, l), values(sc.value, H, D, h, l);
     Frag<T> acc, acc_param;  // the destination-side sum; GATv2: the row's share of da
     zero(acc), zero(acc_param);
-    float acc_s = 0.f;  // this lane's edges: AGNN sum dr c, GAT sum dr L'
+    float acc_s = 0.f;  // this lane's edges: AGNN sum dr c
     IdStream<L> ids(rows.ids + u.e0, gw.len, l);
     KeepStream<L, kDrop> keeps(tr, u.e0, gw.len, l, h);
 
@@ -225,13 +252,11 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
       const int pos = t * U;
       ids.advance(pos);
       Frag<T> kf[U], vf[U];
-      node_t u_own = 0;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const node_t src = ids.at(pos + j);
-        if (j == own) u_own = src;
         const bool ok = !kChecked || pos + j < gw.len;
-        if constexpr (S::kRowKey) keys.template load<kExact && !kChecked>(kf[j], src, ok);
+        keys.template load<kExact && !kChecked>(kf[j], src, ok);
         if constexpr (!S::kValueIsKey) values.template load<kExact && !kChecked>(vf[j], src, ok);
       }
       const bool ok = kChecked ? pos + own < gw.len : gw.active;
@@ -242,32 +267,26 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
       keeps.advance(pos);
       // dq_e = <dOut_v, value_u> and the score's partials, reduced together: lane l ends with
       // the totals of edge `own`.
-      float dq[U];
+      float dq[U], x[S::kParts][U];
 #pragma unroll
-      for (int j = 0; j < U; ++j) dq[j] = dot(dout, S::kValueIsKey ? kf[j] : vf[j]);
-      reduce_scatter<L, U>(dq, l);
-      float score, parts[S::kParts];
-      if constexpr (S::kRowKey) {
-        float x[S::kParts][U];
+      for (int j = 0; j < U; ++j) {
+        dq[j] = dot(dout, S::kValueIsKey ? kf[j] : vf[j]);
+        float y[S::kParts];
+        sc.partial(qv, kf[j], y);
 #pragma unroll
-        for (int j = 0; j < U; ++j) {
-          float y[S::kParts];
-          sc.partial(qv, kf[j], y);
-#pragma unroll
-          for (int p = 0; p < S::kParts; ++p) x[p][j] = y[p];
-        }
-#pragma unroll
-        for (int p = 0; p < S::kParts; ++p) reduce_scatter<L, U>(x[p], l), parts[p] = x[p][0];
-      } else {  // GAT: the scalar key el_u, each lane its own edge's
-        parts[0] = ok ? __ldg(sc.key + std::size_t(unsigned(u_own)) * H + h) : 0.f;
+        for (int p = 0; p < S::kParts; ++p) x[p][j] = y[p];
       }
-      score = sc.combine(qv, parts);
+      reduce_scatter<L, U>(dq, l);
+      float parts[S::kParts];
+#pragma unroll
+      for (int p = 0; p < S::kParts; ++p) reduce_scatter<L, U>(x[p], l), parts[p] = x[p][0];
+      const float score = sc.combine(qv, parts);
       const float we = ok ? w(e, h) : 0.f;
       const float p = ok ? fast_exp(score * we - lse) : 0.f;
       const float drawn = keeps.at(pos + own);  // a shuffle: every lane
       const float keep = ok ? drawn : 0.f;
       const float dr = we * p * (keep * dq[0] - delta);
-      [[maybe_unused]] float coef = dr;  // what multiplies the key row in the destination-side sum
+      float coef = dr;  // what multiplies the key row in the destination-side sum
       [[maybe_unused]] float cosine = 0.f;
       if constexpr (kAGNN) {
         const float inv_norm_u = parts[1] > 0.f ? rsqrtf(parts[1]) : 0.f;
@@ -275,26 +294,23 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
         coef = dr * inv_norm_u;
         acc_s += dr * cosine;
       }
-      if constexpr (kGAT) acc_s += dr * leaky_relu_grad(parts[0] + qv.er, sc.slope);
       if (writer) {
         const std::size_t c = std::size_t(at_csc) * H + h;
         wk.dr_q[c] = make_float2(dr, p * keep);
         if constexpr (kAGNN) wk.cos[c] = cosine;
       }
-      if constexpr (!kGAT) {
 #pragma unroll
-        for (int j = 0; j < U; ++j) {
-          const float cj = __shfl_sync(kFull, coef, j * (L / U), L);
-          if constexpr (kGATv2) {
+      for (int j = 0; j < U; ++j) {
+        const float cj = __shfl_sync(kFull, coef, j * (L / U), L);
+        if constexpr (kGATv2) {
 #pragma unroll
-            for (int i = 0; i < T::PER_LANE; ++i) {
-              const float z = kf[j].x[i] + qv.xr.x[i];
-              acc.x[i] = fmaf(cj * qv.a.x[i], leaky_relu_grad(z, sc.slope), acc.x[i]);
-              acc_param.x[i] = fmaf(cj, leaky_relu(z, sc.slope), acc_param.x[i]);
-            }
-          } else {
-            axpy(acc, cj, kf[j]);
+          for (int i = 0; i < T::PER_LANE; ++i) {
+            const float z = kf[j].x[i] + qv.xr.x[i];
+            acc.x[i] = fmaf(cj * qv.a.x[i], leaky_relu_grad(z, sc.slope), acc.x[i]);
+            acc_param.x[i] = fmaf(cj, leaky_relu(z, sc.slope), acc_param.x[i]);
           }
+        } else {
+          axpy(acc, cj, kf[j]);
         }
       }
     };
@@ -311,25 +327,19 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     }
     if constexpr (kGATv2) store_row<T>(slot_row(wk.param, unit, h, H, D), acc_param, D, l);
     if (!u.gathers) continue;
-    float* dst = u.slot < 0 ? slot_row(gr.at_dst, v, h, H, row_width<S>(D))
-                            : slot_row(wk.row_part, u.slot, h, H, pad4(row_width<S>(D)));
-    if constexpr (kGAT) {
-      if (l == 0) *dst = acc_s;
-    } else {
-      float scale = 1.f, self = 0.f;  // dst = scale * acc - self * x_v
-      if constexpr (std::is_same_v<S, GTScore>) scale = sc.scale;
-      if constexpr (kAGNN) {
-        // dX_v = beta (n_v sum dr n_u x_u - n_v^2 (sum dr c) x_v)
-        const float beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
-        scale = beta * inv_norm_v, self = beta * inv_norm_v * inv_norm_v * acc_s;
-      }
+    float* dst = u.slot < 0 ? slot_row(gr.at_dst, v, h, H, D) : slot_row(wk.row_part, u.slot, h, H, pad4(D));
+    if constexpr (std::is_same_v<S, GTScore>) {
 #pragma unroll
-      for (int i = 0; i < T::PER_LANE; ++i) {
-        acc.x[i] *= scale;
-        if constexpr (kAGNN) acc.x[i] = fmaf(-self, qv.x.x[i], acc.x[i]);
-      }
-      store_row<T>(dst, acc, D, l);
+      for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
     }
+    if constexpr (kAGNN) {
+      // dX_v = beta (n_v sum dr n_u x_u - n_v^2 (sum dr c) x_v)
+      const float beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
+      const float scale = beta * inv_norm_v, self = beta * inv_norm_v * inv_norm_v * acc_s;
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(-self, qv.x.x[i], acc.x[i] * scale);
+    }
+    store_row<T>(dst, acc, D, l);
   }
 }
 
@@ -338,11 +348,11 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
 template <class S, class T, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
+  static_assert(kRowsFirst<S>);
   allow_dependents();  // the merge of split columns, else the parameter sums, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
-  constexpr bool kGT = std::is_same_v<S, GTScore>, kAGNN = std::is_same_v<S, AGNNScore>,
-                 kGAT = std::is_same_v<S, GATScore>, kGATv2 = std::is_same_v<S, GATv2Score>;
+  constexpr bool kGT = std::is_same_v<S, GTScore>, kAGNN = std::is_same_v<S, AGNNScore>;
   const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
   const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
   const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
@@ -351,42 +361,39 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
   const node_t src = u.node;
   wait_for_previous();  // below, step 1's outputs: (dr, q), AGNN's cos, norms and dX
   // The destination rows an edge's term reads besides dOut_v: GT Q_v, AGNN x_v, GATv2 XR_v.
-  const float* feature = up.dout;
+  const float* feature = sc.key;
   if constexpr (kGT) feature = sc.q;
-  if constexpr (kAGNN) feature = sc.key;
-  if constexpr (kGATv2) feature = sc.xr;
+  if constexpr (std::is_same_v<S, GATv2Score>) feature = sc.xr;
 
   for (int pass = 0; pass * hp < H; ++pass) {
     const GroupWork<U> gw(u, pass, hp, grp, H);
     const int h = gw.h;
     Frag<T> self, a;  // the column's own row (AGNN x_u, GATv2 XL_u) and GATv2's a[h]
-    float inv_norm_u = 0.f, beta = 0.f, el_u = 0.f;
-    if constexpr (kAGNN || kGATv2) load_global<T>(self, sc.key + (std::size_t(src) * H + h) * D, D, l);
+    float inv_norm_u = 0.f, beta = 0.f;
+    if constexpr (!kGT) load_global<T>(self, sc.key + (std::size_t(src) * H + h) * D, D, l);
     if constexpr (kAGNN) {
       inv_norm_u = inverse_norm<L>(self);
       beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
     }
-    if constexpr (kGATv2) load_global<T>(a, sc.a + std::size_t(h) * D, D, l);
-    if constexpr (kGAT) el_u = __ldg(sc.key + std::size_t(src) * H + h);
+    if constexpr (std::is_same_v<S, GATv2Score>) load_global<T>(a, sc.a + std::size_t(h) * D, D, l);
     const HeadColumns<T> features(feature, H, D, h, l), douts(up.dout, H, D, h, l);
-    Frag<T> acc, acc_value;  // GT dK and dV; GAT dV; AGNN and GATv2 the whole term in acc
+    Frag<T> acc, acc_value;  // GT dK and dV; AGNN and GATv2 the whole term in acc
     zero(acc), zero(acc_value);
-    float acc_s = 0.f;  // this lane's edges: AGNN sum beta dr c, GAT sum dr L'
+    float acc_s = 0.f;  // this lane's edges: AGNN sum beta dr c
     IdStream<L> ids(cols.ids + u.e0, gw.len, l);
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
       const int pos = t * U;
       ids.advance(pos);
-      [[maybe_unused]] Frag<T> ff[U];
-      Frag<T> of[U];
+      Frag<T> ff[U], of[U];
       node_t v_own = 0;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const node_t dst = ids.at(pos + j);
         if (j == own) v_own = dst;
         const bool ok = !kChecked || pos + j < gw.len;
-        if constexpr (!kGAT) features.template load<kExact && !kChecked>(ff[j], dst, ok);
+        features.template load<kExact && !kChecked>(ff[j], dst, ok);
         douts.template load<kExact && !kChecked>(of[j], dst, ok);
       }
       const bool ok = kChecked ? pos + own < gw.len : gw.active;
@@ -399,19 +406,176 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         coef = beta * dr * inv_norm_u * inv_norm_v;
         acc_s += ok ? beta * dr * __ldg(wk.cos + c) : 0.f;
       }
-      if constexpr (kGAT)
-        acc_s += ok ? dr * leaky_relu_grad(el_u + __ldg(sc.er + std::size_t(v_own) * H + h), sc.slope) : 0.f;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const float cj = __shfl_sync(kFull, coef, j * (L / U), L), qj = __shfl_sync(kFull, q, j * (L / U), L);
-        if constexpr (kGATv2) {
+        if constexpr (std::is_same_v<S, GATv2Score>) {
 #pragma unroll
           for (int i = 0; i < T::PER_LANE; ++i)
             acc.x[i] = fmaf(cj * a.x[i], leaky_relu_grad(self.x[i] + ff[j].x[i], sc.slope), acc.x[i]);
-        } else if constexpr (!kGAT) {
+        } else {
           axpy(acc, cj, ff[j]);
         }
-        axpy(kGT || kGAT ? acc_value : acc, qj, of[j]);
+        axpy(kGT ? acc_value : acc, qj, of[j]);
+      }
+    };
+    int t = 0;
+    for (; t < gw.full; ++t) step(t, std::false_type{});
+    for (; t < gw.steps; ++t) step(t, std::true_type{});
+    acc_s = across_edges<L, U>(acc_s, [](float x, float y) { return x + y; });
+
+    if (!gw.active || !u.gathers) continue;
+    const bool whole = u.slot < 0;
+    if constexpr (kGT) {
+      float* part = slot_row(wk.col_part, u.slot, h, H, pad4(col_width<S>(D)));
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
+      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc, D, l);
+      store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part + D, acc_value, D, l);
+      continue;
+    }
+    if constexpr (kAGNN) {  // dX_u += beta sum dr (n_u n_v x_v - c n_u^2 x_u) + q dOut_v
+      const float s = inv_norm_u * inv_norm_u * acc_s;
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(-s, self.x[i], acc.x[i]);
+      if (whole) {  // the row walk wrote the destination side
+        Frag<T> before;
+        load_global<T>(before, slot_row(gr.at_src, src, h, H, D), D, l);
+#pragma unroll
+        for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] += before.x[i];
+      }
+    }
+    store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : slot_row(wk.col_part, u.slot, h, H, pad4(D)), acc, D,
+                 l);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Columns first (GT, GAT)
+
+/// Step 0: Delta_v = <dOut_v, out_v> for every (row, head), a lane group each.
+template <class T>
+__global__ void __launch_bounds__(256) row_deltas(Upstream up, float* __restrict__ delta, std::int64_t rows, int D) {
+  allow_dependents();  // step 1 loads its columns' own rows meanwhile
+  constexpr int L = T::LANES;
+  const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, i = thread / L;
+  if ((thread - threadIdx.x % kWarp) / L >= rows) return;  // whole warps only
+  const int l = int(thread % L);
+  const std::size_t r = std::size_t(i < rows ? i : rows - 1);
+  Frag<T> dout, o;
+  load_global<T>(dout, up.dout + r * D, D, l);
+  load_global<T>(o, up.out + r * D, D, l);
+  const float s = group_sum<L>(dot(dout, o));
+  if (i < rows && l == 0) delta[r] = s;
+}
+
+/// Blocks per SM of the scoring column walk: 3 (80 registers) where GT's group holds K_u and V_u
+/// besides 4 edges of 16-byte Q and dOut fragments in flight. The GT backward against it (H100,
+/// 7 graphs, 1x128 and 4x32; perf/results/20261124-h100-cols-first/): 4 blocks spilled 96-144
+/// bytes and was 10-45% slower; 4 blocks with 2 edges in flight 1-7% slower on the batches and
+/// sparse graphs of high degree; 2 blocks 3-9% slower.
+template <class S, class T>
+inline constexpr int kScoredColsMinBlocks =
+    std::is_same_v<S, GTScore> && T::PER_LANE == 4 && kOnlineEdges<T> == 4 ? 3 : kOnlineMinBlocks<T>;
+
+/// Step 1, the columns: recomputes each in-edge's score from the column's own K_u (GAT el_u)
+/// and the gathered Q_v (er_v), dq_e from its own V_u and the gathered dOut_v, and sums dK, dV
+/// (del, dV); stores dr_e (GAT dr_e L'_e) at the edge's CSR position for step 2. `w` and `tr`
+/// take CSC positions (their edge ids are in CSC order). A programmatic dependent of step 0.
+template <class S, class T, bool kDrop, bool kExact>
+__global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
+    backward_scored_cols(S sc, Segments cols, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
+                         const edge_t* __restrict__ csr_pos, int H, int D) {
+  static_assert(kColsFirst<S>);
+  allow_dependents();  // the merge of split columns, else step 2, may get resident
+  constexpr int U = kOnlineEdges<T>;
+  constexpr int L = T::LANES;
+  constexpr bool kGT = std::is_same_v<S, GTScore>;
+  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
+  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  if (warp * slots >= cols.num_pieces + std::int64_t(cols.count)) return;  // whole warps only
+  const Unit u = grp / hp < slots ? Unit(cols, warp * slots + grp / hp) : Unit();
+  const node_t src = u.node;
+
+  for (int pass = 0; pass * hp < H; ++pass) {
+    const GroupWork<U> gw(u, pass, hp, grp, H);
+    const int h = gw.h;
+    Frag<T> key, value;  // GT: scale K_u; V_u
+    float el_u = 0.f;
+    if constexpr (kGT) {
+      load_global<T>(key, sc.key + (std::size_t(src) * H + h) * D, D, l);
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) key.x[i] *= sc.scale;
+    } else {
+      el_u = __ldg(sc.key + std::size_t(src) * H + h);
+    }
+    load_global<T>(value, sc.value + (std::size_t(src) * H + h) * D, D, l);
+    if (pass == 0) wait_for_previous();  // below, step 0's Delta
+    const float* query_rows = up.dout;  // GAT gathers no query row
+    if constexpr (kGT) query_rows = sc.q;
+    const HeadColumns<T> queries(query_rows, H, D, h, l), douts(up.dout, H, D, h, l);
+    Frag<T> acc_key, acc_value;  // GT dK / scale; dV
+    zero(acc_key), zero(acc_value);
+    float acc_s = 0.f;  // GAT: this lane's edges' sum dr L' (del)
+    IdStream<L> ids(cols.ids + u.e0, gw.len, l);
+    KeepStream<L, kDrop> keeps(tr, u.e0, gw.len, l, h);
+
+    auto step = [&](int t, auto checked) {
+      constexpr bool kChecked = decltype(checked)::value;
+      const int pos = t * U;
+      ids.advance(pos);
+      [[maybe_unused]] Frag<T> qf[U];
+      Frag<T> of[U];
+      node_t v_own = 0;
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        const node_t dst = ids.at(pos + j);
+        if (j == own) v_own = dst;
+        const bool ok = !kChecked || pos + j < gw.len;
+        if constexpr (kGT) queries.template load<kExact && !kChecked>(qf[j], dst, ok);
+        douts.template load<kExact && !kChecked>(of[j], dst, ok);
+      }
+      const bool ok = kChecked ? pos + own < gw.len : gw.active;
+      const edge_t c = u.e0 + pos + own;
+      const bool writer = ok && l % (L / U) == 0;
+      // Issued with the rows, so that their latency hides behind the reductions.
+      const edge_t at_csr = writer ? __ldg(csr_pos + c) : 0;
+      const std::size_t vh = std::size_t(v_own) * H + h;
+      const float lse = ok ? __ldg(up.lse + vh) : 0.f, delta = ok ? __ldg(wk.delta + vh) : 0.f;
+      [[maybe_unused]] float er_v = 0.f;
+      if constexpr (!kGT) er_v = ok ? __ldg(sc.er + vh) : 0.f;
+      keeps.advance(pos);
+      // dq_e = <dOut_v, V_u> and GT's score, reduced together: lane l ends with edge `own`'s.
+      float dq[U];
+#pragma unroll
+      for (int j = 0; j < U; ++j) dq[j] = dot(of[j], value);
+      reduce_scatter<L, U>(dq, l);
+      float score;
+      if constexpr (kGT) {
+        float x[U];
+#pragma unroll
+        for (int j = 0; j < U; ++j) x[j] = dot(qf[j], key);
+        reduce_scatter<L, U>(x, l);
+        score = x[0];
+      } else {
+        score = leaky_relu(el_u + er_v, sc.slope);
+      }
+      const float we = ok ? w(c, h) : 0.f;
+      const float p = ok ? fast_exp(score * we - lse) : 0.f;
+      const float drawn = keeps.at(pos + own);  // a shuffle: every lane
+      const float keep = ok ? drawn : 0.f;
+      float dr = we * p * (keep * dq[0] - delta);
+      if constexpr (!kGT) {
+        dr *= leaky_relu_grad(el_u + er_v, sc.slope);
+        acc_s += dr;
+      }
+      if (writer) wk.dr[std::size_t(at_csr) * H + h] = dr;
+      const float q = p * keep;
+#pragma unroll
+      for (int j = 0; j < U; ++j) {
+        if constexpr (kGT) axpy(acc_key, __shfl_sync(kFull, dr, j * (L / U), L), qf[j]);
+        axpy(acc_value, __shfl_sync(kFull, q, j * (L / U), L), of[j]);
       }
     };
     int t = 0;
@@ -424,25 +588,70 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     float* part = slot_row(wk.col_part, u.slot, h, H, pad4(col_width<S>(D)));
     if constexpr (kGT) {
 #pragma unroll
-      for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
-      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc, D, l);
+      for (int i = 0; i < T::PER_LANE; ++i) acc_key.x[i] *= sc.scale;
+      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc_key, D, l);
       store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part + D, acc_value, D, l);
-    } else if constexpr (kGAT) {
+    } else {
       store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part, acc_value, D, l);
       if (l == 0) *(whole ? gr.at_src + std::size_t(src) * H + h : part + D) = acc_s;
-    } else {
-      if constexpr (kAGNN) {  // dX_u += beta sum dr (n_u n_v x_v - c n_u^2 x_u) + q dOut_v
-        const float s = inv_norm_u * inv_norm_u * acc_s;
+    }
+  }
+}
+
+/// Step 2, the rows: reads dr_e back in CSR order; GT sums dQ_v = scale sum dr_e K_u, GAT der_v
+/// = sum dr_e L'_e. A programmatic dependent of step 1 (or of its merge).
+template <class S, class T, bool kExact>
+__global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
+    backward_summed_rows(S sc, Segments rows, Grads gr, BackwardWork wk, int H, int D) {
+  static_assert(kColsFirst<S>);
+  allow_dependents();  // the merge of split rows may get resident
+  constexpr int U = kOnlineEdges<T>;
+  constexpr int L = T::LANES;
+  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
+  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
+  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
+  if (warp * slots >= rows.num_pieces + std::int64_t(rows.count)) return;  // whole warps only
+  const Unit u = grp / hp < slots ? Unit(rows, warp * slots + grp / hp) : Unit();
+  const node_t v = u.node;
+  wait_for_previous();  // below, step 1's dr
+
+  for (int pass = 0; pass * hp < H; ++pass) {
+    const GroupWork<U> gw(u, pass, hp, grp, H);
+    const int h = gw.h;
+    const bool whole = u.slot < 0;
+    if constexpr (std::is_same_v<S, GTScore>) {
+      const int own = l / (L / U);
+      const HeadColumns<T> keys(sc.key, H, D, h, l);
+      Frag<T> acc;
+      zero(acc);
+      IdStream<L> ids(rows.ids + u.e0, gw.len, l);
+      auto step = [&](int t, auto checked) {
+        constexpr bool kChecked = decltype(checked)::value;
+        const int pos = t * U;
+        ids.advance(pos);
+        Frag<T> kf[U];
 #pragma unroll
-        for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(-s, self.x[i], acc.x[i]);
-        if (whole) {  // the row walk wrote the destination side
-          Frag<T> before;
-          load_global<T>(before, slot_row(gr.at_src, src, h, H, D), D, l);
+        for (int j = 0; j < U; ++j)
+          keys.template load<kExact && !kChecked>(kf[j], ids.at(pos + j), !kChecked || pos + j < gw.len);
+        const bool ok = kChecked ? pos + own < gw.len : gw.active;
+        const float dr = ok ? __ldg(wk.dr + std::size_t(u.e0 + pos + own) * H + h) : 0.f;
 #pragma unroll
-          for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] += before.x[i];
-        }
-      }
-      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc, D, l);
+        for (int j = 0; j < U; ++j) axpy(acc, __shfl_sync(kFull, dr, j * (L / U), L), kf[j]);
+      };
+      int t = 0;
+      for (; t < gw.full; ++t) step(t, std::false_type{});
+      for (; t < gw.steps; ++t) step(t, std::true_type{});
+      if (!gw.active || !u.gathers) continue;
+#pragma unroll
+      for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
+      store_row<T>(whole ? slot_row(gr.at_dst, v, h, H, D) : slot_row(wk.row_part, u.slot, h, H, pad4(D)), acc, D,
+                   l);
+    } else {  // GAT: scalars only, L edges a step
+      float s = 0.f;
+      for (int i = l; i < gw.len; i += L) s += __ldg(wk.dr + std::size_t(u.e0 + i) * H + h);
+      s = group_sum<L>(s);
+      if (!gw.active || !u.gathers || l != 0) continue;
+      *(whole ? gr.at_dst + std::size_t(v) * H + h : slot_row(wk.row_part, u.slot, h, H, pad4(1))) = s;
     }
   }
 }

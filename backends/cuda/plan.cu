@@ -290,7 +290,8 @@ float* Plan::Impl::workspace(std::size_t floats) const {
 }
 
 /// The first backward downloads the graph to transpose it: forward-only plans skip the
-/// transposition and its 12 bytes per edge on the device.
+/// transposition and its 12 (rows first), 20 (columns first) or 28 (GT, both) bytes per edge on
+/// the device.
 const BackwardData& Plan::Impl::backward() const {
   if (bwd) return *bwd;
   auto b = std::make_unique<BackwardData>();
@@ -306,11 +307,22 @@ const BackwardData& Plan::Impl::backward() const {
   download(g.dst, graph.dst, E);
   // The plan's own (validated) structure, without the edge ids and stats transpose does not read.
   const HostCsc csc = dfgnn::detail::transpose_of_valid(g);
-  std::vector<edge_t> csc_pos(E);
-  for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
   b->col_ptr = upload(csc.col_ptr.data(), csc.col_ptr.size());
   b->col_dst = upload(csc.dst.data(), csc.dst.size());
-  b->csc_pos = upload(csc_pos.data(), csc_pos.size());
+  // The orders of the score kind (detail::kRowsFirst, kColsFirst).
+  const bool rows_first = kind != ScoreKind::GAT, cols_first = kind == ScoreKind::GT || kind == ScoreKind::GAT;
+  if (rows_first) {
+    std::vector<edge_t> csc_pos(E);
+    for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
+    b->csc_pos = upload(csc_pos.data(), E);
+  }
+  if (cols_first) {
+    std::vector<edge_t> edge_id, col_edge_id(E);
+    download(edge_id, graph.edge_id, E);
+    for (std::size_t c = 0; c < E; ++c) col_edge_id[c] = edge_id[csc.csr_edge[c]];
+    b->csr_pos = upload(csc.csr_edge.data(), E);
+    b->col_edge_id = upload(col_edge_id.data(), E);
+  }
   b->split = piece_edges(Strategy::Online, edge_t(E), node_t(N), sms);
   for (auto [ptr, seg] : {std::pair{&std::as_const(g).row_ptr, &b->rows}, std::pair{&csc.col_ptr, &b->cols}}) {
     const RowPieces rp = row_pieces(*ptr, b->split);
@@ -334,7 +346,9 @@ const BackwardData& Plan::Impl::backward() const {
     case ScoreKind::GAT: width = widths(detail::GATScore{}); break;
     case ScoreKind::GATv2: width = widths(detail::GATv2Score{}); break;
   }
-  b->work.dr_q = reinterpret_cast<float2*>(workspace(2 * EH));
+  b->work.dr_q = rows_first ? reinterpret_cast<float2*>(workspace(2 * EH)) : nullptr;
+  b->work.dr = cols_first ? workspace(EH) : nullptr;
+  b->work.delta = cols_first ? workspace(NH) : nullptr;
   b->work.cos = agnn ? workspace(EH) : nullptr;
   b->work.inv_norm = agnn ? workspace(NH) : nullptr;
   b->work.row_part = workspace(std::size_t(b->rows.slots) * heads * width[0]);

@@ -16,13 +16,16 @@
 
 namespace dfgnn::cuda {
 
-/// The backward's data: the CSC (column offsets, each CSC edge's destination, each CSR edge's
-/// CSC position), the pieces of rows and columns above `split` edges, and the workspace for
-/// the plan's score kind.
+/// The backward's data: the CSC (column offsets, each CSC edge's destination), where the
+/// scoring walk's stores go for the orders the score kind has (rows first: each CSR edge's CSC
+/// position; columns first: each CSC edge's CSR position and caller's edge id), the pieces of
+/// rows and columns above `split` edges, and the workspace.
 struct BackwardData {
   const edge_t* col_ptr = nullptr;
   const node_t* col_dst = nullptr;
   const edge_t* csc_pos = nullptr;
+  const edge_t* csr_pos = nullptr;
+  const edge_t* col_edge_id = nullptr;
   edge_t split = 0;
   detail::SplitSegments rows, cols;
   detail::BackwardWork work;

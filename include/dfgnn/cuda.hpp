@@ -32,6 +32,12 @@ struct DeviceEdgeValues {
   int heads = 0;
 };
 
+/// Which walk of the backward recomputes the scores (docs/backward.md, "Two orders"): RowsFirst
+/// (GT, AGNN, GATv2) or ColumnsFirst (GT, GAT; fewer gathered rows per edge, plus a pass over
+/// dOut and out). Auto: GAT columns first, GT columns first from a mean in-degree of 52, else
+/// rows first. An order the score kind does not have throws Error.
+enum class BackwardOrder { Auto, RowsFirst, ColumnsFirst };
+
 /// Optional inputs and outputs of an attention call (a plain DeviceEdgeValues converts).
 struct Options {
   Options(DeviceEdgeValues w = {}) : edge_values(w) {}  // NOLINT: plain edge values convert
@@ -42,6 +48,8 @@ struct Options {
   /// Attention dropout: each probability times dropout.factor(edge index as given, head);
   /// rate 0: none. The logsumexp is of the scores, before dropout.
   Dropout dropout;
+  /// The backward's order (attention_backward only).
+  BackwardOrder backward_order = BackwardOrder::Auto;
 };
 
 /// True when a CUDA device is visible to this process.

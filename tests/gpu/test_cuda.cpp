@@ -220,6 +220,7 @@ struct Case {
 /// into NaN-poisoned gradients (gradient_names order), and the float64 reference.
 struct BackwardCase : Case {
   std::vector<float> dout;
+  cuda::BackwardOrder order = cuda::BackwardOrder::Auto;
 
   BackwardCase(ScoreKind k, const HostGraph& graph, Shape s, int edge_heads, Dropout drop, unsigned seed)
       : Case(k, graph, s, edge_heads, seed) {
@@ -261,6 +262,7 @@ struct BackwardCase : Case {
     cuda::Options o(cuda::DeviceEdgeValues{ew ? dw.get() : nullptr, ew});
     o.logsumexp = lse.get();
     o.dropout = dropout;
+    o.backward_order = order;
     auto p = [&](int i) { return d[std::size_t(i)]->get(); };
     auto dp = [&](int i) { return grad[std::size_t(i)]->get(); };
     switch (kind) {
@@ -389,7 +391,8 @@ INSTANTIATE_TEST_SUITE_P(
     param_name);
 
 // The backward after the Auto forward: plain, then with edge values (per edge or per head) and
-// dropout; gradients against the float64 reference and bitwise equal over two runs.
+// dropout, in each order the score kind has (GT both); gradients against the float64 reference
+// and bitwise equal over two runs.
 class Backward : public Forward {};
 
 TEST_P(Backward, MatchesReference) {
@@ -397,16 +400,23 @@ TEST_P(Backward, MatchesReference) {
   const HostGraph& g = graphs().at(name);
   const cuda::Plan plan(g, kind, shape.H, shape.D);
   const auto names = test::gradient_names(kind);
-  for (const auto& [ew, rate] : {std::pair{0, 0.f}, std::pair{1, 0.3f}, std::pair{shape.H, 0.3f}}) {
-    SCOPED_TRACE("ew " + std::to_string(ew) + ", dropout " + std::to_string(rate));
-    const BackwardCase c(kind, g, shape, ew, Dropout{rate, 77}, 5000u + unsigned(ew));
-    const auto runs = c.gradients(plan);
-    const auto ref = c.reference_gradients();
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      EXPECT_LT(test::gradient_error(runs[0][i], ref[i]), test::gradient_tolerance(kind, i)) << names[i];
-      expect_same(runs[0][i], runs[1][i]);
+  using Order = cuda::BackwardOrder;
+  const std::vector<Order> orders = kind == ScoreKind::GT    ? std::vector{Order::RowsFirst, Order::ColumnsFirst}
+                                    : kind == ScoreKind::GAT ? std::vector{Order::ColumnsFirst}
+                                                             : std::vector{Order::RowsFirst};
+  for (const Order order : orders)
+    for (const auto& [ew, rate] : {std::pair{0, 0.f}, std::pair{1, 0.3f}, std::pair{shape.H, 0.3f}}) {
+      SCOPED_TRACE("order " + std::to_string(int(order)) + ", ew " + std::to_string(ew) + ", dropout " +
+                   std::to_string(rate));
+      BackwardCase c(kind, g, shape, ew, Dropout{rate, 77}, 5000u + unsigned(ew));
+      c.order = order;
+      const auto runs = c.gradients(plan);
+      const auto ref = c.reference_gradients();
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        EXPECT_LT(test::gradient_error(runs[0][i], ref[i]), test::gradient_tolerance(kind, i)) << names[i];
+        expect_same(runs[0][i], runs[1][i]);
+      }
     }
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -456,6 +466,23 @@ TEST(BackwardArgs, RejectsBadArguments) {
                                  dq.get(), dk.get(), dv.get());
       },
       {"logsumexp is null"});
+  // The orders a score kind does not have.
+  const cuda::Plan gat(g, ScoreKind::GAT, H, D);
+  cuda::Options rows_first, cols_first;
+  rows_first.backward_order = cuda::BackwardOrder::RowsFirst;
+  cols_first.backward_order = cuda::BackwardOrder::ColumnsFirst;
+  test::expect_error(
+      [&] {
+        cuda::attention_backward(nullptr, agnn, AGNN{}, q.get(), beta.get(), H, out.get(), lse.get(), dout.get(),
+                                 dq.get(), dk.get(), cols_first);
+      },
+      {"attention_backward(agnn)", "no columns-first order"});
+  test::expect_error(
+      [&] {
+        cuda::attention_backward(nullptr, gat, GAT{}, lse.get(), lse.get(), v.get(), out.get(), lse.get(), dout.get(),
+                                 dq.get(), dk.get(), dv.get(), rows_first);
+      },
+      {"attention_backward(gat)", "no rows-first order"});
 }
 
 /// Dense's own batches: PATTERN-like; the same with every 7th edge three times and the first
