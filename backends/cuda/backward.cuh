@@ -57,7 +57,7 @@ struct BackwardWork {
   float* param_slices;  ///< [slices, H, param_width(D)]: param_slices' output
 };
 
-/// The orders a score kind has (docs/backward.md, "Which walk scores"). Columns first (GT, GAT):
+/// The orders a score kind has (docs/backward.md, "Two orders"). Columns first (GT, GAT):
 /// the column walk gathers Q_v and dOut_v (GAT: dOut_v) and holds K_u and V_u as its own rows,
 /// so the rows then gather one row per edge (GT's K_u) or none (GAT) instead of two, for a
 /// separate pass over dOut and out for Delta. Rows first (GT, AGNN, GATv2): AGNN's and GATv2's
@@ -211,7 +211,7 @@ inline constexpr int kRowWalkMinBlocks =
     std::is_same_v<S, AGNNScore> && kOnlineEdges<T> == 4 ? 3 : kOnlineRowMinBlocks<S, T, kDrop>;
 
 // ---------------------------------------------------------------------------------------------
-// Rows first (AGNN, GATv2)
+// Rows first (GT, AGNN, GATv2)
 
 /// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates.
 template <class S, class T, bool kDrop, bool kExact>

@@ -6,7 +6,6 @@
 #include "staged.cuh"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -309,14 +308,29 @@ const BackwardData& Plan::Impl::backward() const {
   const HostCsc csc = dfgnn::detail::transpose_of_valid(g);
   b->col_ptr = upload(csc.col_ptr.data(), csc.col_ptr.size());
   b->col_dst = upload(csc.dst.data(), csc.dst.size());
-  // The orders of the score kind (detail::kRowsFirst, kColsFirst).
-  const bool rows_first = kind != ScoreKind::GAT, cols_first = kind == ScoreKind::GT || kind == ScoreKind::GAT;
-  if (rows_first) {
+  // What the score kind needs: its orders and its partials' widths.
+  struct Needs {
+    bool rows_first, cols_first;
+    int row_width, col_width, param_width;
+  };
+  const auto needs = [&](auto score) {
+    using S = decltype(score);
+    return Needs{detail::kRowsFirst<S>, detail::kColsFirst<S>, detail::pad4(detail::row_width<S>(dim)),
+                 detail::pad4(detail::col_width<S>(dim)), detail::param_width<S>(dim)};
+  };
+  Needs need{};
+  switch (kind) {
+    case ScoreKind::GT: need = needs(detail::GTScore{}); break;
+    case ScoreKind::AGNN: need = needs(detail::AGNNScore{}); break;
+    case ScoreKind::GAT: need = needs(detail::GATScore{}); break;
+    case ScoreKind::GATv2: need = needs(detail::GATv2Score{}); break;
+  }
+  if (need.rows_first) {
     std::vector<edge_t> csc_pos(E);
     for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
     b->csc_pos = upload(csc_pos.data(), E);
   }
-  if (cols_first) {
+  if (need.cols_first) {
     std::vector<edge_t> edge_id, col_edge_id(E);
     download(edge_id, graph.edge_id, E);
     for (std::size_t c = 0; c < E; ++c) col_edge_id[c] = edge_id[csc.csr_edge[c]];
@@ -334,28 +348,17 @@ const BackwardData& Plan::Impl::backward() const {
   }
   const std::size_t EH = E * heads, NH = N * heads;
   const bool agnn = kind == ScoreKind::AGNN;
-  const auto widths = [&](auto score) {
-    using S = decltype(score);
-    return std::array<int, 3>{detail::pad4(detail::row_width<S>(dim)), detail::pad4(detail::col_width<S>(dim)),
-                              detail::param_width<S>(dim)};
-  };
-  std::array<int, 3> width{};
-  switch (kind) {
-    case ScoreKind::GT: width = widths(detail::GTScore{}); break;
-    case ScoreKind::AGNN: width = widths(detail::AGNNScore{}); break;
-    case ScoreKind::GAT: width = widths(detail::GATScore{}); break;
-    case ScoreKind::GATv2: width = widths(detail::GATv2Score{}); break;
-  }
-  b->work.dr_q = rows_first ? reinterpret_cast<float2*>(workspace(2 * EH)) : nullptr;
-  b->work.dr = cols_first ? workspace(EH) : nullptr;
-  b->work.delta = cols_first ? workspace(NH) : nullptr;
+  b->work.dr_q = need.rows_first ? reinterpret_cast<float2*>(workspace(2 * EH)) : nullptr;
+  b->work.dr = need.cols_first ? workspace(EH) : nullptr;
+  b->work.delta = need.cols_first ? workspace(NH) : nullptr;
   b->work.cos = agnn ? workspace(EH) : nullptr;
   b->work.inv_norm = agnn ? workspace(NH) : nullptr;
-  b->work.row_part = workspace(std::size_t(b->rows.slots) * heads * width[0]);
-  b->work.col_part = workspace(std::size_t(b->cols.slots) * heads * width[1]);
+  b->work.row_part = workspace(std::size_t(b->rows.slots) * heads * need.row_width);
+  b->work.col_part = workspace(std::size_t(b->cols.slots) * heads * need.col_width);
   const std::size_t units = N + b->rows.slots;
-  b->work.param = workspace(units * heads * width[2]);
-  b->work.param_slices = workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * width[2]);
+  b->work.param = workspace(units * heads * need.param_width);
+  b->work.param_slices =
+      workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * need.param_width);
   bwd = std::move(b);
   return *bwd;
 }
