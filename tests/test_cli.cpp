@@ -203,6 +203,14 @@ TEST_F(CliTest, RoundTripEdgeValues) {
   }
 }
 
+// --reorder runs on the renumbered graph; the output comes back in file order, and the edge
+// values, in file order, still reach their edges.
+TEST_F(CliTest, RoundTripReordered) {
+  for (const std::string model : {"gt", "agnn", "gat", "gatv2"})
+    for (const std::string reorder : {"rcm", "degree"}) round_trip({model, 2, 3, false, 2, "--reorder " + reorder});
+  round_trip({"gat", 2, 3, false, 0, "--reorder rcm --strategy smmf"});
+}
+
 TEST_F(CliTest, RoundTripFlatFeatureFiles) {
   for (const std::string model : {"gt", "agnn", "gat", "gatv2"}) round_trip({model, 2, 5, true});
   // One head: el / er as [N].
@@ -272,6 +280,38 @@ TEST_F(CliTest, BackwardWithDropout) {
   expect_user_error("bench --graph " + quote(tiny_graph()) + " --model gt --dropout 0.1", {"--dropout", "--backward"});
 }
 
+// --reorder in training: the CLI checks the gradients, in file order, against the float64
+// reference on the file's graph (edge values and the dropout mask follow the edges), and they
+// match the run without renumbering.
+TEST_F(CliTest, BackwardReordered) {
+  const std::int64_t N = kNodes, H = 2, D = 3, E = std::int64_t(kSrc.size());
+  const std::string dout = npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 23));
+  const std::string w = npy("w.npy", {E, H}, test::random_values(std::size_t(E * H), 24, 0.1f, 2.0f));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> models{
+      {"gt", {"dQ", "dK", "dV"}}, {"agnn --beta 0.5,2", {"dX", "dbeta"}}, {"gat", {"del", "der", "dV"}},
+      {"gatv2", {"dXL", "dXR", "da"}}};
+  for (const auto& [model, grads] : models) {
+    const std::string args = "attention --graph " + quote(tiny_graph()) + " --model " + model +
+                             " --heads 2 --dim 3 --edge-values " + quote(w) + " --dropout 0.3 --reference --grad-out " +
+                             quote(dout);
+    Result r = run(args + " --grad-prefix " + quote(path("file_")));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    for (const std::string reorder : {"rcm", "degree"}) {
+      SCOPED_TRACE(model + " " + reorder);
+      r = run(args + " --reorder " + reorder + " --grad-prefix " + quote(path(reorder + "_")));
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("reorder=" + reorder), std::string::npos) << r.out;
+      for (const std::string& name : grads) {
+        const io::Array a = io::read_npy_f32(path("file_" + name + ".npy"));
+        const io::Array b = io::read_npy_f32(path(reorder + "_" + name + ".npy"));
+        ASSERT_EQ(a.shape, b.shape) << name;
+        const std::vector<double> ref(a.data.begin(), a.data.end());
+        EXPECT_LT(max_relative_error(b.data.data(), ref), 1e-5) << name;
+      }
+    }
+  }
+}
+
 // bench on the portable kernels: forward (checked) and training lines, and one JSON object per
 // timing carrying the dropout rate of its pass (none in inference).
 TEST_F(CliTest, BenchTrainingWithDropout) {
@@ -290,6 +330,20 @@ TEST_F(CliTest, BenchTrainingWithDropout) {
   }
   EXPECT_EQ(forward, 2);  // auto and online
   EXPECT_EQ(training, 2);
+}
+
+// bench --reorder checks the renumbered graph's output and says so in its header and JSON.
+TEST_F(CliTest, BenchReordered) {
+  const Result r = run("bench --graph " + cora() + " --symmetrize --model gt --heads 2 --dim 8 --backend kokkos"
+                       " --strategy auto --warmup 0 --iters 1 --check --backward --reorder rcm --json " +
+                       quote(path("b.jsonl")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("N=2708 E=10556 H=2 D=8 reorder=rcm"), std::string::npos) << r.out;
+  const std::string json = slurp(path("b.jsonl"));
+  EXPECT_EQ(std::count(json.begin(), json.end(), '\n'), 2) << json;
+  EXPECT_NE(json.find("\"reorder\": \"rcm\""), std::string::npos) << json;
+  expect_user_error("bench --graph " + quote(tiny_graph()) + " --model gt --reorder metis", {"unknown ordering 'metis'"});
+  expect_user_error("attention --graph " + quote(tiny_graph()) + " --model gt --reorder", {"--reorder"});
 }
 
 TEST_F(CliTest, CoraEveryModelAndStrategy) {

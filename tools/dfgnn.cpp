@@ -7,6 +7,7 @@
 #include <dfgnn/io.hpp>
 #include <dfgnn/reference.hpp>
 #include <dfgnn/reference_backward.hpp>
+#include <dfgnn/reorder.hpp>
 
 #include "cli_common.hpp"
 #include "inputs.hpp"
@@ -49,7 +50,7 @@ constexpr const char* kUsage = R"(usage:
   dfgnn gen knn --graphs G [--k K] [--seed S] --out FILE
   dfgnn bench --graph FILE --model M [--heads H] [--dim D] [--inputs DIR] [--backend cuda|kokkos|all]
               [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--backward]
-              [--dropout P] [--name NAME] [--json F]
+              [--dropout P] [--reorder none|rcm|degree] [--name NAME] [--json F]
 
 graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas; an
   optional header line `src,dst`; at most a weight and a time column after u v, ignored),
@@ -76,6 +77,9 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
   --dropout P           attention dropout rate of the training forward and backward (with
                         --grad-out; bench: --backward), in [0, 1); the mask is a hash of
                         (--seed, edge, head), as in the API, so --reference checks it too
+  --reorder none|rcm|degree  run on the renumbered graph (reorder.hpp; rcm gathers nearby
+                        rows): node inputs go into its order, the output and gradients come
+                        back in the file's; edge values and the dropout mask keep file order
 
 spmm / sddmm (generalized message passing, docs/message_passing.md):
   spmm   out[v] = reduce over u -> v of message: --message copy_u | copy_e | u_OP_e | u_OP_v
@@ -98,7 +102,8 @@ bench: times the forward per backend and strategy (CUDA events on cuda, the host
   also times, per backend and strategy, the training forward plus the fused backward
   ("fwd+bwd") and, on CUDA, the backward alone ("bwd", whose gradients --check compares with
   the reference). --json appends one JSON object per line (on CUDA with plan_mib, the device
-  memory the plan holds: graph copy, CSC, workspaces).
+  memory the plan holds: graph copy, CSC, workspaces). --reorder times the renumbered graph
+  (the renumbering, a once-per-graph step, is not timed; --check runs on the same graph).
 )";
 
 using cli::Args;
@@ -225,6 +230,15 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
     in.dropout = {rate, seed};
   }
   return in;
+}
+
+/// The inputs in a renumbered graph's order: node tensors (features, el, er) take rows `index`
+/// (reorder.hpp's order to go there, position to come back); GATv2's a, AGNN's beta, the edge
+/// values and the dropout seed stay, since the renumbered graph's edge ids are the file's.
+Inputs in_order(const Inputs& in, const std::vector<node_t>& index) {
+  Inputs r = in;
+  for (std::size_t i = 0; i < tensor_options(in.kind).size(); ++i) r.tensors[i] = gather_rows(in.tensors[i], index);
+  return r;
 }
 
 // ---- running -------------------------------------------------------------------------------
@@ -402,26 +416,31 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
 // gradients sum cancelling terms over all edges (docs/backward.md).
 double gradient_tolerance(const std::string& name) { return name == "dbeta" || name == "da" ? 1e-3 : 1e-4; }
 
-// Training forward + fused backward on `backend`; writes PREFIX<name>.npy per gradient and,
-// with --reference, checks each against the float64 reference. Returns the exit code.
-int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const std::string& backend, Strategy strategy,
-                 float scale, float slope) {
+// Training forward + fused backward on `backend`, on the renumbered graph re.graph with the
+// inputs in its order (`run_in`); writes PREFIX<name>.npy per gradient in the file's order and,
+// with --reference, checks each against the float64 reference on the file's graph `g` and
+// inputs `in`. Returns the exit code.
+int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reordered& re, const Inputs& run_in,
+                 const std::string& backend, Strategy strategy, float scale, float slope) {
   const std::string path = a.get("grad-out");
   const std::vector<float> dout = checked(io::read_npy_f32(path), path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}});
+  const std::vector<float> run_dout = gather_rows(dout, re.order);
   Gradients grads;
   if (backend == "kokkos") {
-    KokkosRun run(g, in, strategy, scale, slope, /*training=*/true);
-    run.set_dout(dout);
+    KokkosRun run(re.graph, run_in, strategy, scale, slope, /*training=*/true);
+    run.set_dout(run_dout);
     run();
     run.backward();
     grads = run.gradients();
   } else {
 #ifdef DFGNN_ENABLE_CUDA
-    auto values = cli::run_cuda_backward(g, in, strategy, scale, slope, dout);
+    auto values = cli::run_cuda_backward(re.graph, run_in, strategy, scale, slope, run_dout);
     const auto sizes = gradient_sizes(in);
     for (std::size_t i = 0; i < sizes.size(); ++i) grads.emplace_back(sizes[i].first, std::move(values[i]));
 #endif
   }
+  for (auto& [name, values] : grads)  // node gradients back to the file's order
+    if (name != "dbeta" && name != "da") values = gather_rows(values, re.position);
   const std::string prefix = a.get("grad-prefix", "grad_");
   for (const auto& [name, values] : grads) {
     std::vector<std::int64_t> shape{std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)};
@@ -450,7 +469,7 @@ int cmd_attention(int argc, char** argv) {
   const Args a = parse_args(argc, argv, 2,
                             {"graph", "nodes", "model", "heads", "dim", "q", "k", "v", "x", "beta", "el", "er",
                              "slope", "xl", "xr", "a", "scale", "edge-values", "out", "strategy", "backend", "seed",
-                             "grad-out", "grad-prefix", "dropout"},
+                             "grad-out", "grad-prefix", "dropout", "reorder"},
                             {"reference", "symmetrize"});
   reject_foreign_options(a, parse_score_kind(a.need("model")),
                          {"q", "k", "v", "x", "beta", "el", "er", "slope", "xl", "xr", "a", "scale"});
@@ -458,6 +477,9 @@ int cmd_attention(int argc, char** argv) {
   const Inputs in = load_inputs(a, g);
   const Strategy strategy = parse_strategy(a.get("strategy", "auto"));
   const float scale = scale_option(a), slope = a.real("slope", 0.2f);
+  const Ordering ordering = parse_ordering(a.get("reorder", "none"));
+  const Reordered re = reorder(g, ordering);
+  const Inputs run_in = in_order(in, re.order);
   std::string backend = a.get("backend", "auto");
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
@@ -470,10 +492,10 @@ int cmd_attention(int argc, char** argv) {
   std::vector<float> out;
   const auto t0 = std::chrono::steady_clock::now();
   if (backend == "kokkos") {
-    out = run_kokkos(g, in, strategy, scale, slope, used);
+    out = run_kokkos(re.graph, run_in, strategy, scale, slope, used);
   } else if (backend == "cuda") {
 #ifdef DFGNN_ENABLE_CUDA
-    out = run_cuda(g, in, strategy, scale, slope, used);
+    out = run_cuda(re.graph, run_in, strategy, scale, slope, used);
 #else
     throw Error("--backend cuda: this dfgnn was built without DFGNN_ENABLE_CUDA");
 #endif
@@ -481,9 +503,10 @@ int cmd_attention(int argc, char** argv) {
     throw Error("unknown backend '" + backend + "' (expected auto, kokkos or cuda)");
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s N=%d E=%lld H=%zu D=%zu strategy=%s backend=%s time=%.3f ms (with transfers and planning)\n",
-              to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(used),
-              backend.c_str(), ms);
+  out = gather_rows(out, re.position);
+  std::printf("%s N=%d E=%lld H=%zu D=%zu reorder=%s strategy=%s backend=%s time=%.3f ms (with transfers and planning)\n",
+              to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering),
+              to_string(used), backend.c_str(), ms);
   if (a.has("out"))
     io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
   if (a.flags.count("reference")) {
@@ -495,7 +518,7 @@ int cmd_attention(int argc, char** argv) {
     }
   }
   if (!a.has("grad-out")) return 0;
-  return run_backward(a, g, in, backend, strategy, scale, slope);
+  return run_backward(a, g, in, re, run_in, backend, strategy, scale, slope);
 }
 
 int cmd_info(int argc, char** argv) {
@@ -605,7 +628,7 @@ cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy,
 int cmd_bench(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"graph", "nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
-                       "json", "name", "seed", "slope", "scale", "dropout"},
+                       "json", "name", "seed", "slope", "scale", "dropout", "reorder"},
                       {"symmetrize", "check", "backward"});
   if (a.has("dropout") && !a.flags.count("backward")) throw Error("--dropout applies to training: it needs --backward");
   reject_foreign_options(a, parse_score_kind(a.need("model")), {"scale", "slope"});
@@ -620,8 +643,13 @@ int cmd_bench(int argc, char** argv) {
       const std::string path = a.get("inputs") + "/" + file + ".npy";
       if (!a.has(name) && std::filesystem::exists(path)) a.values[name] = path;
     }
-  const HostGraph g = load_graph(a);
-  const Inputs in = load_inputs(a, g);
+  const Ordering ordering = parse_ordering(a.get("reorder", "none"));
+  const HostGraph file_graph = load_graph(a);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Reordered re = reorder(file_graph, ordering);
+  const double reorder_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const HostGraph& g = re.graph;
+  const Inputs in = in_order(load_inputs(a, g), re.order);
   const float scale = scale_option(a), slope = a.real("slope", 0.2f);
   const int warmup = int(a.integer("warmup", 5)), iters = int(a.integer("iters", 20));
   if (warmup < 0 || iters < 1) throw Error("--warmup must be >= 0 and --iters >= 1");
@@ -654,8 +682,9 @@ int cmd_bench(int argc, char** argv) {
   const std::vector<double> ref = a.flags.count("check") ? run_reference(g, in, scale, slope) : std::vector<double>{};
   std::FILE* json = a.has("json") ? std::fopen(a.get("json").c_str(), "a") : nullptr;
   if (a.has("json") && !json) throw Error(a.get("json") + ": cannot open for writing");
-  std::printf("%s | %s N=%d E=%lld H=%zu D=%zu | copy %.0f GB/s\n", device.c_str(), to_string(in.kind), g.num_nodes,
-              (long long)g.num_edges(), in.H, in.D, copy_gbs);
+  std::printf("%s | %s N=%d E=%lld H=%zu D=%zu reorder=%s (%.0f ms on the host) | copy %.0f GB/s\n", device.c_str(),
+              to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering), reorder_ms,
+              copy_gbs);
   std::printf("%-7s %-8s %-8s %10s %10s %12s %12s %10s\n", "backend", "strategy", "resolved", "median ms", "min ms",
               "compulsory", "gather", "max err");
   // The bytes `t` moved in `ms` as fractions of the copy bandwidth (compulsory, gather model).
@@ -671,14 +700,15 @@ int cmd_bench(int argc, char** argv) {
     if (json)
       std::fprintf(json,
                    "{\"name\": \"%s\", \"device\": \"%s\", \"commit\": \"%s\", \"model\": \"%s\", \"N\": %d, "
-                   "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"backend\": \"%s\", \"strategy\": \"%s\", "
+                   "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"reorder\": \"%s\", \"reorder_ms\": %.1f, \"backend\": \"%s\", \"strategy\": \"%s\", "
                    "\"resolved\": \"%s\", \"pass\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                    "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
                    "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g, \"plan_mib\": %.2f, "
                    "\"dropout\": %g}\n",
                    cli::json_escaped(a.get("name", a.get("graph"))).c_str(), cli::json_escaped(device).c_str(),
                    DFGNN_GIT_COMMIT, to_string(in.kind),
-                   g.num_nodes, (long long)g.num_edges(), in.H, in.D, b.c_str(), to_string(s), to_string(used), pass,
+                   g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering), reorder_ms, b.c_str(), to_string(s),
+                   to_string(used), pass,
                    t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib,
                    std::strcmp(pass, "fwd") == 0 ? 0.0f : in.dropout.rate);  // inference runs without
   };
