@@ -7,6 +7,7 @@
 #include <dfgnn/attention.hpp>
 #include <dfgnn/backward.hpp>
 #include <dfgnn/csr.hpp>
+#include <dfgnn/reorder.hpp>
 
 #ifdef DFGNN_ENABLE_CUDA
 #include <dfgnn/cuda.hpp>
@@ -244,6 +245,15 @@ void dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, i
   std::copy(h.src.begin(), h.src.end(), src);
   std::copy(h.dst.begin(), h.dst.end(), dst);
   std::copy(h.edge_id.begin(), h.edge_id.end(), edge_id);
+}
+
+int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t* order, dfgnn_graph** renumbered) {
+  return guarded([&] {
+    if (!graph || !ordering) throw dfgnn::Error("graph reorder: null graph or ordering");
+    dfgnn::Reordered r = dfgnn::reorder(graph->graph.host(), dfgnn::parse_ordering(ordering));
+    std::copy(r.order.begin(), r.order.end(), order);
+    *renumbered = new dfgnn_graph{dfgnn::Graph<HostMem>(std::move(r.graph))};
+  });
 }
 
 int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, dfgnn_plan** plan) {

@@ -50,6 +50,11 @@ DFGNN_CAPI void dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, i
  * CSR edge), edge_id [E] (CSR position -> index of the edge as given). */
 DFGNN_CAPI void dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src,
                                 int32_t* dst, int64_t* edge_id);
+/* The graph with its nodes renumbered for locality (include/dfgnn/reorder.hpp) by `ordering`:
+ * "none", "rcm" (reverse Cuthill-McKee) or "degree". Writes order [N] (order[i]: the node that
+ * becomes node i); the renumbered graph keeps the edges in the order they were given. */
+DFGNN_CAPI int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t* order,
+                                   dfgnn_graph** renumbered);
 
 /* A host plan (Kokkos, DefaultHostExecutionSpace). */
 DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim,

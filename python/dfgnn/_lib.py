@@ -42,6 +42,7 @@ lib.dfgnn_graph_info.restype = None
 lib.dfgnn_graph_info.argtypes = [_p] + [ctypes.POINTER(_i64)] * 3
 lib.dfgnn_graph_csr.restype = None
 lib.dfgnn_graph_csr.argtypes = [_p] * 5
+lib.dfgnn_graph_reorder.argtypes = [_p, ctypes.c_char_p, _p, ctypes.POINTER(_p)]
 lib.dfgnn_plan_create.argtypes = [_p, _i, _i, _i, ctypes.POINTER(_p)]
 lib.dfgnn_plan_create_cuda.argtypes = [_p, _i, _p, _p, _p, _p, _i, _i, _i, ctypes.POINTER(_p)]
 lib.dfgnn_plan_free.restype = None

@@ -171,6 +171,21 @@ class Graph:
         out[1, edge_id] = dst.long()
         return out
 
+    def reorder(self, ordering="rcm"):
+        """This graph with its nodes renumbered for locality (docs/message_passing.md,
+        "Reordering"; "rcm": reverse Cuthill-McKee, which made the attention kernels 0-17%
+        faster on the H100, "degree", or "none"). Returns (graph, order): node order[i] of this
+        graph is node i of `graph`, whose edges keep their order (edge attributes stay aligned).
+        Renumber a dataset once: node tensors as x[order]; results back as out[position] with
+        position = torch.argsort(order)."""
+        if not isinstance(ordering, str):
+            raise TypeError(f"dfgnn.Graph.reorder: ordering must be a string, got {type(ordering).__name__}")
+        order = torch.empty(self.num_nodes, dtype=torch.int64)
+        handle = ctypes.c_void_p()
+        _lib.call(_lib.lib.dfgnn_graph_reorder, self._handle, ordering.encode(), order.data_ptr(),
+                  ctypes.byref(handle))
+        return Graph(handle), order
+
     def with_self_loops(self):
         """This graph with its self loops removed and one loop added per node, as PyG's
         remove_self_loops + add_self_loops do (GATConv, GATv2Conv, AGNNConv); cached."""

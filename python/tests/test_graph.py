@@ -8,6 +8,7 @@ from torch_geometric.utils import add_self_loops, remove_self_loops
 
 import dfgnn
 import reference as ref
+from conftest import DEVICES
 
 
 def test_csr_from_edge_index():
@@ -40,6 +41,42 @@ def test_from_csr_matches_edge_index():
     assert torch.equal(from_csr.csr()[1], from_coo.csr()[1])
     x = torch.randn(12, 2, 8)
     assert torch.equal(dfgnn.gt_attention(from_csr, x, x, x), dfgnn.gt_attention(from_coo, x, x, x))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("ordering", ["rcm", "degree", "none"])
+def test_reorder_renumbers_and_attention_follows(ordering, device):
+    edge_index = ref.random_graph(40, 200, 5)
+    graph = dfgnn.Graph.from_edge_index(edge_index, 40)
+    renumbered, order = graph.reorder(ordering)
+    assert torch.equal(torch.sort(order).values, torch.arange(40))
+    position = torch.argsort(order)
+    assert torch.equal(renumbered.edge_index(), position[edge_index])  # the same edges, in their order
+    q, k, v = (torch.randn(40, 2, 8, device=device, requires_grad=True) for _ in range(3))
+    w = torch.rand(edge_index.size(1), 2, device=device) + 0.5  # edge values stay in the edges' order
+    out = dfgnn.gt_attention(graph, q, k, v, edge_values=w)
+    order, position = order.to(device), position.to(device)
+    out_new = dfgnn.gt_attention(renumbered, q[order], k[order], v[order], edge_values=w)
+    torch.testing.assert_close(out_new[position], out)
+    dout = torch.randn_like(out)
+    for a, b in zip(torch.autograd.grad(out, (q, k, v), dout), torch.autograd.grad(out_new, (q, k, v), dout[order])):
+        torch.testing.assert_close(a, b)
+
+
+def test_reorder_orderings():
+    path = torch.randperm(30, generator=torch.Generator().manual_seed(3))  # a path, shuffled ids
+    edge_index = torch.stack([path[:-1], path[1:]])
+    renumbered, order = dfgnn.Graph.from_edge_index(edge_index).reorder("rcm")
+    assert (renumbered.edge_index()[0] - renumbered.edge_index()[1]).abs().max() == 1  # bandwidth 1
+    edge_index = ref.random_graph(25, 90, 6)
+    renumbered, order = dfgnn.Graph.from_edge_index(edge_index, 25).reorder("degree")
+    degree = torch.bincount(edge_index[1], minlength=25)[order]
+    assert (degree[:-1] >= degree[1:]).all()
+    assert torch.equal(dfgnn.Graph.from_edge_index(edge_index, 25).reorder("none")[1], torch.arange(25))
+    with pytest.raises(ValueError, match="unknown ordering 'metis'"):
+        renumbered.reorder("metis")
+    with pytest.raises(TypeError, match="ordering must be a string"):
+        renumbered.reorder(1)
 
 
 def test_with_self_loops_as_pyg():
