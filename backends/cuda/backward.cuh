@@ -203,6 +203,23 @@ struct GroupWork {
   }
 };
 
+/// A lane's place in a walk: lane l of group grp, hp heads at once and T::GROUPS / hp units a
+/// warp. `past`: the whole warp is beyond the walk's units (it returns); else unit() is the
+/// group's unit.
+template <class T>
+struct WalkLane {
+  int l, grp, hp, slots;
+  std::int64_t first;  ///< the warp's first unit
+  bool past;
+  __device__ WalkLane(const Segments& segs, int H) {
+    const int lane = threadIdx.x % kWarp;
+    l = lane % T::LANES, grp = lane / T::LANES, hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
+    first = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp * slots;
+    past = first >= segs.num_pieces + std::int64_t(segs.count);
+  }
+  __device__ Unit unit(const Segments& segs) const { return grp / hp < slots ? Unit(segs, first + grp / hp) : Unit(); }
+};
+
 /// Blocks per SM of the row walk: Online's, and 3 (80 registers) for AGNN wherever a group has
 /// 4 edges in flight: at 64 registers its cosine terms spilled 64-130 bytes, and 3 blocks made
 /// its backward up to 7% faster (GATv2's, which spills as much, got 2-5% slower; docs/backward.md).
@@ -223,11 +240,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kAGNN = std::is_same_v<S, AGNNScore>, kGATv2 = std::is_same_v<S, GATv2Score>;
-  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
-  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
-  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
-  if (warp * slots >= rows.num_pieces + std::int64_t(rows.count)) return;  // whole warps only
-  const Unit u = grp / hp < slots ? Unit(rows, warp * slots + grp / hp) : Unit();
+  const WalkLane<T> wl(rows, H);
+  if (wl.past) return;  // whole warps only
+  const int l = wl.l, grp = wl.grp, hp = wl.hp, own = l / (L / U);
+  const Unit u = wl.unit(rows);
   const node_t v = u.node;
 
   for (int pass = 0; pass * hp < H; ++pass) {
@@ -353,11 +369,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kGT = std::is_same_v<S, GTScore>, kAGNN = std::is_same_v<S, AGNNScore>;
-  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
-  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
-  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
-  if (warp * slots >= cols.num_pieces + std::int64_t(cols.count)) return;
-  const Unit u = grp / hp < slots ? Unit(cols, warp * slots + grp / hp) : Unit();
+  const WalkLane<T> wl(cols, H);
+  if (wl.past) return;  // whole warps only
+  const int l = wl.l, grp = wl.grp, hp = wl.hp, own = l / (L / U);
+  const Unit u = wl.unit(cols);
   const node_t src = u.node;
   wait_for_previous();  // below, step 1's outputs: (dr, q), AGNN's cos, norms and dX
   // The destination rows an edge's term reads besides dOut_v: GT Q_v, AGNN x_v, GATv2 XR_v.
@@ -491,11 +506,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kGT = std::is_same_v<S, GTScore>;
-  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L, own = l / (L / U);
-  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
-  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
-  if (warp * slots >= cols.num_pieces + std::int64_t(cols.count)) return;  // whole warps only
-  const Unit u = grp / hp < slots ? Unit(cols, warp * slots + grp / hp) : Unit();
+  const WalkLane<T> wl(cols, H);
+  if (wl.past) return;  // whole warps only
+  const int l = wl.l, grp = wl.grp, hp = wl.hp, own = l / (L / U);
+  const Unit u = wl.unit(cols);
   const node_t src = u.node;
 
   for (int pass = 0; pass * hp < H; ++pass) {
@@ -607,11 +621,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
   allow_dependents();  // the merge of split rows may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
-  const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
-  const int hp = H < T::GROUPS ? H : T::GROUPS, slots = T::GROUPS / hp;
-  const std::int64_t warp = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
-  if (warp * slots >= rows.num_pieces + std::int64_t(rows.count)) return;  // whole warps only
-  const Unit u = grp / hp < slots ? Unit(rows, warp * slots + grp / hp) : Unit();
+  const WalkLane<T> wl(rows, H);
+  if (wl.past) return;  // whole warps only
+  const int l = wl.l, grp = wl.grp, hp = wl.hp;
+  const Unit u = wl.unit(rows);
   const node_t v = u.node;
   wait_for_previous();  // below, step 1's dr
 
