@@ -412,9 +412,12 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
   return {};
 }
 
+// AGNN's dbeta and GATv2's da: gradients of the model's parameters, not one row per node.
+bool is_parameter_gradient(const std::string& name) { return name == "dbeta" || name == "da"; }
+
 // The largest relative error a gradient may have against the float64 reference: parameter
 // gradients sum cancelling terms over all edges (docs/backward.md).
-double gradient_tolerance(const std::string& name) { return name == "dbeta" || name == "da" ? 1e-3 : 1e-4; }
+double gradient_tolerance(const std::string& name) { return is_parameter_gradient(name) ? 1e-3 : 1e-4; }
 
 // Training forward + fused backward on `backend`, on the renumbered graph re.graph with the
 // inputs in its order (`run_in`); writes PREFIX<name>.npy per gradient in the file's order and,
@@ -440,7 +443,7 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
 #endif
   }
   for (auto& [name, values] : grads)  // node gradients back to the file's order
-    if (name != "dbeta" && name != "da") values = gather_rows(values, re.position);
+    if (!is_parameter_gradient(name)) values = gather_rows(values, re.position);
   const std::string prefix = a.get("grad-prefix", "grad_");
   for (const auto& [name, values] : grads) {
     std::vector<std::int64_t> shape{std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)};
