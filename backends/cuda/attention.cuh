@@ -219,7 +219,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const Segments cols{b.col_ptr, b.col_dst, N, b.split, b.cols.pieces, b.cols.num_pieces};
   const auto merge = [&](auto kCols, const SplitSegments& seg, const float* part) {
     const std::size_t threads =
-        std::size_t(seg.num_split) * H * (decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D));
+        std::size_t(seg.num_split) * H * pad4(decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D)) / 4;
     if (threads == 0) return;
     launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr);
   };
