@@ -51,7 +51,7 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const float* Q, const float* K, const float* V,
                                         const ReferenceOptions& options) {
   check_arguments("reference_attention", g, H, D, {Q, K, V}, options);
-  const double scale = dot_scale(model, D);
+  const double scale = model.scale_for<double>(D);
   auto row = [&](const float* t, node_t n, int h) { return t + (std::size_t(n) * H + h) * D; };
   return attend(g, H, D, V, options,
                 [&](node_t v, node_t u, int h) { return scale * dot(row(Q, v, h), row(K, u, h), D); });

@@ -55,7 +55,7 @@ GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, Q, K, V, o);
   });
-  const double scale = dot_scale(model, D);
+  const double scale = model.scale_for<double>(D);
   auto at = [&](node_t n, int h) { return (std::size_t(n) * H + h) * D; };
   const std::size_t size = std::size_t(g.num_nodes) * H * D;
   GTGradients r{std::vector<double>(size), std::vector<double>(size), std::vector<double>(size)};

@@ -43,7 +43,4 @@ inline double dot(const float* a, const float* b, int D) {
   return acc;
 }
 
-/// GT's score scale: the model's, or 1/sqrt(D) by default.
-inline double dot_scale(const GT& model, int D) { return model.scale != 0 ? model.scale : 1.0 / std::sqrt(double(D)); }
-
 }  // namespace dfgnn::reference_math

@@ -5,12 +5,38 @@
 
 namespace dfgnn {
 
-Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& stats,
-                         std::size_t scratch_bytes) {
-  if (std::size_t(dim) * sizeof(float) <= scratch_bytes) return Strategy::Online;
+namespace {
+
+/// Dense's time over Online's, times the batch's density, came out the same on PATTERN-like
+/// (~115 nodes, density 0.41) and CLUSTER-like (0.30) batches, within 0.015, for each score and
+/// D (H100 forwards at 1x128, 2x64, 4x32; docs/cuda.md, "How Auto decides"): Dense pays above
+/// that product, the bar below. It rises as D falls, since each head's softmax and staging
+/// weigh more against its products, and is highest for GAT, whose Online kernel is the
+/// cheapest (a scalar key). On MNIST-like batches (~57 nodes, 0.13) Dense lost at all nine
+/// H x D measured: the products of absent pairs and the per-graph staging outweigh the reuse,
+/// and the 64-node mean keeps such batches on Online.
+bool dense_pays(ScoreKind kind, int dim, const BatchStats& batch) {
+  constexpr double kDenseMeanNodes = 64;
+  //                             D <= 32, 64, above
+  constexpr double kBar[3][3] = {{0.26, 0.225, 0.225},   // GT
+                                 {0.29, 0.25, 0.23},     // AGNN
+                                 {0.355, 0.27, 0.25}};   // GAT
+  static_assert(int(ScoreKind::GT) == 0 && int(ScoreKind::AGNN) == 1 && int(ScoreKind::GAT) == 2, "kBar's rows");
+  if (kind == ScoreKind::GATv2) return false;  // Dense has no GATv2 score
+  const double bar = kBar[int(kind)][dim <= 32 ? 0 : dim <= 64 ? 1 : 2];
+  return batch.density >= bar && batch.mean_nodes >= kDenseMeanNodes;
+}
+
+}  // namespace
+
+Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& degrees, const BatchStats& batch,
+                         const DeviceFacts& device) {
+  if (device.has(Strategy::Dense) && dense_pays(kind, dim, batch)) return Strategy::Dense;
+  if (device.has(Strategy::Online) && std::size_t(dim) * sizeof(float) <= device.scratch_bytes)
+    return Strategy::Online;
   const bool reduces_features = kind == ScoreKind::GT || kind == ScoreKind::AGNN;
-  const std::size_t heaviest = std::size_t(stats.max) * heads * sizeof(float);
-  return reduces_features && heaviest >= scratch_bytes ? Strategy::PMF : Strategy::SMMF;
+  const std::size_t heaviest = std::size_t(degrees.max) * heads * sizeof(float);
+  return reduces_features && heaviest >= device.scratch_bytes ? Strategy::PMF : Strategy::SMMF;
 }
 
 std::vector<node_t> partition_rows(const HostGraph& g, int heads, edge_t capacity, int max_rows) {

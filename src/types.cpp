@@ -59,4 +59,20 @@ ScoreKind parse_score_kind(const std::string& text) {
   throw Error("unknown model '" + text + "' (expected gt, agnn, gat or gatv2)");
 }
 
+Backend parse_backend(const std::string& text) {
+  const std::string s = lower(text);
+  if (s == "auto") return Backend::Auto;
+  if (s == "kokkos") return Backend::Portable;
+  if (s == "cuda") return Backend::Native;
+  throw Error("unknown backend '" + text + "' (expected auto, kokkos or cuda)");
+}
+
+Backend resolve_backend(const char* who, Backend requested, const std::string& native_unavailable) {
+  if (requested == Backend::Portable) return Backend::Portable;
+  if (native_unavailable.empty()) return Backend::Native;
+  if (requested == Backend::Native)
+    throw Error(std::string(who) + ": the CUDA-native backend " + native_unavailable);
+  return Backend::Portable;
+}
+
 }  // namespace dfgnn

@@ -219,7 +219,7 @@ TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
       const bool fills = std::int64_t(g->num_nodes) * H * kNarrowLanes >= concurrency;
       const Plan<Exec> plan(Exec(), Graph<Mem>(*g), ScoreKind::GT, H, D, Strategy::Online, Backend::Portable);
       SCOPED_TRACE("N = " + std::to_string(g->num_nodes) + ", " + std::to_string(H) + " x " + std::to_string(D));
-      ASSERT_EQ(plan.portable_strategy(), Strategy::Online);
+      ASSERT_EQ(plan.strategy(), Strategy::Online);
       const auto& L = plan.layout();
       EXPECT_EQ(L.online_lanes, fills && D % 4 == 0 && D <= 128 ? std::min(wide, kNarrowLanes) : wide);
       EXPECT_EQ(L.split, piece_edges(g->num_edges(), L.online_lanes, concurrency));

@@ -520,14 +520,19 @@ TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
 
 // ---- choose_strategy -----------------------------------------------------------------------
 
+// Auto on a device with the portable strategies and `scratch` bytes free (a Kokkos team).
+Strategy portable_auto(ScoreKind kind, int heads, int dim, const DegreeStats& s, std::size_t scratch) {
+  return choose_strategy(kind, heads, dim, s, BatchStats{}, DeviceFacts{kPortableStrategies, scratch});
+}
+
 TEST(GraphChooseStrategy, OnlineWhenTheAccumulatorFits) {
   DegreeStats s;
   s.max = 1 << 20;  // a super row, whatever the model
   for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
     SCOPED_TRACE(to_string(k));
-    EXPECT_EQ(choose_strategy(k, 4, 32, s, 128), Strategy::Online);
-    EXPECT_EQ(choose_strategy(k, 4, 32, DegreeStats{}, 1024), Strategy::Online);
-    EXPECT_NE(choose_strategy(k, 4, 33, s, 128), Strategy::Online);
+    EXPECT_EQ(portable_auto(k, 4, 32, s, 128), Strategy::Online);
+    EXPECT_EQ(portable_auto(k, 4, 32, DegreeStats{}, 1024), Strategy::Online);
+    EXPECT_NE(portable_auto(k, 4, 33, s, 128), Strategy::Online);
   }
 }
 
@@ -538,23 +543,60 @@ TEST(GraphChooseStrategy, DfGnnRuleWhenItDoesNot) {
   // heaviest row's scores: 100 * 2 heads * 4 bytes = 800 bytes
   for (ScoreKind k : {ScoreKind::GT, ScoreKind::AGNN}) {
     SCOPED_TRACE(to_string(k));
-    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 799), Strategy::PMF);
-    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 800), Strategy::PMF);
-    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 801), Strategy::SMMF);
-    EXPECT_EQ(choose_strategy(k, 1, kWide, s, 400), Strategy::PMF);
-    EXPECT_EQ(choose_strategy(k, 1, kWide, s, 401), Strategy::SMMF);
-    EXPECT_EQ(choose_strategy(k, 8, kWide, s, 48 * 1024), Strategy::SMMF);
+    EXPECT_EQ(portable_auto(k, 2, kWide, s, 799), Strategy::PMF);
+    EXPECT_EQ(portable_auto(k, 2, kWide, s, 800), Strategy::PMF);
+    EXPECT_EQ(portable_auto(k, 2, kWide, s, 801), Strategy::SMMF);
+    EXPECT_EQ(portable_auto(k, 1, kWide, s, 400), Strategy::PMF);
+    EXPECT_EQ(portable_auto(k, 1, kWide, s, 401), Strategy::SMMF);
+    EXPECT_EQ(portable_auto(k, 8, kWide, s, 48 * 1024), Strategy::SMMF);
   }
   for (ScoreKind k : {ScoreKind::GAT, ScoreKind::GATv2}) {
     SCOPED_TRACE(to_string(k));
-    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 799), Strategy::SMMF);
-    EXPECT_EQ(choose_strategy(k, 2, kWide, s, 1), Strategy::SMMF);
+    EXPECT_EQ(portable_auto(k, 2, kWide, s, 799), Strategy::SMMF);
+    EXPECT_EQ(portable_auto(k, 2, kWide, s, 1), Strategy::SMMF);
     s.max = 1 << 20;
-    EXPECT_EQ(choose_strategy(k, 16, kWide, s, 1024), Strategy::SMMF);
+    EXPECT_EQ(portable_auto(k, 16, kWide, s, 1024), Strategy::SMMF);
     s.max = 100;
   }
   DegreeStats none;
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, kWide, none, 1024), Strategy::SMMF);
+  EXPECT_EQ(portable_auto(ScoreKind::GT, 4, kWide, none, 1024), Strategy::SMMF);
+}
+
+TEST(GraphResolveBackend, OneRuleForEveryEntry) {
+  EXPECT_EQ(resolve_backend("x", Backend::Auto, ""), Backend::Native);
+  EXPECT_EQ(resolve_backend("x", Backend::Auto, "needs a GPU"), Backend::Portable);
+  EXPECT_EQ(resolve_backend("x", Backend::Portable, ""), Backend::Portable);
+  EXPECT_EQ(resolve_backend("x", Backend::Native, ""), Backend::Native);
+  test::expect_error([] { resolve_backend("x", Backend::Native, "needs a GPU"); },
+                     {"x: the CUDA-native backend needs a GPU"});
+  EXPECT_EQ(parse_backend("Auto"), Backend::Auto);
+  EXPECT_EQ(parse_backend("kokkos"), Backend::Portable);
+  EXPECT_EQ(parse_backend("CUDA"), Backend::Native);
+  test::expect_error([] { parse_backend("gpu"); }, {"unknown backend 'gpu' (expected auto, kokkos or cuda)"});
+  // A Kokkos plan resolves by the same rule: the portable kernels on a space without the native ones.
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const Graph<Host::memory_space> g(graph_from_edges(2, {0}, {1}));
+  test::expect_error([&] { Plan<Host>(Host(), g, ScoreKind::GT, 1, 8, Strategy::Auto, Backend::Native); },
+                     {"plan: the CUDA-native backend needs Kokkos::Cuda"});
+}
+
+TEST(GraphChooseStrategy, DenseWhereTheDeviceHasItAndTheBatchIsDenseEnough) {
+  const DeviceFacts native{kPortableStrategies | strategy_bit(Strategy::Dense), 227 * 1024};
+  const DeviceFacts no_dense{kPortableStrategies, 227 * 1024};
+  const DegreeStats s;
+  // GT's bar at D = 128 is 0.225, with at least 64 nodes a graph.
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.41, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.225, 64}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.22, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.41, 63}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.41, 115}, no_dense), Strategy::Online);
+  // The bar rises as D falls and is highest for GAT; GATv2 has no Dense score.
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, 32, s, BatchStats{0.25, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, 32, s, BatchStats{0.26, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(ScoreKind::AGNN, 2, 64, s, BatchStats{0.25, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(ScoreKind::GAT, 4, 32, s, BatchStats{0.35, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(ScoreKind::GAT, 4, 32, s, BatchStats{0.355, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(ScoreKind::GATv2, 1, 128, s, BatchStats{1.0, 192}, native), Strategy::Online);
 }
 
 TEST(GraphChooseStrategy, PlanAutoFollowsTheRule) {

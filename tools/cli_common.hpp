@@ -4,6 +4,9 @@
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/io.hpp>
+#ifdef DFGNN_ENABLE_CUDA
+#include <dfgnn/cuda.hpp>
+#endif
 
 #include <cctype>
 #include <cstdint>
@@ -119,5 +122,23 @@ inline std::vector<float> random_tensor(std::size_t n, std::uint64_t seed) {
   for (float& x : v) x = dist(rng);
   return v;
 }
+
+/// Why the CUDA-native kernels cannot run here (empty: they can): they need a build with
+/// DFGNN_ENABLE_CUDA and a visible GPU.
+inline std::string native_unavailable() {
+#ifdef DFGNN_ENABLE_CUDA
+  return cuda::device_available() ? "" : "needs a visible CUDA device";
+#else
+  return "needs dfgnn built with DFGNN_ENABLE_CUDA";
+#endif
+}
+
+/// --backend auto|kokkos|cuda, resolved by the library's one rule (resolve_backend).
+inline Backend backend_option(const Args& a) {
+  return resolve_backend("--backend", parse_backend(a.get("backend", "auto")), native_unavailable());
+}
+
+/// A resolved backend's name in the CLI's output.
+inline const char* backend_name(Backend b) { return b == Backend::Native ? "cuda" : "kokkos"; }
 
 }  // namespace dfgnn::cli

@@ -110,6 +110,9 @@ using cli::Args;
 using cli::load_graph;
 using cli::parse_args;
 using cli::random_tensor;
+using cli::backend_name;
+using cli::backend_option;
+using cli::native_unavailable;
 
 // Which file options each model reads, and whether each is [N,H,D] (true) or [N,H] (false).
 std::vector<std::pair<std::string, bool>> tensor_options(ScoreKind k) {
@@ -424,12 +427,12 @@ double gradient_tolerance(const std::string& name) { return is_parameter_gradien
 // with --reference, checks each against the float64 reference on the file's graph `g` and
 // inputs `in`. Returns the exit code.
 int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reordered& re, const Inputs& run_in,
-                 const std::string& backend, Strategy strategy, float scale, float slope) {
+                 Backend backend, Strategy strategy, float scale, float slope) {
   const std::string path = a.get("grad-out");
   const std::vector<float> dout = checked(io::read_npy_f32(path), path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}});
   const std::vector<float> run_dout = gather_rows(dout, re.order);
   Gradients grads;
-  if (backend == "kokkos") {
+  if (backend == Backend::Portable) {
     KokkosRun run(re.graph, run_in, strategy, scale, slope, /*training=*/true);
     run.set_dout(run_dout);
     run();
@@ -483,33 +486,24 @@ int cmd_attention(int argc, char** argv) {
   const Ordering ordering = parse_ordering(a.get("reorder", "none"));
   const Reordered re = reorder(g, ordering);
   const Inputs run_in = in_order(in, re.order);
-  std::string backend = a.get("backend", "auto");
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
-#ifdef DFGNN_ENABLE_CUDA
-  if (backend == "auto") backend = cuda::device_available() ? "cuda" : "kokkos";
-#else
-  if (backend == "auto") backend = "kokkos";
-#endif
+  const Backend backend = backend_option(a);
   Strategy used = strategy;
   std::vector<float> out;
   const auto t0 = std::chrono::steady_clock::now();
-  if (backend == "kokkos") {
+  if (backend == Backend::Portable) {
     out = run_kokkos(re.graph, run_in, strategy, scale, slope, used);
-  } else if (backend == "cuda") {
+  } else {
 #ifdef DFGNN_ENABLE_CUDA
     out = run_cuda(re.graph, run_in, strategy, scale, slope, used);
-#else
-    throw Error("--backend cuda: this dfgnn was built without DFGNN_ENABLE_CUDA");
 #endif
-  } else {
-    throw Error("unknown backend '" + backend + "' (expected auto, kokkos or cuda)");
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   out = gather_rows(out, re.position);
   std::printf("%s N=%d E=%lld H=%zu D=%zu reorder=%s strategy=%s backend=%s time=%.3f ms (with transfers and planning)\n",
               to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering),
-              to_string(used), backend.c_str(), ms);
+              to_string(used), backend_name(backend), ms);
   if (a.has("out"))
     io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
   if (a.flags.count("reference")) {
@@ -667,19 +661,17 @@ int cmd_bench(int argc, char** argv) {
       strategies.push_back(parse_strategy(list.substr(p, q - p)));
     }
   }
-  const std::string backend = a.get("backend", "all");
-  std::vector<std::string> backends;
-#ifdef DFGNN_ENABLE_CUDA
-  if (backend == "all" || backend == "cuda") backends.push_back("cuda");
-#else
-  if (backend == "cuda") throw Error("--backend cuda: this dfgnn was built without DFGNN_ENABLE_CUDA");
-#endif
-  if (backend == "all" || backend == "kokkos") backends.push_back("kokkos");
-  if (backends.empty()) throw Error("unknown backend '" + backend + "' (expected cuda, kokkos or all)");
+  std::vector<Backend> backends;  // --backend all: the CUDA-native kernels where they run, then the portable ones
+  if (a.get("backend", "all") != "all") {
+    backends.push_back(backend_option(a));
+  } else {
+    if (native_unavailable().empty()) backends.push_back(Backend::Native);
+    backends.push_back(Backend::Portable);
+  }
   std::string device = std::string("kokkos ") + Kokkos::DefaultExecutionSpace::name();
   double copy_gbs = 0;
 #ifdef DFGNN_ENABLE_CUDA
-  if (backends.front() == "cuda") device = cli::cuda_device_name(), copy_gbs = cli::cuda_copy_bandwidth();
+  if (backends.front() == Backend::Native) device = cli::cuda_device_name(), copy_gbs = cli::cuda_copy_bandwidth();
 #endif
   const Traffic bytes = forward_bytes(g, in);
   const std::vector<double> ref = a.flags.count("check") ? run_reference(g, in, scale, slope) : std::vector<double>{};
@@ -696,9 +688,9 @@ int cmd_bench(int argc, char** argv) {
                         : std::pair{0.0, 0.0};
   };
   // One printed line and one JSON object per timing.
-  auto report = [&](const std::string& b, Strategy s, Strategy used, const cli::Timing& t, const char* pass,
+  auto report = [&](Backend b, Strategy s, Strategy used, const cli::Timing& t, const char* pass,
                     const Traffic& moved, double comp, double gath, double err) {
-    std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g  %s\n", b.c_str(), to_string(s),
+    std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g  %s\n", backend_name(b), to_string(s),
                 to_string(used), t.median_ms, t.min_ms, 100 * comp, 100 * gath, err, pass);
     if (json)
       std::fprintf(json,
@@ -710,30 +702,30 @@ int cmd_bench(int argc, char** argv) {
                    "\"dropout\": %g}\n",
                    cli::json_escaped(a.get("name", a.get("graph"))).c_str(), cli::json_escaped(device).c_str(),
                    DFGNN_GIT_COMMIT, to_string(in.kind),
-                   g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering), reorder_ms, b.c_str(), to_string(s),
+                   g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering), reorder_ms, backend_name(b), to_string(s),
                    to_string(used), pass,
                    t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib,
                    std::strcmp(pass, "fwd") == 0 ? 0.0f : in.dropout.rate);  // inference runs without
   };
-  for (const std::string& b : backends)
+  for (const Backend b : backends)
     for (Strategy s : strategies) {
       Strategy used = s;
       std::vector<float> out;
       cli::Timing t;
       try {
 #ifdef DFGNN_ENABLE_CUDA
-        if (b == "cuda") t = cli::time_cuda(g, in, s, scale, slope, warmup, iters, used, &out);
+        if (b == Backend::Native) t = cli::time_cuda(g, in, s, scale, slope, warmup, iters, used, &out);
 #endif
-        if (b == "kokkos") t = time_kokkos(g, in, s, scale, slope, warmup, iters, used, out);
+        if (b == Backend::Portable) t = time_kokkos(g, in, s, scale, slope, warmup, iters, used, out);
       } catch (const Error& e) {  // a strategy this backend or graph does not support
-        std::printf("%-7s %-8s n/a: %s\n", b.c_str(), to_string(s), e.what());
+        std::printf("%-7s %-8s n/a: %s\n", backend_name(b), to_string(s), e.what());
         continue;
       }
       const double err = ref.empty() ? -1.0 : max_relative_error(out.data(), ref);
       const auto [comp, gath] = fractions(bytes, t.median_ms);
       report(b, s, used, t, "fwd", bytes, comp, gath, err);
       if (!ref.empty() && !(err <= 1e-4)) {
-        std::fprintf(stderr, "dfgnn: error: %s %s output differs from the reference (%.3g)\n", b.c_str(),
+        std::fprintf(stderr, "dfgnn: error: %s %s output differs from the reference (%.3g)\n", backend_name(b),
                      to_string(used), err);
         return 1;
       }
@@ -744,11 +736,11 @@ int cmd_bench(int argc, char** argv) {
         a.flags.count("check") ? run_reference_backward(g, in, dout, scale, slope) : std::vector<std::vector<double>>{};
     const Traffic bwd = backward_bytes(g, in), both{bytes.compulsory + bwd.compulsory, bytes.gather + bwd.gather};
     const auto names = gradient_sizes(in);
-    for (const std::string& b : backends)
+    for (const Backend b : backends)
       for (Strategy s : strategies) {
         Strategy used = s;
         try {
-          if (b == "kokkos") {
+          if (b == Backend::Portable) {
             std::vector<float> out;
             const cli::Timing t = time_kokkos(g, in, s, scale, slope, warmup, iters, used, out, true);
             report(b, s, used, t, "fwd+bwd", both, 0, 0, -1);
@@ -774,7 +766,7 @@ int cmd_bench(int argc, char** argv) {
           report(b, s, used, t.backward, "bwd", bwd, bc, bg, err);
 #endif
         } catch (const Error& e) {
-          std::printf("%-7s %-8s n/a: %s\n", b.c_str(), to_string(s), e.what());
+          std::printf("%-7s %-8s n/a: %s\n", backend_name(b), to_string(s), e.what());
         }
       }
   }

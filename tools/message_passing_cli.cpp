@@ -255,24 +255,15 @@ int run_command(int argc, char** argv, bool sddmm) {
     if (slots[i].target != Target::E) (i == 0 ? run.lhs : run.rhs).data = to_new((i == 0 ? job.lhs : job.rhs).data);
   run.dout = sddmm ? dout : to_new(dout);
 
-  std::string backend = a.get("backend", "auto");
-#ifdef DFGNN_ENABLE_CUDA
-  if (backend == "auto") backend = cuda::device_available() ? "cuda" : "kokkos";
-#else
-  if (backend == "auto") backend = "kokkos";
-#endif
+  const Backend backend = backend_option(a);
   const auto t1 = std::chrono::steady_clock::now();
   MessageResult r;
-  if (backend == "kokkos") {
+  if (backend == Backend::Portable) {
     r = run_message_kokkos(re.graph, run);
-  } else if (backend == "cuda") {
+  } else {
 #ifdef DFGNN_ENABLE_CUDA
     r = run_message_cuda(re.graph, run);
-#else
-    throw Error("--backend cuda: this dfgnn was built without DFGNN_ENABLE_CUDA");
 #endif
-  } else {
-    throw Error("unknown backend '" + backend + "' (expected auto, kokkos or cuda)");
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   if (!sddmm) r.out = back(r.out), r.arg = back(r.arg);
@@ -282,7 +273,7 @@ int run_command(int argc, char** argv, bool sddmm) {
   const std::string what = sddmm ? std::string(to_string(job.op)) : to_string(job.message) + " " + to_string(job.reduce);
   std::printf("%s %s N=%zu E=%zu H=%d D=%d reorder=%s (%.1f ms) backend=%s time=%.3f ms (with transfers)\n",
               sddmm ? "sddmm" : "spmm", what.c_str(), N, E, job.H, job.D, to_string(ordering), reorder_ms,
-              backend.c_str(), ms);
+              backend_name(backend), ms);
   const Traffic bytes = traffic(g, job, slots, r.out.size(), !r.arg.empty());
   if (iters > 0) {
     std::printf("forward: median %.4f ms, min %.4f ms over %d runs (%.1f GB/s compulsory, %.1f GB/s gather model)\n",
@@ -298,7 +289,7 @@ int run_command(int argc, char** argv, bool sddmm) {
                  "\"reorder\": \"%s\", \"reorder_ms\": %.3f, \"backend\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                  "\"bwd_ms\": %.6f, \"extra_mib\": %.2f, \"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f}\n",
                  json_escaped(a.get("name", a.get("graph"))).c_str(), sddmm ? "sddmm" : "spmm", what.c_str(), N, E, job.H, job.D,
-                 to_string(ordering), reorder_ms, backend.c_str(), r.forward.median_ms, r.forward.min_ms,
+                 to_string(ordering), reorder_ms, backend_name(backend), r.forward.median_ms, r.forward.min_ms,
                  r.backward.median_ms, r.extra_mib, bytes.compulsory, bytes.gather);
     std::fclose(json);
   }

@@ -17,7 +17,7 @@ void attention(cudaStream_t stream, const Plan& plan, const AGNN&, const float* 
                int beta_count, float* out, const Options& o) {
   check_beta_count(plan, beta_count, "cuda::attention");
   const std::size_t nf = std::size_t(plan.graph().num_nodes) * plan.heads() * plan.dim();
-  detail::validate(plan, ScoreKind::AGNN, out, {{X, nf, "X", true}, {beta, std::size_t(beta_count), "beta", true}}, o);
+  detail::check_forward(plan, ScoreKind::AGNN, out, {{X, nf, "X", true}, {beta, std::size_t(beta_count), "beta", true}}, o);
   detail::run(stream, plan, detail::AGNNScore{X, X, beta, beta_count}, o, out, detail::aligned16({X}));
 }
 
@@ -27,7 +27,7 @@ void attention_backward(cudaStream_t stream, const Plan& plan, const AGNN&, cons
   check_beta_count(plan, beta_count, "cuda::attention_backward");
   const std::size_t ns = std::size_t(plan.graph().num_nodes) * plan.heads(), nf = ns * plan.dim(),
                     nb = std::size_t(beta_count);
-  detail::validate_backward(plan, ScoreKind::AGNN,
+  detail::check_backward(plan, ScoreKind::AGNN,
                             {{X, nf, "X", true}, {beta, nb, "beta", true}, {out, nf, "out", true},
                              {logsumexp, ns, "logsumexp", true}, {dOut, nf, "dOut", true}},
                             {{dX, nf, "dX", true}, {dbeta, nb, "dbeta", true}}, o);

@@ -57,7 +57,7 @@ inline void check_call(const char* entry, const Plan& plan, ScoreKind kind, std:
 }
 
 /// The forward's checks: its outputs are out and, in training, logsumexp.
-inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::initializer_list<Arg> inputs,
+inline void check_forward(const Plan& plan, ScoreKind kind, const float* out, std::initializer_list<Arg> inputs,
                      const Options& o) {
   const std::size_t ns = std::size_t(plan.graph().num_nodes) * plan.heads();
   check_call("cuda::attention", plan, kind, inputs,
@@ -65,7 +65,7 @@ inline void validate(const Plan& plan, ScoreKind kind, const float* out, std::in
 }
 
 /// The backward's checks: its outputs are the gradients.
-inline void validate_backward(const Plan& plan, ScoreKind kind, std::initializer_list<Arg> inputs,
+inline void check_backward(const Plan& plan, ScoreKind kind, std::initializer_list<Arg> inputs,
                               std::initializer_list<Arg> grads, const Options& o) {
   check_call("cuda::attention_backward", plan, kind, inputs, grads, o);
 }

@@ -119,7 +119,7 @@ void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_grap
   DFGNN_CUDA(cudaGetDevice(&device));
   DFGNN_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   // A piece is at most a resident warp's fair share of the edges (64 warps per SM), as the
-  // attention kernels cut theirs (plan.cu's piece_edges), so no warp's walk outlasts the others
+  // attention kernels cut theirs (plan.cu's native_piece_edges), so no warp's walk outlasts the others
   // by much; at least 32 edges (one chunk of ids).
   split = std::clamp<edge_t>(g.num_edges() / (edge_t(std::max(sms, 1)) * 64), 32, edge_t(1) << 20);
   // g-SpMM's launch shape from the rows walked whole: blocks of 4 warps where their degrees

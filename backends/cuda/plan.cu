@@ -59,8 +59,7 @@ std::size_t staged_smem(const std::vector<node_t>& ptr, ScoreKind kind, int H, i
 /// Whether Dense can run a plan, and what Auto's rule reads.
 struct DenseFit {
   std::string why;  ///< empty: Dense can run
-  double density = 0;     ///< E / sum of n^2 over the graphs
-  double mean_nodes = 0;  ///< nodes per non-empty graph
+  BatchStats batch;
   int max_nodes[detail::kDenseBuckets] = {};
 };
 
@@ -102,8 +101,8 @@ DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind
     if (degree(g, v) > detail::kDenseMaxDegree)
       return fail("takes rows of at most " + std::to_string(detail::kDenseMaxDegree) + " edges; node " +
                   std::to_string(v) + " has " + std::to_string(degree(g, v)));
-  f.density = squares > 0 ? double(g.num_edges()) / squares : 0;
-  f.mean_nodes = graphs > 0 ? g.num_nodes / graphs : 0;
+  f.batch.density = squares > 0 ? double(g.num_edges()) / squares : 0;
+  f.batch.mean_nodes = graphs > 0 ? g.num_nodes / graphs : 0;
   return f;
 }
 
@@ -161,14 +160,14 @@ DenseHost dense_host(const HostGraph& g, const std::vector<node_t>& ptr) {
   return d;
 }
 
-/// Rows of PMF and Online above this many edges are cut into pieces of at most this many. A
-/// piece is about half a warp's share of the edges (E / (SMs * 32 resident warps)): one warp
-/// covers a row several times more slowly per edge than a full SM covers its warps' shares, so
-/// longer pieces would finish last. Online also splits the moderately heavy rows of small
+/// The CUDA-native counterpart of piece_edges (schedule.hpp): rows of PMF and Online above this
+/// many edges are cut into pieces of at most this many. A piece is about half a warp's share of
+/// the edges (E / (SMs * 32 resident warps)): one warp covers a row several times more slowly
+/// per edge than a full SM covers its warps' shares, so longer pieces would finish last. Online also splits the moderately heavy rows of small
 /// graphs, whose time is that of their longest row: beyond 32 edges, or 16 when every row fits
 /// in one wave of resident warps (H100: cora and citeseer backward 13-20% faster at 16, forward
 /// up to 9%; pubmed, five waves, 0-4% slower at 16; 8 slower everywhere).
-edge_t piece_edges(Strategy s, edge_t E, node_t N, int sms) {
+edge_t native_piece_edges(Strategy s, edge_t E, node_t N, int sms) {
   constexpr int kResidentWarps = 32;  // per SM: Online's and the walks' launch bounds, 64 registers
   const bool one_wave = std::int64_t(N) <= std::int64_t(kResidentWarps) * sms;
   const edge_t shortest = s == Strategy::PMF ? 128 : one_wave ? 16 : 32;
@@ -183,33 +182,19 @@ double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
   return d.uneven() ? d.mean : 0;
 }
 
-/// Auto: Dense by a rule, else Online (docs/cuda.md). Dense's time over Online's, times the
-/// batch's density (the share of (row, node) pairs that are edges), came out the same on
-/// PATTERN-like (~115 nodes, density 0.41) and CLUSTER-like (0.30) batches, within 0.015, for
-/// each score and D (H100 forwards at 1x128, 2x64, 4x32 of the Dense that tests each mask bit
-/// once, perf/results/20261124-h100-dense-softmax/): Dense pays above that product, the bar
-/// below. It rises as D falls, since each head's softmax and staging weigh more against its
-/// products, and is highest for GAT, whose Online kernel is the cheapest (a scalar key). On
-/// MNIST-like batches (~57 nodes, 0.13) Dense lost at all nine H x D measured (GT 2x64 1.17x
-/// Online): the products of absent pairs and the per-graph staging outweigh the reuse, and
-/// the 64-node mean keeps such batches on Online. A plan whose Dense Auto picked
-/// runs Online for calls with edge values or dropout (attention.cuh). Online was the fastest of
-/// the others in all 80 (graph, model, H x D) cases of perf/results/20261123-h100-auto/:
-/// SMMF, PMF and Unfused move a superset of its bytes in more launches, and Staged, which reads
-/// each edge's rows from shared memory with a warp-wide reduction, ran 2x slower on PATTERN.
-/// A cost model between Online and Staged only ever preferred Staged on tiny batches, by one
-/// launch, so it was dropped; Staged stays available explicitly.
-Strategy choose(const DenseFit& dense, ScoreKind kind, int D) {
-  constexpr double kDenseMeanNodes = 64;
-  //                             D <= 32, 64, above
-  constexpr double kBar[3][3] = {{0.26, 0.225, 0.225},   // GT
-                                 {0.29, 0.25, 0.23},     // AGNN
-                                 {0.355, 0.27, 0.25}};   // GAT
-  static_assert(int(ScoreKind::GT) == 0 && int(ScoreKind::AGNN) == 1 && int(ScoreKind::GAT) == 2, "kBar's rows");
-  if (!dense.why.empty()) return Strategy::Online;  // GATv2 among others
-  const double bar = kBar[int(kind)][D <= 32 ? 0 : D <= 64 ? 1 : 2];
-  const bool dense_pays = dense.density >= bar && dense.mean_nodes >= kDenseMeanNodes;
-  return dense_pays ? Strategy::Dense : Strategy::Online;
+/// What Auto (choose_strategy) reads of this device: every strategy but Dense and Staged,
+/// which only where their limits allow, and the shared memory a block may ask for, where any
+/// D's accumulator fits, so Auto takes Online wherever Dense does not pay. Online was the
+/// fastest of the others in all 80 (graph, model, H x D) cases measured on the H100
+/// (docs/cuda.md, "How Auto decides"): SMMF, PMF and Unfused move a superset of its bytes in
+/// more launches, and Staged, which reads each edge's rows from shared memory with a warp-wide
+/// reduction, ran 2x slower on PATTERN; a cost model between Online and Staged only ever
+/// preferred Staged on tiny batches, by one launch, so it was dropped.
+DeviceFacts device_facts(const DenseFit& dense, std::size_t staged_smem, std::size_t smem_optin) {
+  unsigned strategies = kPortableStrategies;
+  if (dense.why.empty()) strategies |= strategy_bit(Strategy::Dense);
+  if (staged_smem > 0) strategies |= strategy_bit(Strategy::Staged);
+  return {strategies, smem_optin};
 }
 
 /// SMMF partition. Rows of at most `wide` edges are packed in order into blocks of at most
@@ -337,7 +322,7 @@ const BackwardData& Plan::Impl::backward() const {
     b->csr_pos = upload(csc.csr_edge.data(), E);
     b->col_edge_id = upload(col_edge_id.data(), E);
   }
-  b->split = piece_edges(Strategy::Online, edge_t(E), node_t(N), sms);
+  b->split = native_piece_edges(Strategy::Online, edge_t(E), node_t(N), sms);
   for (auto [ptr, seg] : {std::pair{&std::as_const(g).row_ptr, &b->rows}, std::pair{&csc.col_ptr, &b->cols}}) {
     const RowPieces rp = row_pieces(*ptr, b->split);
     seg->pieces = upload(rp.pieces.data(), rp.pieces.size());
@@ -409,7 +394,9 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
                              ? dense_fit(g, ptr, kind, heads, dim, p.smem_optin)
                              : DenseFit{};
   if (strategy == Strategy::Auto) {
-    strategy = choose(dense, kind, dim);
+    strategy = choose_strategy(kind, heads, dim, g.stats, dense.batch, device_facts(dense, staged, p.smem_optin));
+    // A plan whose Dense Auto picked runs Online for calls with edge values or dropout
+    // (attention.cuh).
     p.auto_dense = strategy == Strategy::Dense;
   }
   p.strategy = strategy;
@@ -428,7 +415,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     }
     case Strategy::PMF:
     case Strategy::Online: {
-      p.split = piece_edges(strategy, E, g.num_nodes, p.sms);
+      p.split = native_piece_edges(strategy, E, g.num_nodes, p.sms);
       RowPieces rp = row_pieces(g.row_ptr, p.split);
       p.pieces = p.upload(rp.pieces.data(), rp.pieces.size());
       p.num_pieces = int(rp.pieces.size());

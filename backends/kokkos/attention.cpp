@@ -19,7 +19,7 @@ constexpr const char* kEntry = "attention";
 template <class Exec, class Score>
 void dispatch(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
               const Score& score) {
-  switch (plan.portable_strategy()) {
+  switch (plan.strategy()) {
     case Strategy::SMMF: return smmf(exec, plan, p, score);
     case Strategy::PMF: return pmf(exec, plan, p, score);
     case Strategy::Unfused: return unfused(exec, plan, p, score);
@@ -44,13 +44,13 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
   check.options(options);
   check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
                  {{"Q", Q}, {"K", K}, {"V", V}, {"edge_values", options.edge_values}});
-  const float scale = dot_scale(model, plan.dim());
+  const float scale = model.scale_for(plan.dim());
   if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
         cuda::attention(stream, native, GT{scale}, Q.data(), K.data(), V.data(), out.data(), o);
       }))
     return;
   dispatch(exec, plan, problem(plan, out, options),
-           DotScore<typename Exec::memory_space>{Q, K, V, scale});
+           GTScore<typename Exec::memory_space>{Q, K, V, scale});
 }
 
 template <class Exec>
@@ -69,7 +69,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
       }))
     return;
   dispatch(exec, plan, problem(plan, out, options),
-           CosineScore<typename Exec::memory_space>{X, inverse_norms(exec, plan, X), beta});
+           AGNNScore<typename Exec::memory_space>{X, inverse_norms(exec, plan, X), beta});
 }
 
 template <class Exec>
@@ -90,7 +90,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
       }))
     return;
   dispatch(exec, plan, problem(plan, out, options),
-           AdditiveScore<typename Exec::memory_space>{el, er, V, model.slope});
+           GATScore<typename Exec::memory_space>{el, er, V, model.slope});
 }
 
 template <class Exec>
@@ -112,7 +112,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
       }))
     return;
   dispatch(exec, plan, problem(plan, out, options),
-           AdditiveV2Score<typename Exec::memory_space>{XL, XR, a, model.slope});
+           GATv2Score<typename Exec::memory_space>{XL, XR, a, model.slope});
 }
 
 #define DFGNN_INSTANTIATE(EXEC)                                                                    \

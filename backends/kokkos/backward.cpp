@@ -68,14 +68,14 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& mode
   check.disjoint({{"dQ", dQ}, {"dK", dK}, {"dV", dV}},
                  {{"Q", Q}, {"K", K}, {"V", V}, {"out", out}, {"logsumexp", logsumexp}, {"dOut", dOut},
                   {"edge_values", o.edge_values}});
-  const float scale = dot_scale(model, plan.dim());
+  const float scale = model.scale_for(plan.dim());
   if (run_native(exec, plan, o, [&](auto stream, const auto& native, const auto& no) {
         cuda::attention_backward(stream, native, GT{scale}, Q.data(), K.data(), V.data(), out.data(),
                                  logsumexp.data(), dOut.data(), dQ.data(), dK.data(), dV.data(), no);
       }))
     return;
-  const DotGrad<Mem> grad{Q, K, dOut, dQ, dK, dV, scale, {}};
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), DotScore<Mem>{Q, K, V, scale}, grad,
+  const GTGrad<Mem> grad{Q, K, dOut, dQ, dK, dV, scale, {}};
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), GTScore<Mem>{Q, K, V, scale}, grad,
            Upstream<Mem>{out, logsumexp, dOut}, workspace(plan, grad, 2, 0));
 }
 
@@ -104,9 +104,9 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
       }))
     return;
   const auto inv = inverse_norms(exec, plan, X);
-  const CosineGrad<Mem> grad{X, dOut, inv, beta, dX, {}};
+  const AGNNGrad<Mem> grad{X, dOut, inv, beta, dX, {}};
   const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count);
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), CosineScore<Mem>{X, inv, beta}, grad,
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AGNNScore<Mem>{X, inv, beta}, grad,
            Upstream<Mem>{out, logsumexp, dOut}, s);
   sum_over_edges(exec, plan, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials, dbeta);
 }
@@ -137,8 +137,8 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GAT& mod
                                  logsumexp.data(), dOut.data(), del.data(), der.data(), dV.data(), no);
       }))
     return;
-  const AdditiveGrad<Mem> grad{el, er, dOut, del, der, dV, model.slope, {}};
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AdditiveScore<Mem>{el, er, V, model.slope}, grad,
+  const GATGrad<Mem> grad{el, er, dOut, del, der, dV, model.slope, {}};
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), GATScore<Mem>{el, er, V, model.slope}, grad,
            Upstream<Mem>{out, logsumexp, dOut}, workspace(plan, grad, 2, 0));
 }
 
@@ -169,9 +169,9 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& m
       }))
     return;
   const auto& g = plan.graph();
-  const AdditiveV2Grad<Mem> grad{XL, XR, dOut, a, dXL, dXR, model.slope, {}};
+  const GATv2Grad<Mem> grad{XL, XR, dOut, a, dXL, dXR, model.slope, {}};
   const auto s = workspace(plan, grad, 2, std::size_t(edge_slices(g.num_edges())) * da.size());
-  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), AdditiveV2Score<Mem>{XL, XR, a, model.slope}, grad,
+  backward(exec, plan, problem(plan, NodeOutput<Mem>(), o), GATv2Score<Mem>{XL, XR, a, model.slope}, grad,
            Upstream<Mem>{out, logsumexp, dOut}, s);
   sum_over_edges(exec, plan, WeightTerm<Mem>{s.work.dr, XL, XR, g.src(), g.dst(), model.slope}, s.partials,
                  Kokkos::View<float*, Kokkos::LayoutRight, Mem>(da.data(), da.size()));

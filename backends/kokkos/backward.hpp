@@ -63,7 +63,7 @@ struct Upstream {
 // dQ_v = scale sum dr_e K_u; dK_u = scale sum dr_e Q_v and dV_u = sum q_e dOut_v, as entries
 // [0, D) and [D, 2D) of one source-side gather.
 template <class Mem>
-struct DotGrad {
+struct GTGrad {
   Features<Mem> q, k, dout;
   Output<Mem> dq, dk, dv;
   float scale;
@@ -99,7 +99,7 @@ struct DotGrad {
 // cos_e = <x_v, x_u> n_v n_u with n = 1/|x|, kept per edge by step 1. X is also the values, so
 // the source side adds q_e dOut_v and its sum to what the destination side wrote.
 template <class Mem>
-struct CosineGrad {
+struct AGNNGrad {
   Features<Mem> x, dout;
   Matrix<Mem> inv_norm;
   Vector<Mem> beta;
@@ -144,7 +144,7 @@ struct CosineGrad {
 // d score / d el_u = d score / d er_v = LeakyReLU'(el_u + er_v): der is a one-entry gather,
 // del entry D of the source side's, after dV.
 template <class Mem>
-struct AdditiveGrad {
+struct GATGrad {
   Matrix<Mem> el, er;
   Features<Mem> dout;
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> del, der;
@@ -186,7 +186,7 @@ struct AdditiveGrad {
 
 // d score / d XR_v,f = d score / d XL_u,f = a_f LeakyReLU'(XL_u,f + XR_v,f); XL is also the values.
 template <class Mem>
-struct AdditiveV2Grad {
+struct GATv2Grad {
   Features<Mem> xl, xr, dout;
   Matrix<Mem> a;
   Output<Mem> dxl, dxr;

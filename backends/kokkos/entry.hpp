@@ -146,11 +146,6 @@ struct Checker {
   }
 };
 
-/// GT's score scale: the model's, or 1/sqrt(D) by default.
-inline float dot_scale(const GT& model, int dim) {
-  return model.scale != 0.0f ? model.scale : 1.0f / std::sqrt(float(dim));
-}
-
 template <class Exec>
 Problem<typename Exec::memory_space> problem(const Plan<Exec>& plan,
                                              const NodeOutput<typename Exec::memory_space>& out,

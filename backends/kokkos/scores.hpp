@@ -77,7 +77,7 @@ KOKKOS_INLINE_FUNCTION float dot(const Vec<W>& a, const Vec<W>& b) {
 }
 
 template <class Mem>
-struct DotScore {
+struct GTScore {
   static constexpr bool reduces = true;
   Features<Mem> q, k, v;
   float scale;
@@ -92,7 +92,7 @@ struct DotScore {
 };
 
 template <class Mem>
-struct CosineScore {
+struct AGNNScore {
   static constexpr bool reduces = true;
   Features<Mem> x;
   Matrix<Mem> inv_norm;  // [N,H], 0 for zero vectors so their cosine is 0
@@ -110,7 +110,7 @@ struct CosineScore {
 };
 
 template <class Mem>
-struct AdditiveScore {
+struct GATScore {
   static constexpr bool reduces = false;
   Matrix<Mem> el, er;
   Features<Mem> v;
@@ -126,7 +126,7 @@ struct AdditiveScore {
 };
 
 template <class Mem>
-struct AdditiveV2Score {
+struct GATv2Score {
   static constexpr bool reduces = true;
   Features<Mem> xl, xr;
   Matrix<Mem> a;

@@ -39,9 +39,9 @@ int vector_lanes(int width) {
 }
 }  // namespace detail
 
-/// Per-(graph, score kind, H, D) state of the Kokkos kernels. On Kokkos::Cuda, with
-/// DFGNN_ENABLE_CUDA, it also holds the CUDA-native plan that forward and backward calls then
-/// run (see Backend).
+/// Per-(graph, score kind, H, D) state of one backend's kernels (resolve_backend): the portable
+/// kernels' layout, or, on Kokkos::Cuda with DFGNN_ENABLE_CUDA, the CUDA-native plan that
+/// forward and backward calls then run.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class Plan {
  public:
@@ -72,7 +72,10 @@ class Plan {
     check_named("plan", strategy, kind, backend);
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
-    if (make_native(strategy, backend)) strategy = Strategy::Auto;  // the portable layout's own pick
+    if (resolve_backend("plan", backend, native_unavailable()) == Backend::Native) {
+      make_native(strategy);  // the native plan is the whole plan: no portable layout
+      return;
+    }
     if (strategy == Strategy::Staged || strategy == Strategy::Dense)
       throw Error(std::string("plan: the ") + to_string(strategy) + " strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
@@ -83,7 +86,8 @@ class Plan {
       throw Error("plan: " + std::to_string(heads) + " heads do not fit the team scratch of " +
                   std::to_string(scratch_bytes) + " bytes");
     strategy_ = strategy == Strategy::Auto
-                    ? choose_strategy(kind, heads, dim, graph_.stats(), std::size_t(capacity) * sizeof(float))
+                    ? choose_strategy(kind, heads, dim, graph_.stats(), BatchStats{},
+                                      DeviceFacts{kPortableStrategies, std::size_t(capacity) * sizeof(float)})
                     : strategy;
     layout_.vector_length = detail::vector_lanes<policy>(dim);
     layout_.team_size = std::max(1, 256 / layout_.vector_length);
@@ -110,10 +114,8 @@ class Plan {
 
   const Graph<memory_space>& graph() const { return graph_; }
   /// The resolved strategy of the kernels forward calls run (never Auto).
-  Strategy strategy() const;
-  /// The portable kernels' strategy (the backward's layout).
-  Strategy portable_strategy() const { return strategy_; }
-  /// The CUDA-native plan forward calls run, or null (portable kernels).
+  Strategy strategy() const { return strategy_; }
+  /// The CUDA-native plan calls run, or null (portable kernels, on layout()).
   const cuda::Plan* native() const { return native_.get(); }
   ScoreKind kind() const { return kind_; }
   int heads() const { return heads_; }
@@ -174,20 +176,25 @@ class Plan {
     return dim_ % 4 == 0 && dim_ <= 128 && std::int64_t(graph_.num_nodes()) * heads_ * kNarrowLanes >= concurrency;
   }
 
-  // Builds the CUDA-native plan when the backend asks for it and this space can run it.
-  bool make_native(Strategy strategy, Backend backend) {
+  // Why this space cannot run the CUDA-native kernels (empty: it can).
+  static std::string native_unavailable() {
+#ifdef DFGNN_NATIVE_CUDA
+    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) return {};
+#endif
+    return "needs Kokkos::Cuda and dfgnn built with DFGNN_ENABLE_CUDA";
+  }
+
+  // The CUDA-native plan over the graph's device arrays; forward and backward calls run it.
+  void make_native(Strategy strategy) {
 #ifdef DFGNN_NATIVE_CUDA
     if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
-      if (backend == Backend::Portable) return false;
       const cuda::DeviceGraph device{graph_.num_nodes(), graph_.num_edges(), graph_.row_ptr().data(),
                                      graph_.src().data(), graph_.dst().data(), graph_.edge_id().data()};
       native_ = std::make_shared<const cuda::Plan>(graph_.host(), device, kind_, heads_, dim_, strategy);
-      return true;
+      strategy_ = native_->strategy();
     }
 #endif
-    if (backend == Backend::Native)
-      throw Error("plan: the CUDA-native backend needs Kokkos::Cuda and dfgnn built with DFGNN_ENABLE_CUDA");
-    return false;
+    (void)strategy;
   }
 
   Graph<memory_space> graph_;
@@ -199,13 +206,5 @@ class Plan {
       std::make_shared<Kokkos::View<float*, memory_space>>();
   std::shared_ptr<const cuda::Plan> native_;
 };
-
-template <class ExecutionSpace>
-Strategy Plan<ExecutionSpace>::strategy() const {
-#ifdef DFGNN_NATIVE_CUDA
-  if (native_) return native_->strategy();
-#endif
-  return strategy_;
-}
 
 }  // namespace dfgnn

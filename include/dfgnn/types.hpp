@@ -3,6 +3,7 @@
 /// Vocabulary shared by every backend: score models, strategies, errors.
 /// Free of Kokkos and CUDA so that the CUDA-native entry and the CLI can use it alone.
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -38,9 +39,10 @@ enum class Strategy {
   Dense,
 };
 
-/// Which kernels a Kokkos plan runs on Kokkos::Cuda when dfgnn is built with DFGNN_ENABLE_CUDA:
-/// the hand-tuned CUDA-native ones (Auto, Native) or the portable Kokkos ones (Portable).
-/// Every other execution space runs the portable kernels; Native there is an error.
+/// Which kernels run a call: the hand-tuned CUDA-native ones (Native) or the portable Kokkos ones
+/// (Portable). Auto takes Native wherever the CUDA-native kernels can run (a Kokkos::Cuda plan,
+/// or the CLI on a visible GPU, in a build with DFGNN_ENABLE_CUDA), else Portable
+/// (resolve_backend).
 enum class Backend { Auto, Portable, Native };
 
 /// Which score function an attention layer uses.
@@ -50,6 +52,11 @@ enum class ScoreKind { GT, AGNN, GAT, GATv2 };
 struct GT {
   float scale = 0.0f;  ///< 0 selects the default 1/sqrt(D)
   static constexpr ScoreKind kind = ScoreKind::GT;
+  /// The scale of a score over `dim` features, in T's precision: `scale`, or 1/sqrt(dim).
+  template <class T = float>
+  T scale_for(int dim) const {
+    return scale != 0.0f ? T(scale) : T(1) / std::sqrt(T(dim));
+  }
 };
 
 /// AGNN cosine score: beta[h] * cos(X[v,h], X[u,h]); beta is a tensor argument ([H] or [1]).
@@ -87,5 +94,13 @@ void check_named(const char* who, Strategy s, ScoreKind k, Backend b = Backend::
 Strategy parse_strategy(const std::string& s);
 /// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
 ScoreKind parse_score_kind(const std::string& s);
+/// Parses "auto|kokkos|cuda" (case-insensitive; kokkos is Portable, cuda Native); throws Error
+/// otherwise.
+Backend parse_backend(const std::string& s);
+/// The one rule of which kernels run: `requested`, Auto taking Native where the CUDA-native
+/// kernels can run, i.e. where `native_unavailable` is empty (it says why they cannot), and
+/// Portable elsewhere. Native where they cannot throws Error "WHO: the CUDA-native backend
+/// <native_unavailable>".
+Backend resolve_backend(const char* who, Backend requested, const std::string& native_unavailable);
 
 }  // namespace dfgnn

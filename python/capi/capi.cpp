@@ -117,13 +117,13 @@ class DeviceGuard {
  private:
   int device_, previous_ = 0;
 };
-#define DFGNN_ON_CUDA(plan, ...)        \
+#define DFGNN_ON_DEVICE(plan, ...)        \
   do {                                  \
     DeviceGuard guard((plan)->device);  \
     __VA_ARGS__;                        \
   } while (0)
 #else
-#define DFGNN_ON_CUDA(plan, ...) throw std::logic_error("dfgnn: a CUDA plan in a build without CUDA")
+#define DFGNN_ON_DEVICE(plan, ...) throw std::logic_error("dfgnn: a CUDA plan in a build without CUDA")
 #endif
 
 }  // namespace
@@ -321,7 +321,7 @@ int dfgnn_gt_forward(const dfgnn_plan* plan, intptr_t stream, float scale, const
                          p.host_options(w, w_heads, dropout, seed, lse));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q, K, V,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q, K, V,
                                                out, p.cuda_options(w, w_heads, dropout, seed, lse)));
     }
   });
@@ -341,7 +341,7 @@ int dfgnn_gt_backward(const dfgnn_plan* plan, intptr_t stream, float scale, cons
                                   p.host_options(w, w_heads, dropout, seed, nullptr));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q,
                                                         K, V, out, lse, dOut, dQ, dK, dV,
                                                         p.cuda_options(w, w_heads, dropout, seed, nullptr)));
     }
@@ -360,7 +360,7 @@ int dfgnn_agnn_forward(const dfgnn_plan* plan, intptr_t stream, const float* X, 
                          p.out(out), p.host_options(w, w_heads, dropout, seed, lse));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X, beta,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X, beta,
                                                beta_count, out, p.cuda_options(w, w_heads, dropout, seed, lse)));
     }
   });
@@ -381,7 +381,7 @@ int dfgnn_agnn_backward(const dfgnn_plan* plan, intptr_t stream, const float* X,
                                   p.host_options(w, w_heads, dropout, seed, nullptr));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X,
                                                         beta, beta_count, out, lse, dOut, dX, dbeta,
                                                         p.cuda_options(w, w_heads, dropout, seed, nullptr)));
     }
@@ -400,7 +400,7 @@ int dfgnn_gat_forward(const dfgnn_plan* plan, intptr_t stream, float slope, cons
                          p.host_options(w, w_heads, dropout, seed, lse));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el, er, V,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el, er, V,
                                                out, p.cuda_options(w, w_heads, dropout, seed, lse)));
     }
   });
@@ -420,7 +420,7 @@ int dfgnn_gat_backward(const dfgnn_plan* plan, intptr_t stream, float slope, con
                                   p.host_options(w, w_heads, dropout, seed, nullptr));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el,
                                                         er, V, out, lse, dOut, del, der, dV,
                                                         p.cuda_options(w, w_heads, dropout, seed, nullptr)));
     }
@@ -439,7 +439,7 @@ int dfgnn_gatv2_forward(const dfgnn_plan* plan, intptr_t stream, float slope, co
                          p.host_options(w, w_heads, dropout, seed, lse));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL, XR, a,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL, XR, a,
                                                out, p.cuda_options(w, w_heads, dropout, seed, lse)));
     }
   });
@@ -460,7 +460,7 @@ int dfgnn_gatv2_backward(const dfgnn_plan* plan, intptr_t stream, float slope, c
                                   p.host_options(w, w_heads, dropout, seed, nullptr));
       });
     } else {
-      DFGNN_ON_CUDA(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL,
+      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL,
                                                         XR, a, out, lse, dOut, dXL, dXR, da,
                                                         p.cuda_options(w, w_heads, dropout, seed, nullptr)));
     }

@@ -11,13 +11,16 @@ int main(int argc, char** argv) {
   const dfgnn::HostGraph host = dfgnn::graph_from_edges(N, {0, 1, 2, 3, 1}, {1, 2, 3, 0, 0});
   std::vector<float> q(N * H * D), k(q.size()), v(q.size());
   for (std::size_t i = 0; i < q.size(); ++i) q[i] = 0.1f * i, k[i] = 0.2f - 0.03f * i, v[i] = 1.0f + i;
-  const auto Q = dfgnn::detail::upload<float, Mem>("q", q), K = dfgnn::detail::upload<float, Mem>("k", k),
-             V = dfgnn::detail::upload<float, Mem>("v", v);
+  // [N,H,D] tensors on the execution space's memory, filled from the host vectors.
+  const auto features = [&](const char* name, const std::vector<float>& x) {
+    dfgnn::NodeOutput<Mem> t(name, N, H, D);
+    Kokkos::deep_copy(t, Kokkos::View<const float***, Kokkos::LayoutRight, Kokkos::HostSpace>(x.data(), N, H, D));
+    return dfgnn::NodeFeatures<Mem>(t);
+  };
   Exec exec;
   const dfgnn::Plan<Exec> plan(exec, dfgnn::Graph<Mem>(host), dfgnn::ScoreKind::GT, H, D);
   dfgnn::NodeOutput<Mem> out("out", N, H, D);
-  dfgnn::attention(exec, plan, dfgnn::GT{}, dfgnn::NodeFeatures<Mem>(Q.data(), N, H, D),
-                   dfgnn::NodeFeatures<Mem>(K.data(), N, H, D), dfgnn::NodeFeatures<Mem>(V.data(), N, H, D), out);
+  dfgnn::attention(exec, plan, dfgnn::GT{}, features("q", q), features("k", k), features("v", v), out);
   const auto result = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   const double err = dfgnn::max_relative_error(
       result.data(), dfgnn::reference_attention(host, H, D, dfgnn::GT{}, q.data(), k.data(), v.data()));
