@@ -10,9 +10,10 @@ not torch (peers.py imports torch only inside its functions). Below the table: p
 file, the commit(s), device and copy bandwidth (ours) or torch/PyG versions (PyG).
 
 Usage (repo root):
-  python3 perf/backward_table.py --ours perf/results/20261122-h100/backward-native.jsonl
-      --pyg perf/results/20261122-h100/raw-small-and-batched.jsonl
-      perf/results/20261122-h100/raw-super-nodes.jsonl [--shape 1x128] [--summary]
+  R=perf/results/20261124-h100-backward-3
+  python3 perf/backward_table.py --ours $R/backward-native.jsonl
+      --pyg perf/results/20261123-h100-dfgnn-peer/raw-*.jsonl $R/pyg-small-and-batched.jsonl
+      $R/pyg-super-nodes.jsonl [--shape 1x128] [--summary]
 """
 import argparse
 import json

@@ -70,7 +70,7 @@ inline constexpr bool kRowsFirst = !std::is_same_v<S, GATScore>;
 
 /// Mean in-degree from which Auto runs GT columns first: below it the rows' second gather
 /// mostly hits L1, or the degree is too low to pay for the Delta pass. GT backward, H100
-/// (perf/results/20261124-h100-cols-first/): columns first 16-18% faster on tolokers (mean 88)
+/// (docs/backward.md, "Two orders"): columns first 16-18% faster on tolokers (mean 88)
 /// and rmat-s17-d64 (54); 0-2% slower on PATTERN-like (49), CLUSTER-like (37) and 1.5-13%
 /// slower on web-NotreDame, MNIST-like and pubmed (7-4.5).
 inline constexpr double kColsFirstDegree = 52;
@@ -486,7 +486,7 @@ __global__ void __launch_bounds__(256) row_deltas(Upstream up, float* __restrict
 
 /// Blocks per SM of the scoring column walk: 3 (80 registers) where GT's group holds K_u and V_u
 /// besides 4 edges of 16-byte Q and dOut fragments in flight. The GT backward against it (H100,
-/// 7 graphs, 1x128 and 4x32; perf/results/20261124-h100-cols-first/): 4 blocks spilled 96-144
+/// 7 graphs, 1x128 and 4x32; docs/backward.md, "Two orders"): 4 blocks spilled 96-144
 /// bytes and was 10-45% slower; 4 blocks with 2 edges in flight 1-7% slower on the batches and
 /// sparse graphs of high degree; 2 blocks 3-9% slower.
 template <class S, class T>

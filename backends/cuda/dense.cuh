@@ -128,7 +128,7 @@ inline constexpr int kDenseMaxDegree = 65535;
 /// Widest AGNN head Dense takes. The tensor cores truncate the fp32 sum at each MMA, so a sum of
 /// terms of one sign drifts by up to ~2^-23 per k-step: AGNN's self loop, |X_v|^2 / |X_v|^2,
 /// came out 1.5e-5 low at D = 512 (max relative error of the output 1.0e-5 at beta = 3, Online
-/// 2e-7), 5.5e-6 at 256 (H100, perf/results/20261124-h100-dense-scores/).
+/// 2e-7), 5.5e-6 at 256 (H100; docs/cuda.md, "Dense", AGNN's width limit).
 inline constexpr int kDenseMaxCosineDim = 256;
 /// Warp counts of the instantiated kernels: graph bucket b takes n <= 16 * kDenseWarps[b].
 inline constexpr int kDenseWarps[] = {4, 8, 12};
@@ -592,7 +592,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
           const float* vp = vbuf + (8 * j_base + 2 * t) * vs + soff + 32 * c + 4 * g;
           // Key tiles in pairs, as one block of code with the second tile's MMAs predicated: the
           // compiler overlaps one tile's loads and splits with the other's MMAs. With the S groups
-          // above, 3-5% faster than a branch per tile (perf/results/20261124-h100-dense-predicated/).
+          // above, 3-5% faster than a branch per tile (docs/cuda.md, "Dense", Predicated tiles).
           // kChunked: the pass's 4 tiles as one block (with the pair branch it spilled 16 bytes, not 8).
 #pragma unroll
           for (int j0 = 0; j0 < KT; j0 += 2) {

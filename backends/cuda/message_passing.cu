@@ -260,7 +260,7 @@ void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& plan, const detail:
       // Exact kernels for the sums of tiles with two or more 16-byte chunks per lane (D > 128,
       // and D = 128 on half warps), where the zero fill they drop is largest: 2-7% faster on
       // the H100. With one chunk they were as often slower (copy_u at D = 32 up to 11%,
-      // CLUSTER-like u_mul_e at D = 128 3%; perf/results/20261122-h100-merge-pdl/).
+      // CLUSTER-like u_mul_e at D = 128 3%; docs/message_passing.md, "CUDA-native kernels").
       if constexpr (F == Fold::Sum && T::VEC == 4 && T::CHUNKS >= 2 && !kDiv)
         if (D % T::MAX_D == 0)
           return detail::gspmm_kernel<T, F, L, R, kDiv, true><<<grid, block, 0, stream>>>(q, set.seg, H, D, o);

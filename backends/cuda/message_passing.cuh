@@ -221,7 +221,7 @@ inline constexpr bool kFmaSum = F == Fold::Sum && R != Shape::None && !kDiv;
 /// of loads per lane, 1 to 8 edges. An edge weight in an fma sum fits the copy's count in 64
 /// registers; with max, min or a division it spills there on the warp tile of D <= 128, which
 /// keeps 4 (measured on the H100: u_mul_e sum at D = 128 5-8% faster with 8 than with 4 once
-/// the fma came, 10% slower before it; perf/results/20261122-h100-message-4/).
+/// the fma came, 10% slower before it; docs/message_passing.md, "CUDA-native kernels").
 template <class T, Fold F, Shape R, bool kDiv>
 inline constexpr int kSpmmEdges = R == Shape::Scalar && !kFmaSum<F, R, kDiv> && T::LANES == 32 && T::PER_LANE == 4
                                       ? 4

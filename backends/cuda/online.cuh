@@ -30,7 +30,7 @@ inline constexpr int kOnlineThreads = 256;
 /// Blocks per SM the launch bounds ask for (Online and the backward walks; kOnlineRowMinBlocks
 /// refines it for GT): 4 (64 registers) where a lane holds one chunk or the tile pairs rows; 2
 /// for a warp-wide tile of several chunks. The paired tile at 2 was 4-30% slower
-/// (perf/results/20261123-h100-tile16x2/).
+/// (docs/cuda.md, "Online", Paired rows).
 template <class T>
 inline constexpr int kOnlineMinBlocks = T::PER_LANE <= 4 || T::LANES < kWarp ? 4 : 2;
 

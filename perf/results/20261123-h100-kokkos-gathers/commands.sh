@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# How ab.jsonl and lanes.jsonl were made on the H100 (one device call each). OLD, A, B: dfgnn CLIs
+# How ab.jsonl and lanes.jsonl were made on the H100 (one device call each; lanes.jsonl, the
+# patches and the logs are in commit cb64ce4; rule.jsonl: docs/performance.md, "Forward + backward
+# (portable Kokkos)"). OLD, A, B: dfgnn CLIs
 # built against Kokkos 4.6.01 with CUDA (sm_90) and DFGNN_ENABLE_CUDA: OLD of 4d76ce9, B of
 # fb5c76a, A of fb5c76a without the gathers' LaunchBounds<256, 4> (experiment build).
 # X (lanes.jsonl): fb5c76a with the walks' lanes capped by DFGNN_DST_LANES / DFGNN_SRC_LANES
