@@ -1,6 +1,7 @@
 #pragma once
-// The launch path shared by the four score kinds: argument checks, the tile chosen from D and
-// the pointers' alignment, the kernel launches of the plan's strategy, and the backward's.
+// The launch path shared by the four score kinds, for calls the dispatch checked: the tile
+// chosen from D and the pointers' alignment, the kernel launches of the plan's strategy, and
+// the backward's.
 
 #include "backward.cuh"
 #include "online.cuh"
@@ -16,58 +17,30 @@
 
 namespace dfgnn::cuda::detail {
 
-/// One tensor argument: where it is, how many floats it must hold, whether it may be null.
-struct Arg {
-  const float* ptr;
-  std::size_t floats;
-  const char* name;
-  bool required;
-};
+/// The call's options as the launch path reads them.
+inline Options options_of(const Call& c) {
+  const TensorRef& w = c.edge_values;
+  Options o(DeviceEdgeValues{static_cast<const float*>(w.data), w.data ? int(w.extents[1]) : 0});
+  o.logsumexp = static_cast<float*>(const_cast<void*>(c.logsumexp.data));
+  o.dropout = c.dropout;
+  o.backward_order = c.backward_order;
+  return o;
+}
 
-/// The checks of a forward or backward call (`entry` names it in the messages): the plan's
-/// kind, a null tensor, an output overlapping an input, the edge values or an earlier output,
-/// the edge values' heads, the dropout rate.
-inline void check_call(const char* entry, const Plan& plan, ScoreKind kind, std::initializer_list<Arg> inputs,
-                       std::initializer_list<Arg> outputs, const Options& o) {
-  const Plan::Impl& p = plan.impl();
-  const std::string where = std::string(entry) + "(" + to_string(kind) + "): ";
-  if (p.kind != kind) throw Error(where + "the plan was built for " + to_string(p.kind));
-  for (const auto& list : {inputs, outputs})
-    for (const Arg& a : list)
-      if (a.required && a.floats > 0 && a.ptr == nullptr) throw Error(where + a.name + " is null");
-  const DeviceEdgeValues& ev = o.edge_values;
-  if (ev.data != nullptr && ev.heads != 1 && ev.heads != p.heads)
-    throw Error(where + "edge values have " + std::to_string(ev.heads) + " heads, expected 1 or " +
-                std::to_string(p.heads));
-  const Arg w{ev.data, std::size_t(p.graph.num_edges) * unsigned(ev.heads), "edge values", false};
-  const auto overlaps = [](const Arg& a, const Arg& b) {
-    const char *x = reinterpret_cast<const char*>(a.ptr), *y = reinterpret_cast<const char*>(b.ptr);
-    return x != nullptr && y != nullptr && a.floats > 0 && b.floats > 0 && x < y + 4 * b.floats &&
-           y < x + 4 * a.floats;
-  };
-  for (auto g = outputs.begin(); g != outputs.end(); ++g) {
-    for (const Arg& a : inputs)
-      if (overlaps(*g, a)) throw Error(where + g->name + " overlaps the input " + a.name);
-    if (overlaps(*g, w)) throw Error(where + g->name + " overlaps the edge values");
-    for (auto h = outputs.begin(); h != g; ++h)
-      if (overlaps(*g, *h)) throw Error(where + g->name + " overlaps " + h->name);
+inline cudaStream_t stream_of(const Call& c) { return static_cast<cudaStream_t>(c.stream); }
+
+/// Whether the tensors whose rows are D floats (features, an [H,D]) are all 16-byte aligned:
+/// the model's such inputs, and in the backward their gradients, out and dOut too. The walks
+/// then move 4 features a load (the 16-byte tile).
+inline bool rows_aligned16(ScoreKind kind, const Call& c, bool backward) {
+  const ModelArgs& m = model_args(kind);
+  bool ok = !backward || aligned16({c.out.data, c.dout.data});
+  for (int i = 0; i < m.count; ++i) {
+    const Extent x = m.inputs[i].extent;
+    if (x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::HeadVector) continue;
+    ok = ok && aligned16({c.inputs[i].data}) && (!backward || aligned16({c.grads[i].data}));
   }
-  if (!(o.dropout.rate >= 0.f && o.dropout.rate < 1.f))
-    throw Error(where + "dropout rate " + std::to_string(o.dropout.rate) + " is outside [0, 1)");
-}
-
-/// The forward's checks: its outputs are out and, in training, logsumexp.
-inline void check_forward(const Plan& plan, ScoreKind kind, const float* out, std::initializer_list<Arg> inputs,
-                     const Options& o) {
-  const std::size_t ns = std::size_t(plan.graph().num_nodes) * plan.heads();
-  check_call("cuda::attention", plan, kind, inputs,
-             {{o.logsumexp, ns, "logsumexp", false}, {out, ns * plan.dim(), "out", true}}, o);
-}
-
-/// The backward's checks: its outputs are the gradients.
-inline void check_backward(const Plan& plan, ScoreKind kind, std::initializer_list<Arg> inputs,
-                              std::initializer_list<Arg> grads, const Options& o) {
-  check_call("cuda::attention_backward", plan, kind, inputs, grads, o);
+  return ok;
 }
 
 /// Calls f(std::bool_constant<dropout on>{}): kernels with the dropout factor in their inner
@@ -170,7 +143,7 @@ inline void require_tile(int D, bool vec4, const char* entry) {
                 " needs 16-byte aligned tensors");
 }
 
-/// Validated entry: picks the tile and launches.
+/// Picks the tile and launches.
 template <class S>
 void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float* out, bool vec4) {
   const Plan::Impl& p = plan.impl();
@@ -267,6 +240,22 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     launch_param_sums(st, wk.param, units, H * param_width<S>(D), wk.param_slices, param, param_count);
   }
   DFGNN_CUDA(cudaGetLastError());
+}
+
+/// A checked forward call with score functor `sc`.
+template <class S>
+void run(const Plan& plan, const S& sc, const Call& c) {
+  run(stream_of(c), plan, sc, options_of(c), static_cast<float*>(const_cast<void*>(c.out.data)),
+      rows_aligned16(plan.kind(), c, false));
+}
+
+/// A checked backward call with score functor `sc`, its gradients `gr` and parameter gradient
+/// `param` (`param_count` floats; null for GT and GAT).
+template <class S>
+void run_backward(const Plan& plan, const S& sc, const Call& c, const Grads& gr, float* param, int param_count) {
+  const Upstream up{static_cast<const float*>(c.out.data), static_cast<const float*>(c.logsumexp.data),
+                    static_cast<const float*>(c.dout.data)};
+  run_backward(stream_of(c), plan, sc, options_of(c), up, gr, param, param_count, rows_aligned16(plan.kind(), c, true));
 }
 
 }  // namespace dfgnn::cuda::detail

@@ -1,29 +1,21 @@
-// Entry for the GATv2 score.
+// The GATv2 score's calls: its functor and gradients made of a call's tensors (XL, XR, a).
 #include "attention.cuh"
 
-namespace dfgnn::cuda {
+namespace dfgnn::cuda::detail {
 
-void attention(cudaStream_t stream, const Plan& plan, const GATv2& model, const float* XL, const float* XR,
-               const float* a, float* out, const Options& o) {
-  const std::size_t nf = std::size_t(plan.graph().num_nodes) * plan.heads() * plan.dim();
-  detail::check_forward(plan, ScoreKind::GATv2, out,
-                   {{XL, nf, "XL", true}, {XR, nf, "XR", true},
-                    {a, std::size_t(plan.heads()) * plan.dim(), "a", true}}, o);
-  detail::run(stream, plan, detail::GATv2Score{XL, XL, XR, a, model.slope}, o, out,
-              detail::aligned16({XL, XR, a}));
+namespace {
+GATv2Score score(const Call& c) { return {c.input(0), c.input(0), c.input(1), c.input(2), c.param}; }
+}  // namespace
+
+template <>
+void forward<ScoreKind::GATv2>(const Plan& plan, const Call& c) {
+  run(plan, score(c), c);
 }
 
-void attention_backward(cudaStream_t stream, const Plan& plan, const GATv2& model, const float* XL, const float* XR,
-                        const float* a, const float* out, const float* logsumexp, const float* dOut, float* dXL,
-                        float* dXR, float* da, const Options& o) {
-  const std::size_t ns = std::size_t(plan.graph().num_nodes) * plan.heads(), nf = ns * plan.dim(),
-                    na = std::size_t(plan.heads()) * plan.dim();
-  detail::check_backward(plan, ScoreKind::GATv2,
-                            {{XL, nf, "XL", true}, {XR, nf, "XR", true}, {a, na, "a", true}, {out, nf, "out", true},
-                             {logsumexp, ns, "logsumexp", true}, {dOut, nf, "dOut", true}},
-                            {{dXL, nf, "dXL", true}, {dXR, nf, "dXR", true}, {da, na, "da", true}}, o);
-  detail::run_backward(stream, plan, detail::GATv2Score{XL, XL, XR, a, model.slope}, o, {out, logsumexp, dOut},
-                       {dXR, dXL, nullptr}, da, int(na), detail::aligned16({XL, XR, a, out, dOut, dXL, dXR, da}));
+// XR is the destination's input, XL the source's (and the values); da sums over the edges.
+template <>
+void backward<ScoreKind::GATv2>(const Plan& plan, const Call& c) {
+  run_backward(plan, score(c), c, {c.grad(1), c.grad(0), nullptr}, c.grad(2), plan.heads() * plan.dim());
 }
 
-}  // namespace dfgnn::cuda
+}  // namespace dfgnn::cuda::detail

@@ -1,25 +1,22 @@
-// Entry for the GT score.
+// The GT score's calls: its functor and gradients made of a call's tensors (Q, K, V).
 #include "attention.cuh"
 
-namespace dfgnn::cuda {
+namespace dfgnn::cuda::detail {
 
-void attention(cudaStream_t stream, const Plan& plan, const GT& model, const float* Q, const float* K,
-               const float* V, float* out, const Options& o) {
-  const std::size_t nf = std::size_t(plan.graph().num_nodes) * plan.heads() * plan.dim();
-  detail::check_forward(plan, ScoreKind::GT, out, {{Q, nf, "Q", true}, {K, nf, "K", true}, {V, nf, "V", true}}, o);
-  detail::run(stream, plan, detail::GTScore{Q, K, V, model.scale_for(plan.dim())}, o, out, detail::aligned16({Q, K, V}));
+namespace {
+GTScore score(const Plan& plan, const Call& c) {
+  return {c.input(0), c.input(1), c.input(2), GT{c.param}.scale_for(plan.dim())};
+}
+}  // namespace
+
+template <>
+void forward<ScoreKind::GT>(const Plan& plan, const Call& c) {
+  run(plan, score(plan, c), c);
 }
 
-void attention_backward(cudaStream_t stream, const Plan& plan, const GT& model, const float* Q, const float* K,
-                        const float* V, const float* out, const float* logsumexp, const float* dOut, float* dQ,
-                        float* dK, float* dV, const Options& o) {
-  const std::size_t ns = std::size_t(plan.graph().num_nodes) * plan.heads(), nf = ns * plan.dim();
-  detail::check_backward(plan, ScoreKind::GT,
-                            {{Q, nf, "Q", true}, {K, nf, "K", true}, {V, nf, "V", true}, {out, nf, "out", true},
-                             {logsumexp, ns, "logsumexp", true}, {dOut, nf, "dOut", true}},
-                            {{dQ, nf, "dQ", true}, {dK, nf, "dK", true}, {dV, nf, "dV", true}}, o);
-  detail::run_backward(stream, plan, detail::GTScore{Q, K, V, model.scale_for(plan.dim())}, o, {out, logsumexp, dOut},
-                       {dQ, dK, dV}, nullptr, 0, detail::aligned16({Q, K, V, out, dOut, dQ, dK, dV}));
+template <>
+void backward<ScoreKind::GT>(const Plan& plan, const Call& c) {
+  run_backward(plan, score(plan, c), c, {c.grad(0), c.grad(1), c.grad(2)}, nullptr, 0);
 }
 
-}  // namespace dfgnn::cuda
+}  // namespace dfgnn::cuda::detail

@@ -369,6 +369,7 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
   const node_t N = g.num_nodes;
   const edge_t E = g.num_edges();
   p.kind = kind, p.heads = heads, p.dim = dim;
+  p.op = {kind, DType::F32, heads, dim, N, N, E};
   DFGNN_CUDA(cudaGetDevice(&p.device));
   cudaDeviceProp prop;
   DFGNN_CUDA(cudaGetDeviceProperties(&prop, p.device));
@@ -476,7 +477,26 @@ Plan::~Plan() = default;
 Plan::Plan(Plan&&) noexcept = default;
 Plan& Plan::operator=(Plan&&) noexcept = default;
 
+const Op& Plan::op() const { return impl_->op; }
 Strategy Plan::strategy() const { return impl_->strategy; }
+
+void Plan::forward(const Call& call) const {
+  switch (impl_->kind) {
+    case ScoreKind::GT: return detail::forward<ScoreKind::GT>(*this, call);
+    case ScoreKind::AGNN: return detail::forward<ScoreKind::AGNN>(*this, call);
+    case ScoreKind::GAT: return detail::forward<ScoreKind::GAT>(*this, call);
+    case ScoreKind::GATv2: return detail::forward<ScoreKind::GATv2>(*this, call);
+  }
+}
+
+void Plan::backward(const Call& call) const {
+  switch (impl_->kind) {
+    case ScoreKind::GT: return detail::backward<ScoreKind::GT>(*this, call);
+    case ScoreKind::AGNN: return detail::backward<ScoreKind::AGNN>(*this, call);
+    case ScoreKind::GAT: return detail::backward<ScoreKind::GAT>(*this, call);
+    case ScoreKind::GATv2: return detail::backward<ScoreKind::GATv2>(*this, call);
+  }
+}
 std::size_t Plan::device_bytes() const { return impl_->owned_bytes; }
 ScoreKind Plan::kind() const { return impl_->kind; }
 int Plan::heads() const { return impl_->heads; }
@@ -490,3 +510,14 @@ void check_shape(const Plan& plan, int heads, int dim) {
 }
 
 }  // namespace dfgnn::cuda
+
+namespace dfgnn::detail {
+
+std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
+                                                const node_t* dst, const edge_t* edge_id, const Op& op,
+                                                Strategy strategy) {
+  const cuda::DeviceGraph device{g.num_nodes, g.num_edges(), row_ptr, src, dst, edge_id};
+  return std::make_shared<const cuda::Plan>(g, device, op.kind, op.heads, op.dim, strategy);
+}
+
+}  // namespace dfgnn::detail

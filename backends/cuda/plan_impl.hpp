@@ -32,6 +32,7 @@ struct BackwardData {
 };
 
 struct Plan::Impl {
+  Op op;
   ScoreKind kind;
   int heads, dim;
   Strategy strategy;
@@ -86,5 +87,14 @@ struct Plan::Impl {
 
 /// Warps per block of the SMMF kernel.
 inline constexpr int kSmmfWarps = 8;
+
+namespace detail {
+/// A checked call of score kind K on the plan (one specialisation per score, in its .cu file:
+/// the score functor and gradients it makes of the call's tensors).
+template <ScoreKind K>
+void forward(const Plan& plan, const Call& call);
+template <ScoreKind K>
+void backward(const Plan& plan, const Call& call);
+}  // namespace detail
 
 }  // namespace dfgnn::cuda

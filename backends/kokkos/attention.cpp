@@ -1,23 +1,20 @@
-// Public entry -> checks -> strategy dispatch, instantiated for every enabled execution space.
+// The portable executor's forward: a checked call's score functor, then the plan's strategy's
+// kernel family. Instantiated for every enabled execution space.
 
-#include "entry.hpp"
+#include "executor.hpp"
 #include "online.hpp"
 #include "pmf.hpp"
 #include "smmf.hpp"
 #include "unfused.hpp"
 
-#include <dfgnn/attention.hpp>
-
 namespace dfgnn {
+
+namespace kokkos_impl {
 
 namespace {
 
-using namespace kokkos_impl;
-
-constexpr const char* kEntry = "attention";
-
 template <class Exec, class Score>
-void dispatch(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void dispatch(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
               const Score& score) {
   switch (plan.strategy()) {
     case Strategy::SMMF: return smmf(exec, plan, p, score);
@@ -32,113 +29,36 @@ void dispatch(const Exec& exec, const Plan<Exec>& plan, const Problem<typename E
 }  // namespace
 
 template <class Exec>
-void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
-               const NodeFeatures<typename Exec::memory_space>& Q,
-               const NodeFeatures<typename Exec::memory_space>& K,
-               const NodeFeatures<typename Exec::memory_space>& V,
-               const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options) {
-  const Checker<Exec> check(kEntry, plan, ScoreKind::GT);
-  check.finite("GT::scale", model.scale);
-  check.features("Q", Q), check.features("K", K), check.features("V", V), check.features("out", out);
-  check.options(options);
-  check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
-                 {{"Q", Q}, {"K", K}, {"V", V}, {"edge_values", options.edge_values}});
-  const float scale = model.scale_for(plan.dim());
-  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
-        cuda::attention(stream, native, GT{scale}, Q.data(), K.data(), V.data(), out.data(), o);
-      }))
-    return;
-  dispatch(exec, plan, problem(plan, out, options),
-           GTScore<typename Exec::memory_space>{Q, K, V, scale});
+void PortablePlan<Exec>::forward(const Call& call) const {
+  using Mem = memory_space;
+  const Exec& exec = *static_cast<const Exec*>(call.space);
+  const CallViews<Mem> t{call};
+  const Problem<Mem> p = problem(*this, t.output(call.out), t.options(true));
+  switch (op_.kind) {
+    case ScoreKind::GT:
+      return dispatch(exec, *this, p, GTScore<Mem>{t.input(0), t.input(1), t.input(2), GT{call.param}.scale_for(dim())});
+    case ScoreKind::AGNN: {
+      const Features<Mem> X = t.input(0);
+      return dispatch(exec, *this, p, AGNNScore<Mem>{X, inverse_norms(exec, *this, X), t.vector(call.inputs[1])});
+    }
+    case ScoreKind::GAT:
+      return dispatch(exec, *this, p, GATScore<Mem>{t.input_matrix(0), t.input_matrix(1), t.input(2), call.param});
+    case ScoreKind::GATv2:
+      return dispatch(exec, *this, p, GATv2Score<Mem>{t.input(0), t.input(1), t.input_matrix(2), call.param});
+  }
 }
+
+}  // namespace kokkos_impl
 
 template <class Exec>
-void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
-               const NodeFeatures<typename Exec::memory_space>& X,
-               const HeadScalars<typename Exec::memory_space>& beta,
-               const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options) {
-  const Checker<Exec> check(kEntry, plan, ScoreKind::AGNN);
-  check.features("X", X), check.features("out", out), check.head_vector("beta", beta);
-  check.options(options);
-  check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
-                 {{"X", X}, {"beta", beta}, {"edge_values", options.edge_values}});
-  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
-        cuda::attention(stream, native, AGNN{}, X.data(), beta.data(), int(beta.extent(0)), out.data(), o);
-      }))
-    return;
-  dispatch(exec, plan, problem(plan, out, options),
-           AGNNScore<typename Exec::memory_space>{X, inverse_norms(exec, plan, X), beta});
+std::shared_ptr<const detail::Executor> detail::portable_executor(const Plan<Exec>& plan, Strategy strategy) {
+  return std::make_shared<const kokkos_impl::PortablePlan<Exec>>(plan, strategy);
 }
 
-template <class Exec>
-void attention(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
-               const NodeScalars<typename Exec::memory_space>& el,
-               const NodeScalars<typename Exec::memory_space>& er,
-               const NodeFeatures<typename Exec::memory_space>& V,
-               const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options) {
-  const Checker<Exec> check(kEntry, plan, ScoreKind::GAT);
-  check.finite("GAT::slope", model.slope);
-  check.scalars("el", el), check.scalars("er", er), check.features("V", V), check.features("out", out);
-  check.options(options);
-  check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
-                 {{"el", el}, {"er", er}, {"V", V}, {"edge_values", options.edge_values}});
-  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
-        cuda::attention(stream, native, model, el.data(), er.data(), V.data(), out.data(), o);
-      }))
-    return;
-  dispatch(exec, plan, problem(plan, out, options),
-           GATScore<typename Exec::memory_space>{el, er, V, model.slope});
-}
-
-template <class Exec>
-void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
-               const NodeFeatures<typename Exec::memory_space>& XL,
-               const NodeFeatures<typename Exec::memory_space>& XR,
-               const HeadFeatures<typename Exec::memory_space>& a,
-               const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options) {
-  const Checker<Exec> check(kEntry, plan, ScoreKind::GATv2);
-  check.finite("GATv2::slope", model.slope);
-  check.features("XL", XL), check.features("XR", XR), check.features("out", out);
-  check.shape("a", a, {check.H, check.D}, "[H,D]");
-  check.options(options);
-  check.disjoint({{"out", out}, {"logsumexp", options.logsumexp}},
-                 {{"XL", XL}, {"XR", XR}, {"a", a}, {"edge_values", options.edge_values}});
-  if (run_native(exec, plan, options, [&](auto stream, const auto& native, const auto& o) {
-        cuda::attention(stream, native, model, XL.data(), XR.data(), a.data(), out.data(), o);
-      }))
-    return;
-  dispatch(exec, plan, problem(plan, out, options),
-           GATv2Score<typename Exec::memory_space>{XL, XR, a, model.slope});
-}
-
-#define DFGNN_INSTANTIATE(EXEC)                                                                    \
-  template void attention<EXEC>(const EXEC&, const Plan<EXEC>&, const GT&,                          \
-                                const NodeFeatures<EXEC::memory_space>&,                            \
-                                const NodeFeatures<EXEC::memory_space>&,                            \
-                                const NodeFeatures<EXEC::memory_space>&,                            \
-                                const NodeOutput<EXEC::memory_space>&,                              \
-                                const Options<EXEC::memory_space>&);                             \
-  template void attention<EXEC>(const EXEC&, const Plan<EXEC>&, const AGNN&,                        \
-                                const NodeFeatures<EXEC::memory_space>&,                            \
-                                const HeadScalars<EXEC::memory_space>&,                             \
-                                const NodeOutput<EXEC::memory_space>&,                              \
-                                const Options<EXEC::memory_space>&);                             \
-  template void attention<EXEC>(const EXEC&, const Plan<EXEC>&, const GAT&,                         \
-                                const NodeScalars<EXEC::memory_space>&,                             \
-                                const NodeScalars<EXEC::memory_space>&,                             \
-                                const NodeFeatures<EXEC::memory_space>&,                            \
-                                const NodeOutput<EXEC::memory_space>&,                              \
-                                const Options<EXEC::memory_space>&);                             \
-  template void attention<EXEC>(const EXEC&, const Plan<EXEC>&, const GATv2&,                       \
-                                const NodeFeatures<EXEC::memory_space>&,                            \
-                                const NodeFeatures<EXEC::memory_space>&,                            \
-                                const HeadFeatures<EXEC::memory_space>&,                            \
-                                const NodeOutput<EXEC::memory_space>&,                              \
-                                const Options<EXEC::memory_space>&);
+#define DFGNN_INSTANTIATE(EXEC)                                                                           \
+  template void kokkos_impl::PortablePlan<EXEC>::forward(const Call&) const;                             \
+  template std::shared_ptr<const detail::Executor> detail::portable_executor<EXEC>(const Plan<EXEC>&, \
+                                                                                   Strategy);
 
 DFGNN_FOR_EACH_EXECUTION_SPACE(DFGNN_INSTANTIATE)
 

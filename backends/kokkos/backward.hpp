@@ -406,7 +406,7 @@ struct HeavyChunks {
 /// The heavy segments' chunks if `heavy` (some segment may be longer than a chunk), then every
 /// segment; thread groups as wide as the side's vector ranges, at most `max_lanes`.
 template <class Exec, class G>
-void gather(const Exec& exec, const Plan<Exec>& plan, const char* chunks_name, const char* name, const G& g,
+void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks_name, const char* name, const G& g,
             bool heavy, int max_lanes) {
   // Four 256-thread teams per SM (at most 64 registers a thread): the walks wait on gathers,
   // and without the bound (up to 87 registers) the backward was 2-39% slower on the H100.
@@ -421,7 +421,7 @@ void gather(const Exec& exec, const Plan<Exec>& plan, const char* chunks_name, c
 
 /// Both gathers, W entries per lane access.
 template <int W, class Exec, class Score, class Model>
-void gathers(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
              const Score& score, const Model& model, const Upstream<typename Exec::memory_space>& up,
              const Kokkos::View<float*, typename Exec::memory_space>& partials) {
   using Mem = typename Exec::memory_space;
@@ -439,7 +439,7 @@ void gathers(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Ex
 }
 
 template <class Exec, class Score, class Model>
-void backward(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void backward(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
               const Score& score, Model model, const Upstream<typename Exec::memory_space>& up,
               const Workspace<typename Exec::memory_space>& s) {
   model.work = s.work;
@@ -479,7 +479,7 @@ struct SliceSums {
 /// result[k] = sum over edges of term(e, k), k < result.extent(0); `partials` holds at least
 /// edge_slices(E) * result.extent(0) floats.
 template <class Exec, class Term>
-void sum_over_edges(const Exec& exec, const Plan<Exec>& plan, const Term& term,
+void sum_over_edges(const Exec& exec, const PortablePlan<Exec>& plan, const Term& term,
                     const Kokkos::View<float*, typename Exec::memory_space>& partials,
                     const Kokkos::View<float*, Kokkos::LayoutRight, typename Exec::memory_space>& result) {
   const edge_t edges = plan.graph().num_edges();

@@ -3,7 +3,6 @@
 
 #include "message_passing.hpp"
 
-#include "entry.hpp"  // DFGNN_FOR_EACH_EXECUTION_SPACE
 
 namespace dfgnn {
 

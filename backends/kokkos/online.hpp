@@ -142,7 +142,7 @@ struct MergePieces {
 };
 
 template <int W, class Exec, class Score>
-void launch_online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void launch_online(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
                    const Score& score) {
   const auto& L = plan.layout();
   const int groups = L.scratch_floats / p.dim;  // accumulators the plan sized the scratch for
@@ -157,7 +157,7 @@ void launch_online(const Exec& exec, const Plan<Exec>& plan, const Problem<typen
 }
 
 template <class Exec, class Score>
-void online(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void online(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
             const Score& score) {
   using Mem = typename Exec::memory_space;
   const auto& L = plan.layout();

@@ -22,7 +22,7 @@ struct SoftmaxAggregate {
 };
 
 template <class Exec, class Score>
-void pmf(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void pmf(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
          const Score& score) {
   edge_scores(exec, plan, p, score);
   const auto& scores = plan.layout().scores;

@@ -66,7 +66,7 @@ void launch_rows(const Exec& exec, const char* name, node_t num_rows, int heads,
 
 /// body over every (row, head) of the plan's graph, thread groups of the plan's vector length.
 template <class Exec, class Body>
-void launch_rows(const Exec& exec, const char* name, const Plan<Exec>& plan, const Body& body) {
+void launch_rows(const Exec& exec, const char* name, const PortablePlan<Exec>& plan, const Body& body) {
   launch_rows(exec, name, plan.graph().num_nodes(), plan.heads(), plan.layout().vector_length, body);
 }
 

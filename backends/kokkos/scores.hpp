@@ -20,6 +20,10 @@
 
 namespace dfgnn::kokkos_impl {
 
+/// The portable backend's plan, which the kernel families read (executor.hpp).
+template <class Exec>
+class PortablePlan;
+
 template <class Mem>
 using Features = Kokkos::View<const float***, Kokkos::LayoutRight, Mem>;
 template <class Mem>

@@ -29,7 +29,7 @@ struct EdgeScores {
 };
 
 template <class Exec, class Score>
-void edge_scores(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void edge_scores(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
                  const Score& score) {
   const auto& L = plan.layout();
   const edge_t teams = (edge_t(p.src.extent(0)) + kTeamEdges - 1) / kTeamEdges;

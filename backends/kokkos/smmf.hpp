@@ -145,7 +145,7 @@ struct Smmf {
 };
 
 template <class Exec, class Score>
-void smmf(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void smmf(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
           const Score& score) {
   const auto& L = plan.layout();
   const int score_floats = L.scratch_floats - 3 * kMaxTeamRows * p.heads;

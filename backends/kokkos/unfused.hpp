@@ -8,7 +8,7 @@
 namespace dfgnn::kokkos_impl {
 
 template <class Exec, class Score>
-void unfused(const Exec& exec, const Plan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+void unfused(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
              const Score& score) {
   edge_scores(exec, plan, p, score);
   const auto& L = plan.layout();

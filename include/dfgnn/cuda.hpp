@@ -8,6 +8,7 @@
 /// row-major float32; edge values [E, 1 or H] in the caller's edge order.
 
 #include <dfgnn/csr.hpp>
+#include <dfgnn/dispatch.hpp>
 #include <dfgnn/dropout.hpp>
 
 #include <memory>
@@ -32,11 +33,8 @@ struct DeviceEdgeValues {
   int heads = 0;
 };
 
-/// Which walk of the backward recomputes the scores (docs/backward.md, "Two orders"): RowsFirst
-/// (GT, AGNN, GATv2) or ColumnsFirst (GT, GAT; fewer gathered rows per edge, plus a pass over
-/// dOut and out). Auto: GAT columns first, GT columns first from a mean in-degree of 52, else
-/// rows first. An order the score kind does not have throws Error.
-enum class BackwardOrder { Auto, RowsFirst, ColumnsFirst };
+/// The backward's order (op.hpp).
+using BackwardOrder = dfgnn::BackwardOrder;
 
 /// Optional inputs and outputs of an attention call (a plain DeviceEdgeValues converts).
 struct Options {
@@ -66,19 +64,25 @@ bool device_available();
 /// D up to 256, or up to 512 when a multiple of 4 (a call with D > 256 needs 16-byte aligned
 /// tensors, and throws Error otherwise).
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
-/// a plan does no host work beyond the kernel launches.
-class Plan {
+/// a plan does no host work beyond the kernel launches. It is the CUDA-native executor of the
+/// dispatch (dispatch.hpp): the typed entries below, the Kokkos API on Kokkos::Cuda and the C
+/// ABI hand it their checked calls.
+class Plan final : public dfgnn::detail::Executor {
  public:
   /// Uploads `g` to the current device and owns that copy.
   Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto);
   /// Uses the caller's device copy of `g` (it must outlive the plan); `g` gives the degrees.
   Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
        Strategy strategy = Strategy::Auto);
-  ~Plan();
+  ~Plan() override;
   Plan(Plan&&) noexcept;
   Plan& operator=(Plan&&) noexcept;
 
-  Strategy strategy() const;  ///< the resolved strategy (never Auto)
+  const Op& op() const override;
+  Strategy strategy() const override;  ///< the resolved strategy (never Auto)
+  /// Run a call the dispatch checked (Call::stream: the cudaStream_t).
+  void forward(const Call& call) const override;
+  void backward(const Call& call) const override;
   /// Bytes of device memory the plan holds: its graph copy (unless the caller's), partitions,
   /// the CSC, the workspaces (the backward's once a backward ran).
   std::size_t device_bytes() const;
@@ -100,10 +104,10 @@ class Plan {
 void check_shape(const Plan& plan, int heads, int dim);
 
 /// Launches the forward on `stream`: out[v,h,:] = sum over u -> v of softmax_u(score) V[u,h,:].
-/// No host synchronisation, allocation or preprocessing. Throws Error for a plan of another
-/// score kind, a null tensor (inputs when E > 0, out when N > 0), edge values with a head
-/// count other than 1 or H, a dropout rate outside [0, 1), or out or logsumexp overlapping an
-/// input or each other; std::runtime_error for CUDA errors.
+/// No host synchronisation, allocation or preprocessing. Throws Error (dispatch.hpp's one
+/// check) for a plan of another score kind, a null tensor that is not empty, edge values with
+/// a head count other than 1 or H, a dropout rate outside [0, 1), or out or logsumexp
+/// overlapping an input or each other; std::runtime_error for CUDA errors.
 /// Results are bitwise reproducible: no atomics, every reduction in a fixed order.
 void attention(cudaStream_t stream, const Plan& plan, const GT& model, const float* Q,
                const float* K, const float* V, float* out, const Options& options = {});

@@ -1,16 +1,42 @@
 #pragma once
 /// \file plan.hpp
-/// A plan holds everything an attention call needs besides the tensors: the resolved
-/// strategy, the launch geometry, the SMMF row partition or Online's pieces and the workspace. Build it once per
-/// (graph, score kind, H, D); every call through it only launches kernels.
+/// A plan holds everything an attention call needs besides the tensors: the op, and the
+/// executor of the backend that runs it (the portable kernels with their resolved strategy,
+/// launch geometry, SMMF row partition or Online's pieces and workspace; or the CUDA-native
+/// plan). Build it once per (graph, score kind, H, D); every call through it only launches
+/// kernels.
 
+#include <dfgnn/dispatch.hpp>
 #include <dfgnn/graph.hpp>
 #include <dfgnn/schedule.hpp>
 
 #if defined(DFGNN_ENABLE_CUDA) && defined(KOKKOS_ENABLE_CUDA)
-#include <dfgnn/cuda.hpp>
 #define DFGNN_NATIVE_CUDA 1
 #endif
+
+// Applies M to every enabled execution space: the library's entries and executors are
+// instantiated once per space.
+#ifdef KOKKOS_ENABLE_SERIAL
+#define DFGNN_ON_SERIAL(M) M(Kokkos::Serial)
+#else
+#define DFGNN_ON_SERIAL(M)
+#endif
+#ifdef KOKKOS_ENABLE_OPENMP
+#define DFGNN_ON_OPENMP(M) M(Kokkos::OpenMP)
+#else
+#define DFGNN_ON_OPENMP(M)
+#endif
+#ifdef KOKKOS_ENABLE_THREADS
+#define DFGNN_ON_THREADS(M) M(Kokkos::Threads)
+#else
+#define DFGNN_ON_THREADS(M)
+#endif
+#ifdef KOKKOS_ENABLE_CUDA
+#define DFGNN_ON_CUDA(M) M(Kokkos::Cuda)
+#else
+#define DFGNN_ON_CUDA(M)
+#endif
+#define DFGNN_FOR_EACH_EXECUTION_SPACE(M) DFGNN_ON_SERIAL(M) DFGNN_ON_OPENMP(M) DFGNN_ON_THREADS(M) DFGNN_ON_CUDA(M)
 
 #include <algorithm>
 #include <limits>
@@ -21,9 +47,8 @@
 
 namespace dfgnn {
 
-namespace cuda {
+template <class ExecutionSpace>
 class Plan;
-}
 
 namespace detail {
 /// Lanes of a thread group at most (a CUDA warp).
@@ -37,11 +62,16 @@ int vector_lanes(int width) {
   while (lanes < width && lanes < Policy::vector_length_max() && lanes < kMaxLanes) lanes *= 2;
   return lanes;
 }
+
+/// The portable kernels' executor of a plan (backends/kokkos): its graph, op and layout, and
+/// the strategy the layout is for. Instantiated for every enabled execution space.
+template <class ExecutionSpace>
+std::shared_ptr<const Executor> portable_executor(const Plan<ExecutionSpace>& plan, Strategy strategy);
 }  // namespace detail
 
 /// Per-(graph, score kind, H, D) state of one backend's kernels (resolve_backend): the portable
 /// kernels' layout, or, on Kokkos::Cuda with DFGNN_ENABLE_CUDA, the CUDA-native plan that
-/// forward and backward calls then run.
+/// forward and backward calls then run. Copies are cheap and share the executor.
 template <class ExecutionSpace = Kokkos::DefaultExecutionSpace>
 class Plan {
  public:
@@ -68,12 +98,14 @@ class Plan {
 
   Plan(const ExecutionSpace& exec, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
        Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
-      : graph_(std::move(graph)), kind_(kind), heads_(heads), dim_(dim) {
+      : graph_(std::move(graph)),
+        op_{kind, DType::F32, heads, dim, graph_.num_nodes(), graph_.num_nodes(), graph_.num_edges()} {
     check_named("plan", strategy, kind, backend);
     if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
     if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
-    if (resolve_backend("plan", backend, native_unavailable()) == Backend::Native) {
-      make_native(strategy);  // the native plan is the whole plan: no portable layout
+    backend_ = resolve_backend("plan", backend, native_unavailable());
+    if (backend_ == Backend::Native) {
+      executor_ = native(strategy);  // the native plan is the whole plan: no portable layout
       return;
     }
     if (strategy == Strategy::Staged || strategy == Strategy::Dense)
@@ -85,45 +117,51 @@ class Plan {
     if (capacity < heads)
       throw Error("plan: " + std::to_string(heads) + " heads do not fit the team scratch of " +
                   std::to_string(scratch_bytes) + " bytes");
-    strategy_ = strategy == Strategy::Auto
+    const Strategy resolved = strategy == Strategy::Auto
                     ? choose_strategy(kind, heads, dim, graph_.stats(), BatchStats{},
                                       DeviceFacts{kPortableStrategies, std::size_t(capacity) * sizeof(float)})
                     : strategy;
-    layout_.vector_length = detail::vector_lanes<policy>(dim);
-    layout_.team_size = std::max(1, 256 / layout_.vector_length);
-    layout_.row_walk_lanes = row_walk_lanes(int(exec.concurrency()));
+    Layout L;
+    L.vector_length = detail::vector_lanes<policy>(dim);
+    L.team_size = std::max(1, 256 / L.vector_length);
+    L.row_walk_lanes = row_walk_lanes(int(exec.concurrency()));
     const edge_t E = graph_.num_edges();
-    if (strategy_ == Strategy::SMMF) {
+    if (resolved == Strategy::SMMF) {
       const std::vector<node_t> bounds = partition_rows(graph_.host(), heads, capacity, kMaxTeamRows);
-      layout_.team_rows = detail::upload<node_t, memory_space>("dfgnn::team_rows", bounds);
+      L.team_rows = detail::upload<node_t, memory_space>("dfgnn::team_rows", bounds);
       edge_t widest = 0;
       for (std::size_t t = 0; t + 1 < bounds.size(); ++t)
         widest = std::max(widest, graph_.host().row_ptr[bounds[t + 1]] - graph_.host().row_ptr[bounds[t]]);
-      layout_.scratch_floats = int(std::min(widest * heads, capacity)) + 3 * kMaxTeamRows * heads;
-    } else if (strategy_ == Strategy::Online) {
-      online_layout(exec, scratch_bytes / sizeof(float));
+      L.scratch_floats = int(std::min(widest * heads, capacity)) + 3 * kMaxTeamRows * heads;
+    } else if (resolved == Strategy::Online) {
+      online_layout(L, exec, scratch_bytes / sizeof(float));
     } else {
-      layout_.scores = Kokkos::View<float*, memory_space>(
+      L.scores = Kokkos::View<float*, memory_space>(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::scores"), std::size_t(E) * heads);
     }
     if (kind == ScoreKind::AGNN)
-      layout_.inv_norms = decltype(layout_.inv_norms)(
-          Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::inv_norms"),
-          std::size_t(graph_.num_nodes()), std::size_t(heads));
+      L.inv_norms = decltype(L.inv_norms)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::inv_norms"),
+                                          std::size_t(graph_.num_nodes()), std::size_t(heads));
+    layout_ = std::make_shared<const Layout>(std::move(L));
+    executor_ = detail::portable_executor(*this, resolved);
   }
 
   const Graph<memory_space>& graph() const { return graph_; }
-  /// The resolved strategy of the kernels forward calls run (never Auto).
-  Strategy strategy() const { return strategy_; }
-  /// The CUDA-native plan calls run, or null (portable kernels, on layout()).
-  const cuda::Plan* native() const { return native_.get(); }
-  ScoreKind kind() const { return kind_; }
-  int heads() const { return heads_; }
-  int dim() const { return dim_; }
-  const Layout& layout() const { return layout_; }
-  /// Workspace of the backward pass (backends/kokkos/backward.cpp): sized by its first call
-  /// through this plan or a copy of it, reused by every later one.
-  Kokkos::View<float*, memory_space>& backward_workspace() const { return *backward_workspace_; }
+  const Op& op() const { return op_; }
+  ScoreKind kind() const { return op_.kind; }
+  int heads() const { return op_.heads; }
+  int dim() const { return op_.dim; }
+  /// The resolved strategy of the kernels calls run (never Auto).
+  Strategy strategy() const { return executor_->strategy(); }
+  /// Which kernels calls run (never Auto).
+  Backend backend() const { return backend_; }
+  /// The portable kernels' layout; a plan of the native backend has none (Error).
+  const Layout& layout() const {
+    if (!layout_) throw Error("plan: a plan of the CUDA-native backend has no portable layout");
+    return *layout_;
+  }
+  /// What the dispatch hands this plan's calls to.
+  const detail::Executor& executor() const { return *executor_; }
 
  private:
   // Online: lanes over groups of 4 features where D allows it (the kernel moves 4 per access
@@ -131,22 +169,22 @@ class Plan {
   // accumulator per thread group in scratch (fewer groups per team when D is large,
   // kOnlineSlotAlign bytes kept for their alignment); and the pieces of the rows above the
   // split with their partial statistics.
-  void online_layout(const ExecutionSpace& exec, std::size_t scratch_floats) {
-    layout_.online_lanes = online_lanes(int(exec.concurrency()));
-    const int lanes = layout_.online_lanes;
+  void online_layout(Layout& L, const ExecutionSpace& exec, std::size_t scratch_floats) const {
+    L.online_lanes = online_lanes(int(exec.concurrency()));
+    const int lanes = L.online_lanes, D = op_.dim;
     const std::size_t align = kOnlineSlotAlign / sizeof(float);
-    const std::size_t fit = (scratch_floats - std::min(scratch_floats, align)) / std::size_t(dim_);
+    const std::size_t fit = (scratch_floats - std::min(scratch_floats, align)) / std::size_t(D);
     const int groups = int(std::min<std::size_t>(std::size_t(256 / lanes), fit));
     if (groups < 1)
-      throw Error("plan: dim " + std::to_string(dim_) + " does not fit the team scratch of Online (" +
+      throw Error("plan: dim " + std::to_string(D) + " does not fit the team scratch of Online (" +
                   std::to_string(scratch_floats) + " floats)");
-    layout_.scratch_floats = groups * dim_;
-    layout_.split = piece_edges(graph_.num_edges(), lanes, int(exec.concurrency()));
-    const RowPieces p = row_pieces(graph_.host().row_ptr, layout_.split);
-    layout_.pieces = detail::upload<RowPiece, memory_space>("dfgnn::pieces", p.pieces);
-    layout_.split_rows = detail::upload<SplitRow, memory_space>("dfgnn::split_rows", p.rows);
-    layout_.partials = decltype(layout_.partials)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::partials"),
-                                                  p.pieces.size() * std::size_t(heads_), std::size_t(dim_) + 2);
+    L.scratch_floats = groups * D;
+    L.split = piece_edges(graph_.num_edges(), lanes, int(exec.concurrency()));
+    const RowPieces p = row_pieces(graph_.host().row_ptr, L.split);
+    L.pieces = detail::upload<RowPiece, memory_space>("dfgnn::pieces", p.pieces);
+    L.split_rows = detail::upload<SplitRow, memory_space>("dfgnn::split_rows", p.rows);
+    L.partials = decltype(L.partials)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::partials"),
+                                      p.pieces.size() * std::size_t(op_.heads), std::size_t(D) + 2);
   }
 
   // One lane per 4 features, except that a graph whose (row, head) units fill the device even
@@ -156,7 +194,8 @@ class Plan {
   // PATTERN-like and rmat-s17 forwards 7-27% off at D = 64 and 128; graphs too small to fill
   // the device (cora, pubmed, tolokers) were up to 1.5x slower with it (docs/design.md).
   int online_lanes(int concurrency) const {
-    const int wide = detail::vector_lanes<policy>(dim_ % 4 == 0 ? dim_ / 4 : dim_);
+    const int D = op_.dim;
+    const int wide = detail::vector_lanes<policy>(D % 4 == 0 ? D / 4 : D);
     return narrow_fits(concurrency) ? std::min(wide, kNarrowLanes) : wide;
   }
 
@@ -173,7 +212,8 @@ class Plan {
   // Whether 8-lane groups suit D (D % 4 == 0, at most 128) and the graph's (row, head) units
   // fill the device with them.
   bool narrow_fits(int concurrency) const {
-    return dim_ % 4 == 0 && dim_ <= 128 && std::int64_t(graph_.num_nodes()) * heads_ * kNarrowLanes >= concurrency;
+    const int D = op_.dim;
+    return D % 4 == 0 && D <= 128 && std::int64_t(graph_.num_nodes()) * op_.heads * kNarrowLanes >= concurrency;
   }
 
   // Why this space cannot run the CUDA-native kernels (empty: it can).
@@ -184,27 +224,23 @@ class Plan {
     return "needs Kokkos::Cuda and dfgnn built with DFGNN_ENABLE_CUDA";
   }
 
-  // The CUDA-native plan over the graph's device arrays; forward and backward calls run it.
-  void make_native(Strategy strategy) {
+  // The CUDA-native plan over the graph's device arrays (resolve_backend picks Native only
+  // where this space runs it).
+  std::shared_ptr<const detail::Executor> native(Strategy strategy) const {
 #ifdef DFGNN_NATIVE_CUDA
-    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>) {
-      const cuda::DeviceGraph device{graph_.num_nodes(), graph_.num_edges(), graph_.row_ptr().data(),
-                                     graph_.src().data(), graph_.dst().data(), graph_.edge_id().data()};
-      native_ = std::make_shared<const cuda::Plan>(graph_.host(), device, kind_, heads_, dim_, strategy);
-      strategy_ = native_->strategy();
-    }
+    if constexpr (std::is_same_v<ExecutionSpace, Kokkos::Cuda>)
+      return detail::native_executor(graph_.host(), graph_.row_ptr().data(), graph_.src().data(),
+                                     graph_.dst().data(), graph_.edge_id().data(), op_, strategy);
 #endif
     (void)strategy;
+    return nullptr;
   }
 
   Graph<memory_space> graph_;
-  ScoreKind kind_;
-  int heads_, dim_;
-  Strategy strategy_ = Strategy::Auto;
-  Layout layout_;
-  std::shared_ptr<Kokkos::View<float*, memory_space>> backward_workspace_ =
-      std::make_shared<Kokkos::View<float*, memory_space>>();
-  std::shared_ptr<const cuda::Plan> native_;
+  Op op_;
+  Backend backend_ = Backend::Portable;
+  std::shared_ptr<const Layout> layout_;
+  std::shared_ptr<const detail::Executor> executor_;
 };
 
 }  // namespace dfgnn

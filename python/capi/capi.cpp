@@ -1,12 +1,14 @@
 // The C ABI of dfgnn_capi.h: graphs, plans and the four models' forward and backward on the
-// Kokkos host kernels or (built with DFGNN_ENABLE_CUDA) the CUDA-native ones. Every entry
-// catches everything: exceptions become a return code and a thread-local message.
+// Kokkos host kernels or (built with DFGNN_ENABLE_CUDA) the CUDA-native ones. Each call is a
+// Call on bare pointers handed to the dispatch (include/dfgnn/dispatch.hpp), which checks it
+// once and runs the plan's executor. Every entry catches everything: exceptions become a
+// return code and a thread-local message.
 
 #include "dfgnn_capi.h"
 
-#include <dfgnn/attention.hpp>
-#include <dfgnn/backward.hpp>
 #include <dfgnn/csr.hpp>
+#include <dfgnn/dispatch.hpp>
+#include <dfgnn/plan.hpp>
 #include <dfgnn/reorder.hpp>
 
 #ifdef DFGNN_ENABLE_CUDA
@@ -133,61 +135,62 @@ struct dfgnn_graph {
 };
 
 struct dfgnn_plan {
-  node_t nodes = 0;
-  edge_t edges = 0;
-  int heads = 0, dim = 0;
-  std::unique_ptr<dfgnn::Plan<HostExec>> host;
+  std::unique_ptr<dfgnn::Plan<HostExec>> host;  // a host plan (Kokkos), or
 #ifdef DFGNN_ENABLE_CUDA
-  std::unique_ptr<dfgnn::cuda::Plan> cuda;
+  std::unique_ptr<dfgnn::cuda::Plan> cuda;  // a CUDA-native one on `device`
   int device = 0;
 #endif
+  const dfgnn::detail::Executor* executor = nullptr;  // whichever of the two it is
   const char* strategy = "";
-
-  // Tensors of the plan's shapes on the caller's host memory (unmanaged views).
-  using NodeFeatures = dfgnn::NodeFeatures<HostMem>;
-  using NodeOutput = dfgnn::NodeOutput<HostMem>;
-  using NodeScalars = dfgnn::NodeScalars<HostMem>;
-  using NodeScalarsOutput = dfgnn::NodeScalarsOutput<HostMem>;
-  NodeFeatures in(const float* x) const { return NodeFeatures(x, size_t(nodes), size_t(heads), size_t(dim)); }
-  NodeOutput out(float* x) const { return NodeOutput(x, size_t(nodes), size_t(heads), size_t(dim)); }
-  NodeScalars scalars(const float* x) const { return NodeScalars(x, size_t(nodes), size_t(heads)); }
-  NodeScalarsOutput scalars_out(float* x) const { return NodeScalarsOutput(x, size_t(nodes), size_t(heads)); }
-  dfgnn::HeadFeatures<HostMem> head_features(const float* x) const {
-    return dfgnn::HeadFeatures<HostMem>(x, size_t(heads), size_t(dim));
-  }
-
-  dfgnn::Options<HostMem> host_options(const float* w, int w_heads, float rate, uint64_t seed,
-                                       float* logsumexp) const {
-    dfgnn::Options<HostMem> o;
-    if (w) o.edge_values = dfgnn::EdgeValues<HostMem>(w, size_t(edges), size_t(w_heads));
-    if (logsumexp) o.logsumexp = dfgnn::NodeScalarsOutput<HostMem>(logsumexp, size_t(nodes), size_t(heads));
-    o.dropout = dfgnn::Dropout{rate, seed};
-    return o;
-  }
-#ifdef DFGNN_ENABLE_CUDA
-  static dfgnn::cuda::Options cuda_options(const float* w, int w_heads, float rate, uint64_t seed,
-                                           float* logsumexp) {
-    dfgnn::cuda::Options o(dfgnn::cuda::DeviceEdgeValues{w, w ? w_heads : 0});
-    o.logsumexp = logsumexp;
-    o.dropout = dfgnn::Dropout{rate, seed};
-    return o;
-  }
-#endif
 };
 
 namespace {
+
+using dfgnn::Call;
+using dfgnn::ScoreKind;
+
+constexpr const char* kForward = "attention";
+constexpr const char* kBackward = "attention_backward";
 
 const dfgnn_plan& checked(const dfgnn_plan* plan) {
   if (!plan) throw dfgnn::Error("dfgnn: null plan");
   return *plan;
 }
 
-// Runs a host call and waits for it: the caller's memory is only borrowed for the call.
-template <class F>
-void on_host(F&& call) {
-  const HostExec exec;
-  call(exec);
-  exec.fence();
+// A call of `model` through `plan` on its inputs (`count`: AGNN's beta entries) with the
+// options every entry takes.
+Call call_of(const dfgnn_plan& plan, ScoreKind model, std::initializer_list<const float*> inputs, float param,
+             const float* w, int w_heads, float rate, uint64_t seed, std::size_t count = 0) {
+  Call c = dfgnn::detail::pointer_call(plan.executor->op(), model, inputs, count, w, w_heads,
+                                       dfgnn::Dropout{rate, seed});
+  c.param = param;
+  return c;
+}
+
+// Runs `dispatch` on the plan's executor: a host plan on a host execution space, waited for
+// (the caller's memory is only borrowed for the call); a CUDA plan on `stream`, on its device.
+template <class Dispatch>
+void run(const dfgnn_plan& p, Call c, intptr_t stream, const Dispatch& dispatch) {
+  if (p.host) {
+    const HostExec exec;
+    c.space = &exec;
+    dispatch(c);
+    exec.fence();
+  } else {
+    c.stream = reinterpret_cast<void*>(stream);
+    DFGNN_ON_DEVICE(&p, dispatch(c));
+  }
+}
+
+void forward(const dfgnn_plan& p, ScoreKind model, Call c, intptr_t stream, float* out, float* lse) {
+  dfgnn::detail::set_outputs(c, p.executor->op(), out, lse);
+  run(p, c, stream, [&](const Call& call) { dfgnn::detail::forward(kForward, *p.executor, model, call); });
+}
+
+void backward(const dfgnn_plan& p, ScoreKind model, Call c, intptr_t stream, const float* out, const float* lse,
+              const float* dOut, std::initializer_list<float*> grads) {
+  dfgnn::detail::set_upstream(c, p.executor->op(), model, out, lse, dOut, grads);
+  run(p, c, stream, [&](const Call& call) { dfgnn::detail::backward(kBackward, *p.executor, model, call); });
 }
 
 }  // namespace
@@ -261,10 +264,7 @@ int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, df
     if (!graph) throw dfgnn::Error("plan: null graph");
     auto p = std::make_unique<dfgnn_plan>();
     p->host = std::make_unique<dfgnn::Plan<HostExec>>(HostExec(), graph->graph, score_kind(kind), heads, dim);
-    p->nodes = graph->graph.num_nodes();
-    p->edges = graph->graph.num_edges();
-    p->heads = heads;
-    p->dim = dim;
+    p->executor = &p->host->executor();
     p->strategy = dfgnn::to_string(p->host->strategy());
     *plan = p.release();
   });
@@ -282,10 +282,7 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* 
     auto p = std::make_unique<dfgnn_plan>();
     p->cuda = std::make_unique<dfgnn::cuda::Plan>(h, on_device, score_kind(kind), heads, dim);
     p->device = device;
-    p->nodes = h.num_nodes;
-    p->edges = h.num_edges();
-    p->heads = heads;
-    p->dim = dim;
+    p->executor = p->cuda.get();
     p->strategy = dfgnn::to_string(p->cuda->strategy());
     *plan = p.release();
 #else
@@ -314,16 +311,8 @@ int dfgnn_gt_forward(const dfgnn_plan* plan, intptr_t stream, float scale, const
                      float* lse) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::GT model{scale};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention(exec, *p.host, model, p.in(Q), p.in(K), p.in(V), p.out(out),
-                         p.host_options(w, w_heads, dropout, seed, lse));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q, K, V,
-                                               out, p.cuda_options(w, w_heads, dropout, seed, lse)));
-    }
+    forward(p, ScoreKind::GT, call_of(p, ScoreKind::GT, {Q, K, V}, scale, w, w_heads, dropout, seed), stream, out,
+            lse);
   });
 }
 
@@ -333,18 +322,8 @@ int dfgnn_gt_backward(const dfgnn_plan* plan, intptr_t stream, float scale, cons
                       float* dV) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::GT model{scale};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention_backward(exec, *p.host, model, p.in(Q), p.in(K), p.in(V), p.in(out), p.scalars(lse),
-                                  p.in(dOut), p.out(dQ), p.out(dK), p.out(dV),
-                                  p.host_options(w, w_heads, dropout, seed, nullptr));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, Q,
-                                                        K, V, out, lse, dOut, dQ, dK, dV,
-                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
-    }
+    backward(p, ScoreKind::GT, call_of(p, ScoreKind::GT, {Q, K, V}, scale, w, w_heads, dropout, seed), stream, out,
+             lse, dOut, {dQ, dK, dV});
   });
 }
 
@@ -353,16 +332,9 @@ int dfgnn_agnn_forward(const dfgnn_plan* plan, intptr_t stream, const float* X, 
                        float* lse) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::AGNN model{};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention(exec, *p.host, model, p.in(X), dfgnn::HeadScalars<HostMem>(beta, size_t(beta_count)),
-                         p.out(out), p.host_options(w, w_heads, dropout, seed, lse));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X, beta,
-                                               beta_count, out, p.cuda_options(w, w_heads, dropout, seed, lse)));
-    }
+    forward(p, ScoreKind::AGNN,
+            call_of(p, ScoreKind::AGNN, {X, beta}, 0, w, w_heads, dropout, seed, std::size_t(std::max(0, beta_count))),
+            stream, out, lse);
   });
 }
 
@@ -371,20 +343,9 @@ int dfgnn_agnn_backward(const dfgnn_plan* plan, intptr_t stream, const float* X,
                         const float* out, const float* lse, const float* dOut, float* dX, float* dbeta) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::AGNN model{};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention_backward(exec, *p.host, model, p.in(X),
-                                  dfgnn::HeadScalars<HostMem>(beta, size_t(beta_count)), p.in(out),
-                                  p.scalars(lse), p.in(dOut), p.out(dX),
-                                  dfgnn::HeadScalarsOutput<HostMem>(dbeta, size_t(beta_count)),
-                                  p.host_options(w, w_heads, dropout, seed, nullptr));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, X,
-                                                        beta, beta_count, out, lse, dOut, dX, dbeta,
-                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
-    }
+    backward(p, ScoreKind::AGNN,
+             call_of(p, ScoreKind::AGNN, {X, beta}, 0, w, w_heads, dropout, seed, std::size_t(std::max(0, beta_count))),
+             stream, out, lse, dOut, {dX, dbeta});
   });
 }
 
@@ -393,16 +354,8 @@ int dfgnn_gat_forward(const dfgnn_plan* plan, intptr_t stream, float slope, cons
                       float* lse) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::GAT model{slope};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention(exec, *p.host, model, p.scalars(el), p.scalars(er), p.in(V), p.out(out),
-                         p.host_options(w, w_heads, dropout, seed, lse));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el, er, V,
-                                               out, p.cuda_options(w, w_heads, dropout, seed, lse)));
-    }
+    forward(p, ScoreKind::GAT, call_of(p, ScoreKind::GAT, {el, er, V}, slope, w, w_heads, dropout, seed), stream,
+            out, lse);
   });
 }
 
@@ -412,18 +365,8 @@ int dfgnn_gat_backward(const dfgnn_plan* plan, intptr_t stream, float slope, con
                        float* dV) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::GAT model{slope};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention_backward(exec, *p.host, model, p.scalars(el), p.scalars(er), p.in(V), p.in(out),
-                                  p.scalars(lse), p.in(dOut), p.scalars_out(del), p.scalars_out(der), p.out(dV),
-                                  p.host_options(w, w_heads, dropout, seed, nullptr));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, el,
-                                                        er, V, out, lse, dOut, del, der, dV,
-                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
-    }
+    backward(p, ScoreKind::GAT, call_of(p, ScoreKind::GAT, {el, er, V}, slope, w, w_heads, dropout, seed), stream,
+             out, lse, dOut, {del, der, dV});
   });
 }
 
@@ -432,16 +375,8 @@ int dfgnn_gatv2_forward(const dfgnn_plan* plan, intptr_t stream, float slope, co
                         float* lse) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::GATv2 model{slope};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention(exec, *p.host, model, p.in(XL), p.in(XR), p.head_features(a), p.out(out),
-                         p.host_options(w, w_heads, dropout, seed, lse));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL, XR, a,
-                                               out, p.cuda_options(w, w_heads, dropout, seed, lse)));
-    }
+    forward(p, ScoreKind::GATv2, call_of(p, ScoreKind::GATv2, {XL, XR, a}, slope, w, w_heads, dropout, seed), stream,
+            out, lse);
   });
 }
 
@@ -451,19 +386,8 @@ int dfgnn_gatv2_backward(const dfgnn_plan* plan, intptr_t stream, float slope, c
                          float* da) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    const dfgnn::GATv2 model{slope};
-    if (p.host) {
-      on_host([&](const HostExec& exec) {
-        dfgnn::attention_backward(exec, *p.host, model, p.in(XL), p.in(XR), p.head_features(a), p.in(out),
-                                  p.scalars(lse), p.in(dOut), p.out(dXL), p.out(dXR),
-                                  dfgnn::HeadFeaturesOutput<HostMem>(da, size_t(p.heads), size_t(p.dim)),
-                                  p.host_options(w, w_heads, dropout, seed, nullptr));
-      });
-    } else {
-      DFGNN_ON_DEVICE(&p, dfgnn::cuda::attention_backward(reinterpret_cast<cudaStream_t>(stream), *p.cuda, model, XL,
-                                                        XR, a, out, lse, dOut, dXL, dXR, da,
-                                                        p.cuda_options(w, w_heads, dropout, seed, nullptr)));
-    }
+    backward(p, ScoreKind::GATv2, call_of(p, ScoreKind::GATv2, {XL, XR, a}, slope, w, w_heads, dropout, seed),
+             stream, out, lse, dOut, {dXL, dXR, da});
   });
 }
 

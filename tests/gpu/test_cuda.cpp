@@ -442,8 +442,8 @@ TEST(BackwardArgs, RejectsBadArguments) {
     };
   };
   test::expect_error(call(nullptr, dk.get(), dv.get()), {"attention_backward", "dQ is null"});
-  test::expect_error(call(dq.get(), q.get(), dv.get()), {"dK overlaps the input Q"});
-  test::expect_error(call(dq.get(), dk.get(), dout.get() + 4), {"dV overlaps the input dOut"});
+  test::expect_error(call(dq.get(), q.get(), dv.get()), {"cuda::attention_backward: dK overlaps Q"});
+  test::expect_error(call(dq.get(), dk.get(), dout.get() + 4), {"dV overlaps dOut"});
   test::expect_error(call(dq.get(), dk.get(), dq.get() + 8), {"dV overlaps dQ"});
   cuda::Options bad;
   bad.dropout.rate = -0.5f;
@@ -453,13 +453,13 @@ TEST(BackwardArgs, RejectsBadArguments) {
         cuda::attention_backward(nullptr, gt, AGNN{}, q.get(), beta.get(), H, out.get(), lse.get(), dout.get(),
                                  dq.get(), dk.get());
       },
-      {"the plan was built for gt"});
+      {"the plan was made for gt, not agnn"});
   test::expect_error(
       [&] {
         cuda::attention_backward(nullptr, agnn, AGNN{}, q.get(), beta.get(), 3, out.get(), lse.get(), dout.get(),
                                  dq.get(), dk.get());
       },
-      {"beta_count is 3"});
+      {"beta has 3 entries, expected 1 or H = 2"});
   test::expect_error(
       [&] {
         cuda::attention_backward(nullptr, gt, GT{}, q.get(), k.get(), v.get(), out.get(), nullptr, dout.get(),

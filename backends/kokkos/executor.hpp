@@ -1,0 +1,109 @@
+#pragma once
+// The portable backend's executor (include/dfgnn/dispatch.hpp): a plan's graph, op, strategy
+// and layout, and the runs of the calls the dispatch checked (attention.cpp, backward.cpp);
+// the kernel families read it. Also what both passes share: a call's tensors as Views, the
+// Problem a call hands to the kernels, and AGNN's norms.
+
+#include "scores.hpp"
+
+#include <dfgnn/attention.hpp>
+#include <dfgnn/dispatch.hpp>
+
+namespace dfgnn::kokkos_impl {
+
+template <class Exec>
+class PortablePlan final : public detail::Executor {
+ public:
+  using memory_space = typename Exec::memory_space;
+  using Layout = typename Plan<Exec>::Layout;
+
+  PortablePlan(const Plan<Exec>& plan, Strategy strategy)
+      : graph_(plan.graph()), op_(plan.op()), strategy_(strategy), layout_(plan.layout()) {}
+
+  const Op& op() const override { return op_; }
+  Strategy strategy() const override { return strategy_; }
+  /// Call::space is the Exec instance the kernels run on.
+  void forward(const Call& call) const override;
+  void backward(const Call& call) const override;
+
+  const Graph<memory_space>& graph() const { return graph_; }
+  const Layout& layout() const { return layout_; }
+  ScoreKind kind() const { return op_.kind; }
+  int heads() const { return op_.heads; }
+  int dim() const { return op_.dim; }
+  /// Workspace of the backward pass (backward.cpp): sized by its first call through this plan,
+  /// reused by every later one.
+  Kokkos::View<float*, memory_space>& backward_workspace() const { return workspace_; }
+
+ private:
+  Graph<memory_space> graph_;
+  Op op_;
+  Strategy strategy_;
+  Layout layout_;
+  mutable Kokkos::View<float*, memory_space> workspace_;
+};
+
+/// A checked call's tensors as the Views the kernels read (extents as the dispatch found them).
+template <class Mem>
+struct CallViews {
+  const Call& call;
+
+  static const float* ptr(const TensorRef& t) { return static_cast<const float*>(t.data); }
+  static float* writable(const TensorRef& t) { return static_cast<float*>(const_cast<void*>(t.data)); }
+
+  Features<Mem> features(const TensorRef& t) const {
+    return Features<Mem>(ptr(t), t.extents[0], t.extents[1], t.extents[2]);
+  }
+  Matrix<Mem> matrix(const TensorRef& t) const { return Matrix<Mem>(ptr(t), t.extents[0], t.extents[1]); }
+  Vector<Mem> vector(const TensorRef& t) const { return Vector<Mem>(ptr(t), t.extents[0]); }
+  Output<Mem> output(const TensorRef& t) const {
+    return Output<Mem>(writable(t), t.extents[0], t.extents[1], t.extents[2]);
+  }
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> scalars_out(const TensorRef& t) const {
+    return Kokkos::View<float**, Kokkos::LayoutRight, Mem>(writable(t), t.extents[0], t.extents[1]);
+  }
+  Kokkos::View<float*, Kokkos::LayoutRight, Mem> vector_out(const TensorRef& t) const {
+    return Kokkos::View<float*, Kokkos::LayoutRight, Mem>(writable(t), t.entries());
+  }
+  Features<Mem> input(int i) const { return features(call.inputs[i]); }
+  Matrix<Mem> input_matrix(int i) const { return matrix(call.inputs[i]); }
+
+  /// Edge values, the training forward's logsumexp output (`training`: a forward with one),
+  /// the dropout.
+  Options<Mem> options(bool training) const {
+    Options<Mem> o;
+    if (call.edge_values.data) o.edge_values = matrix(call.edge_values);
+    if (training && call.logsumexp.data) o.logsumexp = scalars_out(call.logsumexp);
+    o.dropout = call.dropout;
+    return o;
+  }
+};
+
+template <class Exec>
+Problem<typename Exec::memory_space> problem(const PortablePlan<Exec>& plan,
+                                             const NodeOutput<typename Exec::memory_space>& out,
+                                             const Options<typename Exec::memory_space>& o) {
+  const auto& g = plan.graph();
+  return {g.row_ptr(), g.src(), g.dst(), g.edge_id(), o.edge_values, o.logsumexp, o.dropout,
+          out, plan.heads(), plan.dim()};
+}
+
+// 1/|X[n,h]| per node and head (0 for a zero vector), so a cosine costs one dot product.
+template <class Exec>
+Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> inverse_norms(
+    const Exec& exec, const PortablePlan<Exec>& plan, const NodeFeatures<typename Exec::memory_space>& X) {
+  const int H = plan.heads(), D = plan.dim();
+  const auto inv = plan.layout().inv_norms;
+  Kokkos::parallel_for(
+      "dfgnn::inverse_norms", Kokkos::RangePolicy<Exec>(exec, 0, inv.size()),
+      KOKKOS_LAMBDA(std::size_t k) {
+        const node_t n = node_t(k / H);
+        const int h = int(k % H);
+        float sq = 0.0f;
+        for (int d = 0; d < D; ++d) sq += X(n, h, d) * X(n, h, d);
+        inv(n, h) = sq > 0.0f ? 1.0f / sqrt(sq) : 0.0f;
+      });
+  return inv;
+}
+
+}  // namespace dfgnn::kokkos_impl

@@ -1,0 +1,59 @@
+#pragma once
+/// \file dispatch.hpp
+/// The one dispatch layer (docs/design.md, "Layers"): every entry (the Kokkos API, the CUDA
+/// C++ API, the C ABI) describes its call as a Call, and forward/backward check it once
+/// against the plan's op and hand it to the plan's executor, the portable Kokkos kernels or the
+/// CUDA-native ones. Kokkos- and CUDA-free.
+
+#include <dfgnn/csr.hpp>
+#include <dfgnn/op.hpp>
+
+#include <initializer_list>
+#include <memory>
+
+namespace dfgnn::detail {
+
+/// A backend's plan: what the dispatch hands a checked call to. Executors never check
+/// arguments again; they throw only for what only they know (a tile a call's alignment
+/// does not allow, an order their score lacks) and for device errors.
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual const Op& op() const = 0;
+  /// The resolved strategy of the kernels calls run (never Auto).
+  virtual Strategy strategy() const = 0;
+  virtual void forward(const Call& call) const = 0;
+  virtual void backward(const Call& call) const = 0;
+};
+
+/// Throws Error naming `who` and the argument unless `call` fits `op` for `model`: the plan's
+/// kind, a finite scale or slope, every tensor's shape (null only when empty; contiguous),
+/// the edge values, the dropout rate, and no written tensor sharing a byte with a read one or
+/// another written one.
+void check_forward(const char* who, const Op& op, ScoreKind model, const Call& call);
+void check_backward(const char* who, const Op& op, ScoreKind model, const Call& call);
+
+/// The CUDA-native executor (a cuda::Plan) of op over a graph already on the current device:
+/// `g`'s arrays at those addresses, which must outlive it. Defined in builds with
+/// DFGNN_ENABLE_CUDA only.
+std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
+                                                const node_t* dst, const edge_t* edge_id, const Op& op,
+                                                Strategy strategy);
+
+/// A call on bare pointers, shaped as `op` says (the CUDA C++ API's and the C ABI's): the
+/// inputs of `model` in order (a HeadVector input has `count` entries), the edge values
+/// [E, edge_heads] (null: none) and the dropout.
+Call pointer_call(const Op& op, ScoreKind model, std::initializer_list<const float*> inputs, std::size_t count,
+                  const float* edge_values, int edge_heads, const Dropout& dropout);
+/// A pointer call's forward outputs: out, and logsumexp in training (null: inference).
+void set_outputs(Call& call, const Op& op, float* out, float* logsumexp);
+/// A pointer call's backward operands: the forward's out and logsumexp, dOut, and the
+/// gradients of `model`'s inputs in order.
+void set_upstream(Call& call, const Op& op, ScoreKind model, const float* out, const float* logsumexp,
+                  const float* dout, std::initializer_list<float*> grads);
+
+/// Checks, then runs on the executor.
+void forward(const char* who, const Executor& executor, ScoreKind model, const Call& call);
+void backward(const char* who, const Executor& executor, ScoreKind model, const Call& call);
+
+}  // namespace dfgnn::detail

@@ -1,0 +1,105 @@
+#pragma once
+/// \file op.hpp
+/// The op description every entry hands to the dispatch (docs/design.md, "Layers"): what a
+/// plan is built for (Op), each model's arguments (model_args), and one forward or backward
+/// call on bare pointers (Call). Free of Kokkos and CUDA: the Kokkos API, the CUDA C++ API, the
+/// C ABI and the CLI all describe their calls with it, and the backends' executors read it.
+///
+/// Widening an op (an element type, bipartite graphs, per-edge inputs) extends these types,
+/// the one check (dispatch.hpp) and the executors, not every entry.
+
+#include <dfgnn/dropout.hpp>
+#include <dfgnn/types.hpp>
+
+#include <cstddef>
+
+namespace dfgnn {
+
+/// The element type of an op's tensors; float32 only for now.
+enum class DType { F32 };
+
+/// Bytes of one element.
+inline std::size_t size_of(DType) { return 4; }
+
+/// Which walk of the backward recomputes the scores (docs/backward.md, "Two orders"): RowsFirst
+/// (GT, AGNN, GATv2) or ColumnsFirst (GT, GAT; fewer gathered rows per edge, plus a pass over
+/// dOut and out). Auto: GAT columns first, GT columns first from a mean in-degree of 52, else
+/// rows first. The CUDA-native backend honours it (an order the score kind does not have throws
+/// Error); the portable one has its own.
+enum class BackwardOrder { Auto, RowsFirst, ColumnsFirst };
+
+/// What a plan is built for: the model's score, the element type, H heads of D features, and
+/// the graph's sides: sources (the nodes messages come from) and destinations (the rows that
+/// aggregate them), equal in number for now, and its edges.
+struct Op {
+  ScoreKind kind = ScoreKind::GT;
+  DType dtype = DType::F32;
+  int heads = 1, dim = 1;
+  node_t src_nodes = 0, dst_nodes = 0;
+  edge_t edges = 0;
+};
+
+/// The shape of a tensor argument in the op's sizes.
+enum class Extent {
+  SrcFeatures,   ///< [src_nodes, H, D]
+  DstFeatures,   ///< [dst_nodes, H, D]
+  SrcScalars,    ///< [src_nodes, H]
+  DstScalars,    ///< [dst_nodes, H]
+  HeadFeatures,  ///< [H, D]
+  HeadVector,    ///< [1] or [H]: shared by the heads or one per head
+};
+
+/// One argument of a model: its name in messages and its shape.
+struct ArgSpec {
+  const char* name;
+  Extent extent;
+};
+
+/// A model's arguments in call order (its score inputs and its values), the name of each
+/// input's gradient, and its scalar parameter (null: none).
+struct ModelArgs {
+  int count;
+  ArgSpec inputs[3];
+  const char* gradients[3];
+  const char* param;
+};
+
+/// The arguments of `kind`: GT (Q, K, V; scale), AGNN (X, beta), GAT (el, er, V; slope), GATv2
+/// (XL, XR, a; slope).
+const ModelArgs& model_args(ScoreKind kind);
+
+/// A tensor argument: its data and extents (rank 0: none given). Views give their own extents;
+/// bare pointers get the ones the op implies (TensorRef::shaped), so the check finds them right
+/// and only tests for null.
+struct TensorRef {
+  const void* data = nullptr;
+  int rank = 0;
+  std::size_t extents[3] = {};
+  bool strided = false;  ///< a View with gaps: the kernels index every tensor densely
+
+  std::size_t entries() const;
+  /// A bare pointer with the extents `extent` has in `op` (`count` entries for a HeadVector).
+  static TensorRef shaped(const void* data, const Op& op, Extent extent, std::size_t count = 0);
+};
+
+/// One forward or backward call: what the dispatch checks once and the executor runs.
+struct Call {
+  float param = 0.0f;   ///< GT's scale (0: 1/sqrt(D)), GAT's and GATv2's slope
+  TensorRef inputs[3];     ///< the model's arguments, in model_args order
+  TensorRef edge_values;   ///< [E, 1 or H] in the caller's edge order, or none
+  Dropout dropout;
+  /// Forward: written (logsumexp in training only). Backward: the forward's, read.
+  TensorRef out, logsumexp;
+  TensorRef dout;          ///< backward: dLoss/dout
+  TensorRef grads[3];      ///< backward: written, the gradient of each input
+  BackwardOrder backward_order = BackwardOrder::Auto;
+  /// Where it runs: the Kokkos execution space instance of a portable executor (the Kokkos API
+  /// sets it), the cudaStream_t of the native one.
+  const void* space = nullptr;
+  void* stream = nullptr;
+
+  const float* input(int i) const { return static_cast<const float*>(inputs[i].data); }
+  float* grad(int i) const { return static_cast<float*>(const_cast<void*>(grads[i].data)); }
+};
+
+}  // namespace dfgnn

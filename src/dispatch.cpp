@@ -1,0 +1,253 @@
+// The op description's tables and the one check of every call (include/dfgnn/dispatch.hpp).
+
+#include <dfgnn/dispatch.hpp>
+
+#include <cmath>
+#include <initializer_list>
+#include <string>
+
+namespace dfgnn {
+
+const ModelArgs& model_args(ScoreKind kind) {
+  static const ModelArgs gt{3,
+                            {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}},
+                            {"dQ", "dK", "dV"},
+                            "GT::scale"};
+  // X is both the score's inputs and the values: a bipartite AGNN has no meaning.
+  static const ModelArgs agnn{2, {{"X", Extent::SrcFeatures}, {"beta", Extent::HeadVector}}, {"dX", "dbeta"}, nullptr};
+  static const ModelArgs gat{3,
+                             {{"el", Extent::SrcScalars}, {"er", Extent::DstScalars}, {"V", Extent::SrcFeatures}},
+                             {"del", "der", "dV"},
+                             "GAT::slope"};
+  static const ModelArgs gatv2{3,
+                               {{"XL", Extent::SrcFeatures}, {"XR", Extent::DstFeatures}, {"a", Extent::HeadFeatures}},
+                               {"dXL", "dXR", "da"},
+                               "GATv2::slope"};
+  switch (kind) {
+    case ScoreKind::GT: return gt;
+    case ScoreKind::AGNN: return agnn;
+    case ScoreKind::GAT: return gat;
+    case ScoreKind::GATv2: return gatv2;
+  }
+  throw Error("model_args: score kind " + std::to_string(int(kind)) + " is none of the enum's values");
+}
+
+std::size_t TensorRef::entries() const {
+  if (rank == 0) return 0;
+  std::size_t n = 1;
+  for (int r = 0; r < rank; ++r) n *= extents[r];
+  return n;
+}
+
+TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::size_t count) {
+  const std::size_t S = std::size_t(op.src_nodes), T = std::size_t(op.dst_nodes), H = std::size_t(op.heads),
+                    D = std::size_t(op.dim);
+  TensorRef t;
+  t.data = data;
+  const auto set = [&](std::initializer_list<std::size_t> e) {
+    for (std::size_t x : e) t.extents[t.rank++] = x;
+  };
+  switch (extent) {
+    case Extent::SrcFeatures: set({S, H, D}); break;
+    case Extent::DstFeatures: set({T, H, D}); break;
+    case Extent::SrcScalars: set({S, H}); break;
+    case Extent::DstScalars: set({T, H}); break;
+    case Extent::HeadFeatures: set({H, D}); break;
+    case Extent::HeadVector: set({count}); break;
+  }
+  return t;
+}
+
+namespace detail {
+
+namespace {
+
+std::string shape_of(const TensorRef& t) {
+  std::string s = "[";
+  for (int r = 0; r < t.rank; ++r) s += (r ? "," : "") + std::to_string(t.extents[r]);
+  return s + "]";
+}
+
+/// A tensor's bytes, for the overlap checks.
+struct Region {
+  const char* name;
+  const TensorRef* t;
+  std::size_t bytes() const { return t->entries() * size_of(DType::F32); }
+  bool overlaps(const Region& o) const {
+    const char *x = static_cast<const char*>(t->data), *y = static_cast<const char*>(o.t->data);
+    return x && y && bytes() > 0 && o.bytes() > 0 && x < y + o.bytes() && y < x + bytes();
+  }
+};
+
+/// The checks of one call to the entry `who` (every message starts with it).
+class Checker {
+ public:
+  Checker(const char* who, const Op& op, ScoreKind model, const Call& call)
+      : who_(who), op_(op), args_(model_args(model)), call_(call) {
+    if (op.kind != model) fail(std::string("the plan was made for ") + to_string(op.kind) + ", not " + to_string(model));
+    if (args_.param && !std::isfinite(call.param))
+      fail(std::string(args_.param) + " is " + std::to_string(call.param) + ", not a finite number");
+    for (int i = 0; i < args_.count; ++i) argument(args_.inputs[i].name, call.inputs[i], args_.inputs[i].extent);
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw Error(std::string(who_) + ": " + what); }
+
+  /// t has the shape `extent` gives it in the op.
+  void argument(const char* name, const TensorRef& t, Extent extent) const {
+    if (extent != Extent::HeadVector) return shape(name, t, TensorRef::shaped(nullptr, op_, extent), dims(extent));
+    const std::size_t n = t.rank == 1 ? t.extents[0] : 0;
+    if ((n != 1 && n != std::size_t(op_.heads)) || !t.data)
+      fail(std::string(name) + " has " + std::to_string(n) + (t.data ? "" : " unallocated") +
+           " entries, expected 1 or H = " + std::to_string(op_.heads));
+    contiguous(name, t);
+  }
+
+  /// t has want's extents (named `dims`) and data, unless it is empty, and no gaps.
+  void shape(const char* name, const TensorRef& t, const TensorRef& want, const char* dims) const {
+    bool ok = t.rank == want.rank;
+    for (int r = 0; ok && r < want.rank; ++r) ok = t.extents[r] == want.extents[r];
+    if (!ok)
+      fail(std::string(name) + " has shape " + shape_of(t) + ", expected " + dims + " = " + shape_of(want));
+    if (!t.data && t.entries() > 0) fail(std::string(name) + " is null");
+    contiguous(name, t);
+  }
+
+  void contiguous(const char* name, const TensorRef& t) const {
+    if (t.strided) fail(std::string(name) + " is strided (a subview with gaps); pass a contiguous View");
+  }
+
+  /// The edge values, when given, and the dropout rate.
+  void options() const {
+    const TensorRef& w = call_.edge_values;
+    if (w.data || w.entries() > 0) {
+      const std::size_t E = std::size_t(op_.edges), H = std::size_t(op_.heads);
+      if (!w.data && E > 0) fail("edge_values has shape " + shape_of(w) + " but no data");
+      if (w.rank != 2 || w.extents[0] != E || (w.extents[1] != 1 && w.extents[1] != H))
+        fail("edge_values has shape " + shape_of(w) + ", expected [E,1] or [E,H] with E = " + std::to_string(E) +
+             ", H = " + std::to_string(H));
+      contiguous("edge_values", w);
+    }
+    const float rate = call_.dropout.rate;
+    if (!(rate >= 0.0f && rate < 1.0f)) fail("dropout rate " + std::to_string(rate) + " is outside [0, 1)");
+  }
+
+  /// No written tensor shares a byte with a read one or with another written one.
+  void disjoint(std::initializer_list<Region> written, std::initializer_list<Region> read) const {
+    for (auto w = written.begin(); w != written.end(); ++w) {
+      for (const Region& r : read)
+        if (w->overlaps(r)) fail(std::string(w->name) + " overlaps " + r.name);
+      for (auto o = w + 1; o != written.end(); ++o)
+        if (w->overlaps(*o)) fail(std::string(w->name) + " overlaps " + o->name);
+    }
+  }
+
+  const ModelArgs& args() const { return args_; }
+
+ private:
+  static const char* dims(Extent e) {
+    switch (e) {
+      case Extent::SrcFeatures:
+      case Extent::DstFeatures: return "[N,H,D]";
+      case Extent::SrcScalars:
+      case Extent::DstScalars: return "[N,H]";
+      case Extent::HeadFeatures: return "[H,D]";
+      case Extent::HeadVector: break;
+    }
+    return "[1 or H]";
+  }
+
+  const char* who_;
+  const Op& op_;
+  const ModelArgs& args_;
+  const Call& call_;
+};
+
+/// The model's inputs as read regions (the third of a two-argument model is empty).
+Region input(const Checker& c, const Call& call, int i) {
+  return {i < c.args().count ? c.args().inputs[i].name : "", &call.inputs[i]};
+}
+
+}  // namespace
+
+void check_forward(const char* who, const Op& op, ScoreKind model, const Call& call) {
+  const Checker check(who, op, model, call);
+  check.argument("out", call.out, Extent::DstFeatures);
+  if (call.logsumexp.data || call.logsumexp.entries() > 0)
+    check.argument("logsumexp", call.logsumexp, Extent::DstScalars);
+  check.options();
+  check.disjoint({{"out", &call.out}, {"logsumexp", &call.logsumexp}},
+                 {input(check, call, 0), input(check, call, 1), input(check, call, 2),
+                  {"edge_values", &call.edge_values}});
+}
+
+void check_backward(const char* who, const Op& op, ScoreKind model, const Call& call) {
+  const Checker check(who, op, model, call);
+  check.argument("out", call.out, Extent::DstFeatures);
+  check.argument("logsumexp", call.logsumexp, Extent::DstScalars);
+  check.argument("dOut", call.dout, Extent::DstFeatures);
+  check.options();
+  const ModelArgs& args = check.args();
+  for (int i = 0; i < args.count; ++i) {
+    if (args.inputs[i].extent == Extent::HeadVector) {  // as long as the input it is the gradient of
+      TensorRef want;
+      want.rank = 1, want.extents[0] = call.inputs[i].extents[0];
+      check.shape(args.gradients[i], call.grads[i], want, "[beta's length]");
+    } else {
+      check.argument(args.gradients[i], call.grads[i], args.inputs[i].extent);
+    }
+  }
+  const char* none = "";
+  check.disjoint({{args.gradients[0], &call.grads[0]}, {args.gradients[1], &call.grads[1]},
+                  {args.count > 2 ? args.gradients[2] : none, &call.grads[2]}},
+                 {input(check, call, 0), input(check, call, 1), input(check, call, 2), {"out", &call.out},
+                  {"logsumexp", &call.logsumexp}, {"dOut", &call.dout}, {"edge_values", &call.edge_values}});
+}
+
+Call pointer_call(const Op& op, ScoreKind model, std::initializer_list<const float*> inputs, std::size_t count,
+                  const float* edge_values, int edge_heads, const Dropout& dropout) {
+  const ModelArgs& args = model_args(model);
+  Call c;
+  int i = 0;
+  for (const float* x : inputs) {
+    c.inputs[i] = TensorRef::shaped(x, op, args.inputs[i].extent, count);
+    ++i;
+  }
+  if (edge_values) {
+    c.edge_values.data = edge_values;
+    c.edge_values.rank = 2;
+    c.edge_values.extents[0] = std::size_t(op.edges), c.edge_values.extents[1] = std::size_t(edge_heads);
+  }
+  c.dropout = dropout;
+  return c;
+}
+
+void set_outputs(Call& c, const Op& op, float* out, float* logsumexp) {
+  c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
+  if (logsumexp) c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
+}
+
+void set_upstream(Call& c, const Op& op, ScoreKind model, const float* out, const float* logsumexp,
+                  const float* dout, std::initializer_list<float*> grads) {
+  const ModelArgs& args = model_args(model);
+  c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
+  c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
+  c.dout = TensorRef::shaped(dout, op, Extent::DstFeatures);
+  int i = 0;
+  for (float* g : grads) {
+    c.grads[i] = TensorRef::shaped(g, op, args.inputs[i].extent, c.inputs[i].extents[0]);
+    ++i;
+  }
+}
+
+void forward(const char* who, const Executor& executor, ScoreKind model, const Call& call) {
+  check_forward(who, executor.op(), model, call);
+  executor.forward(call);
+}
+
+void backward(const char* who, const Executor& executor, ScoreKind model, const Call& call) {
+  check_backward(who, executor.op(), model, call);
+  executor.backward(call);
+}
+
+}  // namespace detail
+}  // namespace dfgnn
