@@ -11,11 +11,16 @@
 /// Tensors are LayoutRight Views on the plan's memory space: node features [N,H,D], node
 /// scalars [N,H], GATv2's a [H,D], AGNN's beta [H] or [1]; Options adds edge values, the
 /// training-mode statistics and dropout. Every shape is checked; a mismatch, or an output that
-/// overlaps an input, throws dfgnn::Error naming the argument. Kernels run asynchronously on
-/// `exec`; with Kokkos::Cuda and DFGNN_ENABLE_CUDA they are the CUDA-native ones.
+/// overlaps an input, throws dfgnn::Error naming the argument (the dispatch's one check,
+/// dispatch.hpp). Kernels run asynchronously on `exec`; with Kokkos::Cuda and DFGNN_ENABLE_CUDA
+/// they are the CUDA-native ones.
 
+#include <dfgnn/dispatch.hpp>
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/plan.hpp>
+
+#include <initializer_list>
+#include <type_traits>
 
 namespace dfgnn {
 
@@ -44,6 +49,52 @@ struct Options {
   Dropout dropout;
 };
 
+namespace detail {
+
+/// A View as a call's tensor: its data, extents and whether it has gaps (the kernels index
+/// every tensor densely). Extents, not size(): Kokkos 4.6 reports size() 0 for an unmanaged
+/// View made on a null pointer, whatever its extents.
+template <class View>
+TensorRef tensor_ref(const View& v) {
+  TensorRef t;
+  t.data = v.data();
+  t.rank = int(View::rank);
+  for (int r = 0; r < t.rank; ++r) t.extents[r] = v.extent(r);
+  t.strided = v.span() != t.entries();
+  return t;
+}
+
+/// A call of the Kokkos API on `exec` (a Kokkos::Cuda's stream too, for the native executor):
+/// the model's arguments, its scale or slope, the options' edge values and dropout.
+template <class Exec>
+Call kokkos_call(const Exec& exec, std::initializer_list<TensorRef> inputs, float param,
+                 const Options<typename Exec::memory_space>& o) {
+  Call c;
+  c.space = &exec;
+#ifdef KOKKOS_ENABLE_CUDA
+  if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) c.stream = exec.cuda_stream();
+#endif
+  int i = 0;
+  for (const TensorRef& t : inputs) c.inputs[i++] = t;
+  c.param = param;
+  if (o.edge_values.data() || o.edge_values.extent(0) * o.edge_values.extent(1) > 0)
+    c.edge_values = tensor_ref(o.edge_values);
+  c.dropout = o.dropout;
+  return c;
+}
+
+/// The forward of the Kokkos API: out (and logsumexp in training), then the dispatch.
+template <class Exec>
+void kokkos_forward(const Plan<Exec>& plan, ScoreKind model, Call c,
+                    const NodeOutput<typename Exec::memory_space>& out,
+                    const Options<typename Exec::memory_space>& o) {
+  c.out = tensor_ref(out);
+  if (o.logsumexp.data() || o.logsumexp.extent(0) * o.logsumexp.extent(1) > 0) c.logsumexp = tensor_ref(o.logsumexp);
+  forward("attention", plan.executor(), model, c);
+}
+
+}  // namespace detail
+
 /// Graph Transformer: score = scale * <Q[v,h], K[u,h]>.
 template <class Exec>
 void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
@@ -51,15 +102,24 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
                const NodeFeatures<typename Exec::memory_space>& K,
                const NodeFeatures<typename Exec::memory_space>& V,
                const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options = {});
+               const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_forward(plan, GT::kind,
+                         detail::kokkos_call(exec, {tensor_ref(Q), tensor_ref(K), tensor_ref(V)}, model.scale, options),
+                         out, options);
+}
 
 /// AGNN: score = beta[h] * cos(X[v,h], X[u,h]); the values are X.
 template <class Exec>
-void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
+void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
                const NodeFeatures<typename Exec::memory_space>& X,
                const HeadScalars<typename Exec::memory_space>& beta,
                const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options = {});
+               const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_forward(plan, AGNN::kind, detail::kokkos_call(exec, {tensor_ref(X), tensor_ref(beta)}, 0, options),
+                         out, options);
+}
 
 /// GAT: score = LeakyReLU(el[u,h] + er[v,h], slope).
 template <class Exec>
@@ -68,7 +128,12 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
                const NodeScalars<typename Exec::memory_space>& er,
                const NodeFeatures<typename Exec::memory_space>& V,
                const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options = {});
+               const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_forward(plan, GAT::kind,
+                         detail::kokkos_call(exec, {tensor_ref(el), tensor_ref(er), tensor_ref(V)}, model.slope, options),
+                         out, options);
+}
 
 /// GATv2: score = sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d], slope); the values are XL.
 template <class Exec>
@@ -77,6 +142,11 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
                const NodeFeatures<typename Exec::memory_space>& XR,
                const HeadFeatures<typename Exec::memory_space>& a,
                const NodeOutput<typename Exec::memory_space>& out,
-               const Options<typename Exec::memory_space>& options = {});
+               const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_forward(plan, GATv2::kind,
+                         detail::kokkos_call(exec, {tensor_ref(XL), tensor_ref(XR), tensor_ref(a)}, model.slope, options),
+                         out, options);
+}
 
 }  // namespace dfgnn

@@ -31,6 +31,23 @@ using HeadFeaturesOutput = Kokkos::View<float**, Kokkos::LayoutRight, MemorySpac
 template <class MemorySpace>
 using HeadScalarsOutput = Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace>;
 
+namespace detail {
+
+/// The backward of the Kokkos API: the forward's out and logsumexp, dOut, the gradients in the
+/// model's order, then the dispatch. (The options' logsumexp is the forward's output: ignored.)
+template <class Exec>
+void kokkos_backward(const Plan<Exec>& plan, ScoreKind model, Call c,
+                     const NodeFeatures<typename Exec::memory_space>& out,
+                     const NodeScalars<typename Exec::memory_space>& logsumexp,
+                     const NodeFeatures<typename Exec::memory_space>& dOut, std::initializer_list<TensorRef> grads) {
+  c.out = tensor_ref(out), c.logsumexp = tensor_ref(logsumexp), c.dout = tensor_ref(dOut);
+  int i = 0;
+  for (const TensorRef& g : grads) c.grads[i++] = g;
+  backward("attention_backward", plan.executor(), model, c);
+}
+
+}  // namespace detail
+
 /// Graph Transformer: dQ, dK, dV [N,H,D].
 template <class Exec>
 void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& model,
@@ -43,12 +60,17 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& mode
                         const NodeOutput<typename Exec::memory_space>& dQ,
                         const NodeOutput<typename Exec::memory_space>& dK,
                         const NodeOutput<typename Exec::memory_space>& dV,
-                        const Options<typename Exec::memory_space>& options = {});
+                        const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_backward(plan, GT::kind,
+                          detail::kokkos_call(exec, {tensor_ref(Q), tensor_ref(K), tensor_ref(V)}, model.scale, options),
+                          out, logsumexp, dOut, {tensor_ref(dQ), tensor_ref(dK), tensor_ref(dV)});
+}
 
 /// AGNN: dX [N,H,D] (X is both the score input and the values) and dbeta, as long as beta
 /// (a shared beta gets the sum over heads).
 template <class Exec>
-void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
                         const NodeFeatures<typename Exec::memory_space>& X,
                         const HeadScalars<typename Exec::memory_space>& beta,
                         const NodeFeatures<typename Exec::memory_space>& out,
@@ -56,7 +78,11 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN& mo
                         const NodeFeatures<typename Exec::memory_space>& dOut,
                         const NodeOutput<typename Exec::memory_space>& dX,
                         const HeadScalarsOutput<typename Exec::memory_space>& dbeta,
-                        const Options<typename Exec::memory_space>& options = {});
+                        const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_backward(plan, AGNN::kind, detail::kokkos_call(exec, {tensor_ref(X), tensor_ref(beta)}, 0, options),
+                          out, logsumexp, dOut, {tensor_ref(dX), tensor_ref(dbeta)});
+}
 
 /// GAT: del, der [N,H] and dV [N,H,D].
 template <class Exec>
@@ -70,7 +96,12 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GAT& mod
                         const NodeScalarsOutput<typename Exec::memory_space>& del,
                         const NodeScalarsOutput<typename Exec::memory_space>& der,
                         const NodeOutput<typename Exec::memory_space>& dV,
-                        const Options<typename Exec::memory_space>& options = {});
+                        const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_backward(plan, GAT::kind,
+                          detail::kokkos_call(exec, {tensor_ref(el), tensor_ref(er), tensor_ref(V)}, model.slope, options),
+                          out, logsumexp, dOut, {tensor_ref(del), tensor_ref(der), tensor_ref(dV)});
+}
 
 /// GATv2: dXL, dXR [N,H,D] (XL is both a score input and the values) and da [H,D].
 template <class Exec>
@@ -84,6 +115,11 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& m
                         const NodeOutput<typename Exec::memory_space>& dXL,
                         const NodeOutput<typename Exec::memory_space>& dXR,
                         const HeadFeaturesOutput<typename Exec::memory_space>& da,
-                        const Options<typename Exec::memory_space>& options = {});
+                        const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  detail::kokkos_backward(plan, GATv2::kind,
+                          detail::kokkos_call(exec, {tensor_ref(XL), tensor_ref(XR), tensor_ref(a)}, model.slope, options),
+                          out, logsumexp, dOut, {tensor_ref(dXL), tensor_ref(dXR), tensor_ref(da)});
+}
 
 }  // namespace dfgnn
