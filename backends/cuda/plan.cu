@@ -358,6 +358,10 @@ Plan::Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy stra
 
 Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
            Strategy strategy)
+    : Plan((validate(g), g), device_graph, kind, heads, dim, strategy, ValidGraph{}) {}
+
+Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
+           Strategy strategy, ValidGraph)
     : impl_(std::make_unique<Impl>()) {
   Impl& p = *impl_;
   check_named("cuda::Plan", strategy, kind);
@@ -365,7 +369,6 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
   if (dim < 1) throw Error("cuda::Plan: dim must be >= 1, got " + std::to_string(dim));
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
-  validate(g);
   const node_t N = g.num_nodes;
   const edge_t E = g.num_edges();
   p.kind = kind, p.heads = heads, p.dim = dim;
@@ -517,7 +520,8 @@ std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t
                                                 const node_t* dst, const edge_t* edge_id, const Op& op,
                                                 Strategy strategy) {
   const cuda::DeviceGraph device{g.num_nodes, g.num_edges(), row_ptr, src, dst, edge_id};
-  return std::make_shared<const cuda::Plan>(g, device, op.kind, op.heads, op.dim, strategy);
+  return std::shared_ptr<const cuda::Plan>(
+      new cuda::Plan(g, device, op.kind, op.heads, op.dim, strategy, cuda::Plan::ValidGraph{}));
 }
 
 }  // namespace dfgnn::detail

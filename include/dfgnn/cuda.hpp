@@ -95,6 +95,12 @@ class Plan final : public dfgnn::detail::Executor {
   const Impl& impl() const { return *impl_; }
 
  private:
+  struct ValidGraph {};  // the graph is a dfgnn Graph's host copy, validated when it was made
+  Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim, Strategy strategy,
+       ValidGraph);
+  friend std::shared_ptr<const dfgnn::detail::Executor> dfgnn::detail::native_executor(
+      const HostGraph&, const edge_t*, const node_t*, const node_t*, const edge_t*, const Op&, Strategy);
+
   std::unique_ptr<Impl> impl_;
 };
 

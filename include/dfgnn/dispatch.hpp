@@ -34,7 +34,8 @@ void check_forward(const char* who, const Op& op, ScoreKind model, const Call& c
 void check_backward(const char* who, const Op& op, ScoreKind model, const Call& call);
 
 /// The CUDA-native executor (a cuda::Plan) of op over a graph already on the current device:
-/// `g`'s arrays at those addresses, which must outlive it. Defined in builds with
+/// `g`'s arrays at those addresses, which must outlive it. `g` is a dfgnn Graph's host copy,
+/// validated when the Graph was made, so it is not checked again. Defined in builds with
 /// DFGNN_ENABLE_CUDA only.
 std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
                                                 const node_t* dst, const edge_t* edge_id, const Op& op,

@@ -12,8 +12,6 @@
 #include <dfgnn/reorder.hpp>
 
 #ifdef DFGNN_ENABLE_CUDA
-#include <dfgnn/cuda.hpp>
-
 #include <cuda_runtime_api.h>
 #endif
 
@@ -136,10 +134,8 @@ struct dfgnn_graph {
 
 struct dfgnn_plan {
   std::unique_ptr<dfgnn::Plan<HostExec>> host;  // a host plan (Kokkos), or
-#ifdef DFGNN_ENABLE_CUDA
-  std::unique_ptr<dfgnn::cuda::Plan> cuda;  // a CUDA-native one on `device`
+  std::shared_ptr<const dfgnn::detail::Executor> native;  // a CUDA-native one on `device`
   int device = 0;
-#endif
   const dfgnn::detail::Executor* executor = nullptr;  // whichever of the two it is
   const char* strategy = "";
 };
@@ -277,13 +273,13 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* 
     if (!graph) throw dfgnn::Error("plan: null graph");
 #ifdef DFGNN_ENABLE_CUDA
     const DeviceGuard guard(device);
-    const dfgnn::HostGraph& h = graph->graph.host();
-    const dfgnn::cuda::DeviceGraph on_device{h.num_nodes, h.num_edges(), row_ptr, src, dst, edge_id};
+    const dfgnn::Graph<HostMem>& g = graph->graph;
+    const dfgnn::Op op{score_kind(kind), dfgnn::DType::F32, heads, dim, g.num_nodes(), g.num_nodes(), g.num_edges()};
     auto p = std::make_unique<dfgnn_plan>();
-    p->cuda = std::make_unique<dfgnn::cuda::Plan>(h, on_device, score_kind(kind), heads, dim);
+    p->native = dfgnn::detail::native_executor(g.host(), row_ptr, src, dst, edge_id, op, dfgnn::Strategy::Auto);
     p->device = device;
-    p->executor = p->cuda.get();
-    p->strategy = dfgnn::to_string(p->cuda->strategy());
+    p->executor = p->native.get();
+    p->strategy = dfgnn::to_string(p->native->strategy());
     *plan = p.release();
 #else
     (void)device, (void)row_ptr, (void)src, (void)dst, (void)edge_id, (void)kind, (void)heads, (void)dim,
@@ -295,7 +291,7 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* 
 
 void dfgnn_plan_free(dfgnn_plan* plan) {
 #ifdef DFGNN_ENABLE_CUDA
-  if (plan && plan->cuda) {
+  if (plan && plan->native) {
     DeviceGuard guard(plan->device);
     delete plan;
     return;
