@@ -444,7 +444,7 @@ TEST(BackwardArgs, RejectsBadArguments) {
   test::expect_error(call(nullptr, dk.get(), dv.get()), {"attention_backward", "dQ is null"});
   test::expect_error(call(dq.get(), q.get(), dv.get()), {"cuda::attention_backward: dK overlaps Q"});
   test::expect_error(call(dq.get(), dk.get(), dout.get() + 4), {"dV overlaps dOut"});
-  test::expect_error(call(dq.get(), dk.get(), dq.get() + 8), {"dV overlaps dQ"});
+  test::expect_error(call(dq.get(), dk.get(), dq.get() + 8), {"dQ overlaps dV"});
   cuda::Options bad;
   bad.dropout.rate = -0.5f;
   test::expect_error(call(dq.get(), dk.get(), dv.get(), bad), {"dropout rate"});
