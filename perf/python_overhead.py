@@ -51,7 +51,7 @@ def loop_time(fn, iters, device, busy=False):
         host = time.perf_counter() - start
         torch.cuda.synchronize()
         return host / iters
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a, b = (torch.cuda.Event(enable_timing=True) for _ in range(2))
     a.record()
     for _ in range(iters):
         fn()
@@ -103,8 +103,8 @@ def cases(model, graph, n, heads, dim, device):
     bwd_args = fwd_args + (grad.data_ptr(), *(t.data_ptr() for t in grads))
     _lib.call(native, *fwd_args)  # the loops below skip the status check
     _lib.call(native_backward, *bwd_args)
-
     buffers = (out, lse, grads)  # alive while the native calls, holding only their addresses, run
+
     def fwd_native(keep=buffers):
         native(*fwd_args)
 
@@ -125,19 +125,15 @@ def main():
     p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--models", default="gt,gat")
-    p.add_argument("--heads", type=int, default=1)
-    p.add_argument("--dim", type=int, default=128)
-    p.add_argument("--iters", type=int, default=200)
-    p.add_argument("--repeats", type=int, default=15)
-    p.add_argument("--warmup", type=int, default=50)
+    for name, default in (("heads", 1), ("dim", 128), ("iters", 200), ("repeats", 15), ("warmup", 50)):
+        p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--json")
     args = p.parse_args()
     args.device = torch.device(args.device)
     cuda = args.device.type == "cuda"
     if not cuda:
         torch.set_num_threads(1)  # tiny kernels: no thread-pool wake-ups in the kernel time
-    edges = cora_edges(args.data)
-    graph = dfgnn.Graph.from_edge_index(edges, 2708)
+    graph = dfgnn.Graph.from_edge_index(cora_edges(args.data), 2708)
     rows = []
     for model in args.models.split(","):
         for case, call, native in cases(model, graph, graph.num_nodes, args.heads, args.dim, args.device):
