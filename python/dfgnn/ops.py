@@ -273,16 +273,17 @@ class _Spec:
     """What the eager path needs of a model: the op (for error messages and the non-eager
     path), kind, native functions, the shape check (`dims`: (H, D), or None on a mismatch),
     the native arguments of the tensors (`inputs`) and of their gradients (`grads`), whether
-    the native call starts with a float (GT's scale, the GATs' slope; not AGNN), and which
-    tensor has out's shape [N, H, D] (`like`: out is its empty_like, cheaper than new_empty)."""
+    the native call starts with a float (GT's scale, the GATs' slope; not AGNN), which tensor
+    has out's shape [N, H, D] (`like`: out is its empty_like, cheaper than new_empty), and
+    whether the first one has logsumexp's [N, H] (`lse_like`: GAT's el)."""
 
-    def __init__(self, model, kind, op, named, dims, inputs, grads=None, like=0):
+    def __init__(self, model, kind, op, named, dims, inputs, grads=None, like=0, lse_like=False):
         self.name, self.kind, self.op, self.named, self.dims = f"dfgnn::{model}", kind, op, named, dims
         self.forward = getattr(_lib.lib, f"dfgnn_{model}_forward")
         self.backward = getattr(_lib.lib, f"dfgnn_{model}_backward")
         self.inputs, self.grads = inputs, grads or inputs
         self.scalar = model != "agnn"
-        self.like = like
+        self.like, self.lse_like = like, lse_like
 
 
 def _gt_dims(n, q, k, v):
@@ -325,7 +326,7 @@ def _agnn_inputs(x, beta):
 
 
 _GT = _Spec("gt", _lib.GT, _gt, _gt_named, _gt_dims, _pointers)
-_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims, _pointers, like=2)
+_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims, _pointers, like=2, lse_like=True)
 _GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims, _pointers)
 _AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims, _agnn_inputs, _pointers)
 
@@ -364,6 +365,18 @@ def _native_options(edge_values, dropout, seed):
     return edge_values.data_ptr(), edge_values.size(1), dropout, seed
 
 
+def _lse_template(graph, first, h):
+    """An [N, h] float32 tensor on first's device, one element expanded, cached on the Graph:
+    logsumexp is its empty_like (contiguous), ~2 us cheaper than first.new_empty((N, h))."""
+    key = (first.get_device(), h)
+    template = graph._lse_like.get(key)
+    if template is None:
+        with torch.inference_mode(False):  # a plain tensor, whatever mode the first call ran in
+            template = graph._lse_like[key] = torch.empty(1, dtype=_F32, device=first.device).expand(
+                graph.num_nodes, h)
+    return template
+
+
 class _Call:
     """One eager call: the spec, graph (kept alive for the backward), plan handle, the native
     calls' leading float (`lead`: (scalar,) or ()), edge values and the native edge-value /
@@ -381,7 +394,7 @@ class _Call:
         out = _empty_like(tensors[spec.like])
         lse = None
         if train:
-            self.lse = first.new_empty((n, h))
+            self.lse = _empty_like(first if spec.lse_like else _lse_template(self.graph, first, h))
             lse = self.lse.data_ptr()
         status = spec.forward(self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
                               *spec.inputs(*tensors), *self.options, out.data_ptr(), lse)
