@@ -76,7 +76,7 @@ def profiled_kernel_us(fn, args):
             fn()
         torch.cuda.synchronize()
     total = sum(getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
-                for e in prof.key_averages() if e.device_type == torch.autograd.DeviceType.CUDA)
+                for e in prof.key_averages() if getattr(e, "device_type", None) == torch.autograd.DeviceType.CUDA)
     return total / args.iters
 
 
