@@ -9,7 +9,7 @@ library's message.
 import ctypes
 import os
 
-__all__ = ["lib", "call", "has_cuda", "GT", "AGNN", "GAT", "GATV2"]
+__all__ = ["lib", "call", "fail", "has_cuda", "GT", "AGNN", "GAT", "GATV2"]
 
 GT, AGNN, GAT, GATV2 = 0, 1, 2, 3  # dfgnn::ScoreKind
 
@@ -63,10 +63,16 @@ for _name, _scalar, _inputs, _grads in (("gt", [_f], [_p, _p, _p], 3), ("agnn", 
 has_cuda = bool(lib.dfgnn_has_cuda())
 
 
+def fail(status):
+    """Raises the error of a dfgnn_* call that returned a nonzero status, with its message.
+    The ops' eager path calls the native functions itself (`if status: fail(status)`), one
+    Python call less than `call`."""
+    message = lib.dfgnn_last_error().decode(errors="replace")
+    raise (ValueError if status == 1 else RuntimeError)(message)
+
+
 def call(function, *args):
     """Calls a dfgnn_* function that returns a status; raises on failure."""
     status = function(*args)
-    if status == 0:
-        return
-    message = lib.dfgnn_last_error().decode(errors="replace")
-    raise (ValueError if status == 1 else RuntimeError)(message)
+    if status:
+        fail(status)

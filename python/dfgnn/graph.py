@@ -75,6 +75,7 @@ class Graph:
         self.num_nodes, self.num_edges, self.max_in_degree = n.value, e.value, d.value
         self._plans = {}
         self._plan_handles = {}  # (device index (-1: CPU), kind, heads, dim) -> plan handle: the ops' eager path
+        self._lse_like = {}  # (device index, heads) -> the ops' logsumexp template [N, heads] (ops._lse_template)
         self._device_csr = {}
         self._self_loops = None
         self._lock = threading.Lock()

@@ -272,15 +272,18 @@ _agnn.register_autograd(_agnn_grad, setup_context=_agnn_save)
 class _Spec:
     """What the eager path needs of a model: the op (for error messages and the non-eager
     path), kind, native functions, the shape check (`dims`: (H, D), or None on a mismatch),
-    the native arguments of the tensors (`inputs`) and of their gradients (`grads`), and
-    whether the native call starts with a float (GT's scale, the GATs' slope; not AGNN)."""
+    the native arguments of the tensors (`inputs`) and of their gradients (`grads`), whether
+    the native call starts with a float (GT's scale, the GATs' slope; not AGNN), which tensor
+    has out's shape [N, H, D] (`like`: out is its empty_like, cheaper than new_empty), and
+    whether the first one has logsumexp's [N, H] (`lse_like`: GAT's el)."""
 
-    def __init__(self, model, kind, op, named, dims, inputs, grads=None):
+    def __init__(self, model, kind, op, named, dims, inputs, grads=None, like=0, lse_like=False):
         self.name, self.kind, self.op, self.named, self.dims = f"dfgnn::{model}", kind, op, named, dims
         self.forward = getattr(_lib.lib, f"dfgnn_{model}_forward")
         self.backward = getattr(_lib.lib, f"dfgnn_{model}_backward")
         self.inputs, self.grads = inputs, grads or inputs
         self.scalar = model != "agnn"
+        self.like, self.lse_like = like, lse_like
 
 
 def _gt_dims(n, q, k, v):
@@ -311,8 +314,11 @@ def _agnn_dims(n, x, beta):
     return None
 
 
+_data_ptr = Tensor.data_ptr
+
+
 def _pointers(*tensors):
-    return [t.data_ptr() for t in tensors]
+    return map(_data_ptr, tensors)
 
 
 def _agnn_inputs(x, beta):
@@ -320,7 +326,7 @@ def _agnn_inputs(x, beta):
 
 
 _GT = _Spec("gt", _lib.GT, _gt, _gt_named, _gt_dims, _pointers)
-_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims, _pointers)
+_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims, _pointers, like=2, lse_like=True)
 _GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims, _pointers)
 _AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims, _agnn_inputs, _pointers)
 
@@ -333,7 +339,7 @@ def _halves(ab, c):
     return p, p + 2 * ab.numel(), c.data_ptr()  # float32: numel / 2 elements of 4 bytes
 
 
-_GAT_PACKED = _Spec("gat", _lib.GAT, None, None, None, _halves)
+_GAT_PACKED = _Spec("gat", _lib.GAT, None, None, None, _halves, like=1)
 
 if hasattr(torch._C, "_cuda_getCurrentRawStream"):  # the current stream as an int, ~50x cheaper
     _raw_stream = torch._C._cuda_getCurrentRawStream
@@ -341,33 +347,70 @@ else:
     def _raw_stream(index):
         return torch.cuda.current_stream(index).cuda_stream
 
+# Looked up once: each attribute step of torch.x.y costs ~30 ns a call.
+_F32 = torch.float32
+_isfinite = math.isfinite
+_empty_like = torch.empty_like
+_grad_enabled = torch.is_grad_enabled
+_is_compiling = torch.compiler.is_compiling
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_functorch_level = torch._C._functorch.peek_interpreter_stack
+_NO_OPTIONS = (None, 0, 0.0, 0)  # no edge values, no dropout
+
+
+def _native_options(edge_values, dropout, seed):
+    """The native calls' edge-value and dropout arguments."""
+    if edge_values is None:
+        return (None, 0, dropout, seed) if dropout else _NO_OPTIONS
+    return edge_values.data_ptr(), edge_values.size(1), dropout, seed
+
+
+def _lse_template(graph, first, h):
+    """An [N, h] float32 tensor on first's device, one element expanded, cached on the Graph:
+    logsumexp is its empty_like (contiguous), ~2 us cheaper than first.new_empty((N, h))."""
+    key = (first.get_device(), h)
+    template = graph._lse_like.get(key)
+    if template is None:
+        with torch.inference_mode(False):  # a plain tensor, whatever mode the first call ran in
+            template = graph._lse_like[key] = torch.empty(1, dtype=_F32, device=first.device).expand(
+                graph.num_nodes, h)
+    return template
+
 
 class _Call:
     """One eager call: the spec, graph (kept alive for the backward), plan handle, the native
-    calls' leading float and edge-value / dropout options, and the forward's logsumexp."""
+    calls' leading float (`lead`: (scalar,) or ()), edge values and the native edge-value /
+    dropout arguments (`options`), and the forward's logsumexp."""
     __slots__ = ("spec", "graph", "plan", "lead", "edge_values", "options", "lse")
 
-    def __init__(self, spec, graph, plan, scalar, edge_values, dropout, seed):
-        self.spec, self.graph, self.plan, self.edge_values = spec, graph, plan, edge_values
-        self.lead = (scalar,) if spec.scalar else ()
-        self.options = (None, 0, dropout, seed) if edge_values is None else \
-            (edge_values.data_ptr(), edge_values.size(1), dropout, seed)
+    def __init__(self, spec, graph, plan, lead, edge_values, options):
+        self.spec, self.graph, self.plan, self.lead = spec, graph, plan, lead
+        self.edge_values, self.options, self.lse = edge_values, options, None
 
-    def forward(self, tensors, n, h, d):
-        first = tensors[0]
-        out, self.lse = first.new_empty((n, h, d)), first.new_empty((n, h))
-        spec = self.spec
-        _lib.call(spec.forward, self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
-                  *spec.inputs(*tensors), *self.options, out.data_ptr(), self.lse.data_ptr())
+    def forward(self, tensors, n, h, d, train=True):
+        """out [N, H, D]; in training (`train`: an autograd node records the call) also the
+        logsumexp [N, H] the backward reads, kept here; without, the kernels skip it."""
+        first, spec = tensors[0], self.spec
+        out = _empty_like(tensors[spec.like])
+        lse = None
+        if train:
+            self.lse = _empty_like(first if spec.lse_like else _lse_template(self.graph, first, h))
+            lse = self.lse.data_ptr()
+        status = spec.forward(self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
+                              *spec.inputs(*tensors), *self.options, out.data_ptr(), lse)
+        if status:
+            _lib.fail(status)
         return out
 
     def backward(self, tensors, out, grad):
         grad = grad.contiguous()
-        grads = tuple(torch.empty_like(t) for t in tensors)
+        grads = [*map(_empty_like, tensors)]
         first, spec = tensors[0], self.spec
-        _lib.call(spec.backward, self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
-                  *spec.inputs(*tensors), *self.options, out.data_ptr(), self.lse.data_ptr(), grad.data_ptr(),
-                  *spec.grads(*grads))
+        status = spec.backward(self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
+                               *spec.inputs(*tensors), *self.options, out.data_ptr(), self.lse.data_ptr(),
+                               grad.data_ptr(), *spec.grads(*grads))
+        if status:
+            _lib.fail(status)
         return grads
 
 
@@ -382,7 +425,7 @@ def _first_order(backward):
     (once_differentiable marks them only when the incoming gradient requires grad, so a gradient
     penalty on a plain loss silently lost the attention's second-order term.)"""
     def run(ctx, grad):
-        if not torch.is_grad_enabled():
+        if not _grad_enabled():
             return backward(ctx, grad)
         with torch.no_grad():
             grads = backward(ctx, grad)
@@ -431,10 +474,12 @@ def _draw_seed():
 
 def _eager_mode(tensors, edge_values=None):
     """Not tracing, no dispatch mode or functorch transform, no tensor subclass."""
-    return not (torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack()
-                or torch._C._functorch.peek_interpreter_stack() is not None
-                or any(type(t) not in _PLAIN for t in tensors)
-                or edge_values is not None and type(edge_values) not in _PLAIN)
+    if _is_compiling() or _dispatch_modes() or _functorch_level() is not None:
+        return False
+    for t in tensors:
+        if type(t) not in _PLAIN:
+            return False
+    return edge_values is None or type(edge_values) in _PLAIN
 
 
 def _call(spec, graph, first, dims, scalar, edge_values, dropout, seed):
@@ -443,11 +488,16 @@ def _call(spec, graph, first, dims, scalar, edge_values, dropout, seed):
     plan = graph._plan_handles.get(key)
     if plan is None:
         plan = graph._plan_handle(first.device, key)
-    return _Call(spec, graph, plan, scalar, edge_values, dropout, seed)
+    return _Call(spec, graph, plan, (scalar,) if spec.scalar else (), edge_values,
+                 _native_options(edge_values, dropout, seed))
 
 
 def _wants_grad(tensors):
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors) or _forward_ad._current_level >= 0
+    if _grad_enabled():
+        for t in tensors:
+            if t.requires_grad:
+                return True
+    return _forward_ad._current_level >= 0
 
 
 def _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed):
@@ -456,7 +506,36 @@ def _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed):
     call = _call(spec, graph, tensors[0], dims, scalar, edge_values, dropout, seed)
     if _wants_grad(tensors):
         return _apply(call, (graph.num_nodes, *dims), *map(_unwrap_if_dead, tensors))
-    return call.forward(tensors, graph.num_nodes, *dims)
+    return call.forward(tensors, graph.num_nodes, *dims, False)
+
+
+def _fast(spec, graph, a, b, c, scalar, dropout):
+    """The common eager call of GT, GAT or GATv2 in one function: plain contiguous float32
+    tensors of the model's shapes on one CPU (or CUDA) device, a float dropout, no edge values
+    or seed (the callers check those two), not tracing. Returns out, or None for anything else:
+    the caller then takes the general path, which checks everything again and raises the usual
+    errors. The same checks as _run's, inlined: each Python call costs ~0.1-0.3 us."""
+    if (_is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN or type(c) not in _PLAIN
+            or a.dtype is not _F32 or b.dtype is not _F32 or c.dtype is not _F32
+            or not (a.is_contiguous() and b.is_contiguous() and c.is_contiguous())
+            or type(graph) is not Graph or type(dropout) is not float or not 0.0 <= dropout < 1.0
+            or _dispatch_modes() or _functorch_level() is not None):
+        return None
+    n = graph.num_nodes
+    dims = spec.dims(n, a, b, c)
+    index = a.get_device()  # -1 on the CPU
+    if dims is None or b.get_device() != index or c.get_device() != index or not (
+            (a.is_cpu and b.is_cpu and c.is_cpu) if index < 0 else (a.is_cuda and b.is_cuda and c.is_cuda
+                                                                    and _lib.has_cuda)):
+        return None
+    key = (index, spec.kind, *dims)
+    plan = graph._plan_handles.get(key)
+    if plan is None:
+        plan = graph._plan_handle(a.device, key)
+    call = _Call(spec, graph, plan, (scalar,), None, (None, 0, dropout, _draw_seed()) if dropout else _NO_OPTIONS)
+    if _grad_enabled() and (a.requires_grad or b.requires_grad or c.requires_grad) or _forward_ad._current_level >= 0:
+        return _apply(call, (n, *dims), _unwrap_if_dead(a), _unwrap_if_dead(b), _unwrap_if_dead(c))
+    return call.forward((a, b, c), n, *dims, False)
 
 
 def _dropout(op, dropout):
@@ -549,13 +628,16 @@ def _gat_layer(graph, h, att_src, att_dst, negative_slope, dropout):
     n = graph.num_nodes
     if (0.0 <= dropout < 1.0 and _eager_mode(tensors) and (h.is_cpu or h.is_cuda and _lib.has_cuda)
             and h.dim() == 3 and h.size(0) == n and att_src.shape == (1, *h.shape[1:]) == att_dst.shape
-            and all(t.dtype == torch.float32 and t.is_contiguous() and t.device == h.device for t in tensors)):
+            and h.dtype is _F32 and att_src.dtype is _F32 and att_dst.dtype is _F32
+            and h.is_contiguous() and att_src.is_contiguous() and att_dst.is_contiguous()
+            and att_src.device == h.device and att_dst.device == h.device):
         dims = tuple(h.shape[1:])
         call = _call(_GAT_PACKED, graph, h, dims, float(negative_slope), None, dropout,
                      _draw_seed() if dropout > 0.0 else 0)
         if _wants_grad(tensors):
-            return _apply_gat_layer(call, (n, *dims), *map(_unwrap_if_dead, tensors))
-        return call.forward((_gat_terms(*tensors), h), n, *dims)
+            return _apply_gat_layer(call, (n, *dims), _unwrap_if_dead(h), _unwrap_if_dead(att_src),
+                                    _unwrap_if_dead(att_dst))
+        return call.forward((_gat_terms(*tensors), h), n, *dims, False)
     elr = _gat_terms(*tensors)
     return gat_attention(graph, elr[0], elr[1], h, negative_slope=negative_slope, dropout=dropout)
 
@@ -583,6 +665,11 @@ def gt_attention(graph, q, k, v, *, scale=None, edge_values=None, dropout=0.0, s
     """Graph Transformer attention: out[v,h] = sum_{u->v} softmax_u(scale <q[v,h], k[u,h]>) v[u,h].
 
     q, k, v: [N, H, D] float32; scale: a nonzero number, default 1/sqrt(D). Returns [N, H, D]."""
+    if edge_values is None and seed is None and (scale is None or type(scale) is float and scale != 0.0
+                                                 and _isfinite(scale)):
+        out = _fast(_GT, graph, q, k, v, scale or 0.0, dropout)  # scale 0: the kernels' 1/sqrt(D)
+        if out is not None:
+            return out
     op = "dfgnn.gt_attention"
     tensors = _input(op, "q", q), _input(op, "k", k), _input(op, "v", v)
     if scale is None:
@@ -608,6 +695,10 @@ def gat_attention(graph, el, er, v, *, negative_slope=0.2, edge_values=None, dro
     """GAT attention: score LeakyReLU(el[u,h] + er[v,h]) for the edge u -> v.
 
     el, er: [N, H] (source and destination terms); v: [N, H, D]. Returns [N, H, D]."""
+    if edge_values is None and seed is None and type(negative_slope) is float:
+        out = _fast(_GAT, graph, el, er, v, negative_slope, dropout)
+        if out is not None:
+            return out
     op = "dfgnn.gat_attention"
     tensors = _input(op, "el", el), _input(op, "er", er), _input(op, "v", v)
     return _run(_GAT, op, graph, tensors, float(negative_slope), edge_values, dropout, seed)
@@ -618,6 +709,10 @@ def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, edge_values=None, d
     values xl.
 
     xl, xr: [N, H, D]; a: [H, D]. Returns [N, H, D]."""
+    if edge_values is None and seed is None and type(negative_slope) is float:
+        out = _fast(_GATV2, graph, xl, xr, a, negative_slope, dropout)
+        if out is not None:
+            return out
     op = "dfgnn.gatv2_attention"
     tensors = _input(op, "xl", xl), _input(op, "xr", xr), _input(op, "a", a)
     return _run(_GATV2, op, graph, tensors, float(negative_slope), edge_values, dropout, seed)
