@@ -241,8 +241,10 @@ int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_
 
 int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, int32_t* dst, int64_t* edge_id) {
   return guarded([&] {
-    if (!graph || !row_ptr || !src || !dst || !edge_id) throw dfgnn::Error("graph csr: null argument");
+    if (!graph || !row_ptr) throw dfgnn::Error("graph csr: null argument");
     const dfgnn::HostGraph& h = graph->graph.host();
+    // The edge arrays may be null when there are no edges (an empty tensor's data pointer).
+    if (h.num_edges() > 0 && (!src || !dst || !edge_id)) throw dfgnn::Error("graph csr: null argument");
     std::copy(h.row_ptr.begin(), h.row_ptr.end(), row_ptr);
     std::copy(h.src.begin(), h.src.end(), src);
     std::copy(h.dst.begin(), h.dst.end(), dst);
