@@ -472,8 +472,11 @@ void write_npy_f32(const std::string& path, const std::vector<std::int64_t>& sha
 EdgeList read_graph(const std::string& path, std::int64_t num_nodes) {
   if (num_nodes > kMaxNodes) fail(path, "num_nodes " + std::to_string(num_nodes) + " exceeds 2^31 - 1");
   const std::string text = InFile(path).read_all();
-  return ends_with(path, ".mtx") || ends_with(path, ".mtx.gz") ? parse_mtx(path, text, num_nodes)
-                                                                 : parse_edge_list(path, text, num_nodes);
+  // By content first: a Matrix Market file of any name read as an edge list would lose its
+  // size line into an edge and shift every id by one, silently.
+  const bool banner = lower(std::string_view(text).substr(0, 14)) == "%%matrixmarket";
+  return banner || ends_with(path, ".mtx") || ends_with(path, ".mtx.gz") ? parse_mtx(path, text, num_nodes)
+                                                                           : parse_edge_list(path, text, num_nodes);
 }
 
 std::vector<float> parse_float_list(const std::string& text, const std::string& what) {

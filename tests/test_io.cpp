@@ -252,6 +252,17 @@ TEST_F(IoTest, MtxSymmetricIntegerAndPattern) {
   EXPECT_TRUE(p.values.empty());
 }
 
+// Matrix Market by its banner, whatever the name: g.MTX once read as an edge list (the size
+// line an edge, every id shifted by one) without a word.
+TEST_F(IoTest, MtxByContent) {
+  const std::string text = "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n";
+  for (const std::string name : {"g.MTX", "g.mm", "g.txt", "g"}) {
+    SCOPED_TRACE(name);
+    expect_edges(read_graph(write(name, text)), {1, 2}, {0, 1}, 3);
+  }
+  expect_edges(read_graph(write_gz("g.txt.gz", text)), {1, 2}, {0, 1}, 3);
+}
+
 TEST_F(IoTest, MtxErrors) {
   const std::string banner = "%%MatrixMarket matrix coordinate real general\n";
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
