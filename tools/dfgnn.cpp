@@ -199,6 +199,11 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   in.D = feature_dim(a, in.kind, in.N, in.H, files);
   const std::uint64_t seed = a.seed();
   const std::size_t N = in.N, H = in.H, D = in.D;
+  // Every count below is at most N*H*D; the inputs, the output and as many gradients must fit.
+  const std::uint64_t nhd = checked_product("nodes x heads x dim:", {N, H, D});
+  check_host_bytes("attention over " + std::to_string(N) + " nodes x " + std::to_string(H) + " heads x " +
+                       std::to_string(D) + " features",
+                   checked_product("bytes of", {nhd, 4, 2 * tensor_options(in.kind).size() + 2}));
   auto tensor = [&](const std::string& name, std::vector<std::size_t> want, std::vector<std::size_t> alt,
                     std::uint64_t salt) {
     std::size_t n = 1;
@@ -648,8 +653,7 @@ int cmd_bench(int argc, char** argv) {
   const HostGraph& g = re.graph;
   const Inputs in = in_order(load_inputs(a, g), re.order);
   const float scale = scale_option(a), slope = a.real("slope", 0.2f);
-  const int warmup = int(a.integer("warmup", 5)), iters = int(a.integer("iters", 20));
-  if (warmup < 0 || iters < 1) throw Error("--warmup must be >= 0 and --iters >= 1");
+  const int warmup = int(a.integer("warmup", 5, 0, cli::kMaxIters)), iters = int(a.integer("iters", 20, 1, cli::kMaxIters));
   std::vector<Strategy> strategies;
   const std::string list = a.get("strategy", "all");
   if (list == "all") {
