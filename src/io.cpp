@@ -101,10 +101,19 @@ bool parse_int(std::string_view tok, std::int64_t& v) {
   return ec == std::errc() || ec == std::errc::result_out_of_range;
 }
 
-/// Parses a whole token as a finite float.
+/// Parses a whole token as a finite float. A value below float's range (1e-50) rounds to 0 or
+/// a subnormal, as NumPy's float32 does: it was once refused as "not finite".
 bool parse_float(std::string_view tok, float& v) {
-  const auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-  return !tok.empty() && ec == std::errc() && end == tok.data() + tok.size() && std::isfinite(v);
+  const char* const last = tok.data() + tok.size();
+  auto [end, ec] = std::from_chars(tok.data(), last, v);
+  if (ec == std::errc::result_out_of_range) {
+    double d = 0.0;
+    const std::from_chars_result r = std::from_chars(tok.data(), last, d);
+    end = r.ptr, ec = r.ec;
+    if (ec == std::errc() && std::fabs(d) < 1.0) v = float(d);  // underflow, not overflow
+    else ec = std::errc::result_out_of_range;
+  }
+  return !tok.empty() && ec == std::errc() && end == last && std::isfinite(v);
 }
 
 std::int64_t element_count(const std::string& path, const std::vector<std::int64_t>& shape) {

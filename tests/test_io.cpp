@@ -319,6 +319,9 @@ TEST(ParseFloatList, Values) {
   EXPECT_EQ(parse_float_list("1.0", "--beta"), (std::vector<float>{1.0f}));
   EXPECT_EQ(parse_float_list("0.5,1,2", "--beta"), (std::vector<float>{0.5f, 1.0f, 2.0f}));
   EXPECT_EQ(parse_float_list(" -0.5 , 2e-1 ", "--beta"), (std::vector<float>{-0.5f, 0.2f}));
+  // Below float's range: 0 (or a subnormal), not "not finite".
+  EXPECT_EQ(parse_float_list("1e-50,-1e-50", "--dropout"), (std::vector<float>{0.0f, -0.0f}));
+  EXPECT_EQ(parse_float_list("1e-40", "--beta")[0], 1e-40f);
 }
 
 TEST(ParseFloatList, Errors) {
