@@ -503,6 +503,12 @@ TEST_F(CliTest, TensorFileErrors) {
                     {"w.npy: shape [14,3], expected [14] or [14,1] or [14,2]"});
 
   // GAT's el of the wrong node count; GATv2's a of the wrong width.
+  // NaN propagates (the defined result); --reference names the input instead of the kernels.
+  auto nan = v;
+  nan[5] = std::nanf("");
+  expect_user_error(base + " --reference --k " + quote(npy("k.npy", {N, H, D}, nan)),
+                    {"k.npy holds NaN or Inf", "--reference"});
+  EXPECT_EQ(run(base + " --k " + quote(npy("k.npy", {N, H, D}, nan))).code, 0);
   expect_user_error("attention --graph " + g + " --model gat --heads 2 --dim 3 --el " + quote(npy("el.npy", {N - 1, H}, v)),
                     {"el.npy: shape [6,2], expected [7,2]"});
   expect_user_error("attention --graph " + g + " --model gatv2 --heads 2 --dim 3 --a " + quote(npy("a.npy", {H, D + 1}, v)),

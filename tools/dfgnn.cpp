@@ -476,6 +476,22 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
   return status;
 }
 
+// NaN or Inf in an input propagates to the outputs (the defined result, docs/design.md
+// "Semantics"), which no reference comparison can pass: --reference names the input instead of
+// blaming the kernels.
+void reject_non_finite(const Args& a, const Inputs& in) {
+  const auto check = [](const std::vector<float>& v, const std::string& name) {
+    if (std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }) != v.end())
+      throw Error(name + " holds NaN or Inf: the outputs propagate it, --reference cannot check them");
+  };
+  const auto names = tensor_options(in.kind);
+  for (std::size_t i = 0; i < in.tensors.size(); ++i) {
+    const std::string option = i < names.size() ? names[i].first : "a";
+    check(in.tensors[i], a.has(option) ? a.get(option) : "--" + option);
+  }
+  check(in.edge_values, a.get("edge-values"));
+}
+
 int cmd_attention(int argc, char** argv) {
   const Args a = parse_args(argc, argv, 2,
                             {"graph", "nodes", "model", "heads", "dim", "q", "k", "v", "x", "beta", "el", "er",
@@ -493,6 +509,7 @@ int cmd_attention(int argc, char** argv) {
   const Inputs run_in = in_order(in, re.order);
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
+  if (a.flags.count("reference")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
   Strategy used = strategy;
   std::vector<float> out;
