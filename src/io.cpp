@@ -177,6 +177,9 @@ NpyHeader parse_npy_header(const std::string& path, std::string_view s) {
   while (!accept('}')) {
     const std::string key = string_literal();
     expect(':');
+    // NumPy keeps a repeated key's last value: taking another would read another array.
+    const int index = key == "descr" ? 0 : key == "fortran_order" ? 1 : key == "shape" ? 2 : -1;
+    if (index >= 0 && seen[index]) bad("duplicate key '" + key + "'");
     if (key == "descr") {
       h.descr = string_literal();
       seen[0] = true;
@@ -228,10 +231,11 @@ class Lines {
   explicit Lines(std::string_view text) : text_(text) {}
   bool next(std::string_view& line) {
     if (pos_ >= text_.size()) return false;
-    std::size_t end = text_.find('\n', pos_);
+    // LF, CRLF or a lone CR (old Mac files, once read as one line) ends a line.
+    std::size_t end = text_.find_first_of("\r\n", pos_);
     if (end == std::string_view::npos) end = text_.size();
     line = text_.substr(pos_, end - pos_);
-    pos_ = end + 1;
+    pos_ = end + (text_.compare(end, 2, "\r\n") == 0 ? 2 : 1);
     ++number_;
     return true;
   }

@@ -142,6 +142,8 @@ TEST_F(IoTest, NpyErrors) {
       {write("fortran.npy", npy_bytes(1, dict("<f4", "True"), payload)), "Fortran"},
       {write("garbage.npy", npy_bytes(1, "{'descr': '<f4', 'shape': [2, 3]}", payload)), "unparsable"},
       {write("version.npy", npy_bytes(1, dict("<f4", "False"), payload).replace(6, 1, "\x07")), "version 7"},
+      {write("dup.npy", npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }", payload)),
+       "duplicate key 'shape'"},
       {write("trailing.npy", npy_bytes(1, dict("<f4", "False"), payload + "JUNK")), "bytes after the data"},
       {path("missing.npy"), "cannot open"},
   };
@@ -167,6 +169,9 @@ TEST_F(IoTest, EdgeListSyntax) {
   expect_edges(read_graph(write("h.tsv", "# c\nsrc\tdst\tweight\n0\t1\t0.5\n")), {0}, {1}, 2);
   // A fractional weight on the first line does not make it a header; a weight and a time may follow.
   expect_edges(read_graph(write("w.txt", "4 1 0.5\n0 2 1 1217567877\n")), {4, 0}, {1, 2}, 5);
+  // Lone CR line ends (once one line: the first edge only); the line numbers count them.
+  expect_edges(read_graph(write("cr.txt", "# c\r0 1\r1 2\r\r2 0\r")), {0, 1, 2}, {1, 2, 0}, 3);
+  expect_error([&] { read_graph(write("cr_bad.txt", "0 1\r1 x\r")); }, {"cr_bad.txt:2:", "x"});
   // A UTF-8 byte order mark.
   expect_edges(read_graph(write("bom.txt", "\xEF\xBB\xBF" "0 1\n1 2\n")), {0, 1}, {1, 2}, 3);
   // `dfgnn gen`'s lists state their node count (isolated last nodes); num_nodes still overrides.
