@@ -52,6 +52,10 @@ HostGraph graph_from_edges(node_t num_nodes, const std::vector<node_t>& src,
     check_id(src[i], num_nodes, "source", i);
     check_id(dst[i], num_nodes, "destination", i);
   }
+  // Offsets and the sort's cursors [N+1] each, src, dst and edge_id [E]: a huge id or node
+  // count would otherwise zero-fill gigabytes until the OOM killer ends it.
+  check_host_bytes("graph: " + std::to_string(num_nodes) + " nodes and " + std::to_string(m) + " edges",
+                   2 * (std::uint64_t(num_nodes) + 1) * sizeof(edge_t) + std::uint64_t(m) * (2 * sizeof(node_t) + sizeof(edge_t)));
   HostGraph g;
   g.num_nodes = num_nodes;
   g.row_ptr.assign(std::size_t(num_nodes) + 1, 0);

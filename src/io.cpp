@@ -101,10 +101,19 @@ bool parse_int(std::string_view tok, std::int64_t& v) {
   return ec == std::errc() || ec == std::errc::result_out_of_range;
 }
 
-/// Parses a whole token as a finite float.
+/// Parses a whole token as a finite float. A value below float's range (1e-50) rounds to 0 or
+/// a subnormal, as NumPy's float32 does: it was once refused as "not finite".
 bool parse_float(std::string_view tok, float& v) {
-  const auto [end, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-  return !tok.empty() && ec == std::errc() && end == tok.data() + tok.size() && std::isfinite(v);
+  const char* const last = tok.data() + tok.size();
+  auto [end, ec] = std::from_chars(tok.data(), last, v);
+  if (ec == std::errc::result_out_of_range) {
+    double d = 0.0;
+    const std::from_chars_result r = std::from_chars(tok.data(), last, d);
+    end = r.ptr, ec = r.ec;
+    if (ec == std::errc() && std::fabs(d) < 1.0) v = float(d);  // underflow, not overflow
+    else ec = std::errc::result_out_of_range;
+  }
+  return !tok.empty() && ec == std::errc() && end == last && std::isfinite(v);
 }
 
 std::int64_t element_count(const std::string& path, const std::vector<std::int64_t>& shape) {
@@ -168,6 +177,9 @@ NpyHeader parse_npy_header(const std::string& path, std::string_view s) {
   while (!accept('}')) {
     const std::string key = string_literal();
     expect(':');
+    // NumPy keeps a repeated key's last value: taking another would read another array.
+    const int index = key == "descr" ? 0 : key == "fortran_order" ? 1 : key == "shape" ? 2 : -1;
+    if (index >= 0 && seen[index]) bad("duplicate key '" + key + "'");
     if (key == "descr") {
       h.descr = string_literal();
       seen[0] = true;
@@ -219,10 +231,11 @@ class Lines {
   explicit Lines(std::string_view text) : text_(text) {}
   bool next(std::string_view& line) {
     if (pos_ >= text_.size()) return false;
-    std::size_t end = text_.find('\n', pos_);
+    // LF, CRLF or a lone CR (old Mac files, once read as one line) ends a line.
+    std::size_t end = text_.find_first_of("\r\n", pos_);
     if (end == std::string_view::npos) end = text_.size();
     line = text_.substr(pos_, end - pos_);
-    pos_ = end + 1;
+    pos_ = end + (text_.compare(end, 2, "\r\n") == 0 ? 2 : 1);
     ++number_;
     return true;
   }
@@ -472,8 +485,11 @@ void write_npy_f32(const std::string& path, const std::vector<std::int64_t>& sha
 EdgeList read_graph(const std::string& path, std::int64_t num_nodes) {
   if (num_nodes > kMaxNodes) fail(path, "num_nodes " + std::to_string(num_nodes) + " exceeds 2^31 - 1");
   const std::string text = InFile(path).read_all();
-  return ends_with(path, ".mtx") || ends_with(path, ".mtx.gz") ? parse_mtx(path, text, num_nodes)
-                                                                 : parse_edge_list(path, text, num_nodes);
+  // By content first: a Matrix Market file of any name read as an edge list would lose its
+  // size line into an edge and shift every id by one, silently.
+  const bool banner = lower(std::string_view(text).substr(0, 14)) == "%%matrixmarket";
+  return banner || ends_with(path, ".mtx") || ends_with(path, ".mtx.gz") ? parse_mtx(path, text, num_nodes)
+                                                                           : parse_edge_list(path, text, num_nodes);
 }
 
 std::vector<float> parse_float_list(const std::string& text, const std::string& what) {

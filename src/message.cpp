@@ -100,6 +100,10 @@ void expect_output(const char* who, const Extents& out, std::size_t rows, const 
   if (!out.present() || out.rows != rows || out.heads < 1 || out.dim < 1)
     fail(who, std::string(out.name) + " has shape " + shape_of(out) + ", expected [" + rows_name + ",H,D] with " +
                   rows_name + " = " + std::to_string(rows) + " and H, D >= 1");
+  // The CUDA kernels' per-row byte stride H*D*4 and width H*D are 32-bit (message_passing.cuh).
+  // (With rows = N < 2^31 the bytes of out then stay below 2^62.)
+  if (checked_product(std::string(who) + ": " + out.name + " H x D", {out.heads, out.dim}) > (std::uint64_t(1) << 29) - 1)
+    fail(who, std::string(out.name) + " has shape " + shape_of(out) + ": H x D exceeds 2^29 - 1 features per row");
   if (!out.data && out.bytes() > 0) fail(who, std::string(out.name) + " has shape " + shape_of(out) + " but no data");
 }
 

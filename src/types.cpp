@@ -2,6 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <fstream>
+#include <limits>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
 
 namespace dfgnn {
 
@@ -10,7 +17,41 @@ std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
 }
+// The host memory this process can have: physical memory, or less under an address-space or
+// cgroup v2 limit; unknown parts count as unlimited.
+std::uint64_t host_memory_limit() {
+  std::uint64_t limit = std::numeric_limits<std::uint64_t>::max();
+#if defined(__unix__) || defined(__APPLE__)
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) limit = std::uint64_t(pages) * std::uint64_t(page);
+  rlimit r{};
+  if (getrlimit(RLIMIT_AS, &r) == 0 && r.rlim_cur != RLIM_INFINITY) limit = std::min<std::uint64_t>(limit, r.rlim_cur);
+  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+  unsigned long long max = 0;
+  if (cgroup >> max) limit = std::min<std::uint64_t>(limit, max);  // "max" (no limit) does not parse
+#endif
+  return limit;
+}
 }  // namespace
+
+std::uint64_t checked_product(const std::string& what, std::initializer_list<std::uint64_t> factors) {
+  std::uint64_t n = 1;
+  bool overflow = false;
+  for (std::uint64_t f : factors) overflow |= __builtin_mul_overflow(n, f, &n);
+  if (overflow) {
+    std::string list;
+    for (std::uint64_t f : factors) list += (list.empty() ? "" : " x ") + std::to_string(f);
+    throw Error(what + " " + list + " overflows 64 bits");
+  }
+  return n;
+}
+
+void check_host_bytes(const std::string& what, std::uint64_t bytes) {
+  const std::uint64_t limit = host_memory_limit();
+  if (bytes > limit)
+    throw Error(what + " needs " + std::to_string(bytes) + " bytes of host memory, more than the " +
+                std::to_string(limit) + " bytes this process can have");
+}
 
 const char* to_string(Strategy s) {
   switch (s) {

@@ -77,6 +77,8 @@ class CliTest : public ::testing::Test {
 
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
+  std::string limit_;  ///< shell commands before the CLI's (a ulimit)
+
   std::string write(const std::string& name, const std::string& text) const {
     std::ofstream(path(name), std::ios::binary) << text;
     return path(name);
@@ -98,7 +100,7 @@ class CliTest : public ::testing::Test {
   /// Runs `dfgnn <args>` with stdout and stderr captured in files.
   Result run(const std::string& args) const {
     const std::string out = path("stdout.txt"), err = path("stderr.txt");
-    const std::string cmd = quote(DFGNN_CLI) + " " + args + " >" + quote(out) + " 2>" + quote(err);
+    const std::string cmd = limit_ + quote(DFGNN_CLI) + " " + args + " >" + quote(out) + " 2>" + quote(err);
     const int status = std::system(cmd.c_str());
     Result r;
     if (status != -1 && WIFEXITED(status)) r.code = WEXITSTATUS(status);
@@ -456,6 +458,27 @@ TEST_F(CliTest, GraphFileErrors) {
   EXPECT_NE(ok.out.find("nodes 3\nedges 2\n"), std::string::npos) << ok.out;
 }
 
+// Sizes that cannot fit are refused up front with the bytes they need, not left to the OOM
+// killer (exit 1, or killed). 2^31 - 1 nodes need 32 GiB of offsets: under an 8 GiB address
+// space (not under ASan, whose shadow memory needs more) that is refused on any machine.
+TEST_F(CliTest, SizesThatCannotFit) {
+#if !defined(__SANITIZE_ADDRESS__)
+  limit_ = "ulimit -v 8000000; ";
+#endif
+  const std::string far = write("far.txt", "0 1\n2147483646 0\n");
+  expect_user_error("info --graph " + quote(far), {"graph: 2147483647 nodes and 2 edges needs", "bytes of host memory"});
+  expect_user_error("info --graph " + quote(write("one.txt", "0 1\n")) + " --nodes 2147483647", {"2147483647 nodes", "needs"});
+  const std::string mtx = write("far.mtx", "%%MatrixMarket matrix coordinate pattern general\n2147483647 2147483647 1\n1 2\n");
+  expect_user_error("info --graph " + quote(mtx), {"2147483647 nodes", "needs"});
+  limit_.clear();
+  // N*H*D overflows 64 bits; or fits but not in memory.
+  const std::string one = quote(write("one_edge.txt", "0 1\n"));
+  expect_user_error("attention --graph " + one + " --nodes 1048576 --model gt --heads 65536 --dim 1073741824 --strategy pmf",
+                    {"nodes x heads x dim: 1048576 x 65536 x 1073741824 overflows 64 bits"});
+  expect_user_error("attention --graph " + one + " --nodes 1024 --model gt --heads 65536 --dim 1073741824",
+                    {"attention over 1024 nodes x 65536 heads x 1073741824 features needs", "bytes of host memory"});
+}
+
 TEST_F(CliTest, TensorFileErrors) {
   const std::string g = quote(tiny_graph());
   const std::int64_t N = kNodes, H = 2, D = 3, E = std::int64_t(kSrc.size());
@@ -480,6 +503,12 @@ TEST_F(CliTest, TensorFileErrors) {
                     {"w.npy: shape [14,3], expected [14] or [14,1] or [14,2]"});
 
   // GAT's el of the wrong node count; GATv2's a of the wrong width.
+  // NaN propagates (the defined result); --reference names the input instead of the kernels.
+  auto nan = v;
+  nan[5] = std::nanf("");
+  expect_user_error(base + " --reference --k " + quote(npy("k.npy", {N, H, D}, nan)),
+                    {"k.npy holds NaN or Inf", "--reference"});
+  EXPECT_EQ(run(base + " --k " + quote(npy("k.npy", {N, H, D}, nan))).code, 0);
   expect_user_error("attention --graph " + g + " --model gat --heads 2 --dim 3 --el " + quote(npy("el.npy", {N - 1, H}, v)),
                     {"el.npy: shape [6,2], expected [7,2]"});
   expect_user_error("attention --graph " + g + " --model gatv2 --heads 2 --dim 3 --a " + quote(npy("a.npy", {H, D + 1}, v)),
@@ -508,6 +537,8 @@ TEST_F(CliTest, OptionErrors) {
   expect_user_error(base + " --model gt --dim 99999999999999999999", {"--dim", "out of range"});
   expect_user_error(base + " --model gt --seed 1.5", {"--seed", "not an integer"});
   expect_user_error("info --graph " + g + " --nodes -5", {"--nodes", "out of range [0,"});
+  expect_user_error("bench --graph " + g + " --model gt --iters 1 --warmup 2147483647", {"--warmup", "out of range"});
+  expect_user_error("bench --graph " + g + " --model gt --iters 0", {"--iters", "out of range [1,"});
   expect_user_error("bench --graph " + g + " --model gt --inputs " + quote(path("none")), {"--inputs", "not a directory"});
   expect_user_error(base + " --model gt --heads", {"--heads", "needs a value"});
   expect_user_error(base + " --model gt stray", {"unexpected argument 'stray'"});
@@ -641,6 +672,9 @@ TEST_F(CliTest, SpmmAndSddmmErrors) {
   expect_user_error("sddmm" + g + " --op add --dim 2 --grad-out " + quote(npy("d.npy", {E, 1, 3}, v)),
                     {"d.npy: shape [14,1,3], expected [14,1,2] or [14,2]"});
   expect_user_error("spmm" + g + " --message copy_u --reduce sum --backend tpu", {"unknown backend 'tpu'"});
+  // warmup + iters once overflowed int (a crash); both are bounded.
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --iters 1 --warmup 2147483647", {"--warmup", "out of range"});
+  expect_user_error("sddmm" + g + " --op add --iters 2147483647", {"--iters", "out of range"});
 }
 
 }  // namespace

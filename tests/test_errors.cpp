@@ -312,6 +312,20 @@ TEST_F(ErrorsTest, PlanDimensions) {
   expect_error([&] { (void)Plan<Exec>(exec_, graph_, ScoreKind::GT, 1 << 20, 4); }, {"heads", "scratch"});
 }
 
+// N*H*D once wrapped in size_t to a small count that passed every shape check.
+TEST_F(ErrorsTest, CountsThatOverflow) {
+  constexpr int kMax = std::numeric_limits<int>::max();
+  expect_error([&] { (void)Plan<Exec>(exec_, graph_, ScoreKind::GT, kMax, kMax); },
+               {"plan: nodes x heads x dim x 4 bytes", std::to_string(kMax), "overflows 64 bits"});
+  expect_error([&] { checked_product("n:", {std::uint64_t(1) << 32, std::uint64_t(1) << 32}); },
+               {"n: 4294967296 x 4294967296 overflows 64 bits"});
+  EXPECT_EQ(checked_product("n:", {3, 5, 7}), 105u);
+  // What cannot fit is refused up front, naming the bytes.
+  expect_error([&] { check_host_bytes("graph", std::uint64_t(1) << 62); },
+               {"graph needs 4611686018427387904 bytes of host memory", "bytes this process can have"});
+  EXPECT_NO_THROW(check_host_bytes("graph", 1 << 20));
+}
+
 // ---- a correct call ------------------------------------------------------------------------
 
 /// Copies a device view back to the host as a flat vector.

@@ -142,6 +142,8 @@ TEST_F(IoTest, NpyErrors) {
       {write("fortran.npy", npy_bytes(1, dict("<f4", "True"), payload)), "Fortran"},
       {write("garbage.npy", npy_bytes(1, "{'descr': '<f4', 'shape': [2, 3]}", payload)), "unparsable"},
       {write("version.npy", npy_bytes(1, dict("<f4", "False"), payload).replace(6, 1, "\x07")), "version 7"},
+      {write("dup.npy", npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'shape': (6,), }", payload)),
+       "duplicate key 'shape'"},
       {write("trailing.npy", npy_bytes(1, dict("<f4", "False"), payload + "JUNK")), "bytes after the data"},
       {path("missing.npy"), "cannot open"},
   };
@@ -167,6 +169,9 @@ TEST_F(IoTest, EdgeListSyntax) {
   expect_edges(read_graph(write("h.tsv", "# c\nsrc\tdst\tweight\n0\t1\t0.5\n")), {0}, {1}, 2);
   // A fractional weight on the first line does not make it a header; a weight and a time may follow.
   expect_edges(read_graph(write("w.txt", "4 1 0.5\n0 2 1 1217567877\n")), {4, 0}, {1, 2}, 5);
+  // Lone CR line ends (once one line: the first edge only); the line numbers count them.
+  expect_edges(read_graph(write("cr.txt", "# c\r0 1\r1 2\r\r2 0\r")), {0, 1, 2}, {1, 2, 0}, 3);
+  expect_error([&] { read_graph(write("cr_bad.txt", "0 1\r1 x\r")); }, {"cr_bad.txt:2:", "x"});
   // A UTF-8 byte order mark.
   expect_edges(read_graph(write("bom.txt", "\xEF\xBB\xBF" "0 1\n1 2\n")), {0, 1}, {1, 2}, 3);
   // `dfgnn gen`'s lists state their node count (isolated last nodes); num_nodes still overrides.
@@ -252,6 +257,17 @@ TEST_F(IoTest, MtxSymmetricIntegerAndPattern) {
   EXPECT_TRUE(p.values.empty());
 }
 
+// Matrix Market by its banner, whatever the name: g.MTX once read as an edge list (the size
+// line an edge, every id shifted by one) without a word.
+TEST_F(IoTest, MtxByContent) {
+  const std::string text = "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n";
+  for (const std::string name : {"g.MTX", "g.mm", "g.txt", "g"}) {
+    SCOPED_TRACE(name);
+    expect_edges(read_graph(write(name, text)), {1, 2}, {0, 1}, 3);
+  }
+  expect_edges(read_graph(write_gz("g.txt.gz", text)), {1, 2}, {0, 1}, 3);
+}
+
 TEST_F(IoTest, MtxErrors) {
   const std::string banner = "%%MatrixMarket matrix coordinate real general\n";
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -308,6 +324,9 @@ TEST(ParseFloatList, Values) {
   EXPECT_EQ(parse_float_list("1.0", "--beta"), (std::vector<float>{1.0f}));
   EXPECT_EQ(parse_float_list("0.5,1,2", "--beta"), (std::vector<float>{0.5f, 1.0f, 2.0f}));
   EXPECT_EQ(parse_float_list(" -0.5 , 2e-1 ", "--beta"), (std::vector<float>{-0.5f, 0.2f}));
+  // Below float's range: 0 (or a subnormal), not "not finite".
+  EXPECT_EQ(parse_float_list("1e-50,-1e-50", "--dropout"), (std::vector<float>{0.0f, -0.0f}));
+  EXPECT_EQ(parse_float_list("1e-40", "--beta")[0], 1e-40f);
 }
 
 TEST(ParseFloatList, Errors) {

@@ -212,6 +212,14 @@ TEST(MessageRef, RejectsBadArguments) {
   test::expect_error([&] { reference_gsddmm(g, BinaryOp::Dot, 1, 2, x, x); }, {"dim 1, expected D = 2"});
   test::expect_error([&] { reference_gsddmm(g, BinaryOp::Add, 1, 1, x, x2); }, {"y has shape [3,2,1]", "N = 3, H = 1"});
   test::expect_error([&] { reference_gcn_aggregate(g, 1, 1, nullptr); }, {"x has shape [3,1,1] but no data"});
+  // The CUDA kernels' per-row stride H*D*4 is 32-bit; a wider row is refused at the check.
+  const std::size_t wide = std::size_t(1) << 15;
+  const detail::Extents lhs{"lhs", nullptr, 3, wide, wide}, out{"out", nullptr, 3, wide, wide};
+  test::expect_error([&] { detail::check_gspmm("gspmm", 3, 4, Message::copy_u(), Reduce::Sum, lhs, {}, out, {"arg", nullptr, 0, 0, 0}); },
+                     {"gspmm: out has shape [3,32768,32768]: H x D exceeds 2^29 - 1 features per row"});
+  const detail::Extents huge{"out", nullptr, 3, std::size_t(1) << 40, std::size_t(1) << 40};
+  test::expect_error([&] { detail::check_gspmm("gspmm", 3, 4, Message::copy_u(), Reduce::Sum, lhs, {}, huge, {"arg", nullptr, 0, 0, 0}); },
+                     {"gspmm: out H x D 1099511627776 x 1099511627776 overflows 64 bits"});
 }
 
 // ---- reordering ----------------------------------------------------------------------------

@@ -20,6 +20,9 @@
 
 namespace dfgnn::cli {
 
+/// Bound of --warmup and --iters: their sum stays far from int's range and a run ends.
+constexpr long long kMaxIters = 1000000;
+
 struct Args {
   std::map<std::string, std::string> values;
   std::set<std::string> flags;

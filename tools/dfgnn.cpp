@@ -199,6 +199,11 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   in.D = feature_dim(a, in.kind, in.N, in.H, files);
   const std::uint64_t seed = a.seed();
   const std::size_t N = in.N, H = in.H, D = in.D;
+  // Every count below is at most N*H*D; the inputs, the output and as many gradients must fit.
+  const std::uint64_t nhd = checked_product("nodes x heads x dim:", {N, H, D});
+  check_host_bytes("attention over " + std::to_string(N) + " nodes x " + std::to_string(H) + " heads x " +
+                       std::to_string(D) + " features",
+                   checked_product("bytes of", {nhd, 4, 2 * tensor_options(in.kind).size() + 2}));
   auto tensor = [&](const std::string& name, std::vector<std::size_t> want, std::vector<std::size_t> alt,
                     std::uint64_t salt) {
     std::size_t n = 1;
@@ -471,6 +476,22 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
   return status;
 }
 
+// NaN or Inf in an input propagates to the outputs (the defined result, docs/design.md
+// "Semantics"), which no reference comparison can pass: --reference names the input instead of
+// blaming the kernels.
+void reject_non_finite(const Args& a, const Inputs& in) {
+  const auto check = [](const std::vector<float>& v, const std::string& name) {
+    if (std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }) != v.end())
+      throw Error(name + " holds NaN or Inf: the outputs propagate it, --reference cannot check them");
+  };
+  const auto names = tensor_options(in.kind);
+  for (std::size_t i = 0; i < in.tensors.size(); ++i) {
+    const std::string option = i < names.size() ? names[i].first : "a";
+    check(in.tensors[i], a.has(option) ? a.get(option) : "--" + option);
+  }
+  check(in.edge_values, a.get("edge-values"));
+}
+
 int cmd_attention(int argc, char** argv) {
   const Args a = parse_args(argc, argv, 2,
                             {"graph", "nodes", "model", "heads", "dim", "q", "k", "v", "x", "beta", "el", "er",
@@ -488,6 +509,7 @@ int cmd_attention(int argc, char** argv) {
   const Inputs run_in = in_order(in, re.order);
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
+  if (a.flags.count("reference")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
   Strategy used = strategy;
   std::vector<float> out;
@@ -648,8 +670,7 @@ int cmd_bench(int argc, char** argv) {
   const HostGraph& g = re.graph;
   const Inputs in = in_order(load_inputs(a, g), re.order);
   const float scale = scale_option(a), slope = a.real("slope", 0.2f);
-  const int warmup = int(a.integer("warmup", 5)), iters = int(a.integer("iters", 20));
-  if (warmup < 0 || iters < 1) throw Error("--warmup must be >= 0 and --iters >= 1");
+  const int warmup = int(a.integer("warmup", 5, 0, cli::kMaxIters)), iters = int(a.integer("iters", 20, 1, cli::kMaxIters));
   std::vector<Strategy> strategies;
   const std::string list = a.get("strategy", "all");
   if (list == "all") {

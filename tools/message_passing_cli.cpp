@@ -239,8 +239,7 @@ int run_command(int argc, char** argv, bool sddmm) {
   } else if (a.has("grad-prefix")) {
     throw Error("--grad-prefix needs --grad-out");
   }
-  const int warmup = int(a.integer("warmup", 3)), iters = int(a.integer("iters", 0));
-  if (warmup < 0 || iters < 0) throw Error("--warmup and --iters must be >= 0");
+  const int warmup = int(a.integer("warmup", 3, 0, cli::kMaxIters)), iters = int(a.integer("iters", 0, 0, cli::kMaxIters));
   job.warmup = warmup, job.iters = iters;
 
   // Reordering: node tensors into the new order, results back; edge tensors keep the file's.

@@ -369,6 +369,10 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
   if (dim < 1) throw Error("cuda::Plan: dim must be >= 1, got " + std::to_string(dim));
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
+  // The kernels' per-node byte stride H*D*4 is 32-bit (online.cuh, message_passing.cuh).
+  if (std::int64_t(heads) * dim * 4 > std::numeric_limits<std::int32_t>::max())
+    throw Error("cuda::Plan: heads x dim = " + std::to_string(heads) + " x " + std::to_string(dim) +
+                " exceeds 2^29 features per node");
   const node_t N = g.num_nodes;
   const edge_t E = g.num_edges();
   p.kind = kind, p.heads = heads, p.dim = dim;

@@ -36,9 +36,10 @@ struct EdgeList {
   std::vector<float> values;  ///< per-edge values of a real/integer .mtx file; empty otherwise
 };
 
-/// Reads a graph file; gzip compression is detected from the content, not the name.
+/// Reads a graph file; gzip compression and Matrix Market are detected from the content, not
+/// the name.
 ///
-/// - `.mtx` / `.mtx.gz`: Matrix Market `coordinate` with field real, integer or pattern and
+/// - a file that starts with the `%%MatrixMarket` banner (or is named `.mtx` / `.mtx.gz`): Matrix Market `coordinate` with field real, integer or pattern and
 ///   symmetry general or symmetric (off-diagonal entries are mirrored). A square matrix; the
 ///   1-based entry `row col` is the edge col-1 -> row-1. The entry count must equal the size line.
 /// - anything else: an edge list, one `u v` (u -> v, 0-based) per line, tokens separated by

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -84,6 +85,16 @@ struct DegreeStats {
   node_t above_threshold = 0;  ///< rows whose in-degree exceeds `threshold`
   node_t empty_rows = 0;     ///< rows with no in-edges
 };
+
+/// The product of `factors` (each >= 0), or Error "<what> <f1> x <f2> x ... overflows 64 bits":
+/// a count multiplied in size_t once wrapped to a small number and passed every shape check.
+std::uint64_t checked_product(const std::string& what, std::initializer_list<std::uint64_t> factors);
+
+/// Throws Error "<what> needs <bytes> bytes of host memory, more than the <limit> bytes this
+/// process can have" when `bytes` exceeds the machine's memory (or a lower address-space or
+/// cgroup limit): what cannot fit is refused up front, not left to the allocator or the OOM
+/// killer.
+void check_host_bytes(const std::string& what, std::uint64_t bytes);
 
 const char* to_string(Strategy s);
 const char* to_string(ScoreKind k);

@@ -230,20 +230,26 @@ int dfgnn_graph_from_csr(int64_t num_nodes, const int64_t* row_ptr, const int64_
 
 void dfgnn_graph_free(dfgnn_graph* graph) { delete graph; }
 
-void dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_edges,
-                      int64_t* max_in_degree) {
-  *num_nodes = graph->graph.num_nodes();
-  *num_edges = graph->graph.num_edges();
-  *max_in_degree = graph->graph.stats().max;
+int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_edges, int64_t* max_in_degree) {
+  return guarded([&] {
+    if (!graph || !num_nodes || !num_edges || !max_in_degree) throw dfgnn::Error("graph info: null argument");
+    *num_nodes = graph->graph.num_nodes();
+    *num_edges = graph->graph.num_edges();
+    *max_in_degree = graph->graph.stats().max;
+  });
 }
 
-void dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, int32_t* dst,
-                     int64_t* edge_id) {
-  const dfgnn::HostGraph& h = graph->graph.host();
-  std::copy(h.row_ptr.begin(), h.row_ptr.end(), row_ptr);
-  std::copy(h.src.begin(), h.src.end(), src);
-  std::copy(h.dst.begin(), h.dst.end(), dst);
-  std::copy(h.edge_id.begin(), h.edge_id.end(), edge_id);
+int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, int32_t* dst, int64_t* edge_id) {
+  return guarded([&] {
+    if (!graph || !row_ptr) throw dfgnn::Error("graph csr: null argument");
+    const dfgnn::HostGraph& h = graph->graph.host();
+    // The edge arrays may be null when there are no edges (an empty tensor's data pointer).
+    if (h.num_edges() > 0 && (!src || !dst || !edge_id)) throw dfgnn::Error("graph csr: null argument");
+    std::copy(h.row_ptr.begin(), h.row_ptr.end(), row_ptr);
+    std::copy(h.src.begin(), h.src.end(), src);
+    std::copy(h.dst.begin(), h.dst.end(), dst);
+    std::copy(h.edge_id.begin(), h.edge_id.end(), edge_id);
+  });
 }
 
 int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t* order, dfgnn_graph** renumbered) {
@@ -300,7 +306,13 @@ void dfgnn_plan_free(dfgnn_plan* plan) {
   delete plan;
 }
 
-const char* dfgnn_plan_strategy(const dfgnn_plan* plan) { return plan->strategy; }
+const char* dfgnn_plan_strategy(const dfgnn_plan* plan) {
+  if (!plan) {
+    fail(1, "dfgnn: null plan");
+    return nullptr;
+  }
+  return plan->strategy;
+}
 
 int dfgnn_gt_forward(const dfgnn_plan* plan, intptr_t stream, float scale, const float* Q, const float* K,
                      const float* V, const float* w, int w_heads, float dropout, uint64_t seed, float* out,

@@ -44,12 +44,12 @@ DFGNN_CAPI int dfgnn_graph_from_coo(int64_t num_nodes, int64_t num_edges, const 
 DFGNN_CAPI int dfgnn_graph_from_csr(int64_t num_nodes, const int64_t* row_ptr, const int64_t* col,
                                     dfgnn_graph** graph);
 DFGNN_CAPI void dfgnn_graph_free(dfgnn_graph* graph);
-DFGNN_CAPI void dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_edges,
-                                 int64_t* max_in_degree);
+DFGNN_CAPI int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_edges,
+                                int64_t* max_in_degree);
 /* Copies the CSR the kernels read: row_ptr [N+1], src and dst [E] (source and destination per
  * CSR edge), edge_id [E] (CSR position -> index of the edge as given). */
-DFGNN_CAPI void dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src,
-                                int32_t* dst, int64_t* edge_id);
+DFGNN_CAPI int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src,
+                               int32_t* dst, int64_t* edge_id);
 /* The graph with its nodes renumbered for locality (include/dfgnn/reorder.hpp) by `ordering`:
  * "none", "rcm" (reverse Cuthill-McKee) or "degree". Writes order [N] (order[i]: the node that
  * becomes node i); the renumbered graph keeps the edges in the order they were given. */
@@ -65,7 +65,8 @@ DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, cons
                                       const int32_t* src, const int32_t* dst, const int64_t* edge_id,
                                       int kind, int heads, int dim, dfgnn_plan** plan);
 DFGNN_CAPI void dfgnn_plan_free(dfgnn_plan* plan);
-/* The strategy the plan's forward runs ("smmf", "online", ...). */
+/* The strategy the plan's forward runs ("smmf", "online", ...); NULL for a null plan (then
+ * dfgnn_last_error() says so). */
 DFGNN_CAPI const char* dfgnn_plan_strategy(const dfgnn_plan* plan);
 
 /* Graph Transformer: score = scale <Q_v, K_u>. */

@@ -71,7 +71,7 @@ class Graph:
         self._handle = handle
         weakref.finalize(self, _lib.lib.dfgnn_graph_free, handle)
         n, e, d = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
-        _lib.lib.dfgnn_graph_info(handle, ctypes.byref(n), ctypes.byref(e), ctypes.byref(d))
+        _lib.call(_lib.lib.dfgnn_graph_info, handle, ctypes.byref(n), ctypes.byref(e), ctypes.byref(d))
         self.num_nodes, self.num_edges, self.max_in_degree = n.value, e.value, d.value
         self._plans = {}
         self._plan_handles = {}  # (device index (-1: CPU), kind, heads, dim) -> plan handle: the ops' eager path
@@ -160,8 +160,8 @@ class Graph:
         src = torch.empty(self.num_edges, dtype=torch.int32)
         dst = torch.empty(self.num_edges, dtype=torch.int32)
         edge_id = torch.empty(self.num_edges, dtype=torch.int64)
-        _lib.lib.dfgnn_graph_csr(self._handle, rowptr.data_ptr(), src.data_ptr(), dst.data_ptr(),
-                                 edge_id.data_ptr())
+        _lib.call(_lib.lib.dfgnn_graph_csr, self._handle, rowptr.data_ptr(), src.data_ptr(), dst.data_ptr(),
+                  edge_id.data_ptr())
         return rowptr, src, dst, edge_id
 
     def edge_index(self):

@@ -60,3 +60,16 @@ def test_native_errors_are_value_errors(graph):
     back as ValueError with its message."""
     with pytest.raises(ValueError, match="heads do not fit the team scratch"):
         graph.prepare("gt", 1 << 20, 1)
+
+
+def test_null_handles_are_errors():
+    """The C ABI's queries refuse a null handle with an error return, not a crash."""
+    import ctypes
+    from dfgnn import _lib
+    i64 = ctypes.c_int64()
+    with pytest.raises(ValueError, match="graph info: null argument"):
+        _lib.call(_lib.lib.dfgnn_graph_info, None, ctypes.byref(i64), ctypes.byref(i64), ctypes.byref(i64))
+    with pytest.raises(ValueError, match="graph csr: null argument"):
+        _lib.call(_lib.lib.dfgnn_graph_csr, None, None, None, None, None)
+    assert _lib.lib.dfgnn_plan_strategy(None) is None
+    assert _lib.lib.dfgnn_last_error() == b"dfgnn: null plan"
