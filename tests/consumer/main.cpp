@@ -2,6 +2,7 @@
 #include <dfgnn/dfgnn.hpp>
 
 #include <cstdio>
+#include <string>
 
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard guard(argc, argv);
@@ -13,8 +14,9 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < q.size(); ++i) q[i] = 0.1f * i, k[i] = 0.2f - 0.03f * i, v[i] = 1.0f + i;
   // [N,H,D] tensors on the execution space's memory, filled from the host vectors.
   const auto features = [&](const char* name, const std::vector<float>& x) {
-    dfgnn::NodeOutput<Mem> t(name, N, H, D);
-    Kokkos::deep_copy(t, Kokkos::View<const float***, Kokkos::LayoutRight, Kokkos::HostSpace>(x.data(), N, H, D));
+    const std::size_t n = N, h = H, d = D;
+    dfgnn::NodeOutput<Mem> t(std::string(name), n, h, d);
+    Kokkos::deep_copy(t, Kokkos::View<const float***, Kokkos::LayoutRight, Kokkos::HostSpace>(x.data(), n, h, d));
     return dfgnn::NodeFeatures<Mem>(t);
   };
   Exec exec;
