@@ -14,6 +14,7 @@ Usage: python3 perf/python_overhead.py [--data DIR] [--device cuda|cpu] [--model
 """
 
 import argparse
+import ctypes
 import gzip
 import json
 import os
@@ -24,6 +25,14 @@ import torch
 
 import dfgnn
 from dfgnn import _lib
+
+
+class Call(ctypes.Structure):
+    """dfgnn_call (python/capi/dfgnn_capi.h)."""
+    _fields_ = [("param", ctypes.c_float), ("inputs", ctypes.c_void_p * 3), ("count", ctypes.c_int64),
+                ("edge_values", ctypes.c_void_p), ("edge_heads", ctypes.c_int), ("dropout", ctypes.c_float),
+                ("seed", ctypes.c_uint64), ("out", ctypes.c_void_p), ("logsumexp", ctypes.c_void_p),
+                ("dout", ctypes.c_void_p), ("grads", ctypes.c_void_p * 3)]
 
 
 def cora_edges(data):
@@ -92,25 +101,26 @@ def cases(model, graph, n, heads, dim, device):
         inputs = [rand(n, heads), rand(n, heads), rand(n, heads, dim)]
         op = lambda: dfgnn.gat_attention(graph, *inputs)
         kind, scalar = _lib.GAT, 0.2
-    native, native_backward = (getattr(_lib.lib, f"dfgnn_{model}_{d}") for d in ("forward", "backward"))
-    plan = graph.plan(device, kind, heads, dim).handle.value
+    plan = graph.plan(device, kind, heads, dim).handle
     grad = torch.randn(n, heads, dim, generator=g).to(device)
     out, lse = torch.empty(n, heads, dim, device=device), torch.empty(n, heads, device=device)
     grads = [torch.empty_like(t) for t in inputs]
-    ptrs = [t.data_ptr() for t in inputs]
     s = torch.cuda.current_stream().cuda_stream if device.type == "cuda" else 0  # found once
-    fwd_args = (plan, s, scalar, *ptrs, None, 0, 0.0, 0, out.data_ptr(), lse.data_ptr())
-    bwd_args = fwd_args + (grad.data_ptr(), *(t.data_ptr() for t in grads))
-    _lib.call(native, *fwd_args)  # the loops below skip the status check
-    _lib.call(native_backward, *bwd_args)
+    call = Call(param=scalar, inputs=(ctypes.c_void_p * 3)(*(t.data_ptr() for t in inputs)), out=out.data_ptr(),
+                logsumexp=lse.data_ptr(), dout=grad.data_ptr(),
+                grads=(ctypes.c_void_p * 3)(*(t.data_ptr() for t in grads)))
+    native, native_backward = _lib.lib.dfgnn_forward, _lib.lib.dfgnn_backward
+    args = (plan, s, ctypes.byref(call))
+    _lib.call(native, *args)  # the loops below skip the status check
+    _lib.call(native_backward, *args)
     buffers = (out, lse, grads)  # alive while the native calls, holding only their addresses, run
 
     def fwd_native(keep=buffers):
-        native(*fwd_args)
+        native(*args)
 
     def fwd_bwd_native(keep=buffers):
-        native(*fwd_args)
-        native_backward(*bwd_args)
+        native(*args)
+        native_backward(*args)
 
     def no_grad():
         with torch.no_grad():

@@ -203,15 +203,11 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
                   {"logsumexp", &call.logsumexp}, {"dOut", &call.dout}, {"edge_values", &call.edge_values}});
 }
 
-Call pointer_call(const Op& op, ScoreKind model, std::initializer_list<const float*> inputs, std::size_t count,
+Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std::size_t count,
                   const float* edge_values, int edge_heads, const Dropout& dropout) {
   const ModelArgs& args = model_args(model);
   Call c;
-  int i = 0;
-  for (const float* x : inputs) {
-    c.inputs[i] = TensorRef::shaped(x, op, args.inputs[i].extent, count);
-    ++i;
-  }
+  for (int i = 0; i < args.count; ++i) c.inputs[i] = TensorRef::shaped(inputs[i], op, args.inputs[i].extent, count);
   if (edge_values) {
     c.edge_values.data = edge_values;
     c.edge_values.rank = 2;
@@ -227,16 +223,13 @@ void set_outputs(Call& c, const Op& op, float* out, float* logsumexp) {
 }
 
 void set_upstream(Call& c, const Op& op, ScoreKind model, const float* out, const float* logsumexp,
-                  const float* dout, std::initializer_list<float*> grads) {
+                  const float* dout, float* const* grads) {
   const ModelArgs& args = model_args(model);
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
   c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
   c.dout = TensorRef::shaped(dout, op, Extent::DstFeatures);
-  int i = 0;
-  for (float* g : grads) {
-    c.grads[i] = TensorRef::shaped(g, op, args.inputs[i].extent, c.inputs[i].extents[0]);
-    ++i;
-  }
+  for (int i = 0; i < args.count; ++i)
+    c.grads[i] = TensorRef::shaped(grads[i], op, args.inputs[i].extent, c.inputs[i].extents[0]);
 }
 
 void forward(const char* who, const Executor& executor, ScoreKind model, const Call& call) {

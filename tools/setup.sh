@@ -3,7 +3,7 @@
 # venv) and builds the serial preset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(cmake g++ make libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libgtest-dev zlib1g-dev python3-venv)
+packages=(cmake g++ make libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libgtest-dev zlib1g-dev python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

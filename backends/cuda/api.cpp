@@ -18,7 +18,7 @@ constexpr const char* kBackward = "cuda::attention_backward";
 // HeadVector input's entries.
 Call call_of(cudaStream_t stream, const Plan& plan, ScoreKind model, std::initializer_list<const float*> inputs,
              const Options& o, float param, std::size_t count = 0) {
-  Call c = pointer_call(plan.op(), model, inputs, count, o.edge_values.data, o.edge_values.heads, o.dropout);
+  Call c = pointer_call(plan.op(), model, inputs.begin(), count, o.edge_values.data, o.edge_values.heads, o.dropout);
   c.param = param;
   c.backward_order = o.backward_order;
   c.stream = stream;
@@ -32,7 +32,7 @@ void forward(const Plan& plan, ScoreKind model, Call c, float* out, const Option
 
 void backward(const Plan& plan, ScoreKind model, Call c, const float* out, const float* logsumexp, const float* dOut,
               std::initializer_list<float*> grads) {
-  set_upstream(c, plan.op(), model, out, logsumexp, dOut, grads);
+  set_upstream(c, plan.op(), model, out, logsumexp, dOut, grads.begin());
   dfgnn::detail::backward(kBackward, plan, model, c);
 }
 

@@ -8,7 +8,6 @@
 #include <dfgnn/csr.hpp>
 #include <dfgnn/op.hpp>
 
-#include <initializer_list>
 #include <memory>
 
 namespace dfgnn::detail {
@@ -42,16 +41,16 @@ std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t
                                                 Strategy strategy);
 
 /// A call on bare pointers, shaped as `op` says (the CUDA C++ API's and the C ABI's): the
-/// inputs of `model` in order (a HeadVector input has `count` entries), the edge values
-/// [E, edge_heads] (null: none) and the dropout.
-Call pointer_call(const Op& op, ScoreKind model, std::initializer_list<const float*> inputs, std::size_t count,
+/// model_args(model).count inputs of `model` in order (a HeadVector input has `count`
+/// entries), the edge values [E, edge_heads] (null: none) and the dropout.
+Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std::size_t count,
                   const float* edge_values, int edge_heads, const Dropout& dropout);
 /// A pointer call's forward outputs: out, and logsumexp in training (null: inference).
 void set_outputs(Call& call, const Op& op, float* out, float* logsumexp);
 /// A pointer call's backward operands: the forward's out and logsumexp, dOut, and the
 /// gradients of `model`'s inputs in order.
 void set_upstream(Call& call, const Op& op, ScoreKind model, const float* out, const float* logsumexp,
-                  const float* dout, std::initializer_list<float*> grads);
+                  const float* dout, float* const* grads);
 
 /// Checks, then runs on the executor.
 void forward(const char* who, const Executor& executor, ScoreKind model, const Call& call);

@@ -1,6 +1,6 @@
-// The C ABI of dfgnn_capi.h: graphs, plans and the four models' forward and backward on the
-// Kokkos host kernels or (built with DFGNN_ENABLE_CUDA) the CUDA-native ones. Each call is a
-// Call on bare pointers handed to the dispatch (include/dfgnn/dispatch.hpp), which checks it
+// The C ABI of dfgnn_capi.h: graphs, plans, and one forward and one backward for every model
+// on the Kokkos host kernels or (built with DFGNN_ENABLE_CUDA) the CUDA-native ones. Each call
+// is a Call on bare pointers handed to the dispatch (include/dfgnn/dispatch.hpp), which checks it
 // once and runs the plan's executor. Every entry catches everything: exceptions become a
 // return code and a thread-local message.
 
@@ -143,7 +143,6 @@ struct dfgnn_plan {
 namespace {
 
 using dfgnn::Call;
-using dfgnn::ScoreKind;
 
 constexpr const char* kForward = "attention";
 constexpr const char* kBackward = "attention_backward";
@@ -153,14 +152,14 @@ const dfgnn_plan& checked(const dfgnn_plan* plan) {
   return *plan;
 }
 
-// A call of `model` through `plan` on its inputs (`count`: AGNN's beta entries) with the
-// options every entry takes.
-Call call_of(const dfgnn_plan& plan, ScoreKind model, std::initializer_list<const float*> inputs, float param,
-             const float* w, int w_heads, float rate, uint64_t seed, std::size_t count = 0) {
-  Call c = dfgnn::detail::pointer_call(plan.executor->op(), model, inputs, count, w, w_heads,
-                                       dfgnn::Dropout{rate, seed});
-  c.param = param;
-  return c;
+// The Call of c through p: the model is the one p was made for.
+Call call_of(const dfgnn_plan& p, const dfgnn_call* c) {
+  if (!c) throw dfgnn::Error("dfgnn: null call");
+  const dfgnn::Op& op = p.executor->op();
+  Call call = dfgnn::detail::pointer_call(op, op.kind, c->inputs, std::size_t(std::max<int64_t>(0, c->count)),
+                                          c->edge_values, c->edge_heads, dfgnn::Dropout{c->dropout, c->seed});
+  call.param = c->param;
+  return call;
 }
 
 // Runs `dispatch` on the plan's executor: a host plan on a host execution space, waited for
@@ -176,17 +175,6 @@ void run(const dfgnn_plan& p, Call c, intptr_t stream, const Dispatch& dispatch)
     c.stream = reinterpret_cast<void*>(stream);
     DFGNN_ON_DEVICE(&p, dispatch(c));
   }
-}
-
-void forward(const dfgnn_plan& p, ScoreKind model, Call c, intptr_t stream, float* out, float* lse) {
-  dfgnn::detail::set_outputs(c, p.executor->op(), out, lse);
-  run(p, c, stream, [&](const Call& call) { dfgnn::detail::forward(kForward, *p.executor, model, call); });
-}
-
-void backward(const dfgnn_plan& p, ScoreKind model, Call c, intptr_t stream, const float* out, const float* lse,
-              const float* dOut, std::initializer_list<float*> grads) {
-  dfgnn::detail::set_upstream(c, p.executor->op(), model, out, lse, dOut, grads);
-  run(p, c, stream, [&](const Call& call) { dfgnn::detail::backward(kBackward, *p.executor, model, call); });
 }
 
 }  // namespace
@@ -314,88 +302,26 @@ const char* dfgnn_plan_strategy(const dfgnn_plan* plan) {
   return plan->strategy;
 }
 
-int dfgnn_gt_forward(const dfgnn_plan* plan, intptr_t stream, float scale, const float* Q, const float* K,
-                     const float* V, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
-                     float* lse) {
+int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    forward(p, ScoreKind::GT, call_of(p, ScoreKind::GT, {Q, K, V}, scale, w, w_heads, dropout, seed), stream, out,
-            lse);
+    Call c = call_of(p, call);
+    dfgnn::detail::set_outputs(c, p.executor->op(), call->out, call->logsumexp);
+    run(p, c, stream, [&](const Call& checked_call) {
+      dfgnn::detail::forward(kForward, *p.executor, p.executor->op().kind, checked_call);
+    });
   });
 }
 
-int dfgnn_gt_backward(const dfgnn_plan* plan, intptr_t stream, float scale, const float* Q, const float* K,
-                      const float* V, const float* w, int w_heads, float dropout, uint64_t seed,
-                      const float* out, const float* lse, const float* dOut, float* dQ, float* dK,
-                      float* dV) {
+int dfgnn_backward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    backward(p, ScoreKind::GT, call_of(p, ScoreKind::GT, {Q, K, V}, scale, w, w_heads, dropout, seed), stream, out,
-             lse, dOut, {dQ, dK, dV});
-  });
-}
-
-int dfgnn_agnn_forward(const dfgnn_plan* plan, intptr_t stream, const float* X, const float* beta,
-                       int beta_count, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
-                       float* lse) {
-  return guarded([&] {
-    const dfgnn_plan& p = checked(plan);
-    forward(p, ScoreKind::AGNN,
-            call_of(p, ScoreKind::AGNN, {X, beta}, 0, w, w_heads, dropout, seed, std::size_t(std::max(0, beta_count))),
-            stream, out, lse);
-  });
-}
-
-int dfgnn_agnn_backward(const dfgnn_plan* plan, intptr_t stream, const float* X, const float* beta,
-                        int beta_count, const float* w, int w_heads, float dropout, uint64_t seed,
-                        const float* out, const float* lse, const float* dOut, float* dX, float* dbeta) {
-  return guarded([&] {
-    const dfgnn_plan& p = checked(plan);
-    backward(p, ScoreKind::AGNN,
-             call_of(p, ScoreKind::AGNN, {X, beta}, 0, w, w_heads, dropout, seed, std::size_t(std::max(0, beta_count))),
-             stream, out, lse, dOut, {dX, dbeta});
-  });
-}
-
-int dfgnn_gat_forward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* el, const float* er,
-                      const float* V, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
-                      float* lse) {
-  return guarded([&] {
-    const dfgnn_plan& p = checked(plan);
-    forward(p, ScoreKind::GAT, call_of(p, ScoreKind::GAT, {el, er, V}, slope, w, w_heads, dropout, seed), stream,
-            out, lse);
-  });
-}
-
-int dfgnn_gat_backward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* el, const float* er,
-                       const float* V, const float* w, int w_heads, float dropout, uint64_t seed,
-                       const float* out, const float* lse, const float* dOut, float* del, float* der,
-                       float* dV) {
-  return guarded([&] {
-    const dfgnn_plan& p = checked(plan);
-    backward(p, ScoreKind::GAT, call_of(p, ScoreKind::GAT, {el, er, V}, slope, w, w_heads, dropout, seed), stream,
-             out, lse, dOut, {del, der, dV});
-  });
-}
-
-int dfgnn_gatv2_forward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* XL, const float* XR,
-                        const float* a, const float* w, int w_heads, float dropout, uint64_t seed, float* out,
-                        float* lse) {
-  return guarded([&] {
-    const dfgnn_plan& p = checked(plan);
-    forward(p, ScoreKind::GATv2, call_of(p, ScoreKind::GATv2, {XL, XR, a}, slope, w, w_heads, dropout, seed), stream,
-            out, lse);
-  });
-}
-
-int dfgnn_gatv2_backward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* XL, const float* XR,
-                         const float* a, const float* w, int w_heads, float dropout, uint64_t seed,
-                         const float* out, const float* lse, const float* dOut, float* dXL, float* dXR,
-                         float* da) {
-  return guarded([&] {
-    const dfgnn_plan& p = checked(plan);
-    backward(p, ScoreKind::GATv2, call_of(p, ScoreKind::GATv2, {XL, XR, a}, slope, w, w_heads, dropout, seed),
-             stream, out, lse, dOut, {dXL, dXR, da});
+    Call c = call_of(p, call);
+    dfgnn::detail::set_upstream(c, p.executor->op(), p.executor->op().kind, call->out, call->logsumexp, call->dout,
+                                call->grads);
+    run(p, c, stream, [&](const Call& checked_call) {
+      dfgnn::detail::backward(kBackward, *p.executor, p.executor->op().kind, checked_call);
+    });
   });
 }
 

@@ -30,7 +30,7 @@ extern "C" {
 typedef struct dfgnn_graph dfgnn_graph;
 typedef struct dfgnn_plan dfgnn_plan;
 
-/* Score kinds, as dfgnn::ScoreKind. */
+/* Score kinds (the models), as dfgnn::ScoreKind. */
 enum { DFGNN_GT = 0, DFGNN_AGNN = 1, DFGNN_GAT = 2, DFGNN_GATV2 = 3 };
 
 DFGNN_CAPI const char* dfgnn_last_error(void);
@@ -69,46 +69,28 @@ DFGNN_CAPI void dfgnn_plan_free(dfgnn_plan* plan);
  * dfgnn_last_error() says so). */
 DFGNN_CAPI const char* dfgnn_plan_strategy(const dfgnn_plan* plan);
 
-/* Graph Transformer: score = scale <Q_v, K_u>. */
-DFGNN_CAPI int dfgnn_gt_forward(const dfgnn_plan* plan, intptr_t stream, float scale, const float* Q,
-                                const float* K, const float* V, const float* edge_values,
-                                int edge_heads, float dropout, uint64_t seed, float* out,
-                                float* logsumexp);
-DFGNN_CAPI int dfgnn_gt_backward(const dfgnn_plan* plan, intptr_t stream, float scale, const float* Q,
-                                 const float* K, const float* V, const float* edge_values,
-                                 int edge_heads, float dropout, uint64_t seed, const float* out,
-                                 const float* logsumexp, const float* dOut, float* dQ, float* dK,
-                                 float* dV);
-/* AGNN: score = beta_h cos(X_v, X_u); values X. */
-DFGNN_CAPI int dfgnn_agnn_forward(const dfgnn_plan* plan, intptr_t stream, const float* X,
-                                  const float* beta, int beta_count, const float* edge_values,
-                                  int edge_heads, float dropout, uint64_t seed, float* out,
-                                  float* logsumexp);
-DFGNN_CAPI int dfgnn_agnn_backward(const dfgnn_plan* plan, intptr_t stream, const float* X,
-                                   const float* beta, int beta_count, const float* edge_values,
-                                   int edge_heads, float dropout, uint64_t seed, const float* out,
-                                   const float* logsumexp, const float* dOut, float* dX,
-                                   float* dbeta);
-/* GAT: score = LeakyReLU(el_u + er_v, slope). */
-DFGNN_CAPI int dfgnn_gat_forward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* el,
-                                 const float* er, const float* V, const float* edge_values,
-                                 int edge_heads, float dropout, uint64_t seed, float* out,
-                                 float* logsumexp);
-DFGNN_CAPI int dfgnn_gat_backward(const dfgnn_plan* plan, intptr_t stream, float slope, const float* el,
-                                  const float* er, const float* V, const float* edge_values,
-                                  int edge_heads, float dropout, uint64_t seed, const float* out,
-                                  const float* logsumexp, const float* dOut, float* del, float* der,
-                                  float* dV);
-/* GATv2: score = sum_d a_hd LeakyReLU(XL_u,d + XR_v,d, slope); values XL. */
-DFGNN_CAPI int dfgnn_gatv2_forward(const dfgnn_plan* plan, intptr_t stream, float slope,
-                                   const float* XL, const float* XR, const float* a,
-                                   const float* edge_values, int edge_heads, float dropout,
-                                   uint64_t seed, float* out, float* logsumexp);
-DFGNN_CAPI int dfgnn_gatv2_backward(const dfgnn_plan* plan, intptr_t stream, float slope,
-                                    const float* XL, const float* XR, const float* a,
-                                    const float* edge_values, int edge_heads, float dropout,
-                                    uint64_t seed, const float* out, const float* logsumexp,
-                                    const float* dOut, float* dXL, float* dXR, float* da);
+/* One forward or backward call of the plan's model (the kind it was made for):
+ *   GT     inputs Q, K, V [N,H,D]          param: scale (0: 1/sqrt(D))   score scale <Q_v, K_u>
+ *   AGNN   inputs X [N,H,D], beta [count]                                 score beta_h cos(X_v, X_u)
+ *   GAT    inputs el, er [N,H], V [N,H,D]  param: negative slope         score LeakyReLU(el_u + er_v)
+ *   GATv2  inputs XL, XR [N,H,D], a [H,D]  param: negative slope  score sum_d a_hd LeakyReLU(XL_u,d + XR_v,d)
+ * with values V (GT, GAT), X (AGNN) or XL (GATv2); inputs past the model's count are ignored. */
+typedef struct dfgnn_call {
+  float param;
+  const float* inputs[3];
+  int64_t count;             /* entries of a per-head input (AGNN's beta): 1 or H */
+  const float* edge_values;  /* [E, edge_heads], edge_heads 1 or H; null: none */
+  int edge_heads;
+  float dropout;             /* rate in [0, 1); the forward's and its backward's (rate, seed) agree */
+  uint64_t seed;
+  float* out;                /* forward: written; backward: the forward's */
+  float* logsumexp;          /* forward: written, or null (inference); backward: the forward's */
+  const float* dout;         /* backward: dLoss/dout */
+  float* grads[3];           /* backward: written, the gradient of each input */
+} dfgnn_call;
+
+DFGNN_CAPI int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call);
+DFGNN_CAPI int dfgnn_backward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call);
 
 #ifdef __cplusplus
 }

@@ -1,15 +1,21 @@
-"""Loads the C ABI library (python/capi/dfgnn_capi.h) with ctypes and declares its functions.
+"""Loads the C ABI library (python/capi/dfgnn_capi.h) with ctypes and declares its functions,
+and binds the PyTorch extension `ops` (dfgnn._ops, python/ext/ops.cpp) to it.
 
 The library is looked up in $DFGNN_LIB, else next to this file (where `pip install` puts it).
-`call` runs a function and turns a failure into ValueError (user errors: a malformed graph, a
-shape the kernels reject) or RuntimeError (CUDA errors, allocation failures), with the
-library's message.
+Graphs and plans are made through ctypes; the attention calls go through `ops`, which calls
+dfgnn_forward and dfgnn_backward itself. `call` runs a function and turns a failure into
+ValueError (user errors: a malformed graph, a shape the kernels reject) or RuntimeError (CUDA
+errors, allocation failures), with the library's message; `ops` raises the same.
 """
 
 import ctypes
 import os
 
-__all__ = ["lib", "call", "fail", "has_cuda", "GT", "AGNN", "GAT", "GATV2"]
+import torch  # loads the libraries dfgnn._ops links to
+
+from . import _ops as ops
+
+__all__ = ["lib", "ops", "call", "has_cuda", "GT", "AGNN", "GAT", "GATV2"]
 
 GT, AGNN, GAT, GATV2 = 0, 1, 2, 3  # dfgnn::ScoreKind
 
@@ -27,7 +33,7 @@ def _load():
 
 lib = _load()
 
-_p, _i, _i64, _f, _u64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64, ctypes.c_float, ctypes.c_uint64
+_p, _i, _i64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_int64
 _ip = ctypes.c_ssize_t  # intptr_t: the CUDA stream
 
 lib.dfgnn_last_error.restype = ctypes.c_char_p
@@ -48,29 +54,15 @@ lib.dfgnn_plan_free.argtypes = [_p]
 lib.dfgnn_plan_strategy.restype = ctypes.c_char_p
 lib.dfgnn_plan_strategy.argtypes = [_p]
 
-# Per model: plan, stream, [scale or slope], its inputs, edge values, edge heads, dropout, seed,
-# then the forward's out and logsumexp, or the backward's out, logsumexp, dOut and gradients.
-_options = [_p, _i, _f, _u64]
-for _name, _scalar, _inputs, _grads in (("gt", [_f], [_p, _p, _p], 3), ("agnn", [], [_p, _p, _i], 2),
-                                        ("gat", [_f], [_p, _p, _p], 3), ("gatv2", [_f], [_p, _p, _p], 3)):
-    _fwd = getattr(lib, f"dfgnn_{_name}_forward")
-    _fwd.argtypes = [_p, _ip] + _scalar + _inputs + _options + [_p, _p]
-    _bwd = getattr(lib, f"dfgnn_{_name}_backward")
-    _bwd.argtypes = [_p, _ip] + _scalar + _inputs + _options + [_p, _p, _p] + [_p] * _grads
+ops.bind(*(ctypes.cast(f, _p).value for f in (lib.dfgnn_forward, lib.dfgnn_backward, lib.dfgnn_last_error,
+                                              lib.dfgnn_plan_free)))
 
 has_cuda = bool(lib.dfgnn_has_cuda())
-
-
-def fail(status):
-    """Raises the error of a dfgnn_* call that returned a nonzero status, with its message.
-    The ops' eager path calls the native functions itself (`if status: fail(status)`), one
-    Python call less than `call`."""
-    message = lib.dfgnn_last_error().decode(errors="replace")
-    raise (ValueError if status == 1 else RuntimeError)(message)
 
 
 def call(function, *args):
     """Calls a dfgnn_* function that returns a status; raises on failure."""
     status = function(*args)
     if status:
-        fail(status)
+        message = lib.dfgnn_last_error().decode(errors="replace")
+        raise (ValueError if status == 1 else RuntimeError)(message)

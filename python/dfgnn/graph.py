@@ -17,6 +17,7 @@ import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from . import _lib
+from ._lib import ops as _ops
 
 __all__ = ["Graph"]
 
@@ -46,13 +47,14 @@ def _device_key(device):
 
 
 class _Plan:
-    """A native plan; frees it when collected. Keeps the device CSR it reads alive."""
+    """A native plan: `native`, what the ops call (dfgnn._ops.Plan; it owns the handle and the
+    device CSR it reads, and frees the handle once neither this Graph nor a backward node still
+    needs it), the strategy its forward runs, and the raw handle (valid while this lives)."""
 
-    def __init__(self, handle, arrays):
-        self.handle = handle
-        self._arrays = arrays
+    def __init__(self, handle, arrays, nodes, heads, dim):
+        self.handle = handle.value
         self.strategy = _lib.lib.dfgnn_plan_strategy(handle).decode()
-        weakref.finalize(self, _lib.lib.dfgnn_plan_free, handle)
+        self.native = _ops.plan(handle.value, list(arrays or ()), nodes, heads, dim)
 
 
 class Graph:
@@ -74,8 +76,7 @@ class Graph:
         _lib.call(_lib.lib.dfgnn_graph_info, handle, ctypes.byref(n), ctypes.byref(e), ctypes.byref(d))
         self.num_nodes, self.num_edges, self.max_in_degree = n.value, e.value, d.value
         self._plans = {}
-        self._plan_handles = {}  # (device index (-1: CPU), kind, heads, dim) -> plan handle: the ops' eager path
-        self._lse_like = {}  # (device index, heads) -> the ops' logsumexp template [N, heads] (ops._lse_template)
+        self._natives = {}  # (device index (-1: CPU), kind, heads, dim) -> plan(...).native: the ops' eager path
         self._device_csr = {}
         self._self_loops = None
         self._lock = threading.Lock()
@@ -228,14 +229,13 @@ class Graph:
                               *(a.data_ptr() for a in arrays), kind, heads, dim, ctypes.byref(handle))
                 else:
                     raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")
-                plan = self._plans[key] = _Plan(handle, arrays)
+                plan = self._plans[key] = _Plan(handle, arrays, self.num_nodes, heads, dim)
         return plan
 
-    def _plan_handle(self, device, key):
-        # The raw handle of plan(device, *key[1:]), cached under key for the ops' eager path;
-        # valid while this Graph lives (its plans are never dropped).
-        handle = self._plan_handles[key] = self.plan(device, *key[1:]).handle.value
-        return handle
+    def _native(self, device, key):
+        # plan(device, *key[1:]).native, cached under key for the ops' eager path.
+        native = self._natives[key] = self.plan(device, *key[1:]).native
+        return native
 
     def _device_arrays(self, device):
         # The device copy of the CSR, shared by every plan on that device (lock held).

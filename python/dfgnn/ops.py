@@ -31,6 +31,7 @@ from torch.autograd import forward_ad as _forward_ad
 from torch.nn import Parameter
 
 from . import _lib
+from ._lib import ops as _ops
 from .graph import Graph, lookup
 
 __all__ = ["gt_attention", "agnn_attention", "gat_attention", "gatv2_attention"]
@@ -84,36 +85,20 @@ def _check(op, graph_id, tensors, edge_values, dropout, seed):
     return sizes["N"], sizes["H"], sizes["D"], device
 
 
-def _options(edge_values, dropout, seed):
-    heads = 0 if edge_values is None else edge_values.size(1)
-    return [_ptr(edge_values), heads, dropout, int(seed.item()) if dropout > 0.0 else 0]
+def _seed(dropout, seed):
+    return int(seed.item()) if dropout > 0.0 else 0
 
 
-def _ptr(t):
-    return None if t is None else t.data_ptr()
-
-
-def _stream(device):
-    return torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
-
-
-def _forward_setup(op, kind, graph, tensors, edge_values, dropout, seed):
-    """Checks, finds the plan, allocates out [N,H,D] and logsumexp [N,H]."""
-    n, h, d, device = _check(op, graph, tensors, edge_values, dropout, seed)
-    plan = lookup(graph).plan(device, kind, h, d)
-    first = tensors[0][1]
-    return plan, _stream(device), first.new_empty((n, h, d)), first.new_empty((n, h))
+def _plan(op, kind, graph, tensors, edge_values, dropout, seed):
+    """Checks, then finds the plan (as dfgnn._ops takes it)."""
+    _, h, d, device = _check(op, graph, tensors, edge_values, dropout, seed)
+    return lookup(graph).plan(device, kind, h, d).native
 
 
 def _fake_forward(op, graph, tensors, edge_values, dropout, seed):
     n, h, d, _ = _check(op, graph, tensors, edge_values, dropout, seed)
     first = tensors[0][1]
     return first.new_empty((n, h, d)), first.new_empty((n, h))
-
-
-def _backward_setup(op, kind, graph, tensors, edge_values, dropout, seed):
-    _, h, d, device = _check(op, graph, tensors, edge_values, dropout, seed)
-    return lookup(graph).plan(device, kind, h, d), _stream(device)
 
 
 def _hold_graph(ctx, graph_id):
@@ -144,19 +129,13 @@ def _three_tensor_model(model, kind, names, shapes, param):
     tensors = _named(names, shapes)
 
     def forward(graph, a, b, c, edge_values, p, dropout, seed):
-        plan, stream, out, lse = _forward_setup(op, kind, graph, tensors((a, b, c)), edge_values, dropout, seed)
-        _lib.call(getattr(_lib.lib, f"dfgnn_{model}_forward"), plan.handle, stream, p, a.data_ptr(), b.data_ptr(),
-                  c.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr())
-        return out, lse
+        plan = _plan(op, kind, graph, tensors((a, b, c)), edge_values, dropout, seed)
+        return _ops.forward(plan, (a, b, c), p, 0, edge_values, dropout, _seed(dropout, seed), True)
 
     def backward(graph, a, b, c, edge_values, p, dropout, seed, out, lse, grad):
-        plan, stream = _backward_setup(op_backward, kind, graph, tensors((a, b, c)) + _trained(out, lse, grad),
-                                       edge_values, dropout, seed)
-        grads = torch.empty_like(a), torch.empty_like(b), torch.empty_like(c)
-        _lib.call(getattr(_lib.lib, f"dfgnn_{model}_backward"), plan.handle, stream, p, a.data_ptr(),
-                  b.data_ptr(), c.data_ptr(), *_options(edge_values, dropout, seed), out.data_ptr(),
-                  lse.data_ptr(), grad.data_ptr(), *(g.data_ptr() for g in grads))
-        return grads
+        plan = _plan(op_backward, kind, graph, tensors((a, b, c)) + _trained(out, lse, grad), edge_values, dropout,
+                     seed)
+        return tuple(_ops.backward(plan, (a, b, c), p, 0, edge_values, dropout, _seed(dropout, seed), out, lse, grad))
 
     args = f"SymInt graph, Tensor {names[0]}, Tensor {names[1]}, Tensor {names[2]}, Tensor? edge_values, " \
            f"float {param}, float dropout, Tensor? seed"
@@ -205,11 +184,8 @@ def _agnn_tensors(x, beta):
 
 def _agnn_impl(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
           seed: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
-    plan, stream, out, lse = _forward_setup("dfgnn::agnn", _lib.AGNN, graph, _agnn_tensors(x, beta), edge_values,
-                                            dropout, seed)
-    _lib.call(_lib.lib.dfgnn_agnn_forward, plan.handle, stream, x.data_ptr(), beta.data_ptr(), beta.numel(),
-              *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr())
-    return out, lse
+    plan = _plan("dfgnn::agnn", _lib.AGNN, graph, _agnn_tensors(x, beta), edge_values, dropout, seed)
+    return _ops.forward(plan, (x, beta), 0.0, beta.numel(), edge_values, dropout, _seed(dropout, seed), True)
 
 
 _agnn = torch.library.custom_op("dfgnn::agnn", _agnn_impl, mutates_args=())
@@ -222,12 +198,10 @@ def _(graph, x, beta, edge_values, dropout, seed):
 
 def _agnn_backward_impl(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
                    seed: Optional[Tensor], out: Tensor, lse: Tensor, grad: Tensor) -> Tuple[Tensor, Tensor]:
-    plan, stream = _backward_setup("dfgnn::agnn_backward", _lib.AGNN, graph,
-                                   _agnn_tensors(x, beta) + _trained(out, lse, grad), edge_values, dropout, seed)
-    dx, dbeta = torch.empty_like(x), torch.empty_like(beta)
-    _lib.call(_lib.lib.dfgnn_agnn_backward, plan.handle, stream, x.data_ptr(), beta.data_ptr(), beta.numel(),
-              *_options(edge_values, dropout, seed), out.data_ptr(), lse.data_ptr(), grad.data_ptr(),
-              dx.data_ptr(), dbeta.data_ptr())
+    plan = _plan("dfgnn::agnn_backward", _lib.AGNN, graph, _agnn_tensors(x, beta) + _trained(out, lse, grad),
+                 edge_values, dropout, seed)
+    dx, dbeta = _ops.backward(plan, (x, beta), 0.0, beta.numel(), edge_values, dropout, _seed(dropout, seed), out,
+                              lse, grad)
     return dx, dbeta
 
 
@@ -264,26 +238,21 @@ _agnn.register_autograd(_agnn_grad, setup_context=_agnn_save)
 # subclass) the public functions skip the custom ops: torch.library's Python dispatch of an op
 # with autograd costs ~0.2 ms per forward + backward on the CPU, more than the kernels on small
 # graphs. They check the user's arguments once (a few shape comparisons; on a mismatch the
-# full _check above raises its message), find the plan handle in the Graph's cache, call the
-# native forward and, when a gradient is wanted, record the call with _EagerFunction. The
-# backward skips every check: its inputs are the forward's (checked), out and logsumexp (ours),
-# and the gradient autograd hands over, which has out's shape, dtype and device.
+# full _check above raises its message), find the plan in the Graph's cache and call
+# dfgnn._ops.attention (python/ext/ops.cpp), which allocates out, calls the kernels and, when
+# an input requires grad, records the call with a backward node of its own in C++. The backward
+# checks nothing: its inputs are the forward's (checked), out and logsumexp are ours, and
+# autograd hands a gradient of out's shape, dtype and device.
 
 class _Spec:
-    """What the eager path needs of a model: the op (for error messages and the non-eager
-    path), kind, native functions, the shape check (`dims`: (H, D), or None on a mismatch),
-    the native arguments of the tensors (`inputs`) and of their gradients (`grads`), whether
-    the native call starts with a float (GT's scale, the GATs' slope; not AGNN), which tensor
-    has out's shape [N, H, D] (`like`: out is its empty_like, cheaper than new_empty), and
-    whether the first one has logsumexp's [N, H] (`lse_like`: GAT's el)."""
+    """What the eager path needs of a model: the op name (messages), kind, custom op (the
+    non-eager path), _check's named list, the shape check (`dims`: (H, D), or None on a
+    mismatch), and whether the call takes a float parameter (GT's scale, the GATs' slope; not
+    AGNN)."""
 
-    def __init__(self, model, kind, op, named, dims, inputs, grads=None, like=0, lse_like=False):
+    def __init__(self, model, kind, op, named, dims):
         self.name, self.kind, self.op, self.named, self.dims = f"dfgnn::{model}", kind, op, named, dims
-        self.forward = getattr(_lib.lib, f"dfgnn_{model}_forward")
-        self.backward = getattr(_lib.lib, f"dfgnn_{model}_backward")
-        self.inputs, self.grads = inputs, grads or inputs
         self.scalar = model != "agnn"
-        self.like, self.lse_like = like, lse_like
 
 
 def _gt_dims(n, q, k, v):
@@ -314,150 +283,18 @@ def _agnn_dims(n, x, beta):
     return None
 
 
-_data_ptr = Tensor.data_ptr
-
-
-def _pointers(*tensors):
-    return map(_data_ptr, tensors)
-
-
-def _agnn_inputs(x, beta):
-    return x.data_ptr(), beta.data_ptr(), beta.numel()
-
-
-_GT = _Spec("gt", _lib.GT, _gt, _gt_named, _gt_dims, _pointers)
-_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims, _pointers, like=2, lse_like=True)
-_GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims, _pointers)
-_AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims, _agnn_inputs, _pointers)
-
-
-# GATConv's call: el and er stacked in one contiguous [2, N, H] tensor (the native calls get the
-# halves' addresses), so the backward writes both gradients into one tensor.
-
-def _halves(ab, c):
-    p = ab.data_ptr()
-    return p, p + 2 * ab.numel(), c.data_ptr()  # float32: numel / 2 elements of 4 bytes
-
-
-_GAT_PACKED = _Spec("gat", _lib.GAT, None, None, None, _halves, like=1)
-
-if hasattr(torch._C, "_cuda_getCurrentRawStream"):  # the current stream as an int, ~50x cheaper
-    _raw_stream = torch._C._cuda_getCurrentRawStream
-else:
-    def _raw_stream(index):
-        return torch.cuda.current_stream(index).cuda_stream
+_GT = _Spec("gt", _lib.GT, _gt, _gt_named, _gt_dims)
+_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims)
+_GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims)
+_AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims)
 
 # Looked up once: each attribute step of torch.x.y costs ~30 ns a call.
 _F32 = torch.float32
 _isfinite = math.isfinite
-_empty_like = torch.empty_like
-_grad_enabled = torch.is_grad_enabled
+_attention = _ops.attention
 _is_compiling = torch.compiler.is_compiling
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 _functorch_level = torch._C._functorch.peek_interpreter_stack
-_NO_OPTIONS = (None, 0, 0.0, 0)  # no edge values, no dropout
-
-
-def _native_options(edge_values, dropout, seed):
-    """The native calls' edge-value and dropout arguments."""
-    if edge_values is None:
-        return (None, 0, dropout, seed) if dropout else _NO_OPTIONS
-    return edge_values.data_ptr(), edge_values.size(1), dropout, seed
-
-
-def _lse_template(graph, first, h):
-    """An [N, h] float32 tensor on first's device, one element expanded, cached on the Graph:
-    logsumexp is its empty_like (contiguous), ~2 us cheaper than first.new_empty((N, h))."""
-    key = (first.get_device(), h)
-    template = graph._lse_like.get(key)
-    if template is None:
-        with torch.inference_mode(False):  # a plain tensor, whatever mode the first call ran in
-            template = graph._lse_like[key] = torch.empty(1, dtype=_F32, device=first.device).expand(
-                graph.num_nodes, h)
-    return template
-
-
-class _Call:
-    """One eager call: the spec, graph (kept alive for the backward), plan handle, the native
-    calls' leading float (`lead`: (scalar,) or ()), edge values and the native edge-value /
-    dropout arguments (`options`), and the forward's logsumexp."""
-    __slots__ = ("spec", "graph", "plan", "lead", "edge_values", "options", "lse")
-
-    def __init__(self, spec, graph, plan, lead, edge_values, options):
-        self.spec, self.graph, self.plan, self.lead = spec, graph, plan, lead
-        self.edge_values, self.options, self.lse = edge_values, options, None
-
-    def forward(self, tensors, n, h, d, train=True):
-        """out [N, H, D]; in training (`train`: an autograd node records the call) also the
-        logsumexp [N, H] the backward reads, kept here; without, the kernels skip it."""
-        first, spec = tensors[0], self.spec
-        out = _empty_like(tensors[spec.like])
-        lse = None
-        if train:
-            self.lse = _empty_like(first if spec.lse_like else _lse_template(self.graph, first, h))
-            lse = self.lse.data_ptr()
-        status = spec.forward(self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
-                              *spec.inputs(*tensors), *self.options, out.data_ptr(), lse)
-        if status:
-            _lib.fail(status)
-        return out
-
-    def backward(self, tensors, out, grad):
-        grad = grad.contiguous()
-        grads = [*map(_empty_like, tensors)]
-        first, spec = tensors[0], self.spec
-        status = spec.backward(self.plan, _raw_stream(first.get_device()) if first.is_cuda else 0, *self.lead,
-                               *spec.inputs(*tensors), *self.options, out.data_ptr(), self.lse.data_ptr(),
-                               grad.data_ptr(), *spec.grads(*grads))
-        if status:
-            _lib.fail(status)
-        return grads
-
-
-def _eager_backward(ctx, grad):
-    *tensors, edge_values, out = ctx.saved_tensors  # unpacking checks for in-place changes
-    return (None, None, *ctx.call.backward(tensors, out, grad))
-
-
-def _first_order(backward):
-    """The backward of an eager Function. Under create_graph=True (grad mode on) its gradients
-    come out marked so that differentiating them raises: the kernels have no double backward.
-    (once_differentiable marks them only when the incoming gradient requires grad, so a gradient
-    penalty on a plain loss silently lost the attention's second-order term.)"""
-    def run(ctx, grad):
-        if not _grad_enabled():
-            return backward(ctx, grad)
-        with torch.no_grad():
-            grads = backward(ctx, grad)
-        error = torch._C._functions.DelayedError(b"dfgnn: the attention backward has no derivative "
-                                                 b"(no double backward)", len(grads))
-        marked = [g.detach().requires_grad_() if g is not None else None for g in grads]
-        return error(*marked)
-    return staticmethod(run)
-
-
-def _fast_apply(function):
-    """Function.apply without its Python wrapper (~2.5 us), which, with no functorch transform
-    active (checked by _eager_mode), only unwraps dead functorch wrappers (done by the callers)
-    and calls this."""
-    return torch._C._FunctionBase.__dict__["apply"].__get__(None, function)
-
-
-class _EagerFunction(torch.autograd.Function):
-    """Autograd for an eager call: forward(call, dims, *tensors) -> out."""
-
-    @staticmethod
-    def forward(ctx, call, dims, *tensors):
-        out = call.forward(tensors, *dims)
-        ctx.save_for_backward(*tensors, call.edge_values, out)
-        ctx.call = call
-        return out
-
-    backward = _first_order(_eager_backward)
-
-
-_apply = _fast_apply(_EagerFunction)
-_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 _PLAIN = (Tensor, Parameter)
 _local = threading.local()
 
@@ -482,31 +319,11 @@ def _eager_mode(tensors, edge_values=None):
     return edge_values is None or type(edge_values) in _PLAIN
 
 
-def _call(spec, graph, first, dims, scalar, edge_values, dropout, seed):
-    """The eager call of checked arguments, with the plan handle from the Graph's cache."""
-    key = (first.get_device(), spec.kind, *dims)
-    plan = graph._plan_handles.get(key)
-    if plan is None:
-        plan = graph._plan_handle(first.device, key)
-    return _Call(spec, graph, plan, (scalar,) if spec.scalar else (), edge_values,
-                 _native_options(edge_values, dropout, seed))
-
-
-def _wants_grad(tensors):
-    if _grad_enabled():
-        for t in tensors:
-            if t.requires_grad:
-                return True
-    return _forward_ad._current_level >= 0
-
-
-def _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed):
-    """Runs checked arguments: the native forward, through _EagerFunction when a gradient is
-    wanted."""
-    call = _call(spec, graph, tensors[0], dims, scalar, edge_values, dropout, seed)
-    if _wants_grad(tensors):
-        return _apply(call, (graph.num_nodes, *dims), *map(_unwrap_if_dead, tensors))
-    return call.forward(tensors, graph.num_nodes, *dims, False)
+def _native(graph, first, kind, dims):
+    """The plan of (first's device, kind, H, D) from the Graph's cache, as dfgnn._ops takes it."""
+    key = (first.get_device(), kind, *dims)
+    plan = graph._natives.get(key)
+    return graph._native(first.device, key) if plan is None else plan
 
 
 def _fast(spec, graph, a, b, c, scalar, dropout):
@@ -521,21 +338,18 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
             or type(graph) is not Graph or type(dropout) is not float or not 0.0 <= dropout < 1.0
             or _dispatch_modes() or _functorch_level() is not None):
         return None
-    n = graph.num_nodes
-    dims = spec.dims(n, a, b, c)
+    dims = spec.dims(graph.num_nodes, a, b, c)
     index = a.get_device()  # -1 on the CPU
     if dims is None or b.get_device() != index or c.get_device() != index or not (
             (a.is_cpu and b.is_cpu and c.is_cpu) if index < 0 else (a.is_cuda and b.is_cuda and c.is_cuda
                                                                     and _lib.has_cuda)):
         return None
     key = (index, spec.kind, *dims)
-    plan = graph._plan_handles.get(key)
+    plan = graph._natives.get(key)
     if plan is None:
-        plan = graph._plan_handle(a.device, key)
-    call = _Call(spec, graph, plan, (scalar,), None, (None, 0, dropout, _draw_seed()) if dropout else _NO_OPTIONS)
-    if _grad_enabled() and (a.requires_grad or b.requires_grad or c.requires_grad) or _forward_ad._current_level >= 0:
-        return _apply(call, (n, *dims), _unwrap_if_dead(a), _unwrap_if_dead(b), _unwrap_if_dead(c))
-    return call.forward((a, b, c), n, *dims, False)
+        plan = graph._native(a.device, key)
+    return _attention(plan, (a, b, c), scalar, 0, None, dropout, _draw_seed() if dropout else 0,
+                      _forward_ad._current_level)
 
 
 def _dropout(op, dropout):
@@ -581,48 +395,15 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed):
                                                 and edge_values.size(1) in (1, dims[0])
                                                 and edge_values.device == device)):
         _, *dims, _ = _check(spec.name, graph.id, spec.named(tensors), edge_values, 0.0, None)  # raises
-    return _eager(spec, graph, tensors, dims, scalar, edge_values, dropout, seed)
-
-
-def _gat_terms(h, att_src, att_dst):
-    """GATConv's score terms el = <h, att_src> and er = <h, att_dst> per node and head, as one
-    [2, N, H] tensor: cat, mul and sum."""
-    return (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
-
-
-def _gat_layer_backward(ctx, grad):
-    h, att_src, att_dst, elr, out = ctx.saved_tensors
-    delr, dh = ctx.call.backward((elr, h), out, grad)
-    dh.addcmul_(delr[0].unsqueeze(-1), att_src).addcmul_(delr[1].unsqueeze(-1), att_dst)
-    datt = (delr.unsqueeze(-1) * h).sum(dim=1, keepdim=True) if any(ctx.needs_input_grad[3:]) else (None, None)
-    return None, None, dh, datt[0], datt[1]
-
-
-class _GATLayerFunction(torch.autograd.Function):
-    """GATConv's attention as one autograd node, forward(call, dims, h, att_src, att_dst) ->
-    out: the score terms, then the fused kernels. The backward adds the terms' share into the
-    kernels' dh (two multiply-adds) and reduces d(att) (a product and a sum): four kernels
-    beside the native backward, and no autograd nodes for the products, sums and cat (five
-    kernels and six nodes when autograd records _gat_terms)."""
-
-    @staticmethod
-    def forward(ctx, call, dims, h, att_src, att_dst):
-        elr = _gat_terms(h, att_src, att_dst)
-        out = call.forward((elr, h), *dims)
-        ctx.save_for_backward(h, att_src, att_dst, elr, out)
-        ctx.call = call
-        return out
-
-    backward = _first_order(_gat_layer_backward)
-
-
-_apply_gat_layer = _fast_apply(_GATLayerFunction)
+    count = 0 if spec.scalar else tensors[1].numel()  # AGNN's beta: 1 or H entries
+    return _attention(_native(graph, first, spec.kind, dims), tensors, scalar or 0.0, count, edge_values, dropout,
+                      seed, _forward_ad._current_level)
 
 
 def _gat_layer(graph, h, att_src, att_dst, negative_slope, dropout):
-    """GATConv's attention: gat_attention(graph, el, er, h) on the score terms of h [N, H, C]
-    and att_src, att_dst [1, H, C]; eagerly (one autograd node) when it can, else the public
-    function on _gat_terms."""
+    """GATConv's attention: gat_attention(graph, el, er, h) on the score terms el = <h, att_src>
+    and er = <h, att_dst> of h [N, H, C] and att_src, att_dst [1, H, C]; eagerly as one autograd
+    node (dfgnn._ops.gat_layer) when it can, else the public function on the terms."""
     dropout = float(dropout)
     tensors = (h, att_src, att_dst)
     n = graph.num_nodes
@@ -631,14 +412,9 @@ def _gat_layer(graph, h, att_src, att_dst, negative_slope, dropout):
             and h.dtype is _F32 and att_src.dtype is _F32 and att_dst.dtype is _F32
             and h.is_contiguous() and att_src.is_contiguous() and att_dst.is_contiguous()
             and att_src.device == h.device and att_dst.device == h.device):
-        dims = tuple(h.shape[1:])
-        call = _call(_GAT_PACKED, graph, h, dims, float(negative_slope), None, dropout,
-                     _draw_seed() if dropout > 0.0 else 0)
-        if _wants_grad(tensors):
-            return _apply_gat_layer(call, (n, *dims), _unwrap_if_dead(h), _unwrap_if_dead(att_src),
-                                    _unwrap_if_dead(att_dst))
-        return call.forward((_gat_terms(*tensors), h), n, *dims, False)
-    elr = _gat_terms(*tensors)
+        return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:]), h, att_src, att_dst, float(negative_slope),
+                              dropout, _draw_seed() if dropout > 0.0 else 0, _forward_ad._current_level)
+    elr = (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
     return gat_attention(graph, elr[0], elr[1], h, negative_slope=negative_slope, dropout=dropout)
 
 

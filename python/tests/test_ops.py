@@ -167,7 +167,8 @@ def _public(model, graph, args):
 
 @pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
 def test_eager_path_equals_custom_op(model):
-    """The public functions run the ops' native calls directly in eager mode (_EagerFunction):
+    """The public functions run the ops' native calls directly in eager mode (dfgnn._ops, with
+    its own autograd node):
     same outputs and gradients as the custom op with its registered autograd; a second
     differentiation raises, also in a gradient penalty whose incoming gradient needs none
     (once_differentiable let that one lose the second-order term); without a gradient no
@@ -176,7 +177,7 @@ def test_eager_path_equals_custom_op(model):
     op, args = _op_args(model, graph, torch.Generator().manual_seed(0))
     tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
     eager = _public(model, graph, args)
-    assert type(eager.grad_fn).__name__ == "_EagerFunctionBackward"
+    assert eager.grad_fn.name() == "DfgnnAttentionBackward"
     custom = op(*args)[0]
     grad = torch.randn_like(custom)
     assert torch.equal(eager, custom)
@@ -201,6 +202,18 @@ def test_eager_backward_sees_in_place_changes():
     k.add_(1)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+def test_eager_path_refuses_forward_ad():
+    """The kernels have no forward-mode derivative: a tangent on an input raises (never a
+    result without its tangent); without one, forward AD levels change nothing."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
+    q, k = torch.randn(10, 2, 4), torch.randn(10, 2, 4)
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        assert torch.equal(dfgnn.gt_attention(graph, q, k, k), dfgnn.gt_attention(graph, q, k, k))
+        with pytest.raises(RuntimeError, match="no forward-mode derivative"):
+            dfgnn.gt_attention(graph, fwAD.make_dual(q, torch.ones_like(q)), k, k)
 
 
 def test_eager_seed_is_torchs_draw():
@@ -245,7 +258,7 @@ def test_gat_layer_equals_gat_attention(device, heads):
     grad = torch.randn(10, heads, 5, generator=gen).to(device)
     torch.manual_seed(1)
     layer = dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.4)
-    assert type(layer.grad_fn).__name__ == "_GATLayerFunctionBackward"
+    assert layer.grad_fn.name() == "DfgnnGATLayerBackward"
     dlayer = torch.autograd.grad(layer, (h, *att), grad)
     torch.manual_seed(1)
     elr = (h * torch.cat(att).unsqueeze(1)).sum(dim=-1)

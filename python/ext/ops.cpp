@@ -1,0 +1,331 @@
+// dfgnn._ops: the native half of the Python ops (docs/python.md, "Per-call overhead"), a
+// PyTorch extension. The Python functions check the user's arguments; this module allocates
+// out and logsumexp, makes the call through the C ABI (dfgnn_forward / dfgnn_backward, whose
+// addresses Python hands over from the library it loaded) and, when autograd records the
+// call, makes the backward node in C++: a torch.autograd.Function costs ~10 us a call in
+// Python, more than the kernels of a small graph.
+
+#include "dfgnn_capi.h"
+
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/basic_ops.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/extension.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using torch::autograd::Node;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
+
+// The C ABI functions this module calls, bound once by Python (dfgnn._lib).
+struct Natives {
+  int (*forward)(const dfgnn_plan*, intptr_t, const dfgnn_call*) = nullptr;
+  int (*backward)(const dfgnn_plan*, intptr_t, const dfgnn_call*) = nullptr;
+  const char* (*last_error)() = nullptr;
+  void (*plan_free)(dfgnn_plan*) = nullptr;
+} natives;
+
+void bind(int64_t forward, int64_t backward, int64_t last_error, int64_t plan_free) {
+  natives.forward = reinterpret_cast<decltype(natives.forward)>(forward);
+  natives.backward = reinterpret_cast<decltype(natives.backward)>(backward);
+  natives.last_error = reinterpret_cast<decltype(natives.last_error)>(last_error);
+  natives.plan_free = reinterpret_cast<decltype(natives.plan_free)>(plan_free);
+}
+
+// A native call's failure as Python sees it: ValueError for a user error (status 1), else
+// RuntimeError, with the library's message.
+void check(int status) {
+  if (status == 0) return;
+  const std::string message = natives.last_error();
+  TORCH_CHECK_VALUE(status != 1, message);
+  TORCH_CHECK(false, message);
+}
+
+// A plan handle and what each call needs of it: its sizes, and the tensors it reads that Python
+// made (a CUDA plan's graph arrays). It frees the handle when the
+// last of the Graph's cache and the backward nodes that use it lets go.
+struct PlanState {
+  dfgnn_plan* handle;
+  std::vector<at::Tensor> arrays;
+  int64_t nodes, heads, dim;
+
+  PlanState(dfgnn_plan* handle, std::vector<at::Tensor> arrays, int64_t nodes, int64_t heads, int64_t dim)
+      : handle(handle), arrays(std::move(arrays)), nodes(nodes), heads(heads), dim(dim) {}
+  PlanState(const PlanState&) = delete;
+  PlanState& operator=(const PlanState&) = delete;
+  ~PlanState() { natives.plan_free(handle); }
+};
+
+struct Plan {
+  std::shared_ptr<const PlanState> state;
+};
+
+Plan make_plan(int64_t handle, std::vector<at::Tensor> arrays, int64_t nodes, int64_t heads, int64_t dim) {
+  return {std::make_shared<const PlanState>(reinterpret_cast<dfgnn_plan*>(handle), std::move(arrays), nodes, heads,
+                                            dim)};
+}
+
+// The current stream of t's device, as PyTorch's own CUDA ops find it (0 on the CPU).
+intptr_t stream_of(const at::Tensor& t) {
+  if (!t.is_cuda()) return 0;
+  const c10::Stream s = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(t.device());
+  return reinterpret_cast<intptr_t>(s.native_handle());
+}
+
+// The options of a call besides its tensors.
+struct Options {
+  double param;  // GT's scale, the GATs' slope
+  int64_t count;  // entries of a per-head input (AGNN's beta)
+  at::Tensor edge_values;  // [E, 1 or H], or undefined
+  double dropout;
+  int64_t seed;
+  bool packed = false;  // the first tensor holds the first two inputs (GATConv's el and er)
+};
+
+// The model's inputs (or their gradients) from `tensors`: one each or, `packed`, the first two
+// from the halves of the first tensor (GATConv's el and er, stacked as [2, N, H]).
+template <class Pointer>
+void fill(Pointer* slots, const std::vector<at::Tensor>& tensors, bool packed) {
+  int i = 0;
+  for (const at::Tensor& t : tensors) {
+    const auto p = static_cast<Pointer>(t.data_ptr());
+    if (packed && i == 0) slots[i++] = p, slots[i++] = p + t.numel() / 2;
+    else slots[i++] = p;
+  }
+}
+
+dfgnn_call call_of(const PlanState& plan, const std::vector<at::Tensor>& tensors, const Options& o) {
+  dfgnn_call c{};
+  c.param = float(o.param);
+  fill(c.inputs, tensors, o.packed);
+  c.count = o.count;
+  if (o.edge_values.defined()) {
+    c.edge_values = o.edge_values.data_ptr<float>();
+    c.edge_heads = int(o.edge_values.size(1));
+  }
+  c.dropout = float(o.dropout);
+  c.seed = uint64_t(o.seed);
+  return c;
+}
+
+// The forward: out [N, H, D] and, in training, logsumexp [N, H] (else undefined).
+std::pair<at::Tensor, at::Tensor> run_forward(const PlanState& plan, const std::vector<at::Tensor>& tensors,
+                                              const Options& o, bool train) {
+  const at::Tensor& first = tensors[0];
+  at::Tensor out = at::empty({plan.nodes, plan.heads, plan.dim}, first.options());
+  at::Tensor lse = train ? at::empty({plan.nodes, plan.heads}, first.options()) : at::Tensor();
+  dfgnn_call c = call_of(plan, tensors, o);
+  c.out = out.data_ptr<float>();
+  c.logsumexp = train ? lse.data_ptr<float>() : nullptr;
+  check(natives.forward(plan.handle, stream_of(first), &c));
+  return {std::move(out), std::move(lse)};
+}
+
+// The backward: the gradient of each tensor, shaped as it is.
+std::vector<at::Tensor> run_backward(const PlanState& plan, const std::vector<at::Tensor>& tensors, const Options& o,
+                                     const at::Tensor& out, const at::Tensor& lse, const at::Tensor& grad) {
+  std::vector<at::Tensor> grads;
+  grads.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) grads.push_back(at::empty_like(t));
+  const at::Tensor dout = grad.contiguous();
+  dfgnn_call c = call_of(plan, tensors, o);
+  c.out = const_cast<float*>(out.data_ptr<float>());
+  c.logsumexp = const_cast<float*>(lse.data_ptr<float>());
+  c.dout = dout.data_ptr<float>();
+  fill(c.grads, grads, o.packed);
+  check(natives.backward(plan.handle, stream_of(out), &c));
+  return grads;
+}
+
+// Marks a backward's gradients so that differentiating them raises, when autograd records the
+// backward (create_graph=True), also where the incoming gradient needs none: the kernels have
+// no double backward (docs/python.md, "Eager path").
+variable_list first_order(variable_list grads) {
+  if (!at::GradMode::is_enabled()) return grads;
+  for (at::Tensor& g : grads)
+    if (g.defined()) g = g.detach().requires_grad_();
+  auto error = std::make_shared<torch::autograd::DelayedError>(
+      "dfgnn: the attention backward has no derivative (no double backward)", int64_t(grads.size()));
+  return (*error)(std::move(grads));
+}
+
+// Refuses an input with a tangent at forward-mode AD level `level` (-1: none active): the
+// kernels have no forward-mode derivative.
+void no_tangents(const std::vector<at::Tensor>& tensors, int64_t level) {
+  if (level < 0) return;
+  for (const at::Tensor& t : tensors)
+    TORCH_CHECK(!t._fw_grad(uint64_t(level)).defined(), "dfgnn: the attention has no forward-mode derivative");
+}
+
+// The autograd node of a recorded call: the saved inputs (autograd's in-place check), out and
+// logsumexp; the plan stays alive with it.
+struct AttentionBackward final : Node {
+  std::shared_ptr<const PlanState> plan;
+  Options options;
+  std::vector<SavedVariable> inputs;
+  SavedVariable out;
+  at::Tensor lse;
+
+  std::string name() const override { return "DfgnnAttentionBackward"; }
+
+  void release_variables() override {
+    for (SavedVariable& v : inputs) v.reset_data();
+    out.reset_data();
+    lse.reset();
+  }
+
+  variable_list apply(variable_list&& grads) override {
+    std::vector<at::Tensor> tensors;
+    tensors.reserve(inputs.size());
+    for (const SavedVariable& v : inputs) tensors.push_back(v.unpack());
+    const at::Tensor o = out.unpack(shared_from_this());
+    const at::Tensor grad = grads[0].defined() ? grads[0] : at::zeros_like(o);
+    variable_list result;
+    {
+      const at::AutoGradMode no_grad(false);
+      result = run_backward(*plan, tensors, options, o, lse, grad);
+    }
+    return first_order(std::move(result));
+  }
+};
+
+// The eager op: out, with a backward node when autograd records the call (grad mode on and an
+// input requiring grad). `level`: the active forward-mode AD level (-1: none); an input with a
+// tangent there is refused, the kernels have no forward-mode derivative.
+at::Tensor attention(const Plan& plan, const std::vector<at::Tensor>& tensors, const Options& o, int64_t level) {
+  no_tangents(tensors, level);
+  bool record = false;
+  for (const at::Tensor& t : tensors) record = record || t.requires_grad();
+  if (!record || !at::GradMode::is_enabled()) return run_forward(*plan.state, tensors, o, false).first;
+
+  std::shared_ptr<AttentionBackward> node(new AttentionBackward(), torch::autograd::deleteNode);
+  node->set_next_edges(torch::autograd::collect_next_edges(tensors));
+  auto [out, lse] = [&] {
+    const at::AutoGradMode no_grad(false);
+    return run_forward(*plan.state, tensors, o, true);
+  }();
+  torch::autograd::set_history(out, node);
+  node->plan = plan.state;
+  node->options = o;
+  node->inputs.reserve(tensors.size());
+  for (const at::Tensor& t : tensors) node->inputs.emplace_back(t, false);
+  node->out = SavedVariable(out, true);
+  node->lse = std::move(lse);
+  return out;
+}
+
+// GATConv's attention as one node (the layer's call, python/dfgnn/nn.py): the score terms
+// el = <h, att_src> and er = <h, att_dst> as one [2, N, H] tensor, the fused kernels on its
+// halves, and a backward that adds the terms' share into dh and reduces d(att): no autograd
+// nodes for the products, sums and cat (five kernels and six nodes when autograd records them).
+struct GATLayerBackward final : Node {
+  std::shared_ptr<const PlanState> plan;
+  Options options;
+  SavedVariable h, att_src, att_dst, out;
+  at::Tensor terms, lse;
+
+  std::string name() const override { return "DfgnnGATLayerBackward"; }
+
+  void release_variables() override {
+    h.reset_data(), att_src.reset_data(), att_dst.reset_data(), out.reset_data();
+    terms.reset(), lse.reset();
+  }
+
+  variable_list apply(variable_list&& grads) override {
+    const at::Tensor x = h.unpack(), src = att_src.unpack(), dst = att_dst.unpack();
+    const at::Tensor o = out.unpack(shared_from_this());
+    variable_list result(3);
+    {
+      const at::AutoGradMode no_grad(false);
+      const std::vector<at::Tensor> d =
+          run_backward(*plan, {terms, x}, options, o, lse, grads[0].defined() ? grads[0] : at::zeros_like(o));
+      const at::Tensor& dterms = d[0];
+      result[0] = d[1].addcmul_(dterms[0].unsqueeze(-1), src).addcmul_(dterms[1].unsqueeze(-1), dst);
+      if (task_should_compute_output(1) || task_should_compute_output(2)) {
+        const at::Tensor datt = (dterms.unsqueeze(-1) * x).sum(1, true);
+        result[1] = datt[0], result[2] = datt[1];
+      }
+    }
+    return first_order(std::move(result));
+  }
+};
+
+at::Tensor gat_terms(const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst) {
+  return (h * at::cat({att_src, att_dst}).unsqueeze(1)).sum(-1);
+}
+
+at::Tensor gat_layer(const Plan& plan, const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst,
+                     const Options& o, int64_t level) {
+  no_tangents({h, att_src, att_dst}, level);
+  if (!at::GradMode::is_enabled() || !(h.requires_grad() || att_src.requires_grad() || att_dst.requires_grad()))
+    return run_forward(*plan.state, {gat_terms(h, att_src, att_dst), h}, o, false).first;
+  std::shared_ptr<GATLayerBackward> node(new GATLayerBackward(), torch::autograd::deleteNode);
+  node->set_next_edges(torch::autograd::collect_next_edges(h, att_src, att_dst));
+  const at::AutoGradMode no_grad(false);
+  node->terms = gat_terms(h, att_src, att_dst);
+  auto [out, lse] = run_forward(*plan.state, {node->terms, h}, o, true);
+  torch::autograd::set_history(out, node);
+  node->plan = plan.state;
+  node->options = o;
+  node->h = SavedVariable(h, false), node->att_src = SavedVariable(att_src, false);
+  node->att_dst = SavedVariable(att_dst, false), node->out = SavedVariable(out, true);
+  node->lse = std::move(lse);
+  return out;
+}
+
+// Each call's options come positionally (param, count, edge_values or None, dropout, seed): a
+// Python object per call would cost more than the arguments.
+Options options(double param, int64_t count, const c10::optional<at::Tensor>& edge_values, double dropout,
+                int64_t seed) {
+  return {param, count, edge_values.value_or(at::Tensor()), dropout, seed};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  using Tensors = std::vector<at::Tensor>;
+  using EdgeValues = c10::optional<at::Tensor>;
+  m.doc() = "dfgnn's attention calls from Python (python/ext/ops.cpp)";
+  m.def("bind", &bind, "Takes the C ABI's dfgnn_forward, dfgnn_backward, dfgnn_last_error, dfgnn_plan_free");
+  pybind11::class_<Plan>(m, "Plan");
+  m.def("plan", &make_plan, "Takes over a plan handle: (handle, tensors it reads, N, H, D)");
+  m.def(
+      "attention",
+      [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
+         double dropout, int64_t seed, int64_t level) {
+        return attention(plan, tensors, options(param, count, edge_values, dropout, seed), level);
+      },
+      "out, recorded for autograd when an input requires grad");
+  m.def(
+      "gat_layer",
+      [](const Plan& plan, const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst, double slope,
+         double dropout, int64_t seed, int64_t level) {
+        Options o = options(slope, 0, c10::nullopt, dropout, seed);
+        o.packed = true;
+        return gat_layer(plan, h, att_src, att_dst, o, level);
+      },
+      "GATConv's attention of h [N, H, C] and att_src, att_dst [1, H, C], as one autograd node");
+  m.def(
+      "forward",
+      [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
+         double dropout, int64_t seed, bool train) {
+        auto [out, lse] =
+            run_forward(*plan.state, tensors, options(param, count, edge_values, dropout, seed), train);
+        return std::make_tuple(out, lse.defined() ? EdgeValues(lse) : c10::nullopt);
+      },
+      "(out, logsumexp or None): the native forward, not recorded");
+  m.def(
+      "backward",
+      [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
+         double dropout, int64_t seed, const at::Tensor& out, const at::Tensor& lse, const at::Tensor& grad) {
+        return run_backward(*plan.state, tensors, options(param, count, edge_values, dropout, seed), out, lse, grad);
+      },
+      "the gradient of each tensor: the native backward");
+}
