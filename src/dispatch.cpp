@@ -9,27 +9,7 @@
 namespace dfgnn {
 
 const ModelArgs& model_args(ScoreKind kind) {
-  static const ModelArgs gt{3,
-                            {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}},
-                            {"dQ", "dK", "dV"},
-                            "GT::scale"};
-  // X is both the score's inputs and the values: a bipartite AGNN has no meaning.
-  static const ModelArgs agnn{2, {{"X", Extent::SrcFeatures}, {"beta", Extent::HeadVector}}, {"dX", "dbeta"}, nullptr};
-  static const ModelArgs gat{3,
-                             {{"el", Extent::SrcScalars}, {"er", Extent::DstScalars}, {"V", Extent::SrcFeatures}},
-                             {"del", "der", "dV"},
-                             "GAT::slope"};
-  static const ModelArgs gatv2{3,
-                               {{"XL", Extent::SrcFeatures}, {"XR", Extent::DstFeatures}, {"a", Extent::HeadFeatures}},
-                               {"dXL", "dXR", "da"},
-                               "GATv2::slope"};
-  switch (kind) {
-    case ScoreKind::GT: return gt;
-    case ScoreKind::AGNN: return agnn;
-    case ScoreKind::GAT: return gat;
-    case ScoreKind::GATv2: return gatv2;
-  }
-  throw Error("model_args: score kind " + std::to_string(int(kind)) + " is none of the enum's values");
+  return visit_model(kind, [](auto model) -> const ModelArgs& { return decltype(model)::args; });
 }
 
 std::size_t TensorRef::entries() const {

@@ -67,12 +67,8 @@ const char* to_string(Strategy s) {
 }
 
 const char* to_string(ScoreKind k) {
-  switch (k) {
-    case ScoreKind::GT: return "gt";
-    case ScoreKind::AGNN: return "agnn";
-    case ScoreKind::GAT: return "gat";
-    case ScoreKind::GATv2: return "gatv2";
-  }
+  for (ScoreKind m : kModels)
+    if (m == k) return visit_model(k, [](auto model) { return decltype(model)::name; });
   return "?";
 }
 
@@ -95,9 +91,12 @@ Strategy parse_strategy(const std::string& text) {
 
 ScoreKind parse_score_kind(const std::string& text) {
   const std::string s = lower(text);
-  for (ScoreKind v : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2})
+  std::string names;
+  for (ScoreKind v : kModels) {
     if (s == to_string(v)) return v;
-  throw Error("unknown model '" + text + "' (expected gt, agnn, gat or gatv2)");
+    names += std::string(names.empty() ? "" : ", ") + to_string(v);
+  }
+  throw Error("unknown model '" + text + "' (expected one of " + names + ")");
 }
 
 Backend parse_backend(const std::string& text) {

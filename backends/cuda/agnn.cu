@@ -8,13 +8,13 @@ AGNNScore score(const Call& c) { return {c.input(0), c.input(0), c.input(1), int
 }  // namespace
 
 template <>
-void forward<ScoreKind::AGNN>(const Plan& plan, const Call& c) {
+void forward<AGNN>(const Plan& plan, const Call& c) {
   run(plan, score(c), c);
 }
 
 // X is both sides' input: its gradient gathers at destinations and at sources.
 template <>
-void backward<ScoreKind::AGNN>(const Plan& plan, const Call& c) {
+void backward<AGNN>(const Plan& plan, const Call& c) {
   run_backward(plan, score(c), c, {c.grad(0), c.grad(0), nullptr}, c.grad(1), int(c.inputs[1].extents[0]));
 }
 

@@ -8,13 +8,13 @@ GATScore score(const Call& c) { return {c.input(0), c.input(1), c.input(2), c.pa
 }  // namespace
 
 template <>
-void forward<ScoreKind::GAT>(const Plan& plan, const Call& c) {
+void forward<GAT>(const Plan& plan, const Call& c) {
   run(plan, score(c), c);
 }
 
 // er is the destination's input, el the source's.
 template <>
-void backward<ScoreKind::GAT>(const Plan& plan, const Call& c) {
+void backward<GAT>(const Plan& plan, const Call& c) {
   run_backward(plan, score(c), c, {c.grad(1), c.grad(0), c.grad(2)}, nullptr, 0);
 }
 

@@ -8,13 +8,13 @@ GATv2Score score(const Call& c) { return {c.input(0), c.input(0), c.input(1), c.
 }  // namespace
 
 template <>
-void forward<ScoreKind::GATv2>(const Plan& plan, const Call& c) {
+void forward<GATv2>(const Plan& plan, const Call& c) {
   run(plan, score(c), c);
 }
 
 // XR is the destination's input, XL the source's (and the values); da sums over the edges.
 template <>
-void backward<ScoreKind::GATv2>(const Plan& plan, const Call& c) {
+void backward<GATv2>(const Plan& plan, const Call& c) {
   run_backward(plan, score(c), c, {c.grad(1), c.grad(0), nullptr}, c.grad(2), plan.heads() * plan.dim());
 }
 

@@ -10,12 +10,12 @@ GTScore score(const Plan& plan, const Call& c) {
 }  // namespace
 
 template <>
-void forward<ScoreKind::GT>(const Plan& plan, const Call& c) {
+void forward<GT>(const Plan& plan, const Call& c) {
   run(plan, score(plan, c), c);
 }
 
 template <>
-void backward<ScoreKind::GT>(const Plan& plan, const Call& c) {
+void backward<GT>(const Plan& plan, const Call& c) {
   run_backward(plan, score(plan, c), c, {c.grad(0), c.grad(1), c.grad(2)}, nullptr, 0);
 }
 

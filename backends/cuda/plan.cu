@@ -32,13 +32,8 @@ edge_t degree(const HostGraph& g, node_t v) { return g.row_ptr[v + 1] - g.row_pt
 
 /// Staged shared-memory floats per node for the score kind.
 std::size_t staged_floats(ScoreKind kind, int H, int D) {
-  switch (kind) {
-    case ScoreKind::GT: return detail::staged_floats_per_node<detail::GTScore>(H, D);
-    case ScoreKind::AGNN: return detail::staged_floats_per_node<detail::AGNNScore>(H, D);
-    case ScoreKind::GAT: return detail::staged_floats_per_node<detail::GATScore>(H, D);
-    case ScoreKind::GATv2: return detail::staged_floats_per_node<detail::GATv2Score>(H, D);
-  }
-  return 0;
+  return visit_model(
+      kind, [&](auto model) { return detail::staged_floats_per_node<detail::ScoreOf_t<decltype(model)>>(H, D); });
 }
 
 /// The batch's node offsets; for a graph not built as a batch, its independent blocks (a
@@ -298,18 +293,11 @@ const BackwardData& Plan::Impl::backward() const {
     bool rows_first, cols_first;
     int row_width, col_width, param_width;
   };
-  const auto needs = [&](auto score) {
-    using S = decltype(score);
+  const Needs need = visit_model(kind, [&](auto model) {
+    using S = detail::ScoreOf_t<decltype(model)>;
     return Needs{detail::kRowsFirst<S>, detail::kColsFirst<S>, detail::pad4(detail::row_width<S>(dim)),
                  detail::pad4(detail::col_width<S>(dim)), detail::param_width<S>(dim)};
-  };
-  Needs need{};
-  switch (kind) {
-    case ScoreKind::GT: need = needs(detail::GTScore{}); break;
-    case ScoreKind::AGNN: need = needs(detail::AGNNScore{}); break;
-    case ScoreKind::GAT: need = needs(detail::GATScore{}); break;
-    case ScoreKind::GATv2: need = needs(detail::GATv2Score{}); break;
-  }
+  });
   if (need.rows_first) {
     std::vector<edge_t> csc_pos(E);
     for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
@@ -488,21 +476,11 @@ const Op& Plan::op() const { return impl_->op; }
 Strategy Plan::strategy() const { return impl_->strategy; }
 
 void Plan::forward(const Call& call) const {
-  switch (impl_->kind) {
-    case ScoreKind::GT: return detail::forward<ScoreKind::GT>(*this, call);
-    case ScoreKind::AGNN: return detail::forward<ScoreKind::AGNN>(*this, call);
-    case ScoreKind::GAT: return detail::forward<ScoreKind::GAT>(*this, call);
-    case ScoreKind::GATv2: return detail::forward<ScoreKind::GATv2>(*this, call);
-  }
+  visit_model(impl_->kind, [&](auto model) { detail::forward<decltype(model)>(*this, call); });
 }
 
 void Plan::backward(const Call& call) const {
-  switch (impl_->kind) {
-    case ScoreKind::GT: return detail::backward<ScoreKind::GT>(*this, call);
-    case ScoreKind::AGNN: return detail::backward<ScoreKind::AGNN>(*this, call);
-    case ScoreKind::GAT: return detail::backward<ScoreKind::GAT>(*this, call);
-    case ScoreKind::GATv2: return detail::backward<ScoreKind::GATv2>(*this, call);
-  }
+  visit_model(impl_->kind, [&](auto model) { detail::backward<decltype(model)>(*this, call); });
 }
 std::size_t Plan::device_bytes() const { return impl_->owned_bytes; }
 ScoreKind Plan::kind() const { return impl_->kind; }

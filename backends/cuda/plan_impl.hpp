@@ -89,11 +89,11 @@ struct Plan::Impl {
 inline constexpr int kSmmfWarps = 8;
 
 namespace detail {
-/// A checked call of score kind K on the plan (one specialisation per score, in its .cu file:
-/// the score functor and gradients it makes of the call's tensors).
-template <ScoreKind K>
+/// A checked call of `Model` on the plan (one specialisation per model, in its .cu file: the
+/// score functor and gradients it makes of the call's tensors).
+template <class Model>
 void forward(const Plan& plan, const Call& call);
-template <ScoreKind K>
+template <class Model>
 void backward(const Plan& plan, const Call& call);
 }  // namespace detail
 

@@ -173,6 +173,28 @@ struct GATv2Score {
   }
 };
 
+/// Each model's score functor (a new model adds its functor above and its pair here).
+template <class Model>
+struct ScoreOf;
+template <>
+struct ScoreOf<GT> {
+  using type = GTScore;
+};
+template <>
+struct ScoreOf<AGNN> {
+  using type = AGNNScore;
+};
+template <>
+struct ScoreOf<GAT> {
+  using type = GATScore;
+};
+template <>
+struct ScoreOf<GATv2> {
+  using type = GATv2Score;
+};
+template <class Model>
+using ScoreOf_t = typename ScoreOf<Model>::type;
+
 /// The score of one (edge, head) pair from its key: the partials summed over the lane group
 /// (a row key; a scalar key is whole in every lane), then combined.
 template <class S, class T>

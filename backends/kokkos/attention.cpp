@@ -34,18 +34,9 @@ void PortablePlan<Exec>::forward(const Call& call) const {
   const Exec& exec = *static_cast<const Exec*>(call.space);
   const CallViews<Mem> t{call};
   const Problem<Mem> p = problem(*this, t.output(call.out), t.options(true));
-  switch (op_.kind) {
-    case ScoreKind::GT:
-      return dispatch(exec, *this, p, GTScore<Mem>{t.input(0), t.input(1), t.input(2), GT{call.param}.scale_for(dim())});
-    case ScoreKind::AGNN: {
-      const Features<Mem> X = t.input(0);
-      return dispatch(exec, *this, p, AGNNScore<Mem>{X, inverse_norms(exec, *this, X), t.vector(call.inputs[1])});
-    }
-    case ScoreKind::GAT:
-      return dispatch(exec, *this, p, GATScore<Mem>{t.input_matrix(0), t.input_matrix(1), t.input(2), call.param});
-    case ScoreKind::GATv2:
-      return dispatch(exec, *this, p, GATv2Score<Mem>{t.input(0), t.input(1), t.input_matrix(2), call.param});
-  }
+  visit_model(op_.kind, [&](auto model) {
+    dispatch(exec, *this, p, score_of(with_param<decltype(model)>(call.param), exec, *this, t));
+  });
 }
 
 }  // namespace kokkos_impl

@@ -25,6 +25,59 @@ Workspace<typename Exec::memory_space> workspace(const PortablePlan<Exec>& plan,
   return {{slot(0), slot(1), slot(2)}, View(all.data() + slots * slot_size, extra)};
 }
 
+// Each model's backward: its gradient functor, the two gathers, then its parameter sums (a new
+// model adds its overload here; its score functor comes from score_of, executor.hpp).
+template <class Exec>
+void backward_of(const GT& model, const Exec& exec, const PortablePlan<Exec>& plan, const CallViews<typename Exec::memory_space>& t,
+                 const Problem<typename Exec::memory_space>& p, const Upstream<typename Exec::memory_space>& up) {
+  using Mem = typename Exec::memory_space;
+  const Call& c = t.call;
+  const GTGrad<Mem> grad{t.input(0), t.input(1), up.dout, t.output(c.grads[0]), t.output(c.grads[1]),
+                         t.output(c.grads[2]), model.scale_for(plan.dim()), {}};
+  backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, workspace(plan, grad, 2, 0));
+}
+
+template <class Exec>
+void backward_of(const AGNN& model, const Exec& exec, const PortablePlan<Exec>& plan,
+                 const CallViews<typename Exec::memory_space>& t, const Problem<typename Exec::memory_space>& p,
+                 const Upstream<typename Exec::memory_space>& up) {
+  using Mem = typename Exec::memory_space;
+  const Call& c = t.call;
+  const AGNNScore<Mem> score = score_of(model, exec, plan, t);
+  const int count = int(score.beta.extent(0));
+  const AGNNGrad<Mem> grad{score.x, up.dout, score.inv_norm, score.beta, t.output(c.grads[0]), {}};
+  const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count);
+  backward(exec, plan, p, score, grad, up, s);
+  sum_over_edges(exec, plan, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials,
+                 t.vector_out(c.grads[1]));
+}
+
+template <class Exec>
+void backward_of(const GAT& model, const Exec& exec, const PortablePlan<Exec>& plan, const CallViews<typename Exec::memory_space>& t,
+                 const Problem<typename Exec::memory_space>& p, const Upstream<typename Exec::memory_space>& up) {
+  using Mem = typename Exec::memory_space;
+  const Call& c = t.call;
+  const GATGrad<Mem> grad{t.input_matrix(0), t.input_matrix(1), up.dout, t.scalars_out(c.grads[0]),
+                          t.scalars_out(c.grads[1]), t.output(c.grads[2]), model.slope, {}};
+  backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, workspace(plan, grad, 2, 0));
+}
+
+template <class Exec>
+void backward_of(const GATv2& model, const Exec& exec, const PortablePlan<Exec>& plan,
+                 const CallViews<typename Exec::memory_space>& t, const Problem<typename Exec::memory_space>& p,
+                 const Upstream<typename Exec::memory_space>& up) {
+  using Mem = typename Exec::memory_space;
+  const Call& c = t.call;
+  const GATv2Score<Mem> score = score_of(model, exec, plan, t);
+  const GATv2Grad<Mem> grad{score.xl, score.xr, up.dout, score.a, t.output(c.grads[0]), t.output(c.grads[1]),
+                            model.slope, {}};
+  const auto s = workspace(plan, grad, 2, std::size_t(edge_slices(plan.graph().num_edges())) * score.a.size());
+  backward(exec, plan, p, score, grad, up, s);
+  sum_over_edges(exec, plan, WeightTerm<Mem>{s.work.dr, score.xl, score.xr, plan.graph().src(), plan.graph().dst(),
+                                             model.slope},
+                 s.partials, t.vector_out(c.grads[2]));
+}
+
 }  // namespace
 
 template <class Exec>
@@ -34,43 +87,9 @@ void PortablePlan<Exec>::backward(const Call& call) const {
   const CallViews<Mem> t{call};
   const Problem<Mem> p = problem(*this, NodeOutput<Mem>(), t.options(false));
   const Upstream<Mem> up{t.features(call.out), t.matrix(call.logsumexp), t.features(call.dout)};
-  const edge_t E = graph_.num_edges();
-  switch (op_.kind) {
-    case ScoreKind::GT: {
-      const float scale = GT{call.param}.scale_for(dim());
-      const GTGrad<Mem> grad{t.input(0), t.input(1), up.dout, t.output(call.grads[0]), t.output(call.grads[1]),
-                             t.output(call.grads[2]), scale, {}};
-      return kokkos_impl::backward(exec, *this, p, GTScore<Mem>{t.input(0), t.input(1), t.input(2), scale}, grad, up,
-                                   workspace(*this, grad, 2, 0));
-    }
-    case ScoreKind::AGNN: {
-      const Features<Mem> X = t.input(0);
-      const Vector<Mem> beta = t.vector(call.inputs[1]);
-      const int count = int(beta.extent(0));
-      const auto inv = inverse_norms(exec, *this, X);
-      const AGNNGrad<Mem> grad{X, up.dout, inv, beta, t.output(call.grads[0]), {}};
-      const auto s = workspace(*this, grad, 3, std::size_t(edge_slices(E)) * count);
-      kokkos_impl::backward(exec, *this, p, AGNNScore<Mem>{X, inv, beta}, grad, up, s);
-      return sum_over_edges(exec, *this, BetaTerm<Mem>{s.work.dr, s.work.cos, heads(), count}, s.partials,
-                            t.vector_out(call.grads[1]));
-    }
-    case ScoreKind::GAT: {
-      const GATGrad<Mem> grad{t.input_matrix(0), t.input_matrix(1), up.dout, t.scalars_out(call.grads[0]),
-                              t.scalars_out(call.grads[1]), t.output(call.grads[2]), call.param, {}};
-      return kokkos_impl::backward(exec, *this, p,
-                                   GATScore<Mem>{t.input_matrix(0), t.input_matrix(1), t.input(2), call.param}, grad,
-                                   up, workspace(*this, grad, 2, 0));
-    }
-    case ScoreKind::GATv2: {
-      const Features<Mem> XL = t.input(0), XR = t.input(1);
-      const Matrix<Mem> a = t.input_matrix(2);
-      const GATv2Grad<Mem> grad{XL, XR, up.dout, a, t.output(call.grads[0]), t.output(call.grads[1]), call.param, {}};
-      const auto s = workspace(*this, grad, 2, std::size_t(edge_slices(E)) * a.size());
-      kokkos_impl::backward(exec, *this, p, GATv2Score<Mem>{XL, XR, a, call.param}, grad, up, s);
-      return sum_over_edges(exec, *this, WeightTerm<Mem>{s.work.dr, XL, XR, graph_.src(), graph_.dst(), call.param},
-                            s.partials, t.vector_out(call.grads[2]));
-    }
-  }
+  visit_model(op_.kind, [&](auto model) {
+    backward_of(with_param<decltype(model)>(call.param), exec, *this, t, p, up);
+  });
 }
 
 #define DFGNN_INSTANTIATE(EXEC) template void PortablePlan<EXEC>::backward(const Call&) const;

@@ -106,4 +106,31 @@ Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> in
   return inv;
 }
 
+// Each model's score functor made of a checked call's tensors (`t`), for the forward and the
+// backward: a new model adds its overload here (docs/design.md, "Adding a model").
+template <class Exec>
+GTScore<typename Exec::memory_space> score_of(const GT& model, const Exec&, const PortablePlan<Exec>& plan,
+                                              const CallViews<typename Exec::memory_space>& t) {
+  return {t.input(0), t.input(1), t.input(2), model.scale_for(plan.dim())};
+}
+
+template <class Exec>
+AGNNScore<typename Exec::memory_space> score_of(const AGNN&, const Exec& exec, const PortablePlan<Exec>& plan,
+                                                const CallViews<typename Exec::memory_space>& t) {
+  const auto X = t.input(0);
+  return {X, inverse_norms(exec, plan, X), t.vector(t.call.inputs[1])};
+}
+
+template <class Exec>
+GATScore<typename Exec::memory_space> score_of(const GAT& model, const Exec&, const PortablePlan<Exec>&,
+                                               const CallViews<typename Exec::memory_space>& t) {
+  return {t.input_matrix(0), t.input_matrix(1), t.input(2), model.slope};
+}
+
+template <class Exec>
+GATv2Score<typename Exec::memory_space> score_of(const GATv2& model, const Exec&, const PortablePlan<Exec>&,
+                                                 const CallViews<typename Exec::memory_space>& t) {
+  return {t.input(0), t.input(1), t.input_matrix(2), model.slope};
+}
+
 }  // namespace dfgnn::kokkos_impl

@@ -39,33 +39,8 @@ struct Op {
   edge_t edges = 0;
 };
 
-/// The shape of a tensor argument in the op's sizes.
-enum class Extent {
-  SrcFeatures,   ///< [src_nodes, H, D]
-  DstFeatures,   ///< [dst_nodes, H, D]
-  SrcScalars,    ///< [src_nodes, H]
-  DstScalars,    ///< [dst_nodes, H]
-  HeadFeatures,  ///< [H, D]
-  HeadVector,    ///< [1] or [H]: shared by the heads or one per head
-};
-
-/// One argument of a model: its name in messages and its shape.
-struct ArgSpec {
-  const char* name;
-  Extent extent;
-};
-
-/// A model's arguments in call order (its score inputs and its values), the name of each
-/// input's gradient, and its scalar parameter (null: none).
-struct ModelArgs {
-  int count;
-  ArgSpec inputs[3];
-  const char* gradients[3];
-  const char* param;
-};
-
-/// The arguments of `kind`: GT (Q, K, V; scale), AGNN (X, beta), GAT (el, er, V; slope), GATv2
-/// (XL, XR, a; slope).
+/// The arguments of `kind`'s model (its traits' `args`, types.hpp): GT (Q, K, V; scale), AGNN
+/// (X, beta), GAT (el, er, V; slope), GATv2 (XL, XR, a; slope).
 const ModelArgs& model_args(ScoreKind kind);
 
 /// A tensor argument: its data and extents (rank 0: none given). Views give their own extents;

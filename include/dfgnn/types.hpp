@@ -46,13 +46,47 @@ enum class Strategy {
 /// (resolve_backend).
 enum class Backend { Auto, Portable, Native };
 
-/// Which score function an attention layer uses.
+/// Which score function an attention layer uses: one per model below (kModels lists them).
 enum class ScoreKind { GT, AGNN, GAT, GATv2 };
+
+/// The shape of a tensor argument in an op's sizes (op.hpp's Op).
+enum class Extent {
+  SrcFeatures,   ///< [src_nodes, H, D]
+  DstFeatures,   ///< [dst_nodes, H, D]
+  SrcScalars,    ///< [src_nodes, H]
+  DstScalars,    ///< [dst_nodes, H]
+  HeadFeatures,  ///< [H, D]
+  HeadVector,    ///< [1] or [H]: shared by the heads or one per head
+};
+
+/// One argument of a model: its name in messages and its shape.
+struct ArgSpec {
+  const char* name;
+  Extent extent;
+};
+
+/// A model's arguments in call order (its score inputs and its values), the name of each
+/// input's gradient, and its scalar parameter (null: none).
+struct ModelArgs {
+  int count;
+  ArgSpec inputs[3];
+  const char* gradients[3];
+  const char* param;
+};
+
+// The models: each is its own traits type (docs/design.md, "Adding a model"): its kind, name
+// (CLI, messages), arguments and scalar parameter (`param()`, a call's Call::param), read by
+// every layer; the kernels add its score and gradient functors.
 
 /// Graph Transformer dot-product score: scale * <Q[v,h], K[u,h]>.
 struct GT {
   float scale = 0.0f;  ///< 0 selects the default 1/sqrt(D)
   static constexpr ScoreKind kind = ScoreKind::GT;
+  static constexpr const char* name = "gt";
+  static constexpr ModelArgs args{
+      3, {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}}, {"dQ", "dK", "dV"},
+      "GT::scale"};
+  float param() const { return scale; }
   /// The scale of a score over `dim` features, in T's precision: `scale`, or 1/sqrt(dim).
   template <class T = float>
   T scale_for(int dim) const {
@@ -63,19 +97,62 @@ struct GT {
 /// AGNN cosine score: beta[h] * cos(X[v,h], X[u,h]); beta is a tensor argument ([H] or [1]).
 struct AGNN {
   static constexpr ScoreKind kind = ScoreKind::AGNN;
+  static constexpr const char* name = "agnn";
+  // X is both the score's inputs and the values: a bipartite AGNN has no meaning.
+  static constexpr ModelArgs args{2, {{"X", Extent::SrcFeatures}, {"beta", Extent::HeadVector}}, {"dX", "dbeta"},
+                                  nullptr};
+  float param() const { return 0.0f; }
 };
 
 /// GAT additive score: LeakyReLU(el[u,h] + er[v,h], slope).
 struct GAT {
   float slope = 0.2f;
   static constexpr ScoreKind kind = ScoreKind::GAT;
+  static constexpr const char* name = "gat";
+  static constexpr ModelArgs args{
+      3, {{"el", Extent::SrcScalars}, {"er", Extent::DstScalars}, {"V", Extent::SrcFeatures}}, {"del", "der", "dV"},
+      "GAT::slope"};
+  float param() const { return slope; }
 };
 
 /// GATv2 score: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d], slope); values are XL.
 struct GATv2 {
   float slope = 0.2f;
   static constexpr ScoreKind kind = ScoreKind::GATv2;
+  static constexpr const char* name = "gatv2";
+  static constexpr ModelArgs args{
+      3, {{"XL", Extent::SrcFeatures}, {"XR", Extent::DstFeatures}, {"a", Extent::HeadFeatures}},
+      {"dXL", "dXR", "da"}, "GATv2::slope"};
+  float param() const { return slope; }
 };
+
+/// Every model's kind.
+inline constexpr ScoreKind kModels[] = {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2};
+
+/// f(Model{}) for the model of `kind`: the one switch over the models, so that the layers that
+/// need a model's type (the executors, the CLI) visit instead of switching. Throws Error for a
+/// value that is none of the enum's.
+template <class F>
+decltype(auto) visit_model(ScoreKind kind, F&& f) {
+  switch (kind) {
+    case ScoreKind::GT: return f(GT{});
+    case ScoreKind::AGNN: return f(AGNN{});
+    case ScoreKind::GAT: return f(GAT{});
+    case ScoreKind::GATv2: return f(GATv2{});
+  }
+  throw Error("score kind " + std::to_string(int(kind)) + " is none of the enum's values");
+}
+
+/// The model of `kind` with scalar parameter `param` (GT's scale, the GATs' slope; AGNN has none).
+template <class Model>
+Model with_param(float param) {
+  if constexpr (Model::args.param == nullptr) {
+    (void)param;
+    return Model{};
+  } else {
+    return Model{param};
+  }
+}
 
 /// Degree statistics of the in-degrees (CSR by destination).
 struct DegreeStats {
