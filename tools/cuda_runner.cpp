@@ -30,52 +30,40 @@ Buffer upload(const std::vector<float>& host) {
   return b;
 }
 
-// Inputs on the device and the calls that run the model on them: the forward (training mode
-// keeps the logsumexp) and, after set_dout, the backward into the gradients.
+// Inputs on the device and the calls that run the model on them through the generic entries:
+// the forward (training mode keeps the logsumexp) and, after set_dout, the backward into the
+// gradients (one per input, in the model's order).
 struct Launcher {
   std::vector<Buffer> tensors, grads;
-  Buffer beta, edge_values, out, lse, dout;
+  std::vector<const float*> inputs;
+  std::vector<float*> outputs;
+  Buffer edge_values, out, lse, dout;
   std::function<void(cudaStream_t)> run, backward;
 
-  Launcher(const cuda::Plan& plan, const Inputs& in, float scale, float slope, bool training = false) {
-    for (const auto& t : in.tensors) tensors.push_back(upload(t));
-    beta = upload(in.beta);
+  Launcher(const cuda::Plan& plan, const Inputs& in, bool training = false) {
+    for (const auto& t : in.tensors) inputs.push_back(tensors.emplace_back(upload(t)).get());
     edge_values = upload(in.edge_values);
     out = upload(std::vector<float>(in.N * in.H * in.D));
     lse = upload(std::vector<float>(training ? in.N * in.H : 0));
     cuda::Options o(cuda::DeviceEdgeValues{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads});
     o.logsumexp = training ? lse.get() : nullptr;
     if (training) o.dropout = in.dropout;
-    const float* t0 = tensors[0].get();
-    const float* t1 = tensors.size() > 1 ? tensors[1].get() : nullptr;
-    const float* t2 = tensors.size() > 2 ? tensors[2].get() : nullptr;
+    const ScoreKind kind = in.kind;
+    const float param = in.param;
+    const std::size_t count = in.count();
     float* y = out.get();
-    const float* b = beta.get();
-    const int nb = int(in.beta.size());
-    switch (in.kind) {
-      case ScoreKind::GT: run = [&plan, t0, t1, t2, y, o, scale](cudaStream_t s) { cuda::attention(s, plan, GT{scale}, t0, t1, t2, y, o); }; break;
-      case ScoreKind::AGNN: run = [&plan, t0, b, nb, y, o](cudaStream_t s) { cuda::attention(s, plan, AGNN{}, t0, b, nb, y, o); }; break;
-      case ScoreKind::GAT: run = [&plan, t0, t1, t2, y, o, slope](cudaStream_t s) { cuda::attention(s, plan, GAT{slope}, t0, t1, t2, y, o); }; break;
-      case ScoreKind::GATv2: run = [&plan, t0, t1, t2, y, o, slope](cudaStream_t s) { cuda::attention(s, plan, GATv2{slope}, t0, t1, t2, y, o); }; break;
-    }
+    run = [this, &plan, kind, param, count, y, o](cudaStream_t s) {
+      cuda::detail::attention(s, plan, kind, param, inputs.data(), count, y, o);
+    };
     if (!training) return;
-    // Gradients in the order of KokkosRun::gradients: each input's shape (AGNN: dX, dbeta).
-    std::vector<std::size_t> sizes;
-    for (const auto& t : in.tensors) sizes.push_back(t.size());
-    if (in.kind == ScoreKind::AGNN) sizes.push_back(in.beta.size());
-    for (std::size_t n : sizes) grads.push_back(upload(std::vector<float>(n)));
-    const float *l = lse.get(), *y0 = out.get();
-    float* g0 = grads[0].get();
-    float* g1 = grads[1].get();
-    float* g2 = grads.size() > 2 ? grads[2].get() : nullptr;
-    const auto d = [this] { return static_cast<const float*>(dout.get()); };
-    switch (in.kind) {
-      case ScoreKind::GT: backward = [&plan, t0, t1, t2, y0, l, d, g0, g1, g2, o, scale](cudaStream_t s) { cuda::attention_backward(s, plan, GT{scale}, t0, t1, t2, y0, l, d(), g0, g1, g2, o); }; break;
-      case ScoreKind::AGNN: backward = [&plan, t0, b, nb, y0, l, d, g0, g1, o](cudaStream_t s) { cuda::attention_backward(s, plan, AGNN{}, t0, b, nb, y0, l, d(), g0, g1, o); }; break;
-      case ScoreKind::GAT: backward = [&plan, t0, t1, t2, y0, l, d, g0, g1, g2, o, slope](cudaStream_t s) { cuda::attention_backward(s, plan, GAT{slope}, t0, t1, t2, y0, l, d(), g0, g1, g2, o); }; break;
-      case ScoreKind::GATv2: backward = [&plan, t0, t1, t2, y0, l, d, g0, g1, g2, o, slope](cudaStream_t s) { cuda::attention_backward(s, plan, GATv2{slope}, t0, t1, t2, y0, l, d(), g0, g1, g2, o); }; break;
-    }
+    for (const auto& t : in.tensors) outputs.push_back(grads.emplace_back(upload(std::vector<float>(t.size()))).get());
+    backward = [this, &plan, kind, param, count, o](cudaStream_t s) {
+      cuda::detail::attention_backward(s, plan, kind, param, inputs.data(), count, out.get(), lse.get(), dout.get(),
+                                       outputs.data(), o);
+    };
   }
+  Launcher(const Launcher&) = delete;  // the calls capture this
+  Launcher& operator=(const Launcher&) = delete;
 
   void set_dout(const std::vector<float>& host) { dout = upload(host); }
 
@@ -86,8 +74,7 @@ struct Launcher {
   }
   std::vector<std::vector<float>> gradients(const Inputs& in) const {
     std::vector<std::vector<float>> r;
-    for (std::size_t i = 0; i < grads.size(); ++i)
-      r.push_back(download(grads[i], i < in.tensors.size() ? in.tensors[i].size() : in.beta.size()));
+    for (std::size_t i = 0; i < grads.size(); ++i) r.push_back(download(grads[i], in.tensors[i].size()));
     return r;
   }
 };
@@ -118,20 +105,19 @@ struct Events {
 
 }  // namespace
 
-std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
-                            float slope, Strategy& used) {
+std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used) {
   const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
   used = plan.strategy();
-  Launcher launch(plan, in, scale, slope);
+  Launcher launch(plan, in);
   launch.run(nullptr);
   check(cudaDeviceSynchronize(), "attention");
   return Launcher::download(launch.out, in.N * in.H * in.D);
 }
 
-std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
-                                                  float slope, const std::vector<float>& dout) {
+std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy,
+                                                  const std::vector<float>& dout) {
   const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
-  Launcher launch(plan, in, scale, slope, /*training=*/true);
+  Launcher launch(plan, in, /*training=*/true);
   launch.set_dout(dout);
   launch.run(nullptr);
   launch.backward(nullptr);
@@ -139,11 +125,11 @@ std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inpu
   return launch.gradients(in);
 }
 
-Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
-                 int warmup, int iters, Strategy& used, std::vector<float>* out) {
+Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, int warmup, int iters, Strategy& used,
+                 std::vector<float>* out) {
   const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
   used = plan.strategy();
-  Launcher launch(plan, in, scale, slope);
+  Launcher launch(plan, in);
   Events ev(2);
   for (int i = 0; i < warmup; ++i) launch.run(nullptr);
   std::vector<double> ms;
@@ -159,12 +145,11 @@ Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, float 
   return t;
 }
 
-TrainTiming time_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
-                               const std::vector<float>& dout, int warmup, int iters, Strategy& used,
-                               std::vector<std::vector<float>>* grads) {
+TrainTiming time_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, const std::vector<float>& dout,
+                               int warmup, int iters, Strategy& used, std::vector<std::vector<float>>* grads) {
   const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
   used = plan.strategy();
-  Launcher launch(plan, in, scale, slope, /*training=*/true);
+  Launcher launch(plan, in, /*training=*/true);
   launch.set_dout(dout);
   Events ev(3);
   std::vector<double> total, backward;

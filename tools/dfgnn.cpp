@@ -35,6 +35,7 @@ namespace {
 
 using namespace dfgnn;
 using cli::Inputs;
+using cli::node_rows;
 
 #ifndef DFGNN_GIT_COMMIT
 #define DFGNN_GIT_COMMIT "unknown"
@@ -114,44 +115,58 @@ using cli::backend_name;
 using cli::backend_option;
 using cli::native_unavailable;
 
-// Which file options each model reads, and whether each is [N,H,D] (true) or [N,H] (false).
-std::vector<std::pair<std::string, bool>> tensor_options(ScoreKind k) {
-  switch (k) {
-    case ScoreKind::GT: return {{"q", true}, {"k", true}, {"v", true}};
-    case ScoreKind::AGNN: return {{"x", true}};
-    case ScoreKind::GAT: return {{"el", false}, {"er", false}, {"v", true}};
-    case ScoreKind::GATv2: return {{"xl", true}, {"xr", true}};
+// The option of a model argument: its name in lower case (--q, --el, --xl, --beta, ...).
+std::string option_of(const ArgSpec& arg) {
+  std::string name = arg.name;
+  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+// The option of a model's scalar parameter (--scale, --slope: model_args' "GT::scale"), or "".
+std::string param_option(ScoreKind kind) {
+  const char* param = model_args(kind).param;
+  if (!param) return "";
+  const std::string p = param;
+  return p.substr(p.find("::") + 2);
+}
+
+// Every model's options (its arguments and its parameter), each with the models that read it.
+std::map<std::string, std::vector<ScoreKind>> model_options() {
+  std::map<std::string, std::vector<ScoreKind>> readers;
+  for (ScoreKind kind : kModels) {
+    const ModelArgs& m = model_args(kind);
+    for (int i = 0; i < m.count; ++i) readers[option_of(m.inputs[i])].push_back(kind);
+    if (m.param) readers[param_option(kind)].push_back(kind);
   }
-  return {};
+  return readers;
 }
 
 // Options that only some models read: given for another model they are a mistake, not a no-op.
-void reject_foreign_options(const Args& a, ScoreKind kind, const std::vector<std::string>& names) {
-  const std::map<std::string, std::vector<ScoreKind>> readers{
-      {"q", {ScoreKind::GT}},     {"k", {ScoreKind::GT}},       {"scale", {ScoreKind::GT}},
-      {"v", {ScoreKind::GT, ScoreKind::GAT}},                   {"x", {ScoreKind::AGNN}},
-      {"beta", {ScoreKind::AGNN}}, {"el", {ScoreKind::GAT}},    {"er", {ScoreKind::GAT}},
-      {"xl", {ScoreKind::GATv2}}, {"xr", {ScoreKind::GATv2}},   {"a", {ScoreKind::GATv2}},
-      {"slope", {ScoreKind::GAT, ScoreKind::GATv2}}};
-  for (const std::string& name : names) {
-    const auto& models = readers.at(name);
+void reject_foreign_options(const Args& a, ScoreKind kind) {
+  for (const auto& [name, models] : model_options())
     if (a.has(name) && std::find(models.begin(), models.end(), kind) == models.end())
       throw Error("--" + name + " does not apply to --model " + to_string(kind));
-  }
 }
 
-// GT's --scale; 0 (the API's "default") when absent, since 0 itself is no scale.
-float scale_option(const Args& a) {
-  const float scale = a.real("scale", 0.0f);
-  if (a.has("scale") && scale == 0.0f) throw Error("--scale must be nonzero (omit it for 1/sqrt(D))");
-  return scale;
+// The model's scalar parameter: its option, else the model's default (GT's 0, the API's
+// 1/sqrt(D); the GATs' slope 0.2). A zero --scale is refused: 0 itself is no scale.
+float param_value(const Args& a, ScoreKind kind) {
+  const std::string option = param_option(kind);
+  const float fallback = visit_model(kind, [](auto model) { return model.param(); });
+  if (option.empty() || !a.has(option)) return fallback;
+  const float value = a.real(option, fallback);
+  if (option == "scale" && value == 0.0f) throw Error("--scale must be nonzero (omit it for 1/sqrt(D))");
+  return value;
 }
 
 // Feature width D from the first [N,H,D] / [N,H*D] file given, else --dim.
 std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_t H,
                         std::map<std::string, io::Array>& files) {
-  for (const auto& [name, is_features] : tensor_options(kind)) {
-    if (!is_features || !a.has(name)) continue;
+  const ModelArgs& m = model_args(kind);
+  for (int i = 0; i < m.count; ++i) {
+    const std::string name = option_of(m.inputs[i]);
+    const Extent e = m.inputs[i].extent;
+    if ((e != Extent::SrcFeatures && e != Extent::DstFeatures) || !a.has(name)) continue;
     const io::Array& t = files[name] = io::read_npy_f32(a.get(name));
     const std::string where = a.get(name) + ": ";
     std::size_t d = 0;
@@ -197,13 +212,17 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   in.H = std::size_t(heads);
   std::map<std::string, io::Array> files;
   in.D = feature_dim(a, in.kind, in.N, in.H, files);
+  in.param = param_value(a, in.kind);
   const std::uint64_t seed = a.seed();
   const std::size_t N = in.N, H = in.H, D = in.D;
+  const ModelArgs& m = in.args();
+  const auto node_args =
+      std::count_if(m.inputs, m.inputs + m.count, [](const ArgSpec& x) { return node_rows(x.extent); });
   // Every count below is at most N*H*D; the inputs, the output and as many gradients must fit.
   const std::uint64_t nhd = checked_product("nodes x heads x dim:", {N, H, D});
   check_host_bytes("attention over " + std::to_string(N) + " nodes x " + std::to_string(H) + " heads x " +
                        std::to_string(D) + " features",
-                   checked_product("bytes of", {nhd, 4, 2 * tensor_options(in.kind).size() + 2}));
+                   checked_product("bytes of", {nhd, 4, 2 * std::uint64_t(node_args) + 2}));
   auto tensor = [&](const std::string& name, std::vector<std::size_t> want, std::vector<std::size_t> alt,
                     std::uint64_t salt) {
     std::size_t n = 1;
@@ -213,15 +232,25 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
     return checked(files[name], a.get(name), {want, alt});
   };
   std::uint64_t salt = 0;
-  for (const auto& [name, is_features] : tensor_options(in.kind))
-    in.tensors.push_back(is_features ? tensor(name, {N, H, D}, {N, H * D}, ++salt)
-                                     : tensor(name, {N, H}, H == 1 ? std::vector<std::size_t>{N}
-                                                                   : std::vector<std::size_t>{N, H}, ++salt));
-  if (in.kind == ScoreKind::GATv2) in.tensors.push_back(tensor("a", {H, D}, {H * D}, ++salt));
-  if (in.kind == ScoreKind::AGNN) {
-    in.beta = a.has("beta") ? io::parse_float_list(a.get("beta"), "--beta") : std::vector<float>{1.0f};
-    if (in.beta.size() != 1 && in.beta.size() != H)
-      throw Error("--beta: " + std::to_string(in.beta.size()) + " values, expected 1 or H = " + std::to_string(H));
+  for (int i = 0; i < m.count; ++i) {
+    const std::string name = option_of(m.inputs[i]);
+    switch (m.inputs[i].extent) {
+      case Extent::SrcFeatures:
+      case Extent::DstFeatures: in.tensors.push_back(tensor(name, {N, H, D}, {N, H * D}, ++salt)); break;
+      case Extent::SrcScalars:
+      case Extent::DstScalars:
+        in.tensors.push_back(tensor(name, {N, H}, H == 1 ? std::vector<std::size_t>{N} : std::vector<std::size_t>{N, H},
+                                    ++salt));
+        break;
+      case Extent::HeadFeatures: in.tensors.push_back(tensor(name, {H, D}, {H * D}, ++salt)); break;
+      case Extent::HeadVector: {  // a list of values, 1 (shared by the heads) or H
+        std::vector<float> v = a.has(name) ? io::parse_float_list(a.get(name), "--" + name) : std::vector<float>{1.0f};
+        if (v.size() != 1 && v.size() != H)
+          throw Error("--" + name + ": " + std::to_string(v.size()) + " values, expected 1 or H = " + std::to_string(H));
+        in.tensors.push_back(std::move(v));
+        break;
+      }
+    }
   }
   if (a.has("edge-values")) {
     const std::string path = a.get("edge-values");
@@ -241,11 +270,12 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
 }
 
 /// The inputs in a renumbered graph's order: node tensors (features, el, er) take rows `index`
-/// (reorder.hpp's order to go there, position to come back); GATv2's a, AGNN's beta, the edge
-/// values and the dropout seed stay, since the renumbered graph's edge ids are the file's.
+/// (reorder.hpp's order to go there, position to come back); per-head ones (GATv2's a, AGNN's
+/// beta), the edge values and the dropout seed stay, since the renumbered graph's edge ids are the file's.
 Inputs in_order(const Inputs& in, const std::vector<node_t>& index) {
   Inputs r = in;
-  for (std::size_t i = 0; i < tensor_options(in.kind).size(); ++i) r.tensors[i] = gather_rows(in.tensors[i], index);
+  for (int i = 0; i < in.args().count; ++i)
+    if (node_rows(in.args().inputs[i].extent)) r.tensors[std::size_t(i)] = gather_rows(in.tensors[std::size_t(i)], index);
   return r;
 }
 
@@ -255,28 +285,26 @@ using Gradients = std::vector<std::pair<std::string, std::vector<float>>>;
 
 /// The gradients of a model, in the API's order, with their element counts.
 std::vector<std::pair<std::string, std::size_t>> gradient_sizes(const Inputs& in) {
-  const std::size_t nhd = in.N * in.H * in.D, nh = in.N * in.H;
-  switch (in.kind) {
-    case ScoreKind::GT: return {{"dQ", nhd}, {"dK", nhd}, {"dV", nhd}};
-    case ScoreKind::AGNN: return {{"dX", nhd}, {"dbeta", in.beta.size()}};
-    case ScoreKind::GAT: return {{"del", nh}, {"der", nh}, {"dV", nhd}};
-    case ScoreKind::GATv2: return {{"dXL", nhd}, {"dXR", nhd}, {"da", in.H * in.D}};
+  std::vector<std::pair<std::string, std::size_t>> r;
+  for (int i = 0; i < in.args().count; ++i) {
+    std::size_t n = 1;
+    for (std::size_t x : in.shape(in.args().inputs[i].extent)) n *= x;
+    r.emplace_back(in.args().gradients[i], n);
   }
-  return {};
+  return r;
 }
 
 // A forward on the default Kokkos execution space with the portable kernels (the CUDA-native
-// ones are --backend cuda): plan and inputs set up once, run repeatable.
+// ones are --backend cuda) through the generic entries: plan and inputs set up once, run
+// repeatable.
 class KokkosRun {
  public:
   using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = Exec::memory_space;
 
-  KokkosRun(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
-            bool training = false)
-      : in_(in), scale_(scale), slope_(slope), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy, Backend::Portable),
-        beta_(detail::upload<float, Mem>("beta", in.beta)), w_(detail::upload<float, Mem>("edge_values", in.edge_values)),
-        out_("out", in.N, in.H, in.D) {
+  KokkosRun(const HostGraph& g, const Inputs& in, Strategy strategy, bool training = false)
+      : in_(in), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy, Backend::Portable),
+        w_(detail::upload<float, Mem>("edge_values", in.edge_values)), out_("out", in.N, in.H, in.D) {
     for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
     if (in.edge_value_heads)
       options_.edge_values = EdgeValues<Mem>(w_.data(), std::size_t(g.num_edges()), std::size_t(in.edge_value_heads));
@@ -289,17 +317,9 @@ class KokkosRun {
   Strategy strategy() const { return plan_.strategy(); }
 
   void operator()() const {
-    switch (in_.kind) {
-      case ScoreKind::GT: attention(exec_, plan_, GT{scale_}, features(0), features(1), features(2), out_, options_); break;
-      case ScoreKind::AGNN:
-        attention(exec_, plan_, AGNN{}, features(0), HeadScalars<Mem>(beta_.data(), in_.beta.size()), out_, options_);
-        break;
-      case ScoreKind::GAT: attention(exec_, plan_, GAT{slope_}, scalars(0), scalars(1), features(2), out_, options_); break;
-      case ScoreKind::GATv2:
-        attention(exec_, plan_, GATv2{slope_}, features(0), features(1), HeadFeatures<Mem>(t_[2].data(), in_.H, in_.D),
-                  out_, options_);
-        break;
-    }
+    visit_model(in_.kind, [&](auto model) {
+      attention(exec_, plan_, with_param<decltype(model)>(in_.param), tensors_of(t_), out_, options_);
+    });
     exec_.fence();
   }
 
@@ -315,29 +335,12 @@ class KokkosRun {
   /// The fused backward after a training-mode forward, into the gradients of set_dout.
   void backward() const {
     const NodeFeatures<Mem> dout(dout_.data(), in_.N, in_.H, in_.D), out(out_.data(), in_.N, in_.H, in_.D);
-    const NodeScalars<Mem> lse = options_.logsumexp;
-    auto node = [&](int i) { return NodeOutput<Mem>(grads_[std::size_t(i)].second.data(), in_.N, in_.H, in_.D); };
-    auto scalar = [&](int i) { return NodeScalarsOutput<Mem>(grads_[std::size_t(i)].second.data(), in_.N, in_.H); };
-    switch (in_.kind) {
-      case ScoreKind::GT:
-        attention_backward(exec_, plan_, GT{scale_}, features(0), features(1), features(2), out, lse, dout, node(0),
-                           node(1), node(2), options_);
-        break;
-      case ScoreKind::AGNN:
-        attention_backward(exec_, plan_, AGNN{}, features(0), HeadScalars<Mem>(beta_.data(), in_.beta.size()), out,
-                           lse, dout, node(0), HeadScalarsOutput<Mem>(grads_[1].second.data(), in_.beta.size()),
-                           options_);
-        break;
-      case ScoreKind::GAT:
-        attention_backward(exec_, plan_, GAT{slope_}, scalars(0), scalars(1), features(2), out, lse, dout, scalar(0),
-                           scalar(1), node(2), options_);
-        break;
-      case ScoreKind::GATv2:
-        attention_backward(exec_, plan_, GATv2{slope_}, features(0), features(1),
-                           HeadFeatures<Mem>(t_[2].data(), in_.H, in_.D), out, lse, dout, node(0), node(1),
-                           HeadFeaturesOutput<Mem>(grads_[2].second.data(), in_.H, in_.D), options_);
-        break;
-    }
+    std::vector<Kokkos::View<float*, Mem>> grads;
+    for (const auto& g : grads_) grads.push_back(g.second);
+    visit_model(in_.kind, [&](auto model) {
+      attention_backward(exec_, plan_, with_param<decltype(model)>(in_.param), tensors_of(t_), out, options_.logsumexp,
+                         dout, tensors_of(grads), options_);
+    });
     exec_.fence();
   }
 
@@ -353,120 +356,120 @@ class KokkosRun {
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
     return std::vector<float>(host.data(), host.data() + host.size());
   }
-  NodeFeatures<Mem> features(int i) const { return NodeFeatures<Mem>(t_[std::size_t(i)].data(), in_.N, in_.H, in_.D); }
-  NodeScalars<Mem> scalars(int i) const { return NodeScalars<Mem>(t_[std::size_t(i)].data(), in_.N, in_.H); }
+  /// The model's arguments (or gradients) on flat buffers, shaped as the plan's op says.
+  Tensors tensors_of(const std::vector<Kokkos::View<float*, Mem>>& flat) const {
+    Tensors r;
+    r.count = in_.args().count;
+    for (int i = 0; i < r.count; ++i)
+      r.refs[i] = TensorRef::shaped(flat[std::size_t(i)].data(), plan_.op(), in_.args().inputs[i].extent, in_.count());
+    return r;
+  }
 
   const Inputs& in_;
-  float scale_, slope_;
   Exec exec_;
   Plan<Exec> plan_;
   std::vector<Kokkos::View<float*, Mem>> t_;
-  Kokkos::View<float*, Mem> beta_, w_;
+  Kokkos::View<float*, Mem> w_;
   NodeOutput<Mem> out_;
   Options<Mem> options_;
   Kokkos::View<float*, Mem> dout_;
   std::vector<std::pair<std::string, Kokkos::View<float*, Mem>>> grads_;
 };
 
-std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, float scale,
-                              float slope, Strategy& used) {
-  const KokkosRun run(g, in, strategy, scale, slope);
+std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used) {
+  const KokkosRun run(g, in, strategy);
   used = run.strategy();
   run();
   return run.output();
 }
 
-std::vector<double> run_reference(const HostGraph& g, const Inputs& in, float scale, float slope) {
+std::vector<double> run_reference(const HostGraph& g, const Inputs& in) {
   const HostEdgeValues w{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads};
   const int H = int(in.H), D = int(in.D);
   const auto& t = in.tensors;
   switch (in.kind) {
-    case ScoreKind::GT: return reference_attention(g, H, D, GT{scale}, t[0].data(), t[1].data(), t[2].data(), w);
-    case ScoreKind::AGNN:
-      return reference_attention(g, H, D, AGNN{}, t[0].data(), in.beta.data(), int(in.beta.size()), w);
-    case ScoreKind::GAT: return reference_attention(g, H, D, GAT{slope}, t[0].data(), t[1].data(), t[2].data(), w);
+    case ScoreKind::GT: return reference_attention(g, H, D, GT{in.param}, t[0].data(), t[1].data(), t[2].data(), w);
+    case ScoreKind::AGNN: return reference_attention(g, H, D, AGNN{}, t[0].data(), t[1].data(), int(t[1].size()), w);
+    case ScoreKind::GAT: return reference_attention(g, H, D, GAT{in.param}, t[0].data(), t[1].data(), t[2].data(), w);
     case ScoreKind::GATv2:
-      return reference_attention(g, H, D, GATv2{slope}, t[0].data(), t[1].data(), t[2].data(), w);
+      return reference_attention(g, H, D, GATv2{in.param}, t[0].data(), t[1].data(), t[2].data(), w);
   }
   return {};
 }
 
 // The float64 reference gradients, named and ordered as KokkosRun::backward returns them.
 std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, const Inputs& in,
-                                                        const std::vector<float>& dout, float scale, float slope) {
+                                                        const std::vector<float>& dout) {
   ReferenceOptions w(HostEdgeValues{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads});
   w.dropout = in.dropout;
   const int H = int(in.H), D = int(in.D);
   const auto& t = in.tensors;
   switch (in.kind) {
     case ScoreKind::GT: {
-      auto r = reference_attention_backward(g, H, D, GT{scale}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
+      auto r = reference_attention_backward(g, H, D, GT{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
       return {r.dQ, r.dK, r.dV};
     }
     case ScoreKind::AGNN: {
-      auto r = reference_attention_backward(g, H, D, AGNN{}, t[0].data(), in.beta.data(), int(in.beta.size()),
-                                            dout.data(), w);
+      auto r = reference_attention_backward(g, H, D, AGNN{}, t[0].data(), t[1].data(), int(t[1].size()), dout.data(), w);
       return {r.dX, r.dbeta};
     }
     case ScoreKind::GAT: {
-      auto r = reference_attention_backward(g, H, D, GAT{slope}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
+      auto r = reference_attention_backward(g, H, D, GAT{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
       return {r.del, r.der, r.dV};
     }
     case ScoreKind::GATv2: {
-      auto r = reference_attention_backward(g, H, D, GATv2{slope}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
+      auto r = reference_attention_backward(g, H, D, GATv2{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
       return {r.dXL, r.dXR, r.da};
     }
   }
   return {};
 }
 
-// AGNN's dbeta and GATv2's da: gradients of the model's parameters, not one row per node.
-bool is_parameter_gradient(const std::string& name) { return name == "dbeta" || name == "da"; }
-
-// The largest relative error a gradient may have against the float64 reference: parameter
-// gradients sum cancelling terms over all edges (docs/backward.md).
-double gradient_tolerance(const std::string& name) { return is_parameter_gradient(name) ? 1e-3 : 1e-4; }
+// The largest relative error the gradient of argument i may have against the float64
+// reference: gradients of per-head parameters (AGNN's dbeta, GATv2's da) sum cancelling terms
+// over all edges (docs/backward.md).
+double gradient_tolerance(const Inputs& in, std::size_t i) {
+  return node_rows(in.args().inputs[i].extent) ? 1e-4 : 1e-3;
+}
 
 // Training forward + fused backward on `backend`, on the renumbered graph re.graph with the
 // inputs in its order (`run_in`); writes PREFIX<name>.npy per gradient in the file's order and,
 // with --reference, checks each against the float64 reference on the file's graph `g` and
 // inputs `in`. Returns the exit code.
 int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reordered& re, const Inputs& run_in,
-                 Backend backend, Strategy strategy, float scale, float slope) {
+                 Backend backend, Strategy strategy) {
   const std::string path = a.get("grad-out");
   const std::vector<float> dout = checked(io::read_npy_f32(path), path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}});
   const std::vector<float> run_dout = gather_rows(dout, re.order);
   Gradients grads;
   if (backend == Backend::Portable) {
-    KokkosRun run(re.graph, run_in, strategy, scale, slope, /*training=*/true);
+    KokkosRun run(re.graph, run_in, strategy, /*training=*/true);
     run.set_dout(run_dout);
     run();
     run.backward();
     grads = run.gradients();
   } else {
 #ifdef DFGNN_ENABLE_CUDA
-    auto values = cli::run_cuda_backward(re.graph, run_in, strategy, scale, slope, run_dout);
+    auto values = cli::run_cuda_backward(re.graph, run_in, strategy, run_dout);
     const auto sizes = gradient_sizes(in);
     for (std::size_t i = 0; i < sizes.size(); ++i) grads.emplace_back(sizes[i].first, std::move(values[i]));
 #endif
   }
-  for (auto& [name, values] : grads)  // node gradients back to the file's order
-    if (!is_parameter_gradient(name)) values = gather_rows(values, re.position);
+  for (std::size_t i = 0; i < grads.size(); ++i)  // node gradients back to the file's order
+    if (node_rows(in.args().inputs[i].extent)) grads[i].second = gather_rows(grads[i].second, re.position);
   const std::string prefix = a.get("grad-prefix", "grad_");
-  for (const auto& [name, values] : grads) {
-    std::vector<std::int64_t> shape{std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)};
-    if (name == "del" || name == "der") shape = {std::int64_t(in.N), std::int64_t(in.H)};
-    if (name == "da") shape = {std::int64_t(in.H), std::int64_t(in.D)};
-    if (name == "dbeta") shape = {std::int64_t(in.beta.size())};
-    io::write_npy_f32(prefix + name + ".npy", shape, values.data());
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const std::vector<std::size_t> extents = in.shape(in.args().inputs[i].extent);
+    io::write_npy_f32(prefix + grads[i].first + ".npy", std::vector<std::int64_t>(extents.begin(), extents.end()),
+                      grads[i].second.data());
   }
   std::printf("backward: wrote %zu gradients to %s*.npy\n", grads.size(), prefix.c_str());
   if (!a.flags.count("reference")) return 0;
-  const auto ref = run_reference_backward(g, in, dout, scale, slope);
+  const auto ref = run_reference_backward(g, in, dout);
   int status = 0;
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const double err = max_relative_error(grads[i].second.data(), ref[i]);
-    const double tol = gradient_tolerance(grads[i].first);
+    const double tol = gradient_tolerance(in, i);
     std::printf("max relative error of %s vs float64 reference: %.3g\n", grads[i].first.c_str(), err);
     if (!(err <= tol)) {
       std::fprintf(stderr, "dfgnn: error: %s relative error %.3g exceeds %.0e\n", grads[i].first.c_str(), err, tol);
@@ -484,26 +487,22 @@ void reject_non_finite(const Args& a, const Inputs& in) {
     if (std::find_if(v.begin(), v.end(), [](float x) { return !std::isfinite(x); }) != v.end())
       throw Error(name + " holds NaN or Inf: the outputs propagate it, --reference cannot check them");
   };
-  const auto names = tensor_options(in.kind);
-  for (std::size_t i = 0; i < in.tensors.size(); ++i) {
-    const std::string option = i < names.size() ? names[i].first : "a";
-    check(in.tensors[i], a.has(option) ? a.get(option) : "--" + option);
+  for (int i = 0; i < in.args().count; ++i) {
+    const std::string option = option_of(in.args().inputs[i]);
+    check(in.tensors[std::size_t(i)], a.has(option) ? a.get(option) : "--" + option);
   }
   check(in.edge_values, a.get("edge-values"));
 }
 
 int cmd_attention(int argc, char** argv) {
-  const Args a = parse_args(argc, argv, 2,
-                            {"graph", "nodes", "model", "heads", "dim", "q", "k", "v", "x", "beta", "el", "er",
-                             "slope", "xl", "xr", "a", "scale", "edge-values", "out", "strategy", "backend", "seed",
-                             "grad-out", "grad-prefix", "dropout", "reorder"},
-                            {"reference", "symmetrize"});
-  reject_foreign_options(a, parse_score_kind(a.need("model")),
-                         {"q", "k", "v", "x", "beta", "el", "er", "slope", "xl", "xr", "a", "scale"});
+  std::set<std::string> accepted{"graph", "nodes", "model", "heads", "dim", "edge-values", "out", "strategy", "backend",
+                                 "seed", "grad-out", "grad-prefix", "dropout", "reorder"};
+  for (const auto& option : model_options()) accepted.insert(option.first);
+  const Args a = parse_args(argc, argv, 2, accepted, {"reference", "symmetrize"});
+  reject_foreign_options(a, parse_score_kind(a.need("model")));
   const HostGraph g = load_graph(a);
   const Inputs in = load_inputs(a, g);
   const Strategy strategy = parse_strategy(a.get("strategy", "auto"));
-  const float scale = scale_option(a), slope = a.real("slope", 0.2f);
   const Ordering ordering = parse_ordering(a.get("reorder", "none"));
   const Reordered re = reorder(g, ordering);
   const Inputs run_in = in_order(in, re.order);
@@ -515,10 +514,10 @@ int cmd_attention(int argc, char** argv) {
   std::vector<float> out;
   const auto t0 = std::chrono::steady_clock::now();
   if (backend == Backend::Portable) {
-    out = run_kokkos(re.graph, run_in, strategy, scale, slope, used);
+    out = run_kokkos(re.graph, run_in, strategy, used);
   } else {
 #ifdef DFGNN_ENABLE_CUDA
-    out = run_cuda(re.graph, run_in, strategy, scale, slope, used);
+    out = run_cuda(re.graph, run_in, strategy, used);
 #endif
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -529,7 +528,7 @@ int cmd_attention(int argc, char** argv) {
   if (a.has("out"))
     io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
   if (a.flags.count("reference")) {
-    const double err = max_relative_error(out.data(), run_reference(g, in, scale, slope));
+    const double err = max_relative_error(out.data(), run_reference(g, in));
     std::printf("max relative error vs float64 reference: %.3g\n", err);
     if (!(err <= 1e-4)) {
       std::fprintf(stderr, "dfgnn: error: relative error %.3g exceeds 1e-4\n", err);
@@ -537,7 +536,7 @@ int cmd_attention(int argc, char** argv) {
     }
   }
   if (!a.has("grad-out")) return 0;
-  return run_backward(a, g, in, re, run_in, backend, strategy, scale, slope);
+  return run_backward(a, g, in, re, run_in, backend, strategy);
 }
 
 int cmd_info(int argc, char** argv) {
@@ -627,9 +626,9 @@ Traffic backward_bytes(const HostGraph& g, const Inputs& in) {
 }
 
 // Times the forward, or with `backward` the training forward plus the fused backward.
-cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, float scale, float slope,
-                        int warmup, int iters, Strategy& used, std::vector<float>& out, bool backward = false) {
-  KokkosRun run(g, in, strategy, scale, slope, backward);
+cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, int warmup, int iters,
+                        Strategy& used, std::vector<float>& out, bool backward = false) {
+  KokkosRun run(g, in, strategy, backward);
   if (backward) run.set_dout(random_tensor(in.N * in.H * in.D, 7));
   used = run.strategy();
   std::vector<double> ms;
@@ -650,7 +649,7 @@ int cmd_bench(int argc, char** argv) {
                        "json", "name", "seed", "slope", "scale", "dropout", "reorder"},
                       {"symmetrize", "check", "backward"});
   if (a.has("dropout") && !a.flags.count("backward")) throw Error("--dropout applies to training: it needs --backward");
-  reject_foreign_options(a, parse_score_kind(a.need("model")), {"scale", "slope"});
+  reject_foreign_options(a, parse_score_kind(a.need("model")));
   // DIR/<name>.npy for each input; X and XL fall back to q, XR to k (the harness writes q, k,
   // v, el, er, a once and every model reads what it needs).
   if (a.has("inputs") && !std::filesystem::is_directory(a.get("inputs")))
@@ -669,7 +668,6 @@ int cmd_bench(int argc, char** argv) {
   const double reorder_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const HostGraph& g = re.graph;
   const Inputs in = in_order(load_inputs(a, g), re.order);
-  const float scale = scale_option(a), slope = a.real("slope", 0.2f);
   const int warmup = int(a.integer("warmup", 5, 0, cli::kMaxIters)), iters = int(a.integer("iters", 20, 1, cli::kMaxIters));
   std::vector<Strategy> strategies;
   const std::string list = a.get("strategy", "all");
@@ -695,7 +693,7 @@ int cmd_bench(int argc, char** argv) {
   if (backends.front() == Backend::Native) device = cli::cuda_device_name(), copy_gbs = cli::cuda_copy_bandwidth();
 #endif
   const Traffic bytes = forward_bytes(g, in);
-  const std::vector<double> ref = a.flags.count("check") ? run_reference(g, in, scale, slope) : std::vector<double>{};
+  const std::vector<double> ref = a.flags.count("check") ? run_reference(g, in) : std::vector<double>{};
   std::FILE* json = a.has("json") ? std::fopen(a.get("json").c_str(), "a") : nullptr;
   if (a.has("json") && !json) throw Error(a.get("json") + ": cannot open for writing");
   std::printf("%s | %s N=%d E=%lld H=%zu D=%zu reorder=%s (%.0f ms on the host) | copy %.0f GB/s\n", device.c_str(),
@@ -735,9 +733,9 @@ int cmd_bench(int argc, char** argv) {
       cli::Timing t;
       try {
 #ifdef DFGNN_ENABLE_CUDA
-        if (b == Backend::Native) t = cli::time_cuda(g, in, s, scale, slope, warmup, iters, used, &out);
+        if (b == Backend::Native) t = cli::time_cuda(g, in, s, warmup, iters, used, &out);
 #endif
-        if (b == Backend::Portable) t = time_kokkos(g, in, s, scale, slope, warmup, iters, used, out);
+        if (b == Backend::Portable) t = time_kokkos(g, in, s, warmup, iters, used, out);
       } catch (const Error& e) {  // a strategy this backend or graph does not support
         std::printf("%-7s %-8s n/a: %s\n", backend_name(b), to_string(s), e.what());
         continue;
@@ -754,7 +752,7 @@ int cmd_bench(int argc, char** argv) {
   if (a.flags.count("backward")) {
     const std::vector<float> dout = random_tensor(in.N * in.H * in.D, 7);
     const auto ref_grads =
-        a.flags.count("check") ? run_reference_backward(g, in, dout, scale, slope) : std::vector<std::vector<double>>{};
+        a.flags.count("check") ? run_reference_backward(g, in, dout) : std::vector<std::vector<double>>{};
     const Traffic bwd = backward_bytes(g, in), both{bytes.compulsory + bwd.compulsory, bytes.gather + bwd.gather};
     const auto names = gradient_sizes(in);
     for (const Backend b : backends)
@@ -763,19 +761,19 @@ int cmd_bench(int argc, char** argv) {
         try {
           if (b == Backend::Portable) {
             std::vector<float> out;
-            const cli::Timing t = time_kokkos(g, in, s, scale, slope, warmup, iters, used, out, true);
+            const cli::Timing t = time_kokkos(g, in, s, warmup, iters, used, out, true);
             report(b, s, used, t, "fwd+bwd", both, 0, 0, -1);
             continue;
           }
 #ifdef DFGNN_ENABLE_CUDA
           std::vector<std::vector<float>> grads;
-          const cli::TrainTiming t = cli::time_cuda_backward(g, in, s, scale, slope, dout, warmup, iters, used,
+          const cli::TrainTiming t = cli::time_cuda_backward(g, in, s, dout, warmup, iters, used,
                                                              ref_grads.empty() ? nullptr : &grads);
           double err = -1;
           for (std::size_t i = 0; i < ref_grads.size(); ++i) {
             const double e = max_relative_error(grads[i].data(), ref_grads[i]);
             err = std::max(err, e);
-            if (!(e <= gradient_tolerance(names[i].first))) {
+            if (!(e <= gradient_tolerance(in, i))) {
               std::fprintf(stderr, "dfgnn: error: cuda %s differs from the reference (%.3g)\n",
                            names[i].first.c_str(), e);
               return 1;

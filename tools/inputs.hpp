@@ -2,22 +2,45 @@
 // The inputs of one CLI attention run and its timing, shared by the Kokkos and CUDA runners.
 
 #include <dfgnn/dropout.hpp>
-#include <dfgnn/types.hpp>
+#include <dfgnn/op.hpp>
 
 #include <vector>
 
 namespace dfgnn::cli {
 
-// The tensors of one model, in the order the API takes them.
+// The arguments of one model run, in the order the API takes them (model_args: AGNN's beta too).
 struct Inputs {
   ScoreKind kind;
+  float param = 0.0f;  // the model's scale or slope (--scale, --slope)
   std::size_t N, H, D;
   std::vector<std::vector<float>> tensors;
-  std::vector<float> beta;         // AGNN
   std::vector<float> edge_values;  // [E, edge_value_heads] or empty
   int edge_value_heads = 0;
   Dropout dropout;  // of the training forward and backward (--dropout), keyed on --seed
+
+  const ModelArgs& args() const { return model_args(kind); }
+  /// The entries of a HeadVector argument (AGNN's beta: 1 or H), else 0.
+  std::size_t count() const {
+    for (int i = 0; i < args().count; ++i)
+      if (args().inputs[i].extent == Extent::HeadVector) return tensors[std::size_t(i)].size();
+    return 0;
+  }
+  /// The shape of an argument (or its gradient) of extent e.
+  std::vector<std::size_t> shape(Extent e) const {
+    switch (e) {
+      case Extent::SrcFeatures:
+      case Extent::DstFeatures: return {N, H, D};
+      case Extent::SrcScalars:
+      case Extent::DstScalars: return {N, H};
+      case Extent::HeadFeatures: return {H, D};
+      case Extent::HeadVector: return {count()};
+    }
+    return {};
+  }
 };
+
+/// Whether an argument of extent e has a row per node (the rows a renumbering moves).
+inline bool node_rows(Extent e) { return e != Extent::HeadFeatures && e != Extent::HeadVector; }
 
 /// Milliseconds of repeated runs.
 struct Timing {

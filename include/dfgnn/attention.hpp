@@ -19,7 +19,6 @@
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/plan.hpp>
 
-#include <initializer_list>
 #include <type_traits>
 
 namespace dfgnn {
@@ -67,31 +66,39 @@ TensorRef tensor_ref(const View& v) {
 /// A call of the Kokkos API on `exec` (a Kokkos::Cuda's stream too, for the native executor):
 /// the model's arguments, its scale or slope, the options' edge values and dropout.
 template <class Exec>
-Call kokkos_call(const Exec& exec, std::initializer_list<TensorRef> inputs, float param,
-                 const Options<typename Exec::memory_space>& o) {
+Call kokkos_call(const Exec& exec, const Tensors& inputs, float param, const Options<typename Exec::memory_space>& o) {
   Call c;
   c.space = &exec;
 #ifdef KOKKOS_ENABLE_CUDA
   if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) c.stream = exec.cuda_stream();
 #endif
-  int i = 0;
-  for (const TensorRef& t : inputs) c.inputs[i++] = t;
+  for (int i = 0; i < inputs.count; ++i) c.inputs[i] = inputs.refs[i];
   c.param = param;
   c.edge_values = tensor_ref(o.edge_values);  // an empty View is no edge values (the check, the executors)
   c.dropout = o.dropout;
   return c;
 }
 
-/// The forward of the Kokkos API: out (and logsumexp in training), then the dispatch.
-template <class Exec>
-void kokkos_forward(const Plan<Exec>& plan, ScoreKind model, Call c,
-                    const NodeOutput<typename Exec::memory_space>& out,
-                    const Options<typename Exec::memory_space>& o) {
-  c.out = tensor_ref(out), c.logsumexp = tensor_ref(o.logsumexp);  // empty: inference
-  forward("attention", plan.executor(), model, c);
+}  // namespace detail
+
+/// A model's tensors for the generic entries: Views in the model's order (model_args, types.hpp).
+template <class... Views>
+Tensors tensors(const Views&... views) {
+  static_assert(sizeof...(Views) <= 3, "a model has at most three arguments");
+  return Tensors{{detail::tensor_ref(views)...}, int(sizeof...(Views))};
 }
 
-}  // namespace detail
+/// Any model (a traits type of types.hpp) on its inputs in order, e.g.
+/// attention(exec, plan, GT{}, tensors(Q, K, V), out): what the typed entries below call, and all
+/// a new model needs.
+template <class Exec, class Model>
+void attention(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
+               const NodeOutput<typename Exec::memory_space>& out,
+               const Options<typename Exec::memory_space>& options = {}) {
+  Call c = detail::kokkos_call(exec, inputs, model.param(), options);
+  c.out = detail::tensor_ref(out), c.logsumexp = detail::tensor_ref(options.logsumexp);  // empty: inference
+  detail::forward("attention", plan.executor(), Model::kind, c);
+}
 
 /// Graph Transformer: score = scale * <Q[v,h], K[u,h]>.
 template <class Exec>
@@ -101,22 +108,17 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GT& model,
                const NodeFeatures<typename Exec::memory_space>& V,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_forward(plan, GT::kind,
-                         detail::kokkos_call(exec, {tensor_ref(Q), tensor_ref(K), tensor_ref(V)}, model.scale, options),
-                         out, options);
+  attention(exec, plan, model, tensors(Q, K, V), out, options);
 }
 
 /// AGNN: score = beta[h] * cos(X[v,h], X[u,h]); the values are X.
 template <class Exec>
-void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
+void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
                const NodeFeatures<typename Exec::memory_space>& X,
                const HeadScalars<typename Exec::memory_space>& beta,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_forward(plan, AGNN::kind, detail::kokkos_call(exec, {tensor_ref(X), tensor_ref(beta)}, 0, options),
-                         out, options);
+  attention(exec, plan, model, tensors(X, beta), out, options);
 }
 
 /// GAT: score = LeakyReLU(el[u,h] + er[v,h], slope).
@@ -127,10 +129,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GAT& model,
                const NodeFeatures<typename Exec::memory_space>& V,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_forward(plan, GAT::kind,
-                         detail::kokkos_call(exec, {tensor_ref(el), tensor_ref(er), tensor_ref(V)}, model.slope, options),
-                         out, options);
+  attention(exec, plan, model, tensors(el, er, V), out, options);
 }
 
 /// GATv2: score = sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d], slope); the values are XL.
@@ -141,10 +140,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const GATv2& model,
                const HeadFeatures<typename Exec::memory_space>& a,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_forward(plan, GATv2::kind,
-                         detail::kokkos_call(exec, {tensor_ref(XL), tensor_ref(XR), tensor_ref(a)}, model.slope, options),
-                         out, options);
+  attention(exec, plan, model, tensors(XL, XR, a), out, options);
 }
 
 }  // namespace dfgnn

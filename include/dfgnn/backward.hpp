@@ -31,22 +31,21 @@ using HeadFeaturesOutput = Kokkos::View<float**, Kokkos::LayoutRight, MemorySpac
 template <class MemorySpace>
 using HeadScalarsOutput = Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace>;
 
-namespace detail {
-
-/// The backward of the Kokkos API: the forward's out and logsumexp, dOut, the gradients in the
-/// model's order, then the dispatch. (The options' logsumexp is the forward's output: ignored.)
-template <class Exec>
-void kokkos_backward(const Plan<Exec>& plan, ScoreKind model, Call c,
-                     const NodeFeatures<typename Exec::memory_space>& out,
-                     const NodeScalars<typename Exec::memory_space>& logsumexp,
-                     const NodeFeatures<typename Exec::memory_space>& dOut, std::initializer_list<TensorRef> grads) {
+/// Any model on its inputs and gradients in order, e.g. attention_backward(exec, plan, GT{},
+/// tensors(Q, K, V), out, logsumexp, dOut, tensors(dQ, dK, dV)): what the typed entries below call.
+/// (The options' logsumexp is the forward's output: ignored.)
+template <class Exec, class Model>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
+                        const NodeFeatures<typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const NodeFeatures<typename Exec::memory_space>& dOut, const Tensors& grads,
+                        const Options<typename Exec::memory_space>& options = {}) {
+  using detail::tensor_ref;
+  Call c = detail::kokkos_call(exec, inputs, model.param(), options);
   c.out = tensor_ref(out), c.logsumexp = tensor_ref(logsumexp), c.dout = tensor_ref(dOut);
-  int i = 0;
-  for (const TensorRef& g : grads) c.grads[i++] = g;
-  backward("attention_backward", plan.executor(), model, c);
+  for (int i = 0; i < grads.count; ++i) c.grads[i] = grads.refs[i];
+  detail::backward("attention_backward", plan.executor(), Model::kind, c);
 }
-
-}  // namespace detail
 
 /// Graph Transformer: dQ, dK, dV [N,H,D].
 template <class Exec>
@@ -61,16 +60,13 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& mode
                         const NodeOutput<typename Exec::memory_space>& dK,
                         const NodeOutput<typename Exec::memory_space>& dV,
                         const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_backward(plan, GT::kind,
-                          detail::kokkos_call(exec, {tensor_ref(Q), tensor_ref(K), tensor_ref(V)}, model.scale, options),
-                          out, logsumexp, dOut, {tensor_ref(dQ), tensor_ref(dK), tensor_ref(dV)});
+  attention_backward(exec, plan, model, tensors(Q, K, V), out, logsumexp, dOut, tensors(dQ, dK, dV), options);
 }
 
 /// AGNN: dX [N,H,D] (X is both the score input and the values) and dbeta, as long as beta
 /// (a shared beta gets the sum over heads).
 template <class Exec>
-void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
                         const NodeFeatures<typename Exec::memory_space>& X,
                         const HeadScalars<typename Exec::memory_space>& beta,
                         const NodeFeatures<typename Exec::memory_space>& out,
@@ -79,9 +75,7 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN&,
                         const NodeOutput<typename Exec::memory_space>& dX,
                         const HeadScalarsOutput<typename Exec::memory_space>& dbeta,
                         const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_backward(plan, AGNN::kind, detail::kokkos_call(exec, {tensor_ref(X), tensor_ref(beta)}, 0, options),
-                          out, logsumexp, dOut, {tensor_ref(dX), tensor_ref(dbeta)});
+  attention_backward(exec, plan, model, tensors(X, beta), out, logsumexp, dOut, tensors(dX, dbeta), options);
 }
 
 /// GAT: del, der [N,H] and dV [N,H,D].
@@ -97,10 +91,7 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GAT& mod
                         const NodeScalarsOutput<typename Exec::memory_space>& der,
                         const NodeOutput<typename Exec::memory_space>& dV,
                         const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_backward(plan, GAT::kind,
-                          detail::kokkos_call(exec, {tensor_ref(el), tensor_ref(er), tensor_ref(V)}, model.slope, options),
-                          out, logsumexp, dOut, {tensor_ref(del), tensor_ref(der), tensor_ref(dV)});
+  attention_backward(exec, plan, model, tensors(el, er, V), out, logsumexp, dOut, tensors(del, der, dV), options);
 }
 
 /// GATv2: dXL, dXR [N,H,D] (XL is both a score input and the values) and da [H,D].
@@ -116,10 +107,7 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GATv2& m
                         const NodeOutput<typename Exec::memory_space>& dXR,
                         const HeadFeaturesOutput<typename Exec::memory_space>& da,
                         const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  detail::kokkos_backward(plan, GATv2::kind,
-                          detail::kokkos_call(exec, {tensor_ref(XL), tensor_ref(XR), tensor_ref(a)}, model.slope, options),
-                          out, logsumexp, dOut, {tensor_ref(dXL), tensor_ref(dXR), tensor_ref(da)});
+  attention_backward(exec, plan, model, tensors(XL, XR, a), out, logsumexp, dOut, tensors(dXL, dXR, da), options);
 }
 
 }  // namespace dfgnn

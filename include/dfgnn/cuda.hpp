@@ -11,6 +11,7 @@
 #include <dfgnn/dispatch.hpp>
 #include <dfgnn/dropout.hpp>
 
+#include <initializer_list>
 #include <memory>
 
 typedef struct CUstream_st* cudaStream_t;
@@ -108,6 +109,35 @@ class Plan final : public dfgnn::detail::Executor {
 /// built for; the attention calls take H and D from the plan, so bindings that know the
 /// tensor shapes call this first.
 void check_shape(const Plan& plan, int heads, int dim);
+
+namespace detail {
+/// The generic entries' calls: `kind`'s model with scale or slope `param` on its inputs in
+/// order (`count`: entries of a HeadVector input).
+void attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, const float* const* inputs,
+               std::size_t count, float* out, const Options& options);
+void attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param,
+                        const float* const* inputs, std::size_t count, const float* out, const float* logsumexp,
+                        const float* dOut, float* const* grads, const Options& options);
+}  // namespace detail
+
+/// Any model (a traits type of types.hpp) on its inputs in order, e.g. attention(stream, plan,
+/// GT{}, {Q, K, V}, out); a HeadVector input (AGNN's beta) has `count` entries. What the typed
+/// entries below call, and all a new model needs.
+template <class Model>
+void attention(cudaStream_t stream, const Plan& plan, const Model& model, std::initializer_list<const float*> inputs,
+               float* out, const Options& options = {}, std::size_t count = 0) {
+  detail::attention(stream, plan, Model::kind, model.param(), inputs.begin(), count, out, options);
+}
+
+/// The backward of any model: its inputs and gradients in order (see attention_backward below).
+template <class Model>
+void attention_backward(cudaStream_t stream, const Plan& plan, const Model& model,
+                        std::initializer_list<const float*> inputs, const float* out, const float* logsumexp,
+                        const float* dOut, std::initializer_list<float*> grads, const Options& options = {},
+                        std::size_t count = 0) {
+  detail::attention_backward(stream, plan, Model::kind, model.param(), inputs.begin(), count, out, logsumexp, dOut,
+                             grads.begin(), options);
+}
 
 /// Launches the forward on `stream`: out[v,h,:] = sum over u -> v of softmax_u(score) V[u,h,:].
 /// No host synchronisation, allocation or preprocessing. Throws Error (dispatch.hpp's one

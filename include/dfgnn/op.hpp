@@ -57,6 +57,13 @@ struct TensorRef {
   static TensorRef shaped(const void* data, const Op& op, Extent extent, std::size_t count = 0);
 };
 
+/// A model's tensor arguments in its order (model_args), or their gradients: what the generic
+/// entries take (dfgnn::tensors makes them of Views, attention.hpp).
+struct Tensors {
+  TensorRef refs[3];
+  int count = 0;
+};
+
 /// One forward or backward call: what the dispatch checks once and the executor runs.
 struct Call {
   float param = 0.0f;   ///< GT's scale (0: 1/sqrt(D)), GAT's and GATv2's slope

@@ -15,9 +15,10 @@ import torch  # loads the libraries dfgnn._ops links to
 
 from . import _ops as ops
 
-__all__ = ["lib", "ops", "call", "has_cuda", "GT", "AGNN", "GAT", "GATV2"]
+__all__ = ["lib", "ops", "call", "has_cuda", "GT", "AGNN", "GAT", "GATV2", "MODELS"]
 
 GT, AGNN, GAT, GATV2 = 0, 1, 2, 3  # dfgnn::ScoreKind
+MODELS = {"gt": GT, "agnn": AGNN, "gat": GAT, "gatv2": GATV2}  # the models by name
 
 _NAME = "libdfgnn_capi.so"
 

@@ -21,7 +21,7 @@ from ._lib import ops as _ops
 
 __all__ = ["Graph"]
 
-MODELS = {"gt": _lib.GT, "agnn": _lib.AGNN, "gat": _lib.GAT, "gatv2": _lib.GATV2}
+
 
 # Custom ops receive a graph as an int (an op argument cannot be an arbitrary object); this maps
 # the int back to its live Graph.
@@ -205,9 +205,9 @@ class Graph:
         """Builds (or finds) the plan of `model` ('gt', 'agnn', 'gat', 'gatv2') for `heads` x
         `dim` features on `device`, as the first call would; returns the strategy its forward
         runs. Lets preprocessing happen before, and be timed apart from, the first call."""
-        if model not in MODELS:
-            raise ValueError(f"dfgnn: model must be one of {sorted(MODELS)}, got {model!r}")
-        return self.plan(torch.device(device), MODELS[model], int(heads), int(dim)).strategy
+        if model not in _lib.MODELS:
+            raise ValueError(f"dfgnn: model must be one of {sorted(_lib.MODELS)}, got {model!r}")
+        return self.plan(torch.device(device), _lib.MODELS[model], int(heads), int(dim)).strategy
 
     def plan(self, device, kind, heads, dim):
         """The cached native plan for (device, kind, heads, dim)."""
