@@ -13,7 +13,11 @@ import os
 
 import torch  # loads the libraries dfgnn._ops links to
 
-from . import _ops as ops
+try:
+    from . import _ops as ops
+except ImportError as e:  # not built, or built for another Python or PyTorch
+    raise ImportError(f"dfgnn: its PyTorch extension dfgnn._ops does not load ({e}); reinstall the package "
+                      f"against this Python and PyTorch: `pip install --no-build-isolation .`") from e
 
 __all__ = ["lib", "ops", "call", "has_cuda", "GT", "AGNN", "GAT", "GATV2", "MODELS"]
 
@@ -28,7 +32,7 @@ def _load():
     if not os.path.exists(path):
         raise ImportError(
             f"dfgnn: the native library {path} is missing; install the package with "
-            f"`pip install .` from the dfgnn repository, or point DFGNN_LIB at a built {_NAME}")
+            f"`pip install --no-build-isolation .` from the dfgnn repository, or point DFGNN_LIB at a built {_NAME}")
     return ctypes.CDLL(path)
 
 
