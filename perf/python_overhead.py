@@ -1,5 +1,6 @@
 """Per-call overhead of dfgnn's Python ops (issue 38, part 5): GT and GAT attention, 1 head x 128, on
-Cora, forward (no grad and with autograd) and forward + backward (torch.autograd.grad), eager mode.
+Cora, forward (no grad and with autograd) and forward + backward (torch.autograd.grad), eager mode;
+and, as the machine's floor, PyTorch's own one-kernel op of the same size (model "torch": q * k).
 
 Per call, medians of --repeats loops of --iters back-to-back calls after warm-up:
   call_us    (a) the call as the user sees it: CUDA events around the loop (CPU: perf_counter)
@@ -89,8 +90,25 @@ def profiled_kernel_us(fn, args):
     return total / args.iters
 
 
+def torch_cases(n, heads, dim, device):
+    """PyTorch's own one-kernel op of the same size (q * k), for the machine's floor: the same
+    three cases; its "native" call is the op without autograd."""
+    g = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(n, heads, dim, generator=g).to(device).requires_grad_() for _ in range(2))
+    grad = torch.randn(n, heads, dim, generator=g).to(device)
+
+    def no_grad():
+        with torch.no_grad():
+            return q * k
+
+    return [("forward, no grad", no_grad, no_grad), ("forward", lambda: q * k, no_grad),
+            ("forward+backward", lambda: torch.autograd.grad(q * k, (q, k), grad), no_grad)]
+
+
 def cases(model, graph, n, heads, dim, device):
     """(case name, Python call, native call through the C ABI) for `model`."""
+    if model == "torch":
+        return torch_cases(n, heads, dim, device)
     g = torch.Generator().manual_seed(0)
     rand = lambda *shape: torch.randn(*shape, generator=g).to(device).requires_grad_()
     if model == "gt":
@@ -134,7 +152,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--models", default="gt,gat")
+    p.add_argument("--models", default="gt,gat,torch")
     for name, default in (("heads", 1), ("dim", 128), ("iters", 200), ("repeats", 15), ("warmup", 50)):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--json")

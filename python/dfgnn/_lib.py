@@ -59,6 +59,7 @@ lib.dfgnn_plan_free.argtypes = [_p]
 lib.dfgnn_plan_strategy.restype = ctypes.c_char_p
 lib.dfgnn_plan_strategy.argtypes = [_p]
 
+lib.dfgnn_forward.argtypes = lib.dfgnn_backward.argtypes = [_p, _ip, _p]  # plan, stream, dfgnn_call
 ops.bind(*(ctypes.cast(f, _p).value for f in (lib.dfgnn_forward, lib.dfgnn_backward, lib.dfgnn_last_error,
                                               lib.dfgnn_plan_free)))
 
