@@ -452,6 +452,9 @@ TEST_F(CliTest, GraphFileErrors) {
   expect_user_error("info --graph " + quote(few), {"few.mtx", "expected 4 entries, found 2"});
   const std::string many = write("many.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n");
   expect_user_error("info --graph " + quote(many), {"many.mtx:4:", "more entries"});
+  // A file's bytes and a path echoed in the message are escaped: still one line.
+  expect_user_error("info --graph " + quote(write("bin.txt", "0 1\n\x01\x1b[2J 2\n")), {"bin.txt:2:", "'\\x01\\x1B[2J'"});
+  expect_user_error("info --graph " + quote(path("two\nlines.txt")), {"two\\nlines.txt: cannot open"});
   const std::string good = write("good.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n");
   const Result ok = run("info --graph " + quote(good));
   EXPECT_EQ(ok.code, 0) << ok.err;
@@ -495,6 +498,11 @@ TEST_F(CliTest, TensorFileErrors) {
   const std::string q = npy("trunc.npy", {N, H, D}, v);
   fs::resize_file(q, fs::file_size(q) - 6);
   expect_user_error(base + " --q " + quote(q), {"trunc.npy", "truncated"});
+
+  // A header with a line break and raw bytes (echoed escaped).
+  const std::string header = "{'descr': '<f4\n\x93', 'fortran_order': False, 'shape': (7,), }\n";
+  const std::string raw = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
+  expect_user_error(base + " --q " + quote(write("header.npy", raw)), {"header.npy: unsupported dtype '<f4\\n\\x93'"});
 
   // Edge values: wrong edge count, wrong head count.
   expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E + 1}, v)), {"w.npy", std::to_string(E)});

@@ -152,6 +152,11 @@ TEST_F(IoTest, NpyErrors) {
     EXPECT_THROW(read_npy_f32(p), dfgnn::Error);
     expect_error([&] { read_npy_f32(p); }, {p + ": ", c.second});
   }
+  // A header's content is quoted with its line breaks and raw bytes escaped: one line.
+  const std::string keys = write("keys.npy", npy_bytes(1, "{'de\nscr\x93\x01': '<f4'}", payload));
+  expect_error([&] { read_npy_f32(keys); }, {keys + ": ", "unexpected key 'de\\nscr\\x93\\x01'"});
+  const std::string descr = write("descr.npy", npy_bytes(1, "{'descr': '<f4\r\n\x02', 'fortran_order': False, 'shape': ()}", payload));
+  expect_error([&] { read_npy_f32(descr); }, {descr + ": ", "unsupported dtype '<f4\\r\\n\\x02'"});
   expect_error([&] { write_npy_f32(path("neg.npy"), {2, -1}, nullptr); }, {"neg.npy: ", "negative dimension"});
   const float one = 1.0f;
   expect_error([&] { write_npy_f32(path("no/such/dir.npy"), {1}, &one); }, {"dir.npy: ", "cannot open for writing"});
@@ -232,6 +237,10 @@ TEST_F(IoTest, EdgeListErrors) {
   }
   const std::string missing = path("missing.txt");
   expect_error([&] { read_graph(missing); }, {missing + ": ", "cannot open"});
+  // Raw bytes of a binary file and a path with a line break come out escaped.
+  expect_error([&] { read_graph(write("bin.txt", std::string("0 1\n\x1b[2J\0\x93 2\n", 13))); },
+               {":2: ", "'\\x1B[2J\\x00\\x93'"});
+  expect_error([&] { read_graph(path("two\nlines.txt")); }, {"two\\nlines.txt: ", "cannot open"});
 }
 
 // ---------------------------------------------------------------------------------------------
