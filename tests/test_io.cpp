@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,6 +65,11 @@ class IoTest : public ::testing::Test {
     EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
     gzclose(f);
     return path(name);
+  }
+
+  std::string read_bytes(const std::string& file) const {
+    std::ifstream f(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
   }
 
   fs::path dir_;
@@ -210,6 +216,17 @@ TEST_F(IoTest, EdgeListGzipByContent) {
   const std::string p = write_gz("cut.txt.gz", big);
   fs::resize_file(p, fs::file_size(p) / 2);
   expect_error([&] { read_graph(p); }, {p + ": ", "read error"});
+  // Concatenated gzip members are one file (as for gzip -d); bytes after the last member that
+  // are no gzip member were once dropped without a word.
+  const std::string two = write("two.txt.gz", read_bytes(write_gz("a.gz", "0 1\n")) + read_bytes(write_gz("b.gz", "1 2\n")));
+  expect_edges(read_graph(two), {0, 1}, {1, 2}, 3);
+  const std::string junk = write("junk.txt.gz", read_bytes(two) + "3 4\n");
+  expect_error([&] { read_graph(junk); }, {junk + ": ", "bytes after the gzip data"});
+  const std::string npy = write("a.npy.gz", read_bytes(write_gz("a.npy", npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                                                                                   raw(std::vector<float>{2.0f})))));
+  EXPECT_EQ(read_npy_f32(npy).data, std::vector<float>{2.0f});
+  const std::string npy_junk = write("b.npy.gz", read_bytes(npy) + std::string(1, '\0'));
+  expect_error([&] { read_npy_f32(npy_junk); }, {npy_junk + ": ", "bytes after the gzip data"});
 }
 
 TEST_F(IoTest, EdgeListErrors) {

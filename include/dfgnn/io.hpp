@@ -2,6 +2,8 @@
 /// \file io.hpp
 /// File input/output for the CLI and tests: NumPy .npy arrays, graph files (edge lists and
 /// Matrix Market, gzip-compressed or not) and comma-separated per-head parameter lists.
+/// A file that starts with the gzip magic is gunzipped: concatenated members are one file, as
+/// for gzip -d, but bytes after the last member are an Error (not dropped).
 /// Every problem with a file or a value is reported as dfgnn::Error with a one-line message
 /// that starts with the path ("<path>: ..." or "<path>:<line>: ...").
 
