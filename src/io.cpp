@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -33,6 +34,10 @@ constexpr std::int64_t kMaxNodes = std::numeric_limits<node_t>::max();
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
   throw Error(path + ": " + problem);
+}
+
+[[noreturn]] void cannot_write(const std::string& path) {
+  fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
 }
 
 [[noreturn]] void fail_at(const std::string& path, std::int64_t line, const std::string& problem) {
@@ -511,12 +516,21 @@ void write_npy_f32(const std::string& path, const std::vector<std::int64_t>& sha
   const char pre[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(header.size() & 0xff),
                         static_cast<char>(header.size() >> 8)};
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  if (!out) cannot_write(path);
   out.write(pre, sizeof pre);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * 4));
   out.close();
   if (!out) fail(path, "write failed");
+}
+
+void check_writable(const std::string& path) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  std::FILE* f = std::fopen(path.c_str(), "ab");  // appending: an existing file keeps its content
+  if (!f) cannot_write(path);
+  std::fclose(f);
+  if (!existed) std::remove(path.c_str());
 }
 
 EdgeList read_graph(const std::string& path, std::int64_t num_nodes) {

@@ -258,6 +258,32 @@ TEST_F(CliTest, BackwardGradientsEveryModel) {
                     {"dout.npy", "shape"});
 }
 
+// Output paths and dOut's shape are checked before any compute: a typo fails at once, not after
+// a long run (which printed its timing first), and a failed run creates no file nor empties one.
+TEST_F(CliTest, OutputsCheckedBeforeCompute) {
+  const std::int64_t N = kNodes, H = 2, D = 3;
+  const std::string dout = quote(npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 21)));
+  const std::string base = "attention --graph " + quote(tiny_graph()) + " --model gt --heads 2 --dim 3";
+  const std::string missing = path("no/such");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+      {base + " --out " + quote(missing + "/out.npy"), {"no/such/out.npy: cannot open for writing"}},
+      {base + " --out " + quote(path("")), {"cannot open for writing", "directory"}},
+      {base + " --grad-out " + dout + " --grad-prefix " + quote(missing + "/g_"), {"no/such/g_dQ.npy: cannot open for writing"}},
+      {base + " --out " + quote(path("out.npy")) + " --grad-out " + quote(npy("d4.npy", {N, H, 4}, test::random_values(std::size_t(N * H * 4), 2))),
+       {"d4.npy: shape [7,2,4], expected [7,2,3] or [7,6]"}},
+      {"spmm --graph " + quote(tiny_graph()) + " --message copy_u --reduce sum --out " + quote(missing + "/out.npy"),
+       {"no/such/out.npy: cannot open for writing"}},
+      {"sddmm --graph " + quote(tiny_graph()) + " --op dot --json " + quote(missing + "/t.jsonl"), {"t.jsonl: cannot open for writing"}},
+      {"spmm --graph " + quote(tiny_graph()) + " --message copy_u --reduce sum --heads 2 --dim 3 --grad-out " + dout + " --grad-prefix " +
+           quote(missing + "/g_"), {"no/such/g_dlhs.npy: cannot open for writing"}}};
+  write("out.npy", "old");
+  for (const auto& [args, fragments] : cases) {
+    expect_user_error(args, fragments);
+    EXPECT_EQ(run(args).out, "") << args;  // nothing ran
+  }
+  EXPECT_EQ(slurp(path("out.npy")), "old");
+}
+
 // --dropout reaches the training forward and backward (the CLI's --reference checks the
 // gradients against the float64 reference with the same mask) and changes the gradients.
 TEST_F(CliTest, BackwardWithDropout) {

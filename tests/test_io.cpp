@@ -168,6 +168,16 @@ TEST_F(IoTest, NpyErrors) {
   expect_error([&] { write_npy_f32(path("no/such/dir.npy"), {1}, &one); }, {"dir.npy: ", "cannot open for writing"});
 }
 
+// Outputs are checked before a run computes them: the check creates no file and empties none.
+TEST_F(IoTest, CheckWritable) {
+  check_writable(path("new.npy"));
+  EXPECT_FALSE(fs::exists(path("new.npy")));
+  check_writable(write("old.npy", "old"));
+  EXPECT_EQ(read_bytes(path("old.npy")), "old");
+  expect_error([&] { check_writable(path("no/such/dir.npy")); }, {"dir.npy: cannot open for writing: No such file"});
+  expect_error([&] { check_writable(dir_.string()); }, {"cannot open for writing: Is a directory"});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Edge lists
 

@@ -427,14 +427,15 @@ bool is_parameter_gradient(const std::string& name) { return name == "dbeta" || 
 // gradients sum cancelling terms over all edges (docs/backward.md).
 double gradient_tolerance(const std::string& name) { return is_parameter_gradient(name) ? 1e-3 : 1e-4; }
 
+// Where --grad-out's gradient `name` goes: PREFIX<name>.npy.
+std::string gradient_path(const Args& a, const std::string& name) { return a.get("grad-prefix", "grad_") + name + ".npy"; }
+
 // Training forward + fused backward on `backend`, on the renumbered graph re.graph with the
-// inputs in its order (`run_in`); writes PREFIX<name>.npy per gradient in the file's order and,
-// with --reference, checks each against the float64 reference on the file's graph `g` and
-// inputs `in`. Returns the exit code.
+// inputs in its order (`run_in`) and dLoss/dOut `dout` in the file's; writes each gradient to
+// gradient_path in the file's order and, with --reference, checks each against the float64
+// reference on the file's graph `g` and inputs `in`. Returns the exit code.
 int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reordered& re, const Inputs& run_in,
-                 Backend backend, Strategy strategy, float scale, float slope) {
-  const std::string path = a.get("grad-out");
-  const std::vector<float> dout = checked(io::read_npy_f32(path), path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}});
+                 const std::vector<float>& dout, Backend backend, Strategy strategy, float scale, float slope) {
   const std::vector<float> run_dout = gather_rows(dout, re.order);
   Gradients grads;
   if (backend == Backend::Portable) {
@@ -452,15 +453,14 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
   }
   for (auto& [name, values] : grads)  // node gradients back to the file's order
     if (!is_parameter_gradient(name)) values = gather_rows(values, re.position);
-  const std::string prefix = a.get("grad-prefix", "grad_");
   for (const auto& [name, values] : grads) {
     std::vector<std::int64_t> shape{std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)};
     if (name == "del" || name == "der") shape = {std::int64_t(in.N), std::int64_t(in.H)};
     if (name == "da") shape = {std::int64_t(in.H), std::int64_t(in.D)};
     if (name == "dbeta") shape = {std::int64_t(in.beta.size())};
-    io::write_npy_f32(prefix + name + ".npy", shape, values.data());
+    io::write_npy_f32(gradient_path(a, name), shape, values.data());
   }
-  std::printf("backward: wrote %zu gradients to %s*.npy\n", grads.size(), prefix.c_str());
+  std::printf("backward: wrote %zu gradients to %s\n", grads.size(), gradient_path(a, "*").c_str());
   if (!a.flags.count("reference")) return 0;
   const auto ref = run_reference_backward(g, in, dout, scale, slope);
   int status = 0;
@@ -511,6 +511,14 @@ int cmd_attention(int argc, char** argv) {
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
   if (a.flags.count("reference")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
+  // dOut's shape and the output paths before any compute: a typo fails now, not after the run.
+  const std::string dout_path = a.get("grad-out");
+  const std::vector<float> dout =
+      a.has("grad-out") ? checked(io::read_npy_f32(dout_path), dout_path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}})
+                        : std::vector<float>{};
+  if (a.has("out")) io::check_writable(a.get("out"));
+  if (a.has("grad-out"))
+    for (const auto& [name, size] : gradient_sizes(in)) io::check_writable(gradient_path(a, name));
   Strategy used = strategy;
   std::vector<float> out;
   const auto t0 = std::chrono::steady_clock::now();
@@ -537,7 +545,7 @@ int cmd_attention(int argc, char** argv) {
     }
   }
   if (!a.has("grad-out")) return 0;
-  return run_backward(a, g, in, re, run_in, backend, strategy, scale, slope);
+  return run_backward(a, g, in, re, run_in, dout, backend, strategy, scale, slope);
 }
 
 int cmd_info(int argc, char** argv) {

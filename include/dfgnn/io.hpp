@@ -31,6 +31,11 @@ Array read_npy_f32(const std::string& path);
 void write_npy_f32(const std::string& path, const std::vector<std::int64_t>& shape,
                    const float* data);
 
+/// Throws Error "<path>: cannot open for writing: <reason>" unless `path` can be opened for
+/// writing, so that a run checks its outputs before computing them. Leaves an existing file as
+/// it is and creates none.
+void check_writable(const std::string& path);
+
 /// A directed edge list: edge i is src[i] -> dst[i], ids in [0, num_nodes).
 struct EdgeList {
   std::vector<node_t> src, dst;
