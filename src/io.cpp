@@ -54,7 +54,7 @@ std::string quote(std::string_view tok) {
 /// for gzip -d). Not zlib's gzread: it drops whatever follows the last member without a word.
 class InFile {
  public:
-  explicit InFile(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "rb"), std::fclose), buf_(1 << 20) {
+  explicit InFile(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "rb"), std::fclose), buf_(1 << 16) {
     if (!f_) fail(path, std::string("cannot open: ") + std::strerror(errno));
     refill();
     gzip_ = z_.avail_in >= 2 && buf_[0] == 0x1f && buf_[1] == 0x8b;
@@ -102,14 +102,14 @@ class InFile {
   }
 
   std::string read_all() {
-    constexpr std::size_t kChunk = 1 << 20;
     std::string text;
     std::size_t size = 0;
-    for (;;) {
-      text.resize(size + kChunk);
-      const std::size_t got = read(text.data() + size, kChunk);
+    // Chunks from 64 KiB up: a small file is not zero-filled megabytes first.
+    for (std::size_t chunk = 1 << 16;; chunk = std::min<std::size_t>(2 * chunk, 1 << 26)) {
+      text.resize(size + chunk);
+      const std::size_t got = read(text.data() + size, chunk);
       size += got;
-      if (got < kChunk) break;
+      if (got < chunk) break;
     }
     text.resize(size);
     return text;
@@ -478,9 +478,9 @@ Array read_npy_f32(const std::string& path) {
   const std::size_t item = h.descr == "<f4" ? 4 : 8;
   const auto count = static_cast<std::size_t>(element_count(path, h.shape));
 
-  // Bounded chunks: a corrupt shape then fails as truncated data instead of allocating it all.
+  // Chunks of at most 16 MiB: a corrupt shape then fails as truncated data instead of allocating it all.
   Array out{h.shape, {}};
-  std::vector<char> buf(std::size_t{1} << 24);
+  std::vector<char> buf(std::min<std::size_t>(count * item, std::size_t{1} << 24));
   for (std::size_t done = 0; done < count;) {
     const std::size_t n = std::min(count - done, buf.size() / item);
     const std::size_t got = file.read(buf.data(), n * item);
