@@ -11,9 +11,13 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <memory>
+#include <new>
 #include <string_view>
 #include <utility>
 
@@ -32,6 +36,10 @@ constexpr std::int64_t kMaxNodes = std::numeric_limits<node_t>::max();
   throw Error(path + ": " + problem);
 }
 
+[[noreturn]] void cannot_write(const std::string& path) {
+  fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+}
+
 [[noreturn]] void fail_at(const std::string& path, std::int64_t line, const std::string& problem) {
   throw Error(path + ":" + std::to_string(line) + ": " + problem);
 }
@@ -42,54 +50,88 @@ std::string quote(std::string_view tok) {
   return "'" + std::string(tok.substr(0, kMax)) + (tok.size() > kMax ? "...'" : "'");
 }
 
-/// A file read through zlib, which passes content without the gzip magic through unchanged.
+/// A file, gunzipped when it starts with the gzip magic (concatenated members are one file, as
+/// for gzip -d). Not zlib's gzread: it drops whatever follows the last member without a word.
 class InFile {
  public:
-  explicit InFile(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
+  explicit InFile(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "rb"), std::fclose), buf_(1 << 16) {
     if (!f_) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    gzbuffer(f_, 1 << 20);
+    refill();
+    gzip_ = z_.avail_in >= 2 && buf_[0] == 0x1f && buf_[1] == 0x8b;
+    if (gzip_ && inflateInit2(&z_, 15 + 16) != Z_OK) throw std::bad_alloc();  // 15 + 16: gzip only
   }
-  ~InFile() { gzclose(f_); }
+  ~InFile() {
+    if (gzip_) inflateEnd(&z_);
+  }
   InFile(const InFile&) = delete;
   InFile& operator=(const InFile&) = delete;
 
   /// Reads up to n bytes; returns fewer only at the end of the file.
   std::size_t read(void* dst, std::size_t n) {
+    auto* out = static_cast<unsigned char*>(dst);
     std::size_t got = 0;
     while (got < n) {
-      const auto chunk = static_cast<unsigned>(std::min<std::size_t>(n - got, 1u << 30));
-      const int r = gzread(f_, static_cast<char*>(dst) + got, chunk);
-      if (r < 0) check();
-      if (r <= 0) break;
-      got += static_cast<std::size_t>(r);
+      const bool eof = z_.avail_in == 0 && !refill();
+      const auto want = static_cast<unsigned>(std::min<std::size_t>(n - got, 1u << 30));
+      if (!gzip_) {
+        if (eof) break;
+        const unsigned k = std::min(want, z_.avail_in);
+        std::memcpy(out + got, z_.next_in, k);
+        z_.next_in += k, z_.avail_in -= k, got += k;
+        continue;
+      }
+      if (member_end_) {  // the end of the file or another member; nothing else
+        if (eof) break;
+        while (z_.avail_in < 2 && refill()) {}
+        if (z_.avail_in < 2 || z_.next_in[0] != 0x1f || z_.next_in[1] != 0x8b)
+          fail(path_, "bytes after the gzip data (not another gzip member)");
+        inflateReset(&z_);
+        member_end_ = false;
+      }
+      z_.next_out = out + got;
+      z_.avail_out = want;
+      const int r = inflate(&z_, Z_NO_FLUSH);  // with no input left: what it still holds
+      got += want - z_.avail_out;
+      if (r == Z_MEM_ERROR) throw std::bad_alloc();
+      if (r == Z_BUF_ERROR && eof) fail(path_, "read error: unexpected end of file (truncated gzip data)");
+      if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+        fail(path_, std::string("read error: ") + (z_.msg ? z_.msg : "corrupt gzip data"));
+      member_end_ = r == Z_STREAM_END;
     }
-    if (got < n) check();  // zlib reports a truncated gzip stream as a short read, not r < 0
     return got;
   }
 
   std::string read_all() {
-    constexpr std::size_t kChunk = 1 << 20;
     std::string text;
     std::size_t size = 0;
-    for (;;) {
-      text.resize(size + kChunk);
-      const std::size_t got = read(text.data() + size, kChunk);
+    // Chunks from 64 KiB up: a small file is not zero-filled megabytes first.
+    for (std::size_t chunk = 1 << 16;; chunk = std::min<std::size_t>(2 * chunk, 1 << 26)) {
+      text.resize(size + chunk);
+      const std::size_t got = read(text.data() + size, chunk);
       size += got;
-      if (got < kChunk) break;
+      if (got < chunk) break;
     }
     text.resize(size);
     return text;
   }
 
  private:
-  void check() {
-    int code = Z_OK;
-    const char* msg = gzerror(f_, &code);
-    if (code != Z_OK) fail(path_, std::string("read error: ") + (code == Z_ERRNO ? std::strerror(errno) : msg));
+  /// Moves the unread input to the front of the buffer and reads more behind it; false at the
+  /// end of the file.
+  bool refill() {
+    if (z_.avail_in > 0) std::memmove(buf_.data(), z_.next_in, z_.avail_in);
+    const std::size_t k = std::fread(buf_.data() + z_.avail_in, 1, buf_.size() - z_.avail_in, f_.get());
+    if (std::ferror(f_.get())) fail(path_, std::string("read error: ") + std::strerror(errno));
+    z_.next_in = buf_.data();
+    z_.avail_in += static_cast<unsigned>(k);
+    return k > 0;
   }
 
   std::string path_;
-  gzFile f_;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f_;
+  std::vector<unsigned char> buf_;
+  z_stream z_{};
+  bool gzip_ = false, member_end_ = false;
 };
 
 /// Parses a whole token as an integer. Values beyond int64 saturate (callers reject them).
@@ -436,9 +478,9 @@ Array read_npy_f32(const std::string& path) {
   const std::size_t item = h.descr == "<f4" ? 4 : 8;
   const auto count = static_cast<std::size_t>(element_count(path, h.shape));
 
-  // Bounded chunks: a corrupt shape then fails as truncated data instead of allocating it all.
+  // Chunks of at most 16 MiB: a corrupt shape then fails as truncated data instead of allocating it all.
   Array out{h.shape, {}};
-  std::vector<char> buf(std::size_t{1} << 24);
+  std::vector<char> buf(std::min<std::size_t>(count * item, std::size_t{1} << 24));
   for (std::size_t done = 0; done < count;) {
     const std::size_t n = std::min(count - done, buf.size() / item);
     const std::size_t got = file.read(buf.data(), n * item);
@@ -474,12 +516,21 @@ void write_npy_f32(const std::string& path, const std::vector<std::int64_t>& sha
   const char pre[10] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(header.size() & 0xff),
                         static_cast<char>(header.size() >> 8)};
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) fail(path, std::string("cannot open for writing: ") + std::strerror(errno));
+  if (!out) cannot_write(path);
   out.write(pre, sizeof pre);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * 4));
   out.close();
   if (!out) fail(path, "write failed");
+}
+
+void check_writable(const std::string& path) {
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  std::FILE* f = std::fopen(path.c_str(), "ab");  // appending: an existing file keeps its content
+  if (!f) cannot_write(path);
+  std::fclose(f);
+  if (!existed) std::remove(path.c_str());
 }
 
 EdgeList read_graph(const std::string& path, std::int64_t num_nodes) {

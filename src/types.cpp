@@ -13,6 +13,42 @@
 namespace dfgnn {
 
 namespace {
+/// The length of the printable UTF-8 character at s[i], or 0 for a byte to escape: an
+/// overlong, surrogate or cut sequence, or a C1 control (U+0080 to U+009F).
+std::size_t utf8_length(const std::string& s, std::size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const std::size_t n = c > 0xF4 ? 0 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  std::uint32_t cp = c & (0x7Fu >> n);
+  for (std::size_t k = 1; k < n; ++k) {
+    const unsigned char b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = cp << 6 | (b & 0x3F);
+  }
+  constexpr std::uint32_t kMin[] = {0, 0, 0xA0, 0x800, 0x10000};
+  return cp >= kMin[n] && cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF) ? n : 0;
+}
+
+/// s with what would break a one-line message escaped. Backslashes stay: escaping is then
+/// idempotent, so a message wrapped into another is not escaped twice.
+std::string one_line(const std::string& s) {
+  std::string r;
+  r.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      r += s[i++];
+    } else if (const std::size_t n = c >= 0x80 ? utf8_length(s, i) : 0) {
+      r.append(s, i, n), i += n;
+    } else {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      r += c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : std::string{'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+      ++i;
+    }
+  }
+  return r;
+}
+
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
@@ -33,6 +69,8 @@ std::uint64_t host_memory_limit() {
   return limit;
 }
 }  // namespace
+
+Error::Error(const std::string& message) : std::invalid_argument(one_line(message)) {}
 
 std::uint64_t checked_product(const std::string& what, std::initializer_list<std::uint64_t> factors) {
   std::uint64_t n = 1;

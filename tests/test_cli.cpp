@@ -258,6 +258,32 @@ TEST_F(CliTest, BackwardGradientsEveryModel) {
                     {"dout.npy", "shape"});
 }
 
+// Output paths and dOut's shape are checked before any compute: a typo fails at once, not after
+// a long run (which printed its timing first), and a failed run creates no file nor empties one.
+TEST_F(CliTest, OutputsCheckedBeforeCompute) {
+  const std::int64_t N = kNodes, H = 2, D = 3;
+  const std::string dout = quote(npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 21)));
+  const std::string base = "attention --graph " + quote(tiny_graph()) + " --model gt --heads 2 --dim 3";
+  const std::string missing = path("no/such");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+      {base + " --out " + quote(missing + "/out.npy"), {"no/such/out.npy: cannot open for writing"}},
+      {base + " --out " + quote(path("")), {"cannot open for writing", "directory"}},
+      {base + " --grad-out " + dout + " --grad-prefix " + quote(missing + "/g_"), {"no/such/g_dQ.npy: cannot open for writing"}},
+      {base + " --out " + quote(path("out.npy")) + " --grad-out " + quote(npy("d4.npy", {N, H, 4}, test::random_values(std::size_t(N * H * 4), 2))),
+       {"d4.npy: shape [7,2,4], expected [7,2,3] or [7,6]"}},
+      {"spmm --graph " + quote(tiny_graph()) + " --message copy_u --reduce sum --out " + quote(missing + "/out.npy"),
+       {"no/such/out.npy: cannot open for writing"}},
+      {"sddmm --graph " + quote(tiny_graph()) + " --op dot --json " + quote(missing + "/t.jsonl"), {"t.jsonl: cannot open for writing"}},
+      {"spmm --graph " + quote(tiny_graph()) + " --message copy_u --reduce sum --heads 2 --dim 3 --grad-out " + dout + " --grad-prefix " +
+           quote(missing + "/g_"), {"no/such/g_dlhs.npy: cannot open for writing"}}};
+  write("out.npy", "old");
+  for (const auto& [args, fragments] : cases) {
+    expect_user_error(args, fragments);
+    EXPECT_EQ(run(args).out, "") << args;  // nothing ran
+  }
+  EXPECT_EQ(slurp(path("out.npy")), "old");
+}
+
 // --dropout reaches the training forward and backward (the CLI's --reference checks the
 // gradients against the float64 reference with the same mask) and changes the gradients.
 TEST_F(CliTest, BackwardWithDropout) {
@@ -452,6 +478,9 @@ TEST_F(CliTest, GraphFileErrors) {
   expect_user_error("info --graph " + quote(few), {"few.mtx", "expected 4 entries, found 2"});
   const std::string many = write("many.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 2\n2 3\n");
   expect_user_error("info --graph " + quote(many), {"many.mtx:4:", "more entries"});
+  // A file's bytes and a path echoed in the message are escaped: still one line.
+  expect_user_error("info --graph " + quote(write("bin.txt", "0 1\n\x01\x1b[2J 2\n")), {"bin.txt:2:", "'\\x01\\x1B[2J'"});
+  expect_user_error("info --graph " + quote(path("two\nlines.txt")), {"two\\nlines.txt: cannot open"});
   const std::string good = write("good.mtx", "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n");
   const Result ok = run("info --graph " + quote(good));
   EXPECT_EQ(ok.code, 0) << ok.err;
@@ -495,6 +524,11 @@ TEST_F(CliTest, TensorFileErrors) {
   const std::string q = npy("trunc.npy", {N, H, D}, v);
   fs::resize_file(q, fs::file_size(q) - 6);
   expect_user_error(base + " --q " + quote(q), {"trunc.npy", "truncated"});
+
+  // A header with a line break and raw bytes (echoed escaped).
+  const std::string header = "{'descr': '<f4\n\x93', 'fortran_order': False, 'shape': (7,), }\n";
+  const std::string raw = std::string("\x93NUMPY\x01\x00", 8) + char(header.size()) + '\0' + header;
+  expect_user_error(base + " --q " + quote(write("header.npy", raw)), {"header.npy: unsupported dtype '<f4\\n\\x93'"});
 
   // Edge values: wrong edge count, wrong head count.
   expect_user_error(base + " --edge-values " + quote(npy("w.npy", {E + 1}, v)), {"w.npy", std::to_string(E)});

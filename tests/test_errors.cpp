@@ -408,3 +408,22 @@ TEST(ErrorsBackend, NativeNeedsKokkosCudaAndTheCudaBuild) {
 #endif
 
 }  // namespace
+
+namespace {
+
+// Messages echo file content and arguments (a malformed file's header, a token, a path); each
+// stays one line of printable text: line breaks, controls and bytes that are no UTF-8 escaped.
+TEST(ErrorsMessage, OneLinePrintable) {
+  using dfgnn::Error;
+  EXPECT_STREQ(Error("a\nb\r\tc").what(), "a\\nb\\r\\tc");
+  EXPECT_STREQ(Error(std::string("nul \0 esc \x1b[31m del \x7f", 21)).what(), "nul \\x00 esc \\x1B[31m del \\x7F");
+  // UTF-8 stays readable; a C1 control, a lone or overlong byte and a cut sequence do not.
+  EXPECT_STREQ(Error("donn\xC3\xA9" "es \xE2\x82\xAC \xF0\x9F\x98\x80").what(), "donn\xC3\xA9" "es \xE2\x82\xAC \xF0\x9F\x98\x80");
+  EXPECT_STREQ(Error("\xC2\x85 \x93NUMPY \xC0\xAF \xF9\x90\x80\x80 \xE2\x82").what(),
+               "\\xC2\\x85 \\x93NUMPY \\xC0\\xAF \\xF9\\x90\\x80\\x80 \\xE2\\x82");
+  // Escaping twice changes nothing: a message may be wrapped into another.
+  const std::string once = Error("x\n\x01").what();
+  EXPECT_EQ(Error(once + "!").what(), once + "!");
+}
+
+}  // namespace

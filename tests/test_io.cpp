@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -64,6 +65,11 @@ class IoTest : public ::testing::Test {
     EXPECT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
     gzclose(f);
     return path(name);
+  }
+
+  std::string read_bytes(const std::string& file) const {
+    std::ifstream f(file, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
   }
 
   fs::path dir_;
@@ -152,9 +158,24 @@ TEST_F(IoTest, NpyErrors) {
     EXPECT_THROW(read_npy_f32(p), dfgnn::Error);
     expect_error([&] { read_npy_f32(p); }, {p + ": ", c.second});
   }
+  // A header's content is quoted with its line breaks and raw bytes escaped: one line.
+  const std::string keys = write("keys.npy", npy_bytes(1, "{'de\nscr\x93\x01': '<f4'}", payload));
+  expect_error([&] { read_npy_f32(keys); }, {keys + ": ", "unexpected key 'de\\nscr\\x93\\x01'"});
+  const std::string descr = write("descr.npy", npy_bytes(1, "{'descr': '<f4\r\n\x02', 'fortran_order': False, 'shape': ()}", payload));
+  expect_error([&] { read_npy_f32(descr); }, {descr + ": ", "unsupported dtype '<f4\\r\\n\\x02'"});
   expect_error([&] { write_npy_f32(path("neg.npy"), {2, -1}, nullptr); }, {"neg.npy: ", "negative dimension"});
   const float one = 1.0f;
   expect_error([&] { write_npy_f32(path("no/such/dir.npy"), {1}, &one); }, {"dir.npy: ", "cannot open for writing"});
+}
+
+// Outputs are checked before a run computes them: the check creates no file and empties none.
+TEST_F(IoTest, CheckWritable) {
+  check_writable(path("new.npy"));
+  EXPECT_FALSE(fs::exists(path("new.npy")));
+  check_writable(write("old.npy", "old"));
+  EXPECT_EQ(read_bytes(path("old.npy")), "old");
+  expect_error([&] { check_writable(path("no/such/dir.npy")); }, {"dir.npy: cannot open for writing: No such file"});
+  expect_error([&] { check_writable(dir_.string()); }, {"cannot open for writing: Is a directory"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -205,6 +226,17 @@ TEST_F(IoTest, EdgeListGzipByContent) {
   const std::string p = write_gz("cut.txt.gz", big);
   fs::resize_file(p, fs::file_size(p) / 2);
   expect_error([&] { read_graph(p); }, {p + ": ", "read error"});
+  // Concatenated gzip members are one file (as for gzip -d); bytes after the last member that
+  // are no gzip member were once dropped without a word.
+  const std::string two = write("two.txt.gz", read_bytes(write_gz("a.gz", "0 1\n")) + read_bytes(write_gz("b.gz", "1 2\n")));
+  expect_edges(read_graph(two), {0, 1}, {1, 2}, 3);
+  const std::string junk = write("junk.txt.gz", read_bytes(two) + "3 4\n");
+  expect_error([&] { read_graph(junk); }, {junk + ": ", "bytes after the gzip data"});
+  const std::string npy = write("a.npy.gz", read_bytes(write_gz("a.npy", npy_bytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
+                                                                                   raw(std::vector<float>{2.0f})))));
+  EXPECT_EQ(read_npy_f32(npy).data, std::vector<float>{2.0f});
+  const std::string npy_junk = write("b.npy.gz", read_bytes(npy) + std::string(1, '\0'));
+  expect_error([&] { read_npy_f32(npy_junk); }, {npy_junk + ": ", "bytes after the gzip data"});
 }
 
 TEST_F(IoTest, EdgeListErrors) {
@@ -232,6 +264,10 @@ TEST_F(IoTest, EdgeListErrors) {
   }
   const std::string missing = path("missing.txt");
   expect_error([&] { read_graph(missing); }, {missing + ": ", "cannot open"});
+  // Raw bytes of a binary file and a path with a line break come out escaped.
+  expect_error([&] { read_graph(write("bin.txt", std::string("0 1\n\x1b[2J\0\x93 2\n", 13))); },
+               {":2: ", "'\\x1B[2J\\x00\\x93'"});
+  expect_error([&] { read_graph(path("two\nlines.txt")); }, {"two\\nlines.txt: ", "cannot open"});
 }
 
 // ---------------------------------------------------------------------------------------------

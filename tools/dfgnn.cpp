@@ -432,14 +432,15 @@ double gradient_tolerance(const Inputs& in, std::size_t i) {
   return node_rows(in.args().inputs[i].extent) ? 1e-4 : 1e-3;
 }
 
+// Where --grad-out's gradient `name` goes: PREFIX<name>.npy.
+std::string gradient_path(const Args& a, const std::string& name) { return a.get("grad-prefix", "grad_") + name + ".npy"; }
+
 // Training forward + fused backward on `backend`, on the renumbered graph re.graph with the
-// inputs in its order (`run_in`); writes PREFIX<name>.npy per gradient in the file's order and,
-// with --reference, checks each against the float64 reference on the file's graph `g` and
-// inputs `in`. Returns the exit code.
+// inputs in its order (`run_in`) and dLoss/dOut `dout` in the file's; writes each gradient to
+// gradient_path in the file's order and, with --reference, checks each against the float64
+// reference on the file's graph `g` and inputs `in`. Returns the exit code.
 int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reordered& re, const Inputs& run_in,
-                 Backend backend, Strategy strategy) {
-  const std::string path = a.get("grad-out");
-  const std::vector<float> dout = checked(io::read_npy_f32(path), path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}});
+                 const std::vector<float>& dout, Backend backend, Strategy strategy) {
   const std::vector<float> run_dout = gather_rows(dout, re.order);
   Gradients grads;
   if (backend == Backend::Portable) {
@@ -457,13 +458,12 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
   }
   for (std::size_t i = 0; i < grads.size(); ++i)  // node gradients back to the file's order
     if (node_rows(in.args().inputs[i].extent)) grads[i].second = gather_rows(grads[i].second, re.position);
-  const std::string prefix = a.get("grad-prefix", "grad_");
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const std::vector<std::size_t> extents = in.shape(in.args().inputs[i].extent);
-    io::write_npy_f32(prefix + grads[i].first + ".npy", std::vector<std::int64_t>(extents.begin(), extents.end()),
+    io::write_npy_f32(gradient_path(a, grads[i].first), std::vector<std::int64_t>(extents.begin(), extents.end()),
                       grads[i].second.data());
   }
-  std::printf("backward: wrote %zu gradients to %s*.npy\n", grads.size(), prefix.c_str());
+  std::printf("backward: wrote %zu gradients to %s\n", grads.size(), gradient_path(a, "*").c_str());
   if (!a.flags.count("reference")) return 0;
   const auto ref = run_reference_backward(g, in, dout);
   int status = 0;
@@ -510,6 +510,14 @@ int cmd_attention(int argc, char** argv) {
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
   if (a.flags.count("reference")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
+  // dOut's shape and the output paths before any compute: a typo fails now, not after the run.
+  const std::string dout_path = a.get("grad-out");
+  const std::vector<float> dout =
+      a.has("grad-out") ? checked(io::read_npy_f32(dout_path), dout_path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}})
+                        : std::vector<float>{};
+  if (a.has("out")) io::check_writable(a.get("out"));
+  if (a.has("grad-out"))
+    for (const auto& [name, size] : gradient_sizes(in)) io::check_writable(gradient_path(a, name));
   Strategy used = strategy;
   std::vector<float> out;
   const auto t0 = std::chrono::steady_clock::now();
@@ -536,7 +544,7 @@ int cmd_attention(int argc, char** argv) {
     }
   }
   if (!a.has("grad-out")) return 0;
-  return run_backward(a, g, in, re, run_in, backend, strategy);
+  return run_backward(a, g, in, re, run_in, dout, backend, strategy);
 }
 
 int cmd_info(int argc, char** argv) {

@@ -239,6 +239,14 @@ int run_command(int argc, char** argv, bool sddmm) {
   } else if (a.has("grad-prefix")) {
     throw Error("--grad-prefix needs --grad-out");
   }
+  const std::string prefix = a.get("grad-prefix", "grad_");
+  const std::vector<std::pair<std::string, const HostTensor*>> grads{{sddmm ? "dx" : "dlhs", &job.lhs},
+                                                                     {sddmm ? "dy" : "drhs", &job.rhs}};
+  auto grad_path = [&](std::size_t i) { return prefix + grads[i].first + ".npy"; };
+  // The output paths before any compute: a typo fails now, not after the run.
+  for (const char* k : {"out", "json"})
+    if (a.has(k)) io::check_writable(a.get(k));
+  for (std::size_t i = 0; i < slots.size() && !dout.empty(); ++i) io::check_writable(grad_path(i));
   const int warmup = int(a.integer("warmup", 3, 0, cli::kMaxIters)), iters = int(a.integer("iters", 0, 0, cli::kMaxIters));
   job.warmup = warmup, job.iters = iters;
 
@@ -293,13 +301,10 @@ int run_command(int argc, char** argv, bool sddmm) {
     std::fclose(json);
   }
   if (a.has("out")) io::write_npy_f32(a.get("out"), out_shape, r.out.data());
-  const std::string prefix = a.get("grad-prefix", "grad_");
-  const std::vector<std::pair<std::string, const HostTensor*>> grads{{sddmm ? "dx" : "dlhs", &job.lhs},
-                                                                     {sddmm ? "dy" : "drhs", &job.rhs}};
   if (!dout.empty()) {
     for (std::size_t i = 0; i < slots.size(); ++i) {
       const HostTensor& t = *grads[i].second;
-      io::write_npy_f32(prefix + grads[i].first + ".npy", {std::int64_t(t.rows), t.heads, t.dim},
+      io::write_npy_f32(grad_path(i), {std::int64_t(t.rows), t.heads, t.dim},
                         (i == 0 ? r.dlhs : r.drhs).data());
     }
     std::printf("backward: wrote %zu gradients to %s*.npy\n", slots.size(), prefix.c_str());

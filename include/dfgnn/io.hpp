@@ -2,6 +2,8 @@
 /// \file io.hpp
 /// File input/output for the CLI and tests: NumPy .npy arrays, graph files (edge lists and
 /// Matrix Market, gzip-compressed or not) and comma-separated per-head parameter lists.
+/// A file that starts with the gzip magic is gunzipped: concatenated members are one file, as
+/// for gzip -d, but bytes after the last member are an Error (not dropped).
 /// Every problem with a file or a value is reported as dfgnn::Error with a one-line message
 /// that starts with the path ("<path>: ..." or "<path>:<line>: ...").
 
@@ -28,6 +30,11 @@ Array read_npy_f32(const std::string& path);
 /// Throws Error for a negative dimension or when the file cannot be written.
 void write_npy_f32(const std::string& path, const std::vector<std::int64_t>& shape,
                    const float* data);
+
+/// Throws Error "<path>: cannot open for writing: <reason>" unless `path` can be opened for
+/// writing, so that a run checks its outputs before computing them. Leaves an existing file as
+/// it is and creates none.
+void check_writable(const std::string& path);
 
 /// A directed edge list: edge i is src[i] -> dst[i], ids in [0, num_nodes).
 struct EdgeList {

@@ -12,10 +12,12 @@
 namespace dfgnn {
 
 /// Thrown for every user error detected at the API (bad shapes, malformed graphs, ...).
-/// The message names the offending argument and the violated rule.
+/// The message names the offending argument and the violated rule. It is one line of
+/// printable text: messages quote file content, paths and arguments, so line breaks, control
+/// characters and bytes that are not UTF-8 come out escaped (\n, \r, \t, \xNN).
 class Error : public std::invalid_argument {
  public:
-  using std::invalid_argument::invalid_argument;
+  explicit Error(const std::string& message);
 };
 
 /// Node ids are 32-bit; edge positions and row offsets are 64-bit so any edge count works.
