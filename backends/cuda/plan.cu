@@ -33,7 +33,7 @@ edge_t degree(const HostGraph& g, node_t v) { return g.row_ptr[v + 1] - g.row_pt
 /// Staged shared-memory floats per node for the score kind.
 std::size_t staged_floats(ScoreKind kind, int H, int D) {
   return visit_model(
-      kind, [&](auto model) { return detail::staged_floats_per_node<detail::ScoreOf_t<decltype(model)>>(H, D); });
+      kind, [&](auto model) { return detail::staged_floats_per_node<detail::ScoreOf<decltype(model)>>(H, D); });
 }
 
 /// The batch's node offsets; for a graph not built as a batch, its independent blocks (a
@@ -294,7 +294,7 @@ const BackwardData& Plan::Impl::backward() const {
     int row_width, col_width, param_width;
   };
   const Needs need = visit_model(kind, [&](auto model) {
-    using S = detail::ScoreOf_t<decltype(model)>;
+    using S = detail::ScoreOf<decltype(model)>;
     return Needs{detail::kRowsFirst<S>, detail::kColsFirst<S>, detail::pad4(detail::row_width<S>(dim)),
                  detail::pad4(detail::col_width<S>(dim)), detail::param_width<S>(dim)};
   });

@@ -173,27 +173,14 @@ struct GATv2Score {
   }
 };
 
-/// Each model's score functor (a new model adds its functor above and its pair here).
+/// Each model's score functor (a new model adds its functor above and its line here); declared
+/// only, for ScoreOf.
+GTScore score_type(GT);
+AGNNScore score_type(AGNN);
+GATScore score_type(GAT);
+GATv2Score score_type(GATv2);
 template <class Model>
-struct ScoreOf;
-template <>
-struct ScoreOf<GT> {
-  using type = GTScore;
-};
-template <>
-struct ScoreOf<AGNN> {
-  using type = AGNNScore;
-};
-template <>
-struct ScoreOf<GAT> {
-  using type = GATScore;
-};
-template <>
-struct ScoreOf<GATv2> {
-  using type = GATv2Score;
-};
-template <class Model>
-using ScoreOf_t = typename ScoreOf<Model>::type;
+using ScoreOf = decltype(score_type(Model{}));
 
 /// The score of one (edge, head) pair from its key: the partials summed over the lane group
 /// (a row key; a scalar key is whole in every lane), then combined.
