@@ -140,8 +140,7 @@ HostGraph rmat(int scale, int edge_factor, double a, double b, double c, std::ui
 }
 
 SbmKind parse_sbm_kind(const std::string& s) {
-  std::string t(s);
-  for (auto& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string t = lower(s);
   if (t == "pattern") return SbmKind::Pattern;
   if (t == "cluster") return SbmKind::Cluster;
   throw Error("sbm kind must be pattern or cluster, got '" + s + "'");

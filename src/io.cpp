@@ -376,12 +376,6 @@ EdgeList parse_edge_list(const std::string& path, std::string_view text, std::in
   return g;
 }
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 EdgeList parse_mtx(const std::string& path, std::string_view text, std::int64_t num_nodes) {
   Lines lines(text);
   std::string_view line;

@@ -17,8 +17,7 @@ const char* to_string(Ordering o) {
 }
 
 Ordering parse_ordering(const std::string& text) {
-  std::string s = text;
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string s = lower(text);
   for (Ordering o : {Ordering::None, Ordering::RCM, Ordering::Degree})
     if (s == to_string(o)) return o;
   throw Error("unknown ordering '" + text + "' (expected none, rcm or degree)");

@@ -49,10 +49,6 @@ std::string one_line(const std::string& s) {
   return r;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 // The host memory this process can have: physical memory, or less under an address-space or
 // cgroup v2 limit; unknown parts count as unlimited.
 std::uint64_t host_memory_limit() {
@@ -69,6 +65,12 @@ std::uint64_t host_memory_limit() {
   return limit;
 }
 }  // namespace
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 Error::Error(const std::string& message) : std::invalid_argument(one_line(message)) {}
 

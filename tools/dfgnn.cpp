@@ -116,11 +116,7 @@ using cli::backend_option;
 using cli::native_unavailable;
 
 // The option of a model argument: its name in lower case (--q, --el, --xl, --beta, ...).
-std::string option_of(const ArgSpec& arg) {
-  std::string name = arg.name;
-  for (char& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
+std::string option_of(const ArgSpec& arg) { return lower(arg.name); }
 
 // The option of a model's scalar parameter (--scale, --slope: model_args' "GT::scale"), or "".
 std::string param_option(ScoreKind kind) {

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace dfgnn {
 
@@ -174,6 +175,9 @@ std::uint64_t checked_product(const std::string& what, std::initializer_list<std
 /// cgroup limit): what cannot fit is refused up front, not left to the allocator or the OOM
 /// killer.
 void check_host_bytes(const std::string& what, std::uint64_t bytes);
+
+/// s in ASCII lower case: the case-insensitive names the parsers and the CLI read.
+std::string lower(std::string_view s);
 
 const char* to_string(Strategy s);
 const char* to_string(ScoreKind k);
