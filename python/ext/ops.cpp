@@ -49,8 +49,8 @@ void check(int status) {
 }
 
 // A plan handle and what each call needs of it: its sizes, and the tensors it reads that Python
-// made (a CUDA plan's graph arrays). It frees the handle when the
-// last of the Graph's cache and the backward nodes that use it lets go.
+// made (a CUDA plan's graph arrays). It frees the handle when the last of the Graph's cache and
+// the backward nodes that use it lets go.
 struct PlanState {
   dfgnn_plan* handle;
   std::vector<at::Tensor> arrays;
@@ -101,7 +101,7 @@ void fill(Pointer* slots, const std::vector<at::Tensor>& tensors, bool packed) {
   }
 }
 
-dfgnn_call call_of(const PlanState& plan, const std::vector<at::Tensor>& tensors, const Options& o) {
+dfgnn_call call_of(const std::vector<at::Tensor>& tensors, const Options& o) {
   dfgnn_call c{};
   c.param = float(o.param);
   fill(c.inputs, tensors, o.packed);
@@ -121,7 +121,7 @@ std::pair<at::Tensor, at::Tensor> run_forward(const PlanState& plan, const std::
   const at::Tensor& first = tensors[0];
   at::Tensor out = at::empty({plan.nodes, plan.heads, plan.dim}, first.options());
   at::Tensor lse = train ? at::empty({plan.nodes, plan.heads}, first.options()) : at::Tensor();
-  dfgnn_call c = call_of(plan, tensors, o);
+  dfgnn_call c = call_of(tensors, o);
   c.out = out.data_ptr<float>();
   c.logsumexp = train ? lse.data_ptr<float>() : nullptr;
   check(natives.forward(plan.handle, stream_of(first), &c));
@@ -135,7 +135,7 @@ std::vector<at::Tensor> run_backward(const PlanState& plan, const std::vector<at
   grads.reserve(tensors.size());
   for (const at::Tensor& t : tensors) grads.push_back(at::empty_like(t));
   const at::Tensor dout = grad.contiguous();
-  dfgnn_call c = call_of(plan, tensors, o);
+  dfgnn_call c = call_of(tensors, o);
   c.out = const_cast<float*>(out.data_ptr<float>());
   c.logsumexp = const_cast<float*>(lse.data_ptr<float>());
   c.dout = dout.data_ptr<float>();
@@ -164,35 +164,56 @@ void no_tangents(const std::vector<at::Tensor>& tensors, int64_t level) {
     TORCH_CHECK(!t._fw_grad(uint64_t(level)).defined(), "dfgnn: the attention has no forward-mode derivative");
 }
 
-// The autograd node of a recorded call: the saved inputs (autograd's in-place check), out and
-// logsumexp; the plan stays alive with it.
-struct AttentionBackward final : Node {
+// What the backward nodes hold of their forward call: the plan (alive with them), the call's
+// options, out (saved, autograd's in-place check) and logsumexp.
+struct CallNode : Node {
   std::shared_ptr<const PlanState> plan;
   Options options;
-  std::vector<SavedVariable> inputs;
   SavedVariable out;
   at::Tensor lse;
+
+  void release_variables() override {
+    out.reset_data();
+    lse.reset();
+  }
+
+  /// The training forward of the call on `tensors`, its out recorded as this node's output.
+  at::Tensor record(const Plan& p, const std::vector<at::Tensor>& tensors, const Options& o) {
+    const at::AutoGradMode no_grad(false);
+    auto [o_out, o_lse] = run_forward(*p.state, tensors, o, true);
+    torch::autograd::set_history(o_out, shared_from_this());
+    plan = p.state;
+    options = o;
+    out = SavedVariable(o_out, true);
+    lse = std::move(o_lse);
+    return o_out;
+  }
+
+  /// The backward of the call on `tensors` for dLoss/dout grads[0] (zeros when autograd hands
+  /// none), not recorded.
+  std::vector<at::Tensor> gradients(const std::vector<at::Tensor>& tensors, const variable_list& grads) {
+    const at::AutoGradMode no_grad(false);
+    const at::Tensor o = out.unpack(shared_from_this());
+    return run_backward(*plan, tensors, options, o, lse, grads[0].defined() ? grads[0] : at::zeros_like(o));
+  }
+};
+
+// The node of an eager call: its saved inputs besides.
+struct AttentionBackward final : CallNode {
+  std::vector<SavedVariable> inputs;
 
   std::string name() const override { return "DfgnnAttentionBackward"; }
 
   void release_variables() override {
     for (SavedVariable& v : inputs) v.reset_data();
-    out.reset_data();
-    lse.reset();
+    CallNode::release_variables();
   }
 
   variable_list apply(variable_list&& grads) override {
     std::vector<at::Tensor> tensors;
     tensors.reserve(inputs.size());
     for (const SavedVariable& v : inputs) tensors.push_back(v.unpack());
-    const at::Tensor o = out.unpack(shared_from_this());
-    const at::Tensor grad = grads[0].defined() ? grads[0] : at::zeros_like(o);
-    variable_list result;
-    {
-      const at::AutoGradMode no_grad(false);
-      result = run_backward(*plan, tensors, options, o, lse, grad);
-    }
-    return first_order(std::move(result));
+    return first_order(gradients(tensors, grads));
   }
 };
 
@@ -201,23 +222,15 @@ struct AttentionBackward final : Node {
 // tangent there is refused, the kernels have no forward-mode derivative.
 at::Tensor attention(const Plan& plan, const std::vector<at::Tensor>& tensors, const Options& o, int64_t level) {
   no_tangents(tensors, level);
-  bool record = false;
-  for (const at::Tensor& t : tensors) record = record || t.requires_grad();
-  if (!record || !at::GradMode::is_enabled()) return run_forward(*plan.state, tensors, o, false).first;
+  bool needs_grad = false;
+  for (const at::Tensor& t : tensors) needs_grad = needs_grad || t.requires_grad();
+  if (!needs_grad || !at::GradMode::is_enabled()) return run_forward(*plan.state, tensors, o, false).first;
 
   std::shared_ptr<AttentionBackward> node(new AttentionBackward(), torch::autograd::deleteNode);
   node->set_next_edges(torch::autograd::collect_next_edges(tensors));
-  auto [out, lse] = [&] {
-    const at::AutoGradMode no_grad(false);
-    return run_forward(*plan.state, tensors, o, true);
-  }();
-  torch::autograd::set_history(out, node);
-  node->plan = plan.state;
-  node->options = o;
+  at::Tensor out = node->record(plan, tensors, o);
   node->inputs.reserve(tensors.size());
   for (const at::Tensor& t : tensors) node->inputs.emplace_back(t, false);
-  node->out = SavedVariable(out, true);
-  node->lse = std::move(lse);
   return out;
 }
 
@@ -225,27 +238,24 @@ at::Tensor attention(const Plan& plan, const std::vector<at::Tensor>& tensors, c
 // el = <h, att_src> and er = <h, att_dst> as one [2, N, H] tensor, the fused kernels on its
 // halves, and a backward that adds the terms' share into dh and reduces d(att): no autograd
 // nodes for the products, sums and cat (five kernels and six nodes when autograd records them).
-struct GATLayerBackward final : Node {
-  std::shared_ptr<const PlanState> plan;
-  Options options;
-  SavedVariable h, att_src, att_dst, out;
-  at::Tensor terms, lse;
+struct GATLayerBackward final : CallNode {
+  SavedVariable h, att_src, att_dst;
+  at::Tensor terms;
 
   std::string name() const override { return "DfgnnGATLayerBackward"; }
 
   void release_variables() override {
-    h.reset_data(), att_src.reset_data(), att_dst.reset_data(), out.reset_data();
-    terms.reset(), lse.reset();
+    h.reset_data(), att_src.reset_data(), att_dst.reset_data();
+    terms.reset();
+    CallNode::release_variables();
   }
 
   variable_list apply(variable_list&& grads) override {
     const at::Tensor x = h.unpack(), src = att_src.unpack(), dst = att_dst.unpack();
-    const at::Tensor o = out.unpack(shared_from_this());
+    const std::vector<at::Tensor> d = gradients({terms, x}, grads);
     variable_list result(3);
     {
       const at::AutoGradMode no_grad(false);
-      const std::vector<at::Tensor> d =
-          run_backward(*plan, {terms, x}, options, o, lse, grads[0].defined() ? grads[0] : at::zeros_like(o));
       const at::Tensor& dterms = d[0];
       result[0] = d[1].addcmul_(dterms[0].unsqueeze(-1), src).addcmul_(dterms[1].unsqueeze(-1), dst);
       if (task_should_compute_output(1) || task_should_compute_output(2)) {
@@ -268,15 +278,13 @@ at::Tensor gat_layer(const Plan& plan, const at::Tensor& h, const at::Tensor& at
     return run_forward(*plan.state, {gat_terms(h, att_src, att_dst), h}, o, false).first;
   std::shared_ptr<GATLayerBackward> node(new GATLayerBackward(), torch::autograd::deleteNode);
   node->set_next_edges(torch::autograd::collect_next_edges(h, att_src, att_dst));
-  const at::AutoGradMode no_grad(false);
-  node->terms = gat_terms(h, att_src, att_dst);
-  auto [out, lse] = run_forward(*plan.state, {node->terms, h}, o, true);
-  torch::autograd::set_history(out, node);
-  node->plan = plan.state;
-  node->options = o;
+  {
+    const at::AutoGradMode no_grad(false);
+    node->terms = gat_terms(h, att_src, att_dst);
+  }
+  at::Tensor out = node->record(plan, {node->terms, h}, o);
   node->h = SavedVariable(h, false), node->att_src = SavedVariable(att_src, false);
-  node->att_dst = SavedVariable(att_dst, false), node->out = SavedVariable(out, true);
-  node->lse = std::move(lse);
+  node->att_dst = SavedVariable(att_dst, false);
   return out;
 }
 
