@@ -344,12 +344,8 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
             (a.is_cpu and b.is_cpu and c.is_cpu) if index < 0 else (a.is_cuda and b.is_cuda and c.is_cuda
                                                                     and _lib.has_cuda)):
         return None
-    key = (index, spec.kind, *dims)
-    plan = graph._natives.get(key)
-    if plan is None:
-        plan = graph._native(a.device, key)
-    return _attention(plan, (a, b, c), scalar, 0, None, dropout, _draw_seed() if dropout else 0,
-                      _forward_ad._current_level)
+    return _attention(_native(graph, a, spec.kind, dims), (a, b, c), scalar, 0, None, dropout,
+                      _draw_seed() if dropout else 0, _forward_ad._current_level)
 
 
 def _dropout(op, dropout):
