@@ -43,13 +43,19 @@ DegreeStats degree_stats(const std::vector<edge_t>& row_ptr, edge_t threshold) {
 
 HostGraph graph_from_edges(node_t num_nodes, const std::vector<node_t>& src,
                            const std::vector<node_t>& dst) {
+  return graph_from_edges(num_nodes, num_nodes, src, dst);
+}
+
+HostGraph graph_from_edges(node_t num_src_nodes, node_t num_nodes, const std::vector<node_t>& src,
+                           const std::vector<node_t>& dst) {
+  check_node_count(num_src_nodes);
   check_node_count(num_nodes);
   if (src.size() != dst.size())
     throw Error("graph: " + std::to_string(src.size()) + " source ids but " +
                 std::to_string(dst.size()) + " destination ids");
   const std::size_t m = src.size();
   for (std::size_t i = 0; i < m; ++i) {
-    check_id(src[i], num_nodes, "source", i);
+    check_id(src[i], num_src_nodes, "source", i);
     check_id(dst[i], num_nodes, "destination", i);
   }
   // Offsets and the sort's cursors [N+1] each, src, dst and edge_id [E]: a huge id or node
@@ -58,6 +64,7 @@ HostGraph graph_from_edges(node_t num_nodes, const std::vector<node_t>& src,
                    2 * (std::uint64_t(num_nodes) + 1) * sizeof(edge_t) + std::uint64_t(m) * (2 * sizeof(node_t) + sizeof(edge_t)));
   HostGraph g;
   g.num_nodes = num_nodes;
+  g.num_src_nodes = num_src_nodes;
   g.row_ptr.assign(std::size_t(num_nodes) + 1, 0);
   for (node_t v : dst) ++g.row_ptr[std::size_t(v) + 1];
   for (node_t v = 0; v < num_nodes; ++v) g.row_ptr[v + 1] += g.row_ptr[v];
@@ -76,6 +83,12 @@ HostGraph graph_from_edges(node_t num_nodes, const std::vector<node_t>& src,
 }
 
 HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vector<node_t> src) {
+  return graph_from_csr(num_nodes, num_nodes, std::move(row_ptr), std::move(src));
+}
+
+HostGraph graph_from_csr(node_t num_src_nodes, node_t num_nodes, std::vector<edge_t> row_ptr,
+                         std::vector<node_t> src) {
+  check_node_count(num_src_nodes);
   check_node_count(num_nodes);
   if (row_ptr.size() != std::size_t(num_nodes) + 1)
     throw Error("graph: row offsets have " + std::to_string(row_ptr.size()) +
@@ -87,9 +100,10 @@ HostGraph graph_from_csr(node_t num_nodes, std::vector<edge_t> row_ptr, std::vec
   if (row_ptr.back() != edge_t(src.size()))
     throw Error("graph: row offsets end at " + std::to_string(row_ptr.back()) + " but there are " +
                 std::to_string(src.size()) + " edges");
-  for (std::size_t e = 0; e < src.size(); ++e) check_id(src[e], num_nodes, "source", e);
+  for (std::size_t e = 0; e < src.size(); ++e) check_id(src[e], num_src_nodes, "source", e);
   HostGraph g;
   g.num_nodes = num_nodes;
+  g.num_src_nodes = num_src_nodes;
   g.row_ptr = std::move(row_ptr);
   g.src = std::move(src);
   g.edge_id.resize(g.src.size());
@@ -109,6 +123,7 @@ void detail::check_row_offsets(const HostGraph& g) {
 
 void validate(const HostGraph& g) {
   detail::check_row_offsets(g);
+  check_node_count(g.num_src_nodes);
   const node_t n = g.num_nodes;
   const std::size_t m = g.src.size();
   if (g.dst.size() != m || g.edge_id.size() != m)
@@ -120,7 +135,7 @@ void validate(const HostGraph& g) {
   std::vector<bool> seen(m);
   for (node_t v = 0; v < n; ++v) {
     for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
-      check_id(g.src[e], n, "source", std::size_t(e));
+      check_id(g.src[e], g.num_src_nodes, "source", std::size_t(e));
       if (g.dst[e] != v)
         throw Error("graph: edge " + std::to_string(e) + " is in row " + std::to_string(v) + " but its destination is " +
                     std::to_string(g.dst[e]));
@@ -135,6 +150,7 @@ void validate(const HostGraph& g) {
       s.empty_rows != g.stats.empty_rows)
     throw Error("graph: its degree statistics do not match the row offsets (degree_stats recomputes them)");
   if (g.graph_ptr.empty()) return;
+  if (g.bipartite()) throw Error("graph: graph offsets (a batch) need a square graph, not a bipartite one");
   if (g.graph_ptr.front() != 0 || g.graph_ptr.back() != n || !std::is_sorted(g.graph_ptr.begin(), g.graph_ptr.end()))
     throw Error("graph: graph offsets must run from 0 to num_nodes without decreasing");
   // Block-diagonal: every edge's ends lie in the same graph, i.e. row v's sources in [start, end).
@@ -145,13 +161,16 @@ void validate(const HostGraph& g) {
 }
 
 HostGraph batch_graphs(const std::vector<HostGraph>& graphs) {
-  for (const HostGraph& g : graphs) validate(g);
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    validate(graphs[i]);
+    if (graphs[i].bipartite()) throw Error("graph: graph " + std::to_string(i) + " of the batch is bipartite");
+  }
   HostGraph b;
   std::int64_t nodes = 0;
   for (const HostGraph& g : graphs) nodes += g.num_nodes;
   if (nodes > std::int64_t(INT32_MAX))
     throw Error("graph: the batch has " + std::to_string(nodes) + " nodes, more than 2^31 - 1");
-  b.num_nodes = node_t(nodes);
+  b.num_nodes = b.num_src_nodes = node_t(nodes);
   b.graph_ptr.reserve(graphs.size() + 1);
   b.graph_ptr.push_back(0);
   node_t node0 = 0;
@@ -199,6 +218,7 @@ HostCsc transpose(const HostGraph& g) {
 namespace detail {
 
 std::vector<node_t> independent_blocks_of_valid(const HostGraph& g) {
+  if (g.bipartite()) return {0, g.num_nodes};
   // reach[i]: the highest node id joined to some node <= i by an edge; a block ends at i when
   // nothing at or below i reaches past it.
   std::vector<node_t> reach(std::size_t(g.num_nodes));
@@ -219,9 +239,9 @@ std::vector<node_t> independent_blocks_of_valid(const HostGraph& g) {
 HostCsc transpose_of_valid(const HostGraph& g) {
   HostCsc t;
   const edge_t m = g.num_edges();
-  t.col_ptr.assign(std::size_t(g.num_nodes) + 1, 0);
+  t.col_ptr.assign(std::size_t(g.num_src_nodes) + 1, 0);
   for (node_t u : g.src) ++t.col_ptr[std::size_t(u) + 1];
-  for (node_t u = 0; u < g.num_nodes; ++u) t.col_ptr[u + 1] += t.col_ptr[u];
+  for (node_t u = 0; u < g.num_src_nodes; ++u) t.col_ptr[u + 1] += t.col_ptr[u];
   std::vector<edge_t> next(t.col_ptr.begin(), t.col_ptr.end() - 1);
   t.dst.resize(m);
   t.csr_edge.resize(m);

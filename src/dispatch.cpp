@@ -40,6 +40,19 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
 
 namespace detail {
 
+void check_op(const char* who, const Op& op) {
+  const std::string w(who);
+  if (op.heads < 1) throw Error(w + ": heads must be >= 1, got " + std::to_string(op.heads));
+  if (op.dim < 1) throw Error(w + ": dim must be >= 1, got " + std::to_string(op.dim));
+  for (const node_t nodes : {op.src_nodes, op.dst_nodes})
+    checked_product(w + ": nodes x heads x dim x 4 bytes",
+                    {std::uint64_t(nodes), std::uint64_t(op.heads), std::uint64_t(op.dim), size_of(op.dtype)});
+  if (op.kind == ScoreKind::AGNN && op.src_nodes != op.dst_nodes)
+    throw Error(w + ": AGNN's cosine reads one X for both ends of an edge, so it needs a square graph, not a "
+                "bipartite one of " + std::to_string(op.src_nodes) + " sources and " + std::to_string(op.dst_nodes) +
+                " destinations");
+}
+
 namespace {
 
 std::string shape_of(const TensorRef& t) {
@@ -124,11 +137,13 @@ class Checker {
   const ModelArgs& args() const { return args_; }
 
  private:
-  static const char* dims(Extent e) {
+  // A bipartite op names its sources NS.
+  const char* dims(Extent e) const {
+    const bool bipartite = op_.src_nodes != op_.dst_nodes;
     switch (e) {
-      case Extent::SrcFeatures:
+      case Extent::SrcFeatures: return bipartite ? "[NS,H,D]" : "[N,H,D]";
       case Extent::DstFeatures: return "[N,H,D]";
-      case Extent::SrcScalars:
+      case Extent::SrcScalars: return bipartite ? "[NS,H]" : "[N,H]";
       case Extent::DstScalars: return "[N,H]";
       case Extent::HeadFeatures: return "[H,D]";
       case Extent::HeadVector: break;

@@ -326,6 +326,7 @@ class Writer {
 
 void write_edge_list(const std::string& path, const HostGraph& g, const std::string& comment) {
   validate(g);
+  if (g.bipartite()) throw Error("write_edge_list: the graph is bipartite; the edge-list format holds one node set");
   Writer w(path);
   w.text("# dfgnn edge list: one 'u v' line per directed edge u -> v, 0-based ids\n");
   if (!comment.empty()) {

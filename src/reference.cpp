@@ -61,6 +61,7 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const float* X, const float* beta, int beta_count,
                                         const ReferenceOptions& options) {
   check_arguments("reference_attention", g, H, D, {X, beta}, options);
+  if (g.bipartite()) throw Error("reference_attention: AGNN needs a square graph, not a bipartite one");
   if (beta_count != 1 && beta_count != H)
     throw Error("reference_attention: beta_count is " + std::to_string(beta_count) + ", expected 1 or H");
   auto row = [&](node_t n, int h) { return X + (std::size_t(n) * H + h) * D; };

@@ -50,15 +50,15 @@ void backprop(const HostGraph& g, int H, int D, const float* values, const float
 GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const GT& model, const float* Q,
                                          const float* K, const float* V, const float* dOut,
                                          const ReferenceOptions& options) {
-  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
+  check_present("reference_attention_backward", g.num_nodes > 0, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, Q, K, V, o);
   });
   const double scale = model.scale_for<double>(D);
   auto at = [&](node_t n, int h) { return (std::size_t(n) * H + h) * D; };
-  const std::size_t size = std::size_t(g.num_nodes) * H * D;
-  GTGradients r{std::vector<double>(size), std::vector<double>(size), std::vector<double>(size)};
+  const std::size_t dst = std::size_t(g.num_nodes) * H * D, src = std::size_t(g.num_src_nodes) * H * D;
+  GTGradients r{std::vector<double>(dst), std::vector<double>(src), std::vector<double>(src)};
   backprop(
       g, H, D, V, dOut, out, lse, options, r.dV,
       [&](node_t v, node_t u, int h) { return scale * dot(Q + at(v, h), K + at(u, h), D); },
@@ -74,7 +74,7 @@ GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const
 AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, const AGNN& model, const float* X,
                                            const float* beta, int beta_count, const float* dOut,
                                            const ReferenceOptions& options) {
-  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
+  check_present("reference_attention_backward", g.num_nodes > 0, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, X, beta, beta_count, o);
@@ -110,14 +110,15 @@ AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, con
 GATGradients reference_attention_backward(const HostGraph& g, int H, int D, const GAT& model, const float* el,
                                           const float* er, const float* V, const float* dOut,
                                           const ReferenceOptions& options) {
-  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
+  check_present("reference_attention_backward", g.num_nodes > 0, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, el, er, V, o);
   });
   auto z = [&](node_t v, node_t u, int h) { return double(el[std::size_t(u) * H + h]) + er[std::size_t(v) * H + h]; };
-  const std::size_t nodes = std::size_t(g.num_nodes) * H;
-  GATGradients r{std::vector<double>(nodes), std::vector<double>(nodes), std::vector<double>(nodes * D)};
+  const std::size_t src = std::size_t(g.num_src_nodes) * H;
+  GATGradients r{std::vector<double>(src), std::vector<double>(std::size_t(g.num_nodes) * H),
+                 std::vector<double>(src * D)};
   backprop(
       g, H, D, V, dOut, out, lse, options, r.dV,
       [&](node_t v, node_t u, int h) { return leaky_relu(z(v, u, h), model.slope); },
@@ -132,14 +133,14 @@ GATGradients reference_attention_backward(const HostGraph& g, int H, int D, cons
 GATv2Gradients reference_attention_backward(const HostGraph& g, int H, int D, const GATv2& model, const float* XL,
                                             const float* XR, const float* a, const float* dOut,
                                             const ReferenceOptions& options) {
-  check_present("reference_attention_backward", g, {dOut});  // the forward checks the rest
+  check_present("reference_attention_backward", g.num_nodes > 0, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
     return reference_attention(g, H, D, model, XL, XR, a, o);
   });
   auto at = [&](node_t n, int h) { return (std::size_t(n) * H + h) * D; };
-  const std::size_t size = std::size_t(g.num_nodes) * H * D;
-  GATv2Gradients r{std::vector<double>(size), std::vector<double>(size), std::vector<double>(std::size_t(H) * D)};
+  GATv2Gradients r{std::vector<double>(std::size_t(g.num_src_nodes) * H * D),
+                   std::vector<double>(std::size_t(g.num_nodes) * H * D), std::vector<double>(std::size_t(H) * D)};
   backprop(
       g, H, D, XL, dOut, out, lse, options, r.dXL,
       [&](node_t v, node_t u, int h) {

@@ -11,21 +11,21 @@
 
 namespace dfgnn::reference_math {
 
-/// Throws Error (prefixed `who`) if an input is null on a graph with nodes.
-inline void check_present(const char* who, const HostGraph& g, std::initializer_list<const float*> inputs) {
+/// Throws Error (prefixed `who`) if an input is null that the call reads (`read`).
+inline void check_present(const char* who, bool read, std::initializer_list<const float*> inputs) {
   for (const float* p : inputs)
-    if (!p && g.num_nodes > 0) throw Error(std::string(who) + ": an input is null");
+    if (!p && read) throw Error(std::string(who) + ": an input is null");
 }
 
 /// Throws Error (prefixed `who`) unless the arguments are usable: a valid graph, H and D >= 1,
-/// every input present (unless there are no nodes), edge values of 1 or H heads, a dropout
+/// every input present (unless there are no edges to read it for), edge values of 1 or H heads, a dropout
 /// rate in [0, 1).
 inline void check_arguments(const char* who, const HostGraph& g, int H, int D,
                             std::initializer_list<const float*> inputs, const ReferenceOptions& o) {
   const auto fail = [&](const std::string& what) { throw Error(std::string(who) + ": " + what); };
   validate(g);
   if (H < 1 || D < 1) fail("H and D must be >= 1, got " + std::to_string(H) + " and " + std::to_string(D));
-  check_present(who, g, inputs);
+  check_present(who, g.num_edges() > 0, inputs);
   const HostEdgeValues& w = o.edge_values;
   if (w.data && w.heads != 1 && w.heads != H)
     fail("edge values for " + std::to_string(w.heads) + " heads, expected 1 or H = " + std::to_string(H));

@@ -131,7 +131,7 @@ Reordered permute_valid(const HostGraph& g, std::vector<node_t> order) {
     r.position[v] = node_t(i);
   }
   HostGraph& p = r.graph;
-  p.num_nodes = g.num_nodes;
+  p.num_nodes = p.num_src_nodes = g.num_nodes;
   p.row_ptr.assign(N + 1, 0);
   p.src.reserve(g.src.size());
   p.dst.reserve(g.src.size());
@@ -152,24 +152,32 @@ Reordered permute_valid(const HostGraph& g, std::vector<node_t> order) {
 
 }  // namespace
 
-// Each entry validates g once; the helpers above trust it.
-std::vector<node_t> rcm_order(const HostGraph& g) {
+// Each entry validates g once; the helpers above trust it. One numbering serves both ends of
+// an edge, so a bipartite graph has none to reorder.
+namespace {
+void validate_square(const HostGraph& g) {
   validate(g);
+  if (g.bipartite()) throw Error("reorder: the graph is bipartite; reordering needs one node set");
+}
+}  // namespace
+
+std::vector<node_t> rcm_order(const HostGraph& g) {
+  validate_square(g);
   return rcm_of_valid(g);
 }
 
 std::vector<node_t> degree_order(const HostGraph& g) {
-  validate(g);
+  validate_square(g);
   return degree_of_valid(g);
 }
 
 Reordered permute(const HostGraph& g, std::vector<node_t> order) {
-  validate(g);
+  validate_square(g);
   return permute_valid(g, std::move(order));
 }
 
 Reordered reorder(const HostGraph& g, Ordering o) {
-  validate(g);
+  validate_square(g);
   switch (o) {
     case Ordering::RCM: return permute_valid(g, rcm_of_valid(g));
     case Ordering::Degree: return permute_valid(g, degree_of_valid(g));

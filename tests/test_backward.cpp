@@ -45,14 +45,16 @@ std::vector<float> grid_values(std::size_t n, unsigned seed, bool odd) {
 }
 
 // 7 nodes; random edges into nodes 0..5 (node 6 has no in-edge), a self loop, a repeated edge.
-HostGraph small_graph(unsigned seed) {
+// Bipartite: 9 sources (8 without an edge) into 5 destinations (4 without an edge).
+HostGraph small_graph(unsigned seed, bool bipartite = false) {
+  const node_t ns = bipartite ? 9 : 7, n = bipartite ? 5 : 7;
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<node_t> any(0, 6), dest(0, 5);
+  std::uniform_int_distribution<node_t> any(0, bipartite ? ns - 2 : ns - 1), dest(0, n - 2);
   std::vector<node_t> src, dst;
   for (int i = 0; i < 12; ++i) src.push_back(any(rng)), dst.push_back(dest(rng));
   src.push_back(3), dst.push_back(3);
   src.push_back(src[0]), dst.push_back(dst[0]);
-  return graph_from_edges(7, src, dst);
+  return graph_from_edges(ns, n, src, dst);
 }
 
 // A forward input and the reference's gradient for it.
@@ -92,8 +94,9 @@ void expect_finite_differences(const std::vector<Input*>& inputs,
   }
 }
 
-// kind, H, variant: 0 plain, 1 edge values [E,1], 2 edge values [E,H], 3 [E,H] and dropout.
-using ReferenceParam = std::tuple<ScoreKind, int, int>;
+// kind, H, variant: 0 plain, 1 edge values [E,1], 2 edge values [E,H], 3 [E,H] and dropout;
+// bipartite (not AGNN, whose one X serves both sides).
+using ReferenceParam = std::tuple<ScoreKind, int, int, bool>;
 
 class BackwardReference : public ::testing::TestWithParam<ReferenceParam> {};
 
@@ -101,8 +104,12 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
   // Plain variables, not structured bindings: the lambdas below capture them (C++17).
   const ScoreKind kind = std::get<0>(GetParam());
   const int H = std::get<1>(GetParam()), variant = std::get<2>(GetParam()), D = 3;
-  const HostGraph g = small_graph(unsigned(10 * H + variant));
+  const bool bipartite = std::get<3>(GetParam());
+  if (bipartite && kind == ScoreKind::AGNN) GTEST_SKIP() << "AGNN has no bipartite form";
+  const HostGraph g = small_graph(unsigned(10 * H + variant), bipartite);
+  // Entries per node at the destinations (nh, nhd) and the sources (sh, shd).
   const std::size_t nh = std::size_t(g.num_nodes) * H, nhd = nh * D;
+  const std::size_t sh = std::size_t(g.num_src_nodes) * H, shd = sh * D;
   const int ew = variant == 0 ? 0 : variant == 1 ? 1 : H;
   const auto w = test::random_values(std::size_t(g.num_edges()) * ew, 5, 0.5f, 1.5f);
   ReferenceOptions opt(HostEdgeValues{ew ? w.data() : nullptr, ew});
@@ -111,7 +118,7 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
   switch (kind) {
     case ScoreKind::GT: {
       const GT model{variant == 2 ? 0.7f : 0.0f};  // an explicit scale once, else 1/sqrt(D)
-      Input Q{"Q", grid_values(nhd, 1, true)}, K{"K", grid_values(nhd, 2, false)}, V{"V", grid_values(nhd, 3, true)};
+      Input Q{"Q", grid_values(nhd, 1, true)}, K{"K", grid_values(shd, 2, false)}, V{"V", grid_values(shd, 3, true)};
       auto r = reference_attention_backward(g, H, D, model, Q.values.data(), K.values.data(), V.values.data(),
                                             dout.data(), opt);
       Q.grad = r.dQ, K.grad = r.dK, V.grad = r.dV;
@@ -134,7 +141,7 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
       break;
     case ScoreKind::GAT: {
       const GAT model{0.2f};
-      Input el{"el", grid_values(nh, 1, true)}, er{"er", grid_values(nh, 2, false)}, V{"V", grid_values(nhd, 3, true)};
+      Input el{"el", grid_values(sh, 1, true)}, er{"er", grid_values(nh, 2, false)}, V{"V", grid_values(shd, 3, true)};
       auto r = reference_attention_backward(g, H, D, model, el.values.data(), er.values.data(), V.values.data(),
                                             dout.data(), opt);
       el.grad = r.del, er.grad = r.der, V.grad = r.dV;
@@ -145,7 +152,7 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
     }
     case ScoreKind::GATv2: {
       const GATv2 model{0.2f};
-      Input XL{"XL", grid_values(nhd, 1, true)}, XR{"XR", grid_values(nhd, 2, false)},
+      Input XL{"XL", grid_values(shd, 1, true)}, XR{"XR", grid_values(nhd, 2, false)},
           a{"a", grid_values(std::size_t(H) * D, 3, true)};
       auto r = reference_attention_backward(g, H, D, model, XL.values.data(), XR.values.data(), a.values.data(),
                                             dout.data(), opt);
@@ -159,15 +166,16 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
 }
 
 std::string reference_name(const ::testing::TestParamInfo<ReferenceParam>& info) {
-  const auto [kind, H, variant] = info.param;
+  const auto [kind, H, variant, bipartite] = info.param;
   static const char* const variants[] = {"plain", "edge_values", "head_edge_values", "dropout"};
-  return std::string(to_string(kind)) + "_H" + std::to_string(H) + "_" + variants[variant];
+  return std::string(to_string(kind)) + "_H" + std::to_string(H) + "_" + variants[variant] +
+         (bipartite ? "_bipartite" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Backward, BackwardReference,
     ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
-                       ::testing::Values(1, 2), ::testing::Range(0, 4)),
+                       ::testing::Values(1, 2), ::testing::Range(0, 4), ::testing::Bool()),
     reference_name);
 
 // ---- (b) the Kokkos backward against the reference ----------------------------------------

@@ -258,6 +258,52 @@ TEST_F(CliTest, BackwardGradientsEveryModel) {
                     {"dout.npy", "shape"});
 }
 
+// A bipartite graph (--src-nodes): source-side inputs have NS rows, the others and out N;
+// forward and gradients against the float64 reference, and what such a graph cannot run.
+TEST_F(CliTest, BipartiteEveryModelAndGradient) {
+  const std::int64_t NS = 9, N = 4, H = 2, D = 3;
+  const std::vector<node_t> src{8, 0, 3, 3, 7, 1, 8}, dst{0, 0, 1, 2, 2, 2, 1};  // row 3 and sources 2, 4-6 without edges
+  std::string text = "# bipartite\n";
+  for (std::size_t i = 0; i < src.size(); ++i) text += std::to_string(src[i]) + " " + std::to_string(dst[i]) + "\n";
+  const std::string graph = quote(write("bipartite.txt", text));
+  const HostGraph g = graph_from_edges(node_t(NS), node_t(N), src, dst);
+  const auto K = test::random_values(std::size_t(NS * H * D), 31), V = test::random_values(std::size_t(NS * H * D), 32);
+  const auto Q = test::random_values(std::size_t(N * H * D), 33);
+  const std::string dout = npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 34));
+  const std::string base = "attention --graph " + graph + " --nodes 4 --src-nodes 9 --heads 2 --dim 3";
+  const Result r = run(base + " --model gt --q " + quote(npy("q.npy", {N, H, D}, Q)) + " --k " +
+                       quote(npy("k.npy", {NS, H, D}, K)) + " --v " + quote(npy("v.npy", {NS, H * D}, V)) + " --out " +
+                       quote(path("out.npy")) + " --reference --grad-out " + dout + " --grad-prefix " + quote(path("g_")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const io::Array out = io::read_npy_f32(path("out.npy"));
+  ASSERT_EQ(out.shape, (std::vector<std::int64_t>{N, H, D}));
+  EXPECT_LT(max_relative_error(out.data.data(), reference_attention(g, 2, 3, GT{}, Q.data(), K.data(), V.data())), 1e-5);
+  EXPECT_EQ(io::read_npy_f32(path("g_dQ.npy")).shape, (std::vector<std::int64_t>{N, H, D}));
+  EXPECT_EQ(io::read_npy_f32(path("g_dK.npy")).shape, (std::vector<std::int64_t>{NS, H, D}));
+  for (const std::string model : {"gat", "gatv2"}) {
+    SCOPED_TRACE(model);
+    const Result m = run(base + " --model " + model + " --reference --grad-out " + dout + " --grad-prefix " +
+                         quote(path(model + "_")));
+    ASSERT_EQ(m.code, 0) << m.out << m.err;
+    EXPECT_NE(m.out.find("max relative error of"), std::string::npos) << m.out;
+  }
+  EXPECT_EQ(io::read_npy_f32(path("gat_del.npy")).shape, (std::vector<std::int64_t>{NS, H}));
+  EXPECT_EQ(io::read_npy_f32(path("gat_der.npy")).shape, (std::vector<std::int64_t>{N, H}));
+  EXPECT_EQ(io::read_npy_f32(path("gatv2_dXL.npy")).shape, (std::vector<std::int64_t>{NS, H, D}));
+  const Result info = run("info --graph " + graph + " --src-nodes 9");
+  ASSERT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("source nodes 9\nnodes 3\n"), std::string::npos) << info.out;  // N: max destination + 1
+
+  expect_user_error(base + " --model gt --k " + quote(path("q.npy")), {"q.npy", "expected shape [NS,H,D] or [NS,H*D]",
+                                                                        "NS = 9"});
+  expect_user_error(base + " --model agnn", {"AGNN", "square graph", "9 sources and 4 destinations"});
+  expect_user_error("attention --graph " + graph + " --nodes 4 --src-nodes 8 --model gt", {"source id 8", "[0, 8)"});
+  expect_user_error("attention --graph " + graph + " --nodes 2 --src-nodes 9 --model gt", {"destination id 2", "[0, 2)"});
+  expect_user_error(base + " --model gt --symmetrize", {"--symmetrize", "--src-nodes"});
+  expect_user_error(base + " --model gt --reorder rcm", {"reorder", "bipartite"});
+  expect_user_error(base + " --model gt --strategy staged --backend kokkos", {"CUDA-native only"});
+}
+
 // Output paths and dOut's shape are checked before any compute: a typo fails at once, not after
 // a long run (which printed its timing first), and a failed run creates no file nor empties one.
 TEST_F(CliTest, OutputsCheckedBeforeCompute) {

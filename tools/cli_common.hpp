@@ -8,6 +8,7 @@
 #include <dfgnn/cuda.hpp>
 #endif
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -95,9 +96,19 @@ inline Args parse_args(int argc, char** argv, int first, const std::set<std::str
 
 /// The graph of --graph (--nodes, --symmetrize).
 inline HostGraph load_graph(const Args& a) {
-  io::EdgeList edges = io::read_graph(a.need("graph"), a.integer("nodes", -1, 0));
-  if (a.flags.count("symmetrize")) symmetrize(edges.src, edges.dst);
-  return graph_from_edges(edges.num_nodes, edges.src, edges.dst);
+  if (!a.has("src-nodes")) {
+    io::EdgeList edges = io::read_graph(a.need("graph"), a.integer("nodes", -1, 0));
+    if (a.flags.count("symmetrize")) symmetrize(edges.src, edges.dst);
+    return graph_from_edges(edges.num_nodes, edges.src, edges.dst);
+  }
+  // Bipartite: sources below --src-nodes, destinations below --nodes (default: the largest + 1).
+  if (a.flags.count("symmetrize")) throw Error("--symmetrize needs one node set; it cannot be combined with --src-nodes");
+  const io::EdgeList edges = io::read_graph(a.need("graph"));
+  const long long ns = a.integer("src-nodes", 0, 0);
+  const long long nd =
+      a.has("nodes") ? a.integer("nodes", 0, 0)
+                     : (edges.dst.empty() ? 0 : *std::max_element(edges.dst.begin(), edges.dst.end()) + 1LL);
+  return graph_from_edges(node_t(ns), node_t(nd), edges.src, edges.dst);
 }
 
 /// `s` as the body of a JSON string: quotes, backslashes and control characters escaped.

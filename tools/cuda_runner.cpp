@@ -43,7 +43,7 @@ struct Launcher {
   Launcher(const cuda::Plan& plan, const Inputs& in, bool training = false) {
     for (const auto& t : in.tensors) inputs.push_back(tensors.emplace_back(upload(t)).get());
     edge_values = upload(in.edge_values);
-    out = upload(std::vector<float>(in.N * in.H * in.D));
+    out = upload(std::vector<float>(in.out_size()));
     lse = upload(std::vector<float>(training ? in.N * in.H : 0));
     cuda::Options o(cuda::DeviceEdgeValues{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads});
     o.logsumexp = training ? lse.get() : nullptr;
@@ -111,7 +111,7 @@ std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strat
   Launcher launch(plan, in);
   launch.run(nullptr);
   check(cudaDeviceSynchronize(), "attention");
-  return Launcher::download(launch.out, in.N * in.H * in.D);
+  return Launcher::download(launch.out, in.out_size());
 }
 
 std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy,
@@ -139,7 +139,7 @@ Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, int wa
     ev.mark(1);
     ms.push_back(ev.elapsed(0, 1));
   }
-  if (out) *out = Launcher::download(launch.out, in.N * in.H * in.D);
+  if (out) *out = Launcher::download(launch.out, in.out_size());
   Timing t = summary(ms);
   t.plan_mib = double(plan.device_bytes()) / (1 << 20);
   return t;

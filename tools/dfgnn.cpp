@@ -45,7 +45,7 @@ constexpr const char* kUsage = R"(usage:
   dfgnn attention --graph FILE --model gt|agnn|gat|gatv2 [--heads H] [options]
   dfgnn spmm --graph FILE --message M --reduce sum|mean|max|min [options]
   dfgnn sddmm --graph FILE --op add|sub|mul|div|dot [options]
-  dfgnn info --graph FILE [--nodes N] [--symmetrize] [--model M --heads H --dim D]
+  dfgnn info --graph FILE [--nodes N] [--src-nodes NS] [--symmetrize] [--model M --heads H --dim D]
   dfgnn gen rmat --scale S --edge-factor F [--seed S] --out FILE
   dfgnn gen sbm --kind pattern|cluster --graphs G [--seed S] --out FILE
   dfgnn gen knn --graphs G [--k K] [--seed S] --out FILE
@@ -57,7 +57,9 @@ graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or 
   optional header line `src,dst`; at most a weight and a time column after u v, ignored),
   Matrix Market .mtx (row = destination, col = source, 1-based); .gz read transparently.
   --nodes N fixes the node count (default: max id + 1, or the `# nodes N` line of a file from
-  dfgnn gen); --symmetrize adds reverse edges and drops duplicates.
+  dfgnn gen); --symmetrize adds reverse edges and drops duplicates. --src-nodes NS makes the
+  graph bipartite: sources u < NS, destinations v < N (--nodes; default max destination + 1);
+  source-side inputs (gt k v, gat el v, gatv2 xl) then have NS rows, the others and out N.
 
 attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el/er [N,H], or [N] when H = 1):
   gt     --q F --k F --v F [--scale S]        (scale defaults to 1/sqrt(D))
@@ -155,8 +157,13 @@ float param_value(const Args& a, ScoreKind kind) {
   return value;
 }
 
-// Feature width D from the first [N,H,D] / [N,H*D] file given, else --dim.
-std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_t H,
+// The rows of an argument of extent e: sources (NS) or destinations (N).
+std::size_t rows_of(Extent e, std::size_t NS, std::size_t N) {
+  return e == Extent::SrcFeatures || e == Extent::SrcScalars ? NS : N;
+}
+
+// Feature width D from the first [rows,H,D] / [rows,H*D] file given, else --dim.
+std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t NS, std::size_t N, std::size_t H,
                         std::map<std::string, io::Array>& files) {
   const ModelArgs& m = model_args(kind);
   for (int i = 0; i < m.count; ++i) {
@@ -165,14 +172,16 @@ std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t N, std::size_
     if ((e != Extent::SrcFeatures && e != Extent::DstFeatures) || !a.has(name)) continue;
     const io::Array& t = files[name] = io::read_npy_f32(a.get(name));
     const std::string where = a.get(name) + ": ";
+    const std::size_t rows = rows_of(e, NS, N);
+    const char* rows_name = rows == NS && NS != N ? "NS" : "N";
     std::size_t d = 0;
-    if (t.shape.size() == 3 && std::size_t(t.shape[0]) == N && std::size_t(t.shape[1]) == H && t.shape[2] > 0)
+    if (t.shape.size() == 3 && std::size_t(t.shape[0]) == rows && std::size_t(t.shape[1]) == H && t.shape[2] > 0)
       d = std::size_t(t.shape[2]);
-    else if (t.shape.size() == 2 && std::size_t(t.shape[0]) == N && t.shape[1] > 0 && t.shape[1] % std::int64_t(H) == 0)
+    else if (t.shape.size() == 2 && std::size_t(t.shape[0]) == rows && t.shape[1] > 0 && t.shape[1] % std::int64_t(H) == 0)
       d = std::size_t(t.shape[1]) / H;
     else
-      throw Error(where + "expected shape [N,H,D] or [N,H*D] with N = " + std::to_string(N) +
-                  ", H = " + std::to_string(H));
+      throw Error(where + "expected shape [" + rows_name + ",H,D] or [" + rows_name + ",H*D] with " + rows_name +
+                  " = " + std::to_string(rows) + ", H = " + std::to_string(H));
     if (a.has("dim") && std::size_t(a.integer("dim", 0)) != d)
       throw Error(where + "D = " + std::to_string(d) + " but --dim " + a.get("dim"));
     return d;
@@ -202,19 +211,20 @@ std::vector<float> checked(const io::Array& t, const std::string& path,
 Inputs load_inputs(const Args& a, const HostGraph& g) {
   Inputs in;
   in.kind = parse_score_kind(a.need("model"));
+  in.NS = std::size_t(g.num_src_nodes);
   in.N = std::size_t(g.num_nodes);
   const long long heads = a.integer("heads", 1);
   if (heads < 1) throw Error("--heads must be >= 1");
   in.H = std::size_t(heads);
   std::map<std::string, io::Array> files;
-  in.D = feature_dim(a, in.kind, in.N, in.H, files);
+  in.D = feature_dim(a, in.kind, in.NS, in.N, in.H, files);
   in.param = param_value(a, in.kind);
   const std::uint64_t seed = a.seed();
-  const std::size_t N = in.N, H = in.H, D = in.D;
+  const std::size_t N = std::max(in.NS, in.N), H = in.H, D = in.D;
   const ModelArgs& m = in.args();
   const auto node_args =
       std::count_if(m.inputs, m.inputs + m.count, [](const ArgSpec& x) { return node_rows(x.extent); });
-  // Every count below is at most N*H*D; the inputs, the output and as many gradients must fit.
+  // Every count below is at most max(NS, N)*H*D; the inputs, the output and as many gradients must fit.
   const std::uint64_t nhd = checked_product("nodes x heads x dim:", {N, H, D});
   check_host_bytes("attention over " + std::to_string(N) + " nodes x " + std::to_string(H) + " heads x " +
                        std::to_string(D) + " features",
@@ -230,15 +240,16 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   std::uint64_t salt = 0;
   for (int i = 0; i < m.count; ++i) {
     const std::string name = option_of(m.inputs[i]);
-    switch (m.inputs[i].extent) {
+    const Extent e = m.inputs[i].extent;
+    const std::vector<std::size_t> want = in.shape(e);
+    switch (e) {
       case Extent::SrcFeatures:
-      case Extent::DstFeatures: in.tensors.push_back(tensor(name, {N, H, D}, {N, H * D}, ++salt)); break;
+      case Extent::DstFeatures: in.tensors.push_back(tensor(name, want, {want[0], H * D}, ++salt)); break;
       case Extent::SrcScalars:
       case Extent::DstScalars:
-        in.tensors.push_back(tensor(name, {N, H}, H == 1 ? std::vector<std::size_t>{N} : std::vector<std::size_t>{N, H},
-                                    ++salt));
+        in.tensors.push_back(tensor(name, want, H == 1 ? std::vector<std::size_t>{want[0]} : want, ++salt));
         break;
-      case Extent::HeadFeatures: in.tensors.push_back(tensor(name, {H, D}, {H * D}, ++salt)); break;
+      case Extent::HeadFeatures: in.tensors.push_back(tensor(name, want, {H * D}, ++salt)); break;
       case Extent::HeadVector: {  // a list of values, 1 (shared by the heads) or H
         std::vector<float> v = a.has(name) ? io::parse_float_list(a.get(name), "--" + name) : std::vector<float>{1.0f};
         if (v.size() != 1 && v.size() != H)
@@ -265,13 +276,28 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   return in;
 }
 
+/// The graph a run uses: renumbered by `o` (reorder.hpp), or for None the file's, with empty
+/// order and position (no rows move; a bipartite graph, whose two sides share no numbering,
+/// has only this one).
+Reordered renumbered(const HostGraph& g, Ordering o) {
+  if (o != Ordering::None) return reorder(g, o);
+  Reordered r;
+  r.graph = g;
+  return r;
+}
+
+/// x's rows moved by `index` (order or position of renumbered), or x itself when none moves.
+std::vector<float> moved_rows(const std::vector<float>& x, const std::vector<node_t>& index) {
+  return index.empty() ? x : gather_rows(x, index);
+}
+
 /// The inputs in a renumbered graph's order: node tensors (features, el, er) take rows `index`
 /// (reorder.hpp's order to go there, position to come back); per-head ones (GATv2's a, AGNN's
 /// beta), the edge values and the dropout seed stay, since the renumbered graph's edge ids are the file's.
 Inputs in_order(const Inputs& in, const std::vector<node_t>& index) {
   Inputs r = in;
   for (int i = 0; i < in.args().count; ++i)
-    if (node_rows(in.args().inputs[i].extent)) r.tensors[std::size_t(i)] = gather_rows(in.tensors[std::size_t(i)], index);
+    if (node_rows(in.args().inputs[i].extent)) r.tensors[std::size_t(i)] = moved_rows(in.tensors[std::size_t(i)], index);
   return r;
 }
 
@@ -437,7 +463,7 @@ std::string gradient_path(const Args& a, const std::string& name) { return a.get
 // reference on the file's graph `g` and inputs `in`. Returns the exit code.
 int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reordered& re, const Inputs& run_in,
                  const std::vector<float>& dout, Backend backend, Strategy strategy) {
-  const std::vector<float> run_dout = gather_rows(dout, re.order);
+  const std::vector<float> run_dout = moved_rows(dout, re.order);
   Gradients grads;
   if (backend == Backend::Portable) {
     KokkosRun run(re.graph, run_in, strategy, /*training=*/true);
@@ -453,7 +479,7 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
 #endif
   }
   for (std::size_t i = 0; i < grads.size(); ++i)  // node gradients back to the file's order
-    if (node_rows(in.args().inputs[i].extent)) grads[i].second = gather_rows(grads[i].second, re.position);
+    if (node_rows(in.args().inputs[i].extent)) grads[i].second = moved_rows(grads[i].second, re.position);
   for (std::size_t i = 0; i < grads.size(); ++i) {
     const std::vector<std::size_t> extents = in.shape(in.args().inputs[i].extent);
     io::write_npy_f32(gradient_path(a, grads[i].first), std::vector<std::int64_t>(extents.begin(), extents.end()),
@@ -491,7 +517,7 @@ void reject_non_finite(const Args& a, const Inputs& in) {
 }
 
 int cmd_attention(int argc, char** argv) {
-  std::set<std::string> accepted{"graph", "nodes", "model", "heads", "dim", "edge-values", "out", "strategy", "backend",
+  std::set<std::string> accepted{"graph", "nodes", "src-nodes", "model", "heads", "dim", "edge-values", "out", "strategy", "backend",
                                  "seed", "grad-out", "grad-prefix", "dropout", "reorder"};
   for (const auto& option : model_options()) accepted.insert(option.first);
   const Args a = parse_args(argc, argv, 2, accepted, {"reference", "symmetrize"});
@@ -500,7 +526,7 @@ int cmd_attention(int argc, char** argv) {
   const Inputs in = load_inputs(a, g);
   const Strategy strategy = parse_strategy(a.get("strategy", "auto"));
   const Ordering ordering = parse_ordering(a.get("reorder", "none"));
-  const Reordered re = reorder(g, ordering);
+  const Reordered re = renumbered(g, ordering);
   const Inputs run_in = in_order(in, re.order);
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
@@ -525,7 +551,7 @@ int cmd_attention(int argc, char** argv) {
 #endif
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  out = gather_rows(out, re.position);
+  out = moved_rows(out, re.position);
   std::printf("%s N=%d E=%lld H=%zu D=%zu reorder=%s strategy=%s backend=%s time=%.3f ms (with transfers and planning)\n",
               to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering),
               to_string(used), backend_name(backend), ms);
@@ -544,9 +570,10 @@ int cmd_attention(int argc, char** argv) {
 }
 
 int cmd_info(int argc, char** argv) {
-  const Args a = parse_args(argc, argv, 2, {"graph", "nodes", "model", "heads", "dim"}, {"symmetrize"});
+  const Args a = parse_args(argc, argv, 2, {"graph", "nodes", "src-nodes", "model", "heads", "dim"}, {"symmetrize"});
   const HostGraph g = load_graph(a);
   const DegreeStats& s = g.stats;
+  if (g.bipartite()) std::printf("source nodes %d\n", g.num_src_nodes);
   std::printf("nodes %d\nedges %lld\nin-degree max %lld mean %.2f\nempty rows %d\nrows above %lld: %d\n",
               g.num_nodes, (long long)g.num_edges(), (long long)s.max, s.mean, s.empty_rows,
               (long long)s.threshold, s.above_threshold);
@@ -600,13 +627,20 @@ struct Traffic {
   double compulsory = 0, gather = 0;
 };
 Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
-  const double N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
-  const double graph = (N + 1) * 8 + E * 4, features = N * H * D * 4;
+  const double NS = double(in.NS), N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
+  // Feature rows at the sources and at the destinations, and one gathered row per edge.
+  const double graph = (N + 1) * 8 + E * 4, src = NS * H * D * 4, dst = N * H * D * 4, row = E * H * D * 4;
   switch (in.kind) {
-    case ScoreKind::GT: return {graph + 4 * features, graph + 4 * features + 2 * E * H * D * 4};
-    case ScoreKind::AGNN: return {graph + 2 * features, graph + 2 * features + E * H * D * 4};
-    case ScoreKind::GAT: return {graph + 2 * features + 2 * N * H * 4, graph + 2 * features + 2 * N * H * 4 + E * H * D * 4};
-    case ScoreKind::GATv2: return {graph + 3 * features + H * D * 4, graph + 3 * features + H * D * 4 + E * H * D * 4};
+    case ScoreKind::GT: return {graph + 2 * src + 2 * dst, graph + 2 * src + 2 * dst + 2 * row};  // Q K V; out
+    case ScoreKind::AGNN: return {graph + 2 * dst, graph + 2 * dst + row};  // X; out (square)
+    case ScoreKind::GAT: {  // el V; er; out
+      const double c = graph + src + dst + (NS + N) * H * 4;
+      return {c, c + row};
+    }
+    case ScoreKind::GATv2: {  // XL; XR out; a
+      const double c = graph + src + 2 * dst + H * D * 4;
+      return {c, c + row};
+    }
   }
   return {};
 }
@@ -616,15 +650,18 @@ Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
 // gather per edge and head (rows: the key and value rows of the source; columns: the
 // destination's rows) and the per-edge workspace written and read back.
 Traffic backward_bytes(const HostGraph& g, const Inputs& in) {
-  const double N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
-  const double graphs = 2 * ((N + 1) * 8 + E * 4) + E * 8, features = N * H * D * 4, scalars = N * H * 4;
+  const double NS = double(in.NS), N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
+  const double graphs = (N + 1) * 8 + (NS + 1) * 8 + 2 * E * 4 + E * 8;
+  const double src = NS * H * D * 4, dst = N * H * D * 4, scalars = N * H * 4, src_scalars = NS * H * 4;
   const double row = E * H * D * 4, work = 2 * 2 * E * H * 4;
   double comp = graphs + scalars, gathered = 0;  // scalars: the logsumexp
   switch (in.kind) {
-    case ScoreKind::GT: comp += 8 * features, gathered = 4 * row; break;       // Q K V out dOut; dQ dK dV
-    case ScoreKind::AGNN: comp += 4 * features, gathered = 3 * row + work / 2; break;  // X out dOut; dX (+cos)
-    case ScoreKind::GAT: comp += 4 * features + 4 * scalars, gathered = 2 * row; break;  // V out dOut; dV; el er del der
-    case ScoreKind::GATv2: comp += 6 * features + 2 * H * D * 4, gathered = 3 * row; break;  // XL XR out dOut; dXL dXR; a da
+    case ScoreKind::GT: comp += 4 * src + 4 * dst, gathered = 4 * row; break;  // Q K V out dOut; dQ dK dV
+    case ScoreKind::AGNN: comp += 4 * dst, gathered = 3 * row + work / 2; break;  // X out dOut; dX (+cos)
+    case ScoreKind::GAT:  // V out dOut; dV; el er del der
+      comp += 2 * src + 2 * dst + 2 * src_scalars + 2 * scalars, gathered = 2 * row;
+      break;
+    case ScoreKind::GATv2: comp += 2 * src + 4 * dst + 2 * H * D * 4, gathered = 3 * row; break;  // XL XR out dOut; dXL dXR; a da
   }
   return {comp, comp + gathered + work};
 }
@@ -633,7 +670,7 @@ Traffic backward_bytes(const HostGraph& g, const Inputs& in) {
 cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, int warmup, int iters,
                         Strategy& used, std::vector<float>& out, bool backward = false) {
   KokkosRun run(g, in, strategy, backward);
-  if (backward) run.set_dout(random_tensor(in.N * in.H * in.D, 7));
+  if (backward) run.set_dout(random_tensor(in.out_size(), 7));
   used = run.strategy();
   std::vector<double> ms;
   for (int i = 0; i < warmup + iters; ++i) {
@@ -649,7 +686,7 @@ cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy,
 
 int cmd_bench(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
-                      {"graph", "nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
+                      {"graph", "nodes", "src-nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
                        "json", "name", "seed", "slope", "scale", "dropout", "reorder"},
                       {"symmetrize", "check", "backward"});
   if (a.has("dropout") && !a.flags.count("backward")) throw Error("--dropout applies to training: it needs --backward");
@@ -668,7 +705,7 @@ int cmd_bench(int argc, char** argv) {
   const Ordering ordering = parse_ordering(a.get("reorder", "none"));
   const HostGraph file_graph = load_graph(a);
   const auto t0 = std::chrono::steady_clock::now();
-  const Reordered re = reorder(file_graph, ordering);
+  const Reordered re = renumbered(file_graph, ordering);
   const double reorder_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const HostGraph& g = re.graph;
   const Inputs in = in_order(load_inputs(a, g), re.order);
@@ -754,7 +791,7 @@ int cmd_bench(int argc, char** argv) {
       }
     }
   if (a.flags.count("backward")) {
-    const std::vector<float> dout = random_tensor(in.N * in.H * in.D, 7);
+    const std::vector<float> dout = random_tensor(in.out_size(), 7);
     const auto ref_grads =
         a.flags.count("check") ? run_reference_backward(g, in, dout) : std::vector<std::vector<double>>{};
     const Traffic bwd = backward_bytes(g, in), both{bytes.compulsory + bwd.compulsory, bytes.gather + bwd.gather};

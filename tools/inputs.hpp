@@ -12,7 +12,7 @@ namespace dfgnn::cli {
 struct Inputs {
   ScoreKind kind;
   float param = 0.0f;  // the model's scale or slope (--scale, --slope)
-  std::size_t N, H, D;
+  std::size_t NS, N, H, D;  // sources, destinations (the rows of out), heads, features
   std::vector<std::vector<float>> tensors;
   std::vector<float> edge_values;  // [E, edge_value_heads] or empty
   int edge_value_heads = 0;
@@ -25,12 +25,14 @@ struct Inputs {
       if (args().inputs[i].extent == Extent::HeadVector) return tensors[std::size_t(i)].size();
     return 0;
   }
+  /// The entries of out, dOut: [N,H,D].
+  std::size_t out_size() const { return N * H * D; }
   /// The shape of an argument (or its gradient) of extent e.
   std::vector<std::size_t> shape(Extent e) const {
     switch (e) {
-      case Extent::SrcFeatures:
+      case Extent::SrcFeatures: return {NS, H, D};
       case Extent::DstFeatures: return {N, H, D};
-      case Extent::SrcScalars:
+      case Extent::SrcScalars: return {NS, H};
       case Extent::DstScalars: return {N, H};
       case Extent::HeadFeatures: return {H, D};
       case Extent::HeadVector: return {count()};

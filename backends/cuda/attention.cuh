@@ -178,10 +178,10 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const Plan::Impl& p = plan.impl();
   const DeviceGraph& g = p.graph;
   const int H = p.heads, D = p.dim;
-  const node_t N = g.num_nodes;
+  const node_t N = g.num_nodes, NS = p.op.src_nodes;  // rows (destinations), columns (sources)
   require_tile(D, vec4, "cuda::attention_backward");
   const bool cols_first = columns_first<S>(o.backward_order, p.kind, g);
-  if (N == 0) return;
+  if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
   const BackwardData& b = p.backward();
   const BackwardWork& wk = b.work;
   // The scoring walk's edge values and dropout, by its own positions.
@@ -189,7 +189,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const EdgeScale scale{o.edge_values.data, edge_id, o.edge_values.heads};
   const Train tr{nullptr, edge_id, o.dropout};
   const Segments rows{g.row_ptr, g.src, N, b.split, b.rows.pieces, b.rows.num_pieces};
-  const Segments cols{b.col_ptr, b.col_dst, N, b.split, b.cols.pieces, b.cols.num_pieces};
+  const Segments cols{b.col_ptr, b.col_dst, NS, b.split, b.cols.pieces, b.cols.num_pieces};
   const auto merge = [&](auto kCols, const SplitSegments& seg, const float* part) {
     const std::size_t threads =
         std::size_t(seg.num_split) * H * pad4(decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D)) / 4;
@@ -201,7 +201,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     const int slots = T::GROUPS / std::min(H, T::GROUPS);
     const int row_threads = online_threads(b.rows.uneven), col_threads = online_threads(b.cols.uneven);
     const auto blocks = [&](const Segments& s, int threads) {
-      return blocks_for((s.num_pieces + std::int64_t(N) + slots - 1) / slots * kWarp, threads);
+      return blocks_for((s.num_pieces + std::int64_t(s.count) + slots - 1) / slots * kWarp, threads);
     };
     const auto walks = [&](auto exact) {
       constexpr bool kExact = decltype(exact)::value;

@@ -37,14 +37,17 @@ std::size_t staged_floats(ScoreKind kind, int H, int D) {
 }
 
 /// The batch's node offsets; for a graph not built as a batch, its independent blocks (a
-/// batch flattened into one edge list, or a single graph as one block).
+/// batch flattened into one edge list, or a single graph as one block). None for a bipartite
+/// graph: Staged and Dense stage a graph's nodes once for both ends of its edges.
 std::vector<node_t> batch_offsets(const HostGraph& g) {
+  if (g.bipartite()) return {};
   return g.graph_ptr.empty() ? dfgnn::detail::independent_blocks_of_valid(g) : g.graph_ptr;
 }
 
-/// Bytes of shared memory a Staged block needs, or 0 when a graph of the batch `ptr` (no edge
-/// between two: validate, independent_blocks) does not fit in shared memory.
+/// Bytes of shared memory a Staged block needs, or 0 when there is no batch `ptr` or a graph of
+/// it (no edge between two: validate, independent_blocks) does not fit in shared memory.
 std::size_t staged_smem(const std::vector<node_t>& ptr, ScoreKind kind, int H, int D, std::size_t optin) {
+  if (ptr.empty()) return 0;
   node_t widest = 0;
   for (std::size_t i = 0; i + 1 < ptr.size(); ++i) widest = std::max(widest, ptr[i + 1] - ptr[i]);
   const std::size_t bytes = std::max<std::size_t>(16, widest * staged_floats(kind, H, D) * sizeof(float));
@@ -70,6 +73,7 @@ DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind
     f.why = std::move(why);
     return f;
   };
+  if (ptr.empty()) return fail("needs a batch of square graphs, not a bipartite graph");
   if (kind == ScoreKind::GATv2) return fail("computes the GT, AGNN and GAT scores, not GATv2");
   if (D % 32 != 0) return fail("needs D a multiple of 32, got " + std::to_string(D));
   if (kind == ScoreKind::AGNN && D > detail::kDenseMaxCosineDim)
@@ -281,6 +285,7 @@ const BackwardData& Plan::Impl::backward() const {
   };
   HostGraph g;
   g.num_nodes = graph.num_nodes;
+  g.num_src_nodes = op.src_nodes;
   download(g.row_ptr, graph.row_ptr, N + 1);
   download(g.src, graph.src, E);
   download(g.dst, graph.dst, E);
@@ -353,18 +358,17 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     : impl_(std::make_unique<Impl>()) {
   Impl& p = *impl_;
   check_named("cuda::Plan", strategy, kind);
-  if (heads < 1) throw Error("cuda::Plan: heads must be >= 1, got " + std::to_string(heads));
-  if (dim < 1) throw Error("cuda::Plan: dim must be >= 1, got " + std::to_string(dim));
+  const node_t N = g.num_nodes;
+  const edge_t E = g.num_edges();
+  p.kind = kind, p.heads = heads, p.dim = dim;
+  p.op = {kind, DType::F32, heads, dim, g.num_src_nodes, N, E};
+  dfgnn::detail::check_op("cuda::Plan", p.op);
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
   // The kernels' per-node byte stride H*D*4 is 32-bit (online.cuh, message_passing.cuh).
   if (std::int64_t(heads) * dim * 4 > std::numeric_limits<std::int32_t>::max())
     throw Error("cuda::Plan: heads x dim = " + std::to_string(heads) + " x " + std::to_string(dim) +
                 " exceeds 2^29 features per node");
-  const node_t N = g.num_nodes;
-  const edge_t E = g.num_edges();
-  p.kind = kind, p.heads = heads, p.dim = dim;
-  p.op = {kind, DType::F32, heads, dim, N, N, E};
   DFGNN_CUDA(cudaGetDevice(&p.device));
   cudaDeviceProp prop;
   DFGNN_CUDA(cudaGetDeviceProperties(&prop, p.device));
@@ -426,8 +430,8 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       break;
     case Strategy::Staged: {
       if (staged == 0)
-        throw Error("cuda::Plan: Staged needs a batch (graph_ptr, or the graph's independent blocks) whose "
-                    "graphs' staged features fit in " + std::to_string(p.smem_optin) + " bytes of shared memory");
+        throw Error("cuda::Plan: Staged needs a batch of square graphs (graph_ptr, or the graph's independent blocks) "
+                    "whose graphs' staged features fit in " + std::to_string(p.smem_optin) + " bytes of shared memory");
       p.graph_ptr = p.upload(ptr.data(), ptr.size());
       p.num_graphs = int(ptr.size()) - 1;
       p.staged_smem = staged;

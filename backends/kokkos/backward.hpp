@@ -403,11 +403,12 @@ struct HeavyChunks {
   }
 };
 
-/// The heavy segments' chunks if `heavy` (some segment may be longer than a chunk), then every
-/// segment; thread groups as wide as the side's vector ranges, at most `max_lanes`.
+/// The heavy segments' chunks if `heavy` (some segment may be longer than a chunk), then each
+/// of the `segments` (the side's nodes: every one is written, 0 when it has no edge); thread
+/// groups as wide as the side's vector ranges, at most `max_lanes`.
 template <class Exec, class G>
 void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks_name, const char* name, const G& g,
-            bool heavy, int max_lanes) {
+            node_t segments, bool heavy, int max_lanes) {
   // Four 256-thread teams per SM (at most 64 registers a thread): the walks wait on gathers,
   // and without the bound (up to 87 registers) the backward was 2-39% slower on the H100.
   using Bounds = Kokkos::LaunchBounds<256, 4>;
@@ -416,7 +417,7 @@ void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks
   if (heavy)
     launch<Bounds>(exec, chunks_name, int((plan.graph().num_edges() + g.chunk - 1) / g.chunk), 256 / lanes,
                    lanes, HeavyChunks<Exec, G>{g});
-  launch_rows<Bounds>(exec, name, plan.graph().num_nodes(), plan.heads(), lanes, g);
+  launch_rows<Bounds>(exec, name, segments, plan.heads(), lanes, g);
 }
 
 /// Both gathers, W entries per lane access.
@@ -431,11 +432,11 @@ void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typ
   const edge_t chunk = chunk_length(model);
   gather(exec, plan, "dfgnn::backward_destination_chunks", "dfgnn::backward_destinations",
          Gather<W, Rows, Mem>{Rows{p, score, model, up}, partials, chunk, p.heads, model.width(AtDestination())},
-         g.stats().max > chunk, plan.layout().row_walk_lanes);
+         g.num_nodes(), g.stats().max > chunk, plan.layout().row_walk_lanes);
   // The host knows no column degree: when some column might be heavy, every chunk's team looks.
   gather(exec, plan, "dfgnn::backward_source_chunks", "dfgnn::backward_sources",
          Gather<W, Cols, Mem>{Cols{g.transposed(), g.src(), model}, partials, chunk, p.heads, model.width(AtSource())},
-         g.num_edges() > chunk, detail::kMaxLanes);
+         g.num_src_nodes(), g.num_edges() > chunk, detail::kMaxLanes);
 }
 
 template <class Exec, class Score, class Model>

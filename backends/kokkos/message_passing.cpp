@@ -15,6 +15,14 @@ detail::Extents extents(const char* name, const View& t) {
   return {name, t.data(), t.extent(0), t.extent(1), t.extent(2), sizeof(typename View::value_type)};
 }
 
+/// The node count of a square graph: message passing reads its node tensors at both ends of an
+/// edge with one row count (bipartite graphs: the attention entries only, for now).
+template <class Mem>
+node_t square_nodes(const char* who, const Graph<Mem>& g) {
+  if (g.host().bipartite()) throw Error(std::string(who) + ": message passing needs a square graph, not a bipartite one");
+  return g.num_nodes();
+}
+
 template <class Mem>
 InEdges<Mem> in_edges(const Graph<Mem>& g) {
   return {g.row_ptr(), g.edge_id(), g.src()};
@@ -59,7 +67,7 @@ void gspmm(const Exec& exec, const Graph<typename Exec::memory_space>& graph, co
            const Tensor<typename Exec::memory_space>& lhs, const Tensor<typename Exec::memory_space>& rhs,
            const TensorOutput<typename Exec::memory_space>& out, const ArgOutput<typename Exec::memory_space>& arg) {
   using Mem = typename Exec::memory_space;
-  detail::check_gspmm("gspmm", graph.num_nodes(), graph.num_edges(), message, reduce, extents("lhs", lhs),
+  detail::check_gspmm("gspmm", square_nodes("gspmm", graph), graph.num_edges(), message, reduce, extents("lhs", lhs),
                       extents("rhs", rhs), extents("out", out), extents("arg", arg));
   const MessageOf<Mem> m{message.lhs, message.rhs, message.op, {lhs}, {rhs}};
   for_segments(exec, "dfgnn::gspmm", graph.num_nodes(), int(out.extent(1)), int(out.extent(2)),
@@ -74,7 +82,7 @@ void gspmm_backward(const Exec& exec, const Graph<typename Exec::memory_space>& 
                     const TensorOutput<typename Exec::memory_space>& dlhs,
                     const TensorOutput<typename Exec::memory_space>& drhs) {
   using Mem = typename Exec::memory_space;
-  detail::check_gspmm_backward("gspmm_backward", graph.num_nodes(), graph.num_edges(), message, reduce,
+  detail::check_gspmm_backward("gspmm_backward", square_nodes("gspmm_backward", graph), graph.num_edges(), message, reduce,
                                extents("lhs", lhs), extents("rhs", rhs), extents("arg", arg), extents("dout", dout),
                                extents("dlhs", dlhs), extents("drhs", drhs));
   const int H = int(dout.extent(1)), D = int(dout.extent(2));
@@ -89,7 +97,7 @@ void gsddmm(const Exec& exec, const Graph<typename Exec::memory_space>& graph, B
             const Tensor<typename Exec::memory_space>& x, const Tensor<typename Exec::memory_space>& y,
             const TensorOutput<typename Exec::memory_space>& out) {
   using Mem = typename Exec::memory_space;
-  const std::size_t D = detail::check_gsddmm("gsddmm", graph.num_nodes(), graph.num_edges(), op, extents("x", x),
+  const std::size_t D = detail::check_gsddmm("gsddmm", square_nodes("gsddmm", graph), graph.num_edges(), op, extents("x", x),
                                              extents("y", y), extents("out", out));
   for_segments(exec, "dfgnn::gsddmm", graph.num_edges(), int(out.extent(1)), int(D),
                SddmmEdges<Mem>{one_edge(graph), op, {x}, {y}, out, int(D)});
@@ -102,7 +110,7 @@ void gsddmm_backward(const Exec& exec, const Graph<typename Exec::memory_space>&
                      const TensorOutput<typename Exec::memory_space>& dx,
                      const TensorOutput<typename Exec::memory_space>& dy) {
   using Mem = typename Exec::memory_space;
-  const int D = int(detail::check_gsddmm_backward("gsddmm_backward", graph.num_nodes(), graph.num_edges(), op,
+  const int D = int(detail::check_gsddmm_backward("gsddmm_backward", square_nodes("gsddmm_backward", graph), graph.num_edges(), op,
                                                   extents("x", x), extents("y", y), extents("dout", dout),
                                                   extents("dx", dx), extents("dy", dy)));
   const int H = int(dout.extent(1));
@@ -116,7 +124,7 @@ template <class Exec>
 void gcn_aggregate(const Exec& exec, const Graph<typename Exec::memory_space>& graph,
                    const Tensor<typename Exec::memory_space>& x, const TensorOutput<typename Exec::memory_space>& out) {
   using Mem = typename Exec::memory_space;
-  detail::check_node_map("gcn_aggregate", graph.num_nodes(), extents("x", x), extents("out", out));
+  detail::check_node_map("gcn_aggregate", square_nodes("gcn_aggregate", graph), extents("x", x), extents("out", out));
   const GcnTerm<Mem> term{graph.row_ptr(), graph.transposed().col_ptr, x, false};
   gather(exec, "dfgnn::gcn_aggregate", graph, Target::V, term, out, int(out.extent(1)), int(out.extent(2)));
 }
@@ -126,7 +134,7 @@ void gcn_aggregate_backward(const Exec& exec, const Graph<typename Exec::memory_
                             const Tensor<typename Exec::memory_space>& dout,
                             const TensorOutput<typename Exec::memory_space>& dx) {
   using Mem = typename Exec::memory_space;
-  detail::check_node_map("gcn_aggregate_backward", graph.num_nodes(), extents("dout", dout), extents("dx", dx));
+  detail::check_node_map("gcn_aggregate_backward", square_nodes("gcn_aggregate_backward", graph), extents("dout", dout), extents("dx", dx));
   const GcnTerm<Mem> term{graph.row_ptr(), graph.transposed().col_ptr, dout, true};
   gather(exec, "dfgnn::gcn_aggregate_backward", graph, Target::U, term, dx, int(dx.extent(1)), int(dx.extent(2)));
 }

@@ -25,6 +25,11 @@ class Executor {
   virtual void backward(const Call& call) const = 0;
 };
 
+/// Throws Error naming `who` unless a plan can be built for `op`: H and D >= 1, the bytes of
+/// each side's [nodes, H, D] tensor a 64-bit count (the kernels index in 64 bits from there),
+/// and a model that has the graph's form: AGNN's one X serves both sides, so not bipartite.
+void check_op(const char* who, const Op& op);
+
 /// Throws Error naming `who` and the argument unless `call` fits `op` for `model`: the plan's
 /// kind, a finite scale or slope, every tensor's shape (null only when empty; contiguous),
 /// the edge values, the dropout rate, and no written tensor sharing a byte with a read one or

@@ -53,8 +53,8 @@ SbmKind parse_sbm_kind(const std::string& s);
 /// see comments must be told N, e.g. the CLI's `--nodes N`, since trailing isolated nodes
 /// would otherwise be lost), `# graph_ptr o0 o1 ...` for batched graphs, and each line of
 /// `comment` (e.g. the generator and its parameters) prefixed with "# ". A path ending in
-/// ".gz" is written gzip-compressed. Throws Error when g is not valid (validate) or the file
-/// cannot be written.
+/// ".gz" is written gzip-compressed. Throws Error when g is not valid (validate), is bipartite,
+/// or the file cannot be written.
 void write_edge_list(const std::string& path, const HostGraph& g, const std::string& comment = "");
 
 }  // namespace dfgnn::gen

@@ -29,7 +29,8 @@ inline HostGraph validated(HostGraph g) {
 
 }  // namespace detail
 
-/// A graph of N nodes and E edges u -> v on `MemorySpace`, aggregated at destinations.
+/// A graph of E edges u -> v on `MemorySpace`, aggregated at its N destinations (rows) from its
+/// NS sources (NS = N unless bipartite, HostGraph).
 /// Copies are cheap and share the arrays. The host copy of the structure is kept: plans read
 /// the degrees from it, and the transposed structure is built from it on first use.
 template <class MemorySpace = Kokkos::DefaultExecutionSpace::memory_space>
@@ -41,7 +42,7 @@ class Graph {
 
   /// Edges grouped by source (CSC), for gradients gathered at sources.
   struct Transposed {
-    array<edge_t> col_ptr;   ///< [N+1]
+    array<edge_t> col_ptr;   ///< [NS+1]
     array<node_t> dst;       ///< [E] destination per CSC edge
     array<edge_t> csr_edge;  ///< [E] CSC position -> CSR position
   };
@@ -61,8 +62,14 @@ class Graph {
                           const std::vector<node_t>& dst) {
     return Graph(graph_from_edges(num_nodes, src, dst));
   }
+  /// The same for a bipartite graph (sources in [0, num_src_nodes), destinations in [0, num_dst_nodes)).
+  static Graph from_edges(node_t num_src_nodes, node_t num_dst_nodes, const std::vector<node_t>& src,
+                          const std::vector<node_t>& dst) {
+    return Graph(graph_from_edges(num_src_nodes, num_dst_nodes, src, dst));
+  }
 
-  node_t num_nodes() const { return host_->num_nodes; }
+  node_t num_nodes() const { return host_->num_nodes; }  ///< N: destinations (rows)
+  node_t num_src_nodes() const { return host_->num_src_nodes; }  ///< NS: sources
   edge_t num_edges() const { return host_->num_edges(); }
   const DegreeStats& stats() const { return host_->stats; }
   const HostGraph& host() const { return *host_; }

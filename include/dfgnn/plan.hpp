@@ -99,13 +99,9 @@ class Plan {
   Plan(const ExecutionSpace& exec, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
        Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
       : graph_(std::move(graph)),
-        op_{kind, DType::F32, heads, dim, graph_.num_nodes(), graph_.num_nodes(), graph_.num_edges()} {
+        op_{kind, DType::F32, heads, dim, graph_.num_src_nodes(), graph_.num_nodes(), graph_.num_edges()} {
     check_named("plan", strategy, kind, backend);
-    if (heads < 1) throw Error("plan: heads must be >= 1, got " + std::to_string(heads));
-    if (dim < 1) throw Error("plan: dim must be >= 1, got " + std::to_string(dim));
-    // The bytes of one [N,H,D] tensor must be a count; the kernels index in 64 bits from there.
-    checked_product("plan: nodes x heads x dim x 4 bytes", {std::uint64_t(graph_.num_nodes()), std::uint64_t(heads),
-                                                          std::uint64_t(dim), sizeof(float)});
+    detail::check_op("plan", op_);
     backend_ = resolve_backend("plan", backend, native_unavailable());
     if (backend_ == Backend::Native) {
       executor_ = native(strategy);  // the native plan is the whole plan: no portable layout

@@ -1,0 +1,190 @@
+// Bipartite graphs on the CUDA-native kernels (NS sources, N destinations, NS != N): GT, GAT
+// and GATv2 forward and backward through every strategy that runs them against the float64
+// reference; Staged, Dense and AGNN refuse them. Needs a CUDA device; skips otherwise.
+
+#include "../expect_error.hpp"
+#include "../gradient_check.hpp"
+
+#include <dfgnn/cuda.hpp>
+#include <dfgnn/reference_backward.hpp>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+
+void ok(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
+
+// A device buffer of n floats: a copy of `host`, or NaN (all-ones bits) to be overwritten.
+struct Buf {
+  float* p = nullptr;
+  std::size_t n = 0;
+  explicit Buf(std::size_t count) : n(count) {
+    if (n) ok(cudaMalloc(&p, n * sizeof(float))), ok(cudaMemset(p, 0xff, n * sizeof(float)));
+  }
+  explicit Buf(const std::vector<float>& host) : Buf(host.size()) {
+    if (n) ok(cudaMemcpy(p, host.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  std::vector<float> host() const {
+    std::vector<float> h(n);
+    if (n) ok(cudaMemcpy(h.data(), p, n * sizeof(float), cudaMemcpyDeviceToHost));
+    return h;
+  }
+};
+
+std::vector<float> uniform(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// m random edges u -> v, u < `sources` of ns and v < `rows` of n (the rest have no edge).
+HostGraph random_bipartite(node_t ns, node_t n, node_t sources, node_t rows, std::size_t m, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<node_t> u(0, sources - 1), v(0, rows - 1);
+  std::vector<node_t> src(m), dst(m);
+  for (std::size_t i = 0; i < m; ++i) src[i] = u(rng), dst[i] = v(rng);
+  return graph_from_edges(ns, n, src, dst);
+}
+
+// Row 0 takes 20500 in-edges (beyond shared memory, split for the backward) and source 1 sends
+// 20500 (a split column); the other rows one edge each.
+HostGraph hubs() {
+  const node_t ns = 3000, n = 700;
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<node_t> s(0, ns - 1), r(0, n - 1);
+  std::vector<node_t> src, dst;
+  for (int i = 0; i < 20500; ++i) src.push_back(s(rng)), dst.push_back(0), src.push_back(1), dst.push_back(r(rng));
+  for (node_t v = 1; v < n; ++v) src.push_back(s(rng)), dst.push_back(v);
+  return graph_from_edges(ns, n, src, dst);
+}
+
+struct Named {
+  std::string name;
+  HostGraph graph;
+};
+
+const std::vector<Named>& graphs() {
+  static const std::vector<Named> gs{
+      {"more_sources", random_bipartite(4000, 1500, 3500, 1200, 30000, 1)},
+      {"fewer_sources", random_bipartite(40, 3000, 40, 3000, 20000, 2)},
+      {"hubs", hubs()},
+      {"one_edge", graph_from_edges(3, 2, {2}, {1})},
+      {"no_destinations", graph_from_edges(5, 0, {}, {})},
+      {"no_sources", graph_from_edges(0, 6, {}, {})},
+  };
+  return gs;
+}
+
+// The float64 reference: out, then the gradients in model_args order.
+std::vector<std::vector<double>> reference(ScoreKind kind, const HostGraph& g, int H, int D,
+                                           const std::vector<std::vector<float>>& in, const std::vector<float>& dout,
+                                           const ReferenceOptions& o) {
+  return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
+    using Model = decltype(model);
+    if constexpr (Model::kind == ScoreKind::AGNN) {
+      return {};
+    } else {
+      const auto out = reference_attention(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), o);
+      const auto r =
+          reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), dout.data(), o);
+      if constexpr (Model::kind == ScoreKind::GT) return {out, r.dQ, r.dK, r.dV};
+      if constexpr (Model::kind == ScoreKind::GAT) return {out, r.del, r.der, r.dV};
+      if constexpr (Model::kind == ScoreKind::GATv2) return {out, r.dXL, r.dXR, r.da};
+    }
+  });
+}
+
+using Param = std::tuple<ScoreKind, Strategy, std::pair<int, int>, int, bool>;
+
+class BipartiteCuda : public ::testing::TestWithParam<Param> {};
+
+// Forward (training mode) and backward, inputs sized by side from the model's extents; with
+// `options`, per-head edge values and dropout.
+TEST_P(BipartiteCuda, MatchesFloat64Reference) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
+  const auto [kind, strategy, hd, index, options] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(index)];
+  const auto [H, D] = hd;
+  const cuda::Plan plan(g, kind, H, D, strategy);
+  const Op op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()};
+  const ModelArgs& m = model_args(kind);
+  std::vector<std::vector<float>> host;
+  std::vector<std::unique_ptr<Buf>> in, grads;
+  std::vector<const float*> inputs;
+  std::vector<float*> outputs;
+  for (int i = 0; i < m.count; ++i) {
+    auto x = uniform(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), unsigned(index * 10 + i));
+    if (m.inputs[i].extent == Extent::HeadFeatures)
+      for (float& v : x) v /= std::sqrt(float(D));
+    in.push_back(std::make_unique<Buf>(x));
+    grads.push_back(std::make_unique<Buf>(x.size()));
+    inputs.push_back(in.back()->p), outputs.push_back(grads.back()->p);
+    host.push_back(std::move(x));
+  }
+  const std::size_t rows = std::size_t(g.num_nodes) * H;
+  const auto dout = uniform(rows * D, 77);
+  const auto w = uniform(std::size_t(g.num_edges()) * H, 78);
+  Buf out(rows * D), lse(rows), dy(dout), dw(w);
+  cuda::Options o(cuda::DeviceEdgeValues{options ? dw.p : nullptr, options ? H : 0});
+  o.logsumexp = lse.p;
+  if (options) o.dropout = Dropout{0.3f, 42};
+  ReferenceOptions ro(HostEdgeValues{options ? w.data() : nullptr, options ? H : 0});
+  ro.dropout = o.dropout;
+  const float param = visit_model(kind, [](auto model) { return model.param(); });
+  cuda::detail::attention(nullptr, plan, kind, param, inputs.data(), 0, out.p, o);
+  cuda::detail::attention_backward(nullptr, plan, kind, param, inputs.data(), 0, out.p, lse.p, dy.p, outputs.data(), o);
+  ok(cudaDeviceSynchronize());
+  const auto ref = reference(kind, g, H, D, host, dout, ro);
+  const auto names = test::gradient_names(kind);
+  const std::string where = name + " " + to_string(plan.strategy());
+  EXPECT_LT(max_relative_error(out.host().data(), ref[0]), 1e-5) << where << " out";
+  for (std::size_t i = 1; i < ref.size(); ++i)
+    EXPECT_LT(test::gradient_error(grads[i - 1]->host(), ref[i]), test::gradient_tolerance(kind, i - 1))
+        << where << " " << names[i - 1];
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [kind, strategy, hd, graph, options] = info.param;
+  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name + (options ? "_options" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, BipartiteCuda,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused,
+                                         Strategy::Online),
+                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
+                       ::testing::Range(0, int(graphs().size())), ::testing::Bool()),
+    param_name);
+
+TEST(BipartiteCudaErrors, BatchedStrategiesAndAgnnRefuse) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
+  const HostGraph g = graph_from_edges(4, 3, {0, 3, 1}, {1, 2, 2});
+  test::expect_error([&] { (void)cuda::Plan(g, ScoreKind::GT, 1, 32, Strategy::Staged); },
+                     {"cuda::Plan: Staged needs a batch of square graphs"});
+  test::expect_error([&] { (void)cuda::Plan(g, ScoreKind::GT, 1, 32, Strategy::Dense); },
+                     {"cuda::Plan: Dense needs a batch of square graphs, not a bipartite graph"});
+  test::expect_error([&] { (void)cuda::Plan(g, ScoreKind::AGNN, 1, 32); }, {"cuda::Plan: AGNN", "square graph"});
+  // Auto never picks them: a tiny dense bipartite "batch" runs a general strategy.
+  const cuda::Plan plan(g, ScoreKind::GT, 1, 32);
+  EXPECT_NE(plan.strategy(), Strategy::Dense);
+  EXPECT_NE(plan.strategy(), Strategy::Staged);
+}
+
+}  // namespace

@@ -1,0 +1,270 @@
+// Bipartite graphs (NS sources, N destinations, NS != N): GT, GAT and GATv2 forward and backward
+// through every strategy against the float64 reference; what a bipartite graph cannot run.
+
+#include "expect_error.hpp"
+#include "gradient_check.hpp"
+#include "graphs.hpp"
+
+#include <dfgnn/backward.hpp>
+#include <dfgnn/reference_backward.hpp>
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+
+namespace {
+
+using namespace dfgnn;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+using View1 = Kokkos::View<float*, Mem>;
+
+// m random edges u -> v with u < `sources` (of ns) and v < `rows` (of n): the sources and rows
+// above them have no edge.
+HostGraph random_bipartite(node_t ns, node_t n, node_t sources, node_t rows, std::size_t m, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<node_t> u(0, sources - 1), v(0, rows - 1);
+  std::vector<node_t> src(m), dst(m);
+  for (std::size_t i = 0; i < m; ++i) src[i] = u(rng), dst[i] = v(rng);
+  return graph_from_edges(ns, n, src, dst);
+}
+
+// Row 0 takes 20000 in-edges, beyond any team scratch and shared memory, and source 1 sends
+// 3000 edges (a heavy column for the backward); the other rows 3 edges each.
+HostGraph super_row(unsigned seed) {
+  const node_t ns = 25000, n = 60;
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<node_t> any(0, ns - 1), row(0, n - 1);
+  std::vector<node_t> src, dst;
+  for (int i = 0; i < 20000; ++i) src.push_back(any(rng)), dst.push_back(0);
+  for (int i = 0; i < 3000; ++i) src.push_back(1), dst.push_back(row(rng));
+  for (node_t v = 1; v < n; ++v)
+    for (int k = 0; k < 3; ++k) src.push_back(any(rng)), dst.push_back(v);
+  return graph_from_edges(ns, n, src, dst);
+}
+
+const std::vector<test::NamedGraph>& graphs() {
+  static const std::vector<test::NamedGraph> gs{
+      {"more_sources", random_bipartite(400, 150, 350, 120, 2400, 1)},
+      {"fewer_sources", random_bipartite(40, 300, 40, 300, 2000, 2)},
+      {"super_row", super_row(3)},
+      {"one_edge", graph_from_edges(3, 2, {2}, {1})},
+      {"no_destinations", graph_from_edges(5, 0, {}, {})},
+      {"no_sources", graph_from_edges(0, 6, {}, {})},
+  };
+  return gs;
+}
+
+std::size_t entries(const TensorRef& t) { return t.entries(); }
+
+// One model's random inputs on a bipartite graph, sized by side from its arguments' extents;
+// the forward (training mode) and backward through a plan, and the float64 reference.
+struct Case {
+  ScoreKind kind;
+  const HostGraph& g;
+  int H, D;
+  unsigned seed;
+  int edge_value_heads = 0;
+  Dropout dropout{};
+
+  // The model's inputs (GATv2's a scaled like an initialised layer so scores stay O(1)), dOut and edge values.
+  std::vector<std::vector<float>> inputs(const Op& op) const {
+    std::vector<std::vector<float>> r;
+    const ModelArgs& m = model_args(kind);
+    for (int i = 0; i < m.count; ++i) {
+      auto x = test::random_values(entries(TensorRef::shaped(nullptr, op, m.inputs[i].extent)), seed * 31 + unsigned(i));
+      if (m.inputs[i].extent == Extent::HeadFeatures)
+        for (float& v : x) v /= std::sqrt(float(D));
+      r.push_back(std::move(x));
+    }
+    return r;
+  }
+  std::vector<float> dout(const Op& op) const {
+    return test::random_values(entries(TensorRef::shaped(nullptr, op, Extent::DstFeatures)), seed * 31 + 7);
+  }
+  std::vector<float> edge_values() const {
+    return test::random_values(std::size_t(g.num_edges()) * std::size_t(edge_value_heads), seed + 8, 0.1f, 2.0f);
+  }
+  Op op() const { return Op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()}; }
+
+  ReferenceOptions options(const std::vector<float>& w) const {
+    ReferenceOptions o(HostEdgeValues{edge_value_heads ? w.data() : nullptr, edge_value_heads});
+    o.dropout = dropout;
+    return o;
+  }
+
+  // out, then the gradients in model_args order, all in float64.
+  std::vector<std::vector<double>> reference() const {
+    const auto in = inputs(op());
+    const auto dy = dout(op()), w = edge_values();
+    const ReferenceOptions o = options(w);
+    return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
+      using Model = decltype(model);
+      if constexpr (Model::kind == ScoreKind::AGNN) {
+        return {};
+      } else {
+        const Model m{};
+        const auto out = reference_attention(g, H, D, m, in[0].data(), in[1].data(), in[2].data(), o);
+        const auto r = reference_attention_backward(g, H, D, m, in[0].data(), in[1].data(), in[2].data(), dy.data(), o);
+        if constexpr (Model::kind == ScoreKind::GT) return {out, r.dQ, r.dK, r.dV};
+        if constexpr (Model::kind == ScoreKind::GAT) return {out, r.del, r.der, r.dV};
+        if constexpr (Model::kind == ScoreKind::GATv2) return {out, r.dXL, r.dXR, r.da};
+      }
+    });
+  }
+
+  // The same through the library (outputs and gradients poisoned with NaN first).
+  std::vector<std::vector<float>> run(Strategy strategy, Backend backend) const {
+    Exec exec;
+    const Plan<Exec> plan(exec, Graph<Mem>(g), kind, H, D, strategy, backend);
+    const Op& op = plan.op();
+    const ModelArgs& m = model_args(kind);
+    const auto host = inputs(op);
+    std::vector<View1> in, grads;
+    Tensors x, dx;
+    x.count = dx.count = m.count;
+    for (int i = 0; i < m.count; ++i) {
+      in.push_back(detail::upload<float, Mem>("input", host[std::size_t(i)]));
+      grads.emplace_back("grad", host[std::size_t(i)].size());
+      Kokkos::deep_copy(grads.back(), std::numeric_limits<float>::quiet_NaN());
+      x.refs[i] = TensorRef::shaped(in.back().data(), op, m.inputs[i].extent);
+      dx.refs[i] = TensorRef::shaped(grads.back().data(), op, m.inputs[i].extent);
+    }
+    const std::size_t n = std::size_t(g.num_nodes), h = std::size_t(H), d = std::size_t(D);
+    const auto w = detail::upload<float, Mem>("w", edge_values());
+    const auto dy = detail::upload<float, Mem>("dout", dout(op));
+    Options<Mem> opt;
+    if (edge_value_heads)
+      opt.edge_values = EdgeValues<Mem>(w.data(), std::size_t(g.num_edges()), std::size_t(edge_value_heads));
+    opt.dropout = dropout;
+    opt.logsumexp = decltype(opt.logsumexp)("lse", n, h);
+    NodeOutput<Mem> out("out", n, h, d);
+    Kokkos::deep_copy(out, std::numeric_limits<float>::quiet_NaN());
+    visit_model(kind, [&](auto model) {
+      attention(exec, plan, model, x, out, opt);
+      attention_backward(exec, plan, model, x, out, opt.logsumexp, NodeFeatures<Mem>(dy.data(), n, h, d), dx, opt);
+    });
+    exec.fence();
+    const auto to_host = [](const auto& v) {
+      const auto m = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+      return std::vector<float>(m.data(), m.data() + m.size());
+    };
+    std::vector<std::vector<float>> r{to_host(out)};
+    for (const View1& v : grads) r.push_back(to_host(v));
+    return r;
+  }
+};
+
+// What runs here: Auto, and where Auto picks the CUDA-native kernels the portable ones too.
+std::vector<Backend> backends() {
+#ifdef DFGNN_NATIVE_CUDA
+  if (std::is_same_v<Exec, Kokkos::Cuda>) return {Backend::Auto, Backend::Portable};
+#endif
+  return {Backend::Auto};
+}
+
+void expect_matches(const Case& c, Strategy strategy, const std::string& label) {
+  const auto ref = c.reference();
+  const auto names = test::gradient_names(c.kind);
+  for (Backend backend : backends()) {
+    const auto got = c.run(strategy, backend);
+    const std::string where = label + (backend == Backend::Portable ? " portable" : " auto");
+    EXPECT_LT(max_relative_error(got[0].data(), ref[0]), 1e-5) << where << " out";
+    for (std::size_t i = 1; i < ref.size(); ++i)
+      EXPECT_LT(test::gradient_error(got[i], ref[i]), test::gradient_tolerance(c.kind, i - 1))
+          << where << " " << names[i - 1];
+  }
+}
+
+using Param = std::tuple<ScoreKind, Strategy, std::pair<int, int>, int>;
+
+class Bipartite : public ::testing::TestWithParam<Param> {};
+
+TEST_P(Bipartite, MatchesFloat64Reference) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  expect_matches(Case{kind, g, hd.first, hd.second, unsigned(graph) + 3}, strategy, name);
+}
+
+TEST_P(Bipartite, EdgeValuesAndDropout) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  expect_matches(Case{kind, g, hd.first, hd.second, unsigned(graph) + 5, hd.first, Dropout{0.3f, 42}}, strategy,
+                 name + " edge values and dropout");
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [kind, strategy, hd, graph] = info.param;
+  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, Bipartite,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
+                                         Strategy::Auto),
+                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{3, 7}),
+                       ::testing::Range(0, int(graphs().size()))),
+    param_name);
+
+// ---- what a bipartite graph cannot run ---------------------------------------------------------
+
+TEST(BipartiteErrors, AgnnNeedsOneNodeSet) {
+  const Graph<Mem> g(graph_from_edges(4, 3, {0, 3}, {1, 2}));
+  test::expect_error([&] { (void)Plan<Exec>(Exec(), g, ScoreKind::AGNN, 1, 8); },
+                     {"plan: AGNN", "square graph", "4 sources and 3 destinations"});
+  test::expect_error([&] {
+    const std::vector<float> x(32, 1.0f), beta{1.0f};
+    reference_attention(g.host(), 1, 8, AGNN{}, x.data(), beta.data(), 1);
+  }, {"reference_attention", "AGNN", "bipartite"});
+}
+
+TEST(BipartiteErrors, ShapesNameEachSide) {
+  Exec exec;
+  const Graph<Mem> g(graph_from_edges(4, 3, {0, 3}, {1, 2}));
+  const Plan<Exec> plan(exec, g, ScoreKind::GT, 2, 5);
+  const View1 q("q", 3 * 10), k("k", 4 * 10), v("v", 4 * 10);
+  NodeOutput<Mem> out("out", 3, 2, 5);
+  // K with the destinations' rows, then out with the sources'.
+  test::expect_error([&] {
+    attention(exec, plan, GT{}, NodeFeatures<Mem>(q.data(), 3, 2, 5), NodeFeatures<Mem>(k.data(), 3, 2, 5),
+              NodeFeatures<Mem>(v.data(), 4, 2, 5), out);
+  }, {"attention: K has shape [3,2,5], expected [NS,H,D] = [4,2,5]"});
+  test::expect_error([&] {
+    attention(exec, plan, GT{}, NodeFeatures<Mem>(q.data(), 3, 2, 5), NodeFeatures<Mem>(k.data(), 4, 2, 5),
+              NodeFeatures<Mem>(v.data(), 4, 2, 5), NodeOutput<Mem>("out", 4, 2, 5));
+  }, {"attention: out has shape [4,2,5], expected [N,H,D] = [3,2,5]"});
+}
+
+TEST(BipartiteErrors, GraphIdsAndBatches) {
+  test::expect_error([] { graph_from_edges(2, 5, {2}, {0}); }, {"source id 2 of edge 0 is outside [0, 2)"});
+  test::expect_error([] { graph_from_edges(5, 2, {0}, {2}); }, {"destination id 2 of edge 0 is outside [0, 2)"});
+  test::expect_error([] { graph_from_csr(2, 1, {0, 1}, {3}); }, {"source id 3 of edge 0 is outside [0, 2)"});
+  const HostGraph b = graph_from_edges(4, 3, {0, 3}, {1, 2});
+  test::expect_error([&] { batch_graphs({b}); }, {"graph 0 of the batch is bipartite"});
+  HostGraph batched = b;
+  batched.graph_ptr = {0, 3};
+  test::expect_error([&] { validate(batched); }, {"square graph"});
+  EXPECT_EQ(independent_blocks(b), (std::vector<node_t>{0, 3}));
+}
+
+TEST(BipartiteErrors, PortableHasNoBatchedStrategies) {
+  const Graph<Mem> g(graph_from_edges(4, 3, {0, 3}, {1, 2}));
+  for (Strategy s : {Strategy::Staged, Strategy::Dense})
+    test::expect_error([&] { (void)Plan<Exec>(Exec(), g, ScoreKind::GT, 1, 32, s, Backend::Portable); },
+                       {"CUDA-native only"});
+}
+
+TEST(BipartiteGraph, TransposeHasAColumnPerSource) {
+  const HostGraph g = graph_from_edges(5, 2, {4, 0, 4}, {1, 1, 0});
+  EXPECT_TRUE(g.bipartite());
+  const HostCsc t = transpose(g);
+  EXPECT_EQ(t.col_ptr, (std::vector<edge_t>{0, 1, 1, 1, 1, 3}));
+  EXPECT_EQ(Graph<Mem>(g).transposed().col_ptr.extent(0), 6u);
+}
+
+}  // namespace
