@@ -71,9 +71,9 @@ void ensure_kokkos() {
   });
 }
 
-node_t checked_nodes(int64_t num_nodes) {
+node_t checked_nodes(int64_t num_nodes, const char* what) {
   if (num_nodes < 0 || num_nodes >= int64_t(1) << 31)
-    throw dfgnn::Error("graph: num_nodes must be in [0, 2^31), got " + std::to_string(num_nodes));
+    throw dfgnn::Error(std::string("graph: ") + what + " must be in [0, 2^31), got " + std::to_string(num_nodes));
   return node_t(num_nodes);
 }
 
@@ -191,37 +191,50 @@ int dfgnn_has_cuda(void) {
 #endif
 }
 
-int dfgnn_graph_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t* src, const int64_t* dst,
-                         dfgnn_graph** graph) {
+// A square graph's one count is num_nodes in messages.
+const char* src_count_name(int64_t num_src_nodes, int64_t num_dst_nodes) {
+  return num_src_nodes == num_dst_nodes ? "num_nodes" : "num_src_nodes";
+}
+
+int dfgnn_graph_from_coo(int64_t num_src_nodes, int64_t num_dst_nodes, int64_t num_edges, const int64_t* src,
+                         const int64_t* dst, dfgnn_graph** graph) {
   return guarded([&] {
-    const node_t n = checked_nodes(num_nodes);
+    const node_t ns = checked_nodes(num_src_nodes, src_count_name(num_src_nodes, num_dst_nodes)),
+                 n = checked_nodes(num_dst_nodes, "num_dst_nodes");
     if (num_edges < 0) throw dfgnn::Error("graph: num_edges must be >= 0");
     if (num_edges > 0 && (!src || !dst)) throw dfgnn::Error("graph: null edge arrays");
+    if (!graph) throw dfgnn::Error("graph: null result pointer");
     ensure_kokkos();
     *graph = new dfgnn_graph{dfgnn::Graph<HostMem>(dfgnn::graph_from_edges(
-        n, node_ids(src, num_edges, n, "source"), node_ids(dst, num_edges, n, "destination")))};
+        ns, n, node_ids(src, num_edges, ns, "source"), node_ids(dst, num_edges, n, "destination")))};
   });
 }
 
-int dfgnn_graph_from_csr(int64_t num_nodes, const int64_t* row_ptr, const int64_t* col, dfgnn_graph** graph) {
+int dfgnn_graph_from_csr(int64_t num_src_nodes, int64_t num_dst_nodes, const int64_t* row_ptr, const int64_t* col,
+                         dfgnn_graph** graph) {
   return guarded([&] {
-    const node_t n = checked_nodes(num_nodes);
+    const node_t ns = checked_nodes(num_src_nodes, src_count_name(num_src_nodes, num_dst_nodes)),
+                 n = checked_nodes(num_dst_nodes, "num_dst_nodes");
     if (!row_ptr) throw dfgnn::Error("graph: null row_ptr");
     const int64_t num_edges = row_ptr[n];
     if (num_edges < 0) throw dfgnn::Error("graph: row_ptr[N] must be >= 0");
     if (num_edges > 0 && !col) throw dfgnn::Error("graph: null col");
+    if (!graph) throw dfgnn::Error("graph: null result pointer");
     ensure_kokkos();
     *graph = new dfgnn_graph{dfgnn::Graph<HostMem>(dfgnn::graph_from_csr(
-        n, std::vector<edge_t>(row_ptr, row_ptr + n + 1), node_ids(col, num_edges, n, "source")))};
+        ns, n, std::vector<edge_t>(row_ptr, row_ptr + n + 1), node_ids(col, num_edges, ns, "source")))};
   });
 }
 
 void dfgnn_graph_free(dfgnn_graph* graph) { delete graph; }
 
-int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_edges, int64_t* max_in_degree) {
+int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_src_nodes, int64_t* num_dst_nodes, int64_t* num_edges,
+                     int64_t* max_in_degree) {
   return guarded([&] {
-    if (!graph || !num_nodes || !num_edges || !max_in_degree) throw dfgnn::Error("graph info: null argument");
-    *num_nodes = graph->graph.num_nodes();
+    if (!graph || !num_src_nodes || !num_dst_nodes || !num_edges || !max_in_degree)
+      throw dfgnn::Error("graph info: null argument");
+    *num_src_nodes = graph->graph.num_src_nodes();
+    *num_dst_nodes = graph->graph.num_nodes();
     *num_edges = graph->graph.num_edges();
     *max_in_degree = graph->graph.stats().max;
   });
@@ -268,7 +281,7 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* 
 #ifdef DFGNN_ENABLE_CUDA
     const DeviceGuard guard(device);
     const dfgnn::Graph<HostMem>& g = graph->graph;
-    const dfgnn::Op op{score_kind(kind), dfgnn::DType::F32, heads, dim, g.num_nodes(), g.num_nodes(), g.num_edges()};
+    const dfgnn::Op op{score_kind(kind), dfgnn::DType::F32, heads, dim, g.num_src_nodes(), g.num_nodes(), g.num_edges()};
     auto p = std::make_unique<dfgnn_plan>();
     p->native = dfgnn::detail::native_executor(g.host(), row_ptr, src, dst, edge_id, op, dfgnn::Strategy::Auto);
     p->device = device;

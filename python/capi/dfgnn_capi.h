@@ -37,22 +37,25 @@ DFGNN_CAPI const char* dfgnn_last_error(void);
 /* 1 when built with the CUDA-native kernels (DFGNN_ENABLE_CUDA), else 0. */
 DFGNN_CAPI int dfgnn_has_cuda(void);
 
+/* Graphs have num_src_nodes sources and num_dst_nodes destinations (rows); equal counts make a
+ * square graph, different ones a bipartite graph (include/dfgnn/csr.hpp, HostGraph). */
 /* Edges src[i] -> dst[i], i < num_edges (PyG's edge_index rows 0 and 1). */
-DFGNN_CAPI int dfgnn_graph_from_coo(int64_t num_nodes, int64_t num_edges, const int64_t* src,
-                                    const int64_t* dst, dfgnn_graph** graph);
+DFGNN_CAPI int dfgnn_graph_from_coo(int64_t num_src_nodes, int64_t num_dst_nodes, int64_t num_edges,
+                                    const int64_t* src, const int64_t* dst, dfgnn_graph** graph);
 /* Destination-major CSR: the in-edges of node v come from col[row_ptr[v] .. row_ptr[v+1]). */
-DFGNN_CAPI int dfgnn_graph_from_csr(int64_t num_nodes, const int64_t* row_ptr, const int64_t* col,
-                                    dfgnn_graph** graph);
+DFGNN_CAPI int dfgnn_graph_from_csr(int64_t num_src_nodes, int64_t num_dst_nodes, const int64_t* row_ptr,
+                                    const int64_t* col, dfgnn_graph** graph);
 DFGNN_CAPI void dfgnn_graph_free(dfgnn_graph* graph);
-DFGNN_CAPI int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_nodes, int64_t* num_edges,
-                                int64_t* max_in_degree);
-/* Copies the CSR the kernels read: row_ptr [N+1], src and dst [E] (source and destination per
+DFGNN_CAPI int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_src_nodes, int64_t* num_dst_nodes,
+                                int64_t* num_edges, int64_t* max_in_degree);
+/* Copies the CSR the kernels read: row_ptr [num_dst_nodes+1], src and dst [E] (source and destination per
  * CSR edge), edge_id [E] (CSR position -> index of the edge as given). */
 DFGNN_CAPI int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src,
                                int32_t* dst, int64_t* edge_id);
 /* The graph with its nodes renumbered for locality (include/dfgnn/reorder.hpp) by `ordering`:
  * "none", "rcm" (reverse Cuthill-McKee) or "degree". Writes order [N] (order[i]: the node that
- * becomes node i); the renumbered graph keeps the edges in the order they were given. */
+ * becomes node i); the renumbered graph keeps the edges in the order they were given. Square
+ * graphs only. */
 DFGNN_CAPI int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t* order,
                                    dfgnn_graph** renumbered);
 

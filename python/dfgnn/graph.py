@@ -58,8 +58,11 @@ class _Plan:
 
 
 class Graph:
-    """A graph of `num_nodes` nodes and `num_edges` directed edges u -> v, aggregated at
-    destinations (PyG's default flow: messages go from edge_index[0] to edge_index[1]).
+    """A graph of `num_edges` directed edges u -> v, aggregated at its `num_nodes` destinations
+    (PyG's default flow: messages go from edge_index[0] to edge_index[1]) from its
+    `num_src_nodes` sources. A square graph has one node set (num_src_nodes == num_nodes); a
+    bipartite one (PyG's size=(num_src_nodes, num_nodes)) has a source set and a destination
+    set: source-side tensors have num_src_nodes rows, destination-side ones and outputs num_nodes.
 
     Build it with `Graph.from_edge_index` or `Graph.from_csr`; pass it to the layers in place
     of an edge_index, or to the functional ops (`dfgnn.gt_attention`, ...). Per-edge inputs
@@ -72,9 +75,9 @@ class Graph:
                             "Graph.from_csr(rowptr, col)")
         self._handle = handle
         weakref.finalize(self, _lib.lib.dfgnn_graph_free, handle)
-        n, e, d = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
-        _lib.call(_lib.lib.dfgnn_graph_info, handle, ctypes.byref(n), ctypes.byref(e), ctypes.byref(d))
-        self.num_nodes, self.num_edges, self.max_in_degree = n.value, e.value, d.value
+        s, n, e, d = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        _lib.call(_lib.lib.dfgnn_graph_info, handle, *(ctypes.byref(x) for x in (s, n, e, d)))
+        self.num_src_nodes, self.num_nodes, self.num_edges, self.max_in_degree = s.value, n.value, e.value, d.value
         self._plans = {}
         self._natives = {}  # (device index (-1: CPU), kind, heads, dim) -> plan(...).native: the ops' eager path
         self._device_csr = {}
@@ -85,9 +88,11 @@ class Graph:
         weakref.finalize(self, _registry.pop, self.id, None)
 
     @classmethod
-    def from_edge_index(cls, edge_index, num_nodes=None):
+    def from_edge_index(cls, edge_index, num_nodes=None, size=None):
         """From a PyG edge_index [2, E] (int64 or int32, any device): edge i is
-        edge_index[0, i] -> edge_index[1, i]. num_nodes defaults to the largest id + 1."""
+        edge_index[0, i] -> edge_index[1, i]. A square graph of num_nodes nodes (default: the
+        largest id + 1), or, with size=(num_src_nodes, num_dst_nodes), a bipartite one (a
+        size entry None: that row's largest id + 1)."""
         if not isinstance(edge_index, torch.Tensor):
             raise TypeError(f"dfgnn.Graph: edge_index must be a torch.Tensor, got {type(edge_index).__name__}")
         if edge_index.dtype not in (torch.int64, torch.int32):
@@ -95,24 +100,26 @@ class Graph:
         if edge_index.dim() != 2 or edge_index.size(0) != 2:
             raise ValueError(f"dfgnn.Graph: edge_index must have shape [2, E], got {list(edge_index.shape)}")
         edges = edge_index.detach().as_subclass(torch.Tensor).to("cpu", torch.int64)
-        if num_nodes is None:
-            num_nodes = int(edges.max()) + 1 if edges.numel() else 0
+        if size is not None and num_nodes is not None:
+            raise ValueError("dfgnn.Graph: give num_nodes (a square graph) or size (a bipartite one), not both")
+        if size is None:
+            ns = nd = _count("num_nodes", num_nodes, edges)
+        elif not isinstance(size, (tuple, list)) or len(size) != 2:
+            raise TypeError(f"dfgnn.Graph: size must be a pair (num_src_nodes, num_dst_nodes), got {size!r}")
         else:
-            try:
-                num_nodes = operator.index(num_nodes)
-            except TypeError:
-                raise TypeError(f"dfgnn.Graph: num_nodes must be an integer, got {type(num_nodes).__name__}") from None
+            ns, nd = (_count(f"size[{i}]", n, edges[i]) for i, n in enumerate(size))
         src, dst = edges[0].contiguous(), edges[1].contiguous()
         handle = ctypes.c_void_p()
-        _lib.call(_lib.lib.dfgnn_graph_from_coo, int(num_nodes), src.numel(), src.data_ptr(), dst.data_ptr(),
+        _lib.call(_lib.lib.dfgnn_graph_from_coo, ns, nd, src.numel(), src.data_ptr(), dst.data_ptr(),
                   ctypes.byref(handle))
         return cls(handle)
 
     @classmethod
-    def from_csr(cls, rowptr, col):
+    def from_csr(cls, rowptr, col, num_src_nodes=None):
         """From a destination-major CSR: node v's in-edges come from col[rowptr[v]:rowptr[v+1]]
         (PyG's `adj_t`, i.e. SparseTensor(row=edge_index[1], col=edge_index[0]).csr()).
-        Edge ids are CSR positions."""
+        Edge ids are CSR positions. num_src_nodes (default: N = rowptr.numel() - 1, a square
+        graph) makes it bipartite."""
         for name, t in (("rowptr", rowptr), ("col", col)):
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"dfgnn.Graph: {name} must be a torch.Tensor, got {type(t).__name__}")
@@ -126,31 +133,39 @@ class Graph:
         col = col.detach().to("cpu", torch.int64).contiguous()
         if int(rowptr[-1]) != col.numel():
             raise ValueError(f"dfgnn.Graph: rowptr[-1] = {int(rowptr[-1])} but col has {col.numel()} entries")
+        n = rowptr.numel() - 1
+        ns = n if num_src_nodes is None else _count("num_src_nodes", num_src_nodes, col)
         handle = ctypes.c_void_p()
-        _lib.call(_lib.lib.dfgnn_graph_from_csr, rowptr.numel() - 1, rowptr.data_ptr(), col.data_ptr(),
-                  ctypes.byref(handle))
+        _lib.call(_lib.lib.dfgnn_graph_from_csr, ns, n, rowptr.data_ptr(), col.data_ptr(), ctypes.byref(handle))
         return cls(handle)
+
+    @property
+    def bipartite(self):
+        """Sources and destinations differ in number."""
+        return self.num_src_nodes != self.num_nodes
 
     _cache = WeakTensorKeyDictionary()
 
     @classmethod
-    def cached(cls, edge_index, num_nodes):
-        """The Graph of this edge_index tensor, built on first use and kept while the tensor
-        lives (rebuilt if it was modified in place: seen through the version counter, which
-        edits through .data or numpy bypass, or for inference tensors, which have none, by
-        comparing the contents)."""
+    def cached(cls, edge_index, size):
+        """The Graph of this edge_index tensor with size (num_src_nodes, num_dst_nodes), or N
+        for a square graph, built on first use and kept while the tensor lives (rebuilt if it
+        was modified in place: seen through the version counter, which edits through .data or
+        numpy bypass, or for inference tensors, which have none, by comparing the contents)."""
+        if not isinstance(size, tuple):
+            size = (size, size) if not isinstance(size, list) else tuple(size)
         if not isinstance(edge_index, torch.Tensor):
             raise TypeError(f"dfgnn: edge_index must be a torch.Tensor or a dfgnn.Graph, "
                             f"got {type(edge_index).__name__}")
         entry = cls._cache.get(edge_index)
         if edge_index.is_inference():  # no version counter, yet changeable in inference mode
-            if entry is None or entry[0] != num_nodes or not torch.equal(entry[2], edge_index):
-                entry = (num_nodes, cls.from_edge_index(edge_index, num_nodes), edge_index.clone())
+            if entry is None or entry[0] != size or not torch.equal(entry[2], edge_index):
+                entry = (size, cls.from_edge_index(edge_index, size=size), edge_index.clone())
                 cls._cache[edge_index] = entry
             return entry[1]
-        key = (edge_index._version, num_nodes)
+        key = (edge_index._version, size)
         if entry is None or entry[0] != key:
-            entry = (key, cls.from_edge_index(edge_index, num_nodes))
+            entry = (key, cls.from_edge_index(edge_index, size=size))
             cls._cache[edge_index] = entry
         return entry[1]
 
@@ -174,7 +189,7 @@ class Graph:
         return out
 
     def reorder(self, ordering="rcm"):
-        """This graph with its nodes renumbered for locality (docs/message_passing.md,
+        """This square graph with its nodes renumbered for locality (docs/message_passing.md,
         "Reordering"; "rcm": reverse Cuthill-McKee, which made the attention kernels 0-17%
         faster on the H100, "degree", or "none"). Returns (graph, order): node order[i] of this
         graph is node i of `graph`, whose edges keep their order (edge attributes stay aligned).
@@ -189,16 +204,18 @@ class Graph:
         return Graph(handle), order
 
     def with_self_loops(self):
-        """This graph with its self loops removed and one loop added per node, as PyG's
-        remove_self_loops + add_self_loops do (GATConv, GATv2Conv, AGNNConv); cached."""
+        """This graph with its self loops removed and a loop u -> u added for every u below
+        min(num_src_nodes, num_nodes), as PyG's remove_self_loops + add_self_loops do in
+        GATConv, GATv2Conv and AGNNConv (bipartite inputs included); cached."""
         if self._self_loops is not None:  # lock-free once built, so torch.compile traces it
             return self._self_loops
         with self._lock:
             if self._self_loops is None:
                 edges = self.edge_index()
                 edges = edges[:, edges[0] != edges[1]]
-                loops = torch.arange(self.num_nodes, dtype=torch.int64).expand(2, -1)
-                self._self_loops = Graph.from_edge_index(torch.cat([edges, loops], dim=1), self.num_nodes)
+                loops = torch.arange(min(self.num_src_nodes, self.num_nodes), dtype=torch.int64).expand(2, -1)
+                self._self_loops = Graph.from_edge_index(torch.cat([edges, loops], dim=1),
+                                                         size=(self.num_src_nodes, self.num_nodes))
             return self._self_loops
 
     def prepare(self, model, heads, dim, device="cpu"):
@@ -246,4 +263,17 @@ class Graph:
         return arrays
 
     def __repr__(self):
+        if self.bipartite:
+            return (f"dfgnn.Graph(num_src_nodes={self.num_src_nodes}, num_nodes={self.num_nodes}, "
+                    f"num_edges={self.num_edges})")
         return f"dfgnn.Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges})"
+
+
+def _count(name, n, ids):
+    """A node count: n (an integer), or the largest of `ids` + 1 when n is None."""
+    if n is None:
+        return int(ids.max()) + 1 if ids.numel() else 0
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"dfgnn.Graph: {name} must be an integer, got {type(n).__name__}") from None

@@ -4,11 +4,14 @@ Same constructor arguments, parameter names, initialisation and `forward(x, edge
 PyG layer's state_dict loads into ours and gives the same outputs and gradients; the attention
 (scores, softmax, aggregation) runs in dfgnn's fused kernels instead of PyG's message passing.
 `edge_index` is a [2, E] tensor (its Graph is built on first use and cached for that tensor) or
-a prebuilt dfgnn.Graph. Not supported (raise): bipartite inputs (tuple in_channels or x),
-lazy in_channels (-1), edge features (edge_dim, edge_attr), return_attention_weights (the
-attention matrix is never stored), SparseTensor adjacency, MessagePassing options other than
-the defaults. Attention dropout has PyG's semantics (p, scaled by 1/(1-p), training only) but
-draws its mask from dfgnn's hash of (seed, edge, head), so it differs from PyG's mask.
+a prebuilt dfgnn.Graph. Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst)
+(the graph's sources and destinations; `size` checks them), and lazy in_channels (-1), so the
+layers run in HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
+MessagePassing modules, which to_hetero looks for. Not supported (raise): edge features
+(edge_dim, edge_attr), return_attention_weights, SparseTensor adjacency, x_dst = None,
+MessagePassing options other than the defaults. Attention dropout has PyG's semantics (p,
+scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed, edge, head),
+so it differs from PyG's mask.
 """
 
 import math
@@ -16,9 +19,15 @@ import math
 import torch
 from torch import Tensor
 from torch.nn import Linear, Parameter
+from torch.nn.parameter import UninitializedParameter
 
 from .graph import Graph
 from .ops import _gat_layer, agnn_attention, gatv2_attention, gt_attention
+
+try:  # PyG's base class where PyG is installed (to_hetero treats only MessagePassing modules as convolutions)
+    from torch_geometric.nn import MessagePassing as _Base
+except ImportError:
+    _Base = None
 
 __all__ = ["TransformerConv", "AGNNConv", "GATConv", "GATv2Conv"]
 
@@ -26,10 +35,16 @@ __all__ = ["TransformerConv", "AGNNConv", "GATConv", "GATv2Conv"]
 _DEFAULT_KWARGS = {"aggr": "add", "flow": "source_to_target"}
 
 
-def _reject_options(layer, in_channels=None, edge_dim=None, **kwargs):
-    if in_channels is not None and (not isinstance(in_channels, int) or in_channels <= 0):
-        raise ValueError(f"{layer}: in_channels must be a positive int (bipartite and lazy (-1) inputs are "
-                         f"not supported), got {in_channels!r}")
+def _channels(layer, in_channels):
+    """in_channels as (source, destination) channels, each a positive int or -1 (lazy)."""
+    pair = in_channels if isinstance(in_channels, (tuple, list)) else (in_channels, in_channels)
+    if len(pair) != 2 or any(not isinstance(c, int) or isinstance(c, bool) or (c <= 0 and c != -1) for c in pair):
+        raise ValueError(f"{layer}: in_channels must be a positive int, -1 (lazy) or a pair of them (bipartite), "
+                         f"got {in_channels!r}")
+    return tuple(pair)
+
+
+def _reject_options(layer, edge_dim=None, **kwargs):
     if edge_dim is not None:
         raise ValueError(f"{layer}: edge features (edge_dim) are not supported")
     for key, value in kwargs.items():
@@ -44,29 +59,76 @@ def _glorot(t):
         t.uniform_(-bound, bound)
 
 
+def _initialise(lin, glorot):
+    """PyG's Linear initialisation: torch's (kaiming_uniform(a=sqrt(5)), bias uniform in
+    +-1/sqrt(in)), or with weight_initializer='glorot' a glorot weight and that bias. A lazy
+    layer not yet called has nothing to initialise: it does so on its first call."""
+    if lin is None or isinstance(lin.weight, UninitializedParameter):
+        return
+    if not glorot:
+        Linear.reset_parameters(lin)
+        return
+    _glorot(lin.weight)
+    if lin.bias is not None:
+        bound = 1.0 / math.sqrt(lin.in_features)
+        torch.nn.init.uniform_(lin.bias, -bound, bound)
+
+
+class _LazyLinear(torch.nn.LazyLinear):
+    """PyG's Linear(-1, ...): in_features from the first input, then initialised as _initialise
+    says (it becomes a torch Linear, as LazyLinear does)."""
+
+    def __init__(self, out_features, bias, glorot):
+        super().__init__(out_features, bias=bias)
+        self.glorot = glorot
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            _initialise(self, self.glorot)
+
+
+def _linear(in_channels, out_channels, bias=True, glorot=False):
+    """A projection as PyG's layer makes it: lazy for in_channels -1. A torch Linear draws its
+    initial weights as PyG's does (as many random numbers), and the layer's reset_parameters
+    then initialises it as PyG's does."""
+    return _LazyLinear(out_channels, bias, glorot) if in_channels == -1 else Linear(in_channels, out_channels, bias=bias)
+
+
 @torch.compiler.disable
-def _graph_of_tensor(edge_index, num_nodes):
-    return Graph.cached(edge_index, num_nodes)
+def _graph_of_tensor(edge_index, size):
+    return Graph.cached(edge_index, size)
 
 
-def _graph(layer, x, edge_index, self_loops, edge_attr=None, return_attention_weights=None, size=None):
-    """Checks forward's arguments; the Graph to run on (with PyG's self loops when asked)."""
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{layer}: x must be a [N, F] tensor (bipartite (x_src, x_dst) inputs are not "
-                        f"supported), got {type(x).__name__}")
-    if x.dim() != 2:
-        raise ValueError(f"{layer}: x must have shape [N, F], got {list(x.shape)}")
+def _inputs(layer, x, edge_index, self_loops, edge_attr=None, return_attention_weights=None, size=None):
+    """Checks forward's arguments. Returns (graph, x_src, x_dst): the Graph to run on (with
+    PyG's self loops when asked) and the source and destination features (both x for a
+    tensor x)."""
+    if isinstance(x, (tuple, list)):
+        if len(x) != 2 or not all(isinstance(t, Tensor) for t in x):
+            raise TypeError(f"{layer}: bipartite x must be a pair of tensors (x_src, x_dst)"
+                            + (" (x_dst = None is not supported)" if len(x) == 2 and x[1] is None else ""))
+        x_src, x_dst = x
+    elif isinstance(x, Tensor):
+        x_src = x_dst = x
+    else:
+        raise TypeError(f"{layer}: x must be a [N, F] tensor or a pair (x_src, x_dst), got {type(x).__name__}")
+    for name, t in (("x_src", x_src), ("x_dst", x_dst)) if x_src is not x_dst else (("x", x_src),):
+        if t.dim() != 2:
+            raise ValueError(f"{layer}: {name} must have shape [N, F], got {list(t.shape)}")
     if edge_attr is not None:
         raise ValueError(f"{layer}: edge features (edge_attr) are not supported")
     if return_attention_weights is not None:
         raise ValueError(f"{layer}: return_attention_weights is not supported (the fused kernels never "
                          f"store the attention weights)")
-    if size is not None:
-        raise ValueError(f"{layer}: size is not supported (the graph is square, N = x.size(0))")
-    graph = edge_index if isinstance(edge_index, Graph) else _graph_of_tensor(edge_index, x.size(0))
-    if graph.num_nodes != x.size(0):
-        raise ValueError(f"{layer}: x has {x.size(0)} nodes but the graph has {graph.num_nodes}")
-    return graph.with_self_loops() if self_loops else graph
+    shape = (x_src.size(0), x_dst.size(0))
+    if size is not None and tuple(size) != shape:
+        raise ValueError(f"{layer}: size = {tuple(size)} but the inputs have {shape[0]} sources and "
+                         f"{shape[1]} destinations")
+    graph = edge_index if isinstance(edge_index, Graph) else _graph_of_tensor(edge_index, shape)
+    if (graph.num_src_nodes, graph.num_nodes) != shape:
+        raise ValueError(f"{layer}: the inputs have {shape[0]} sources and {shape[1]} destinations but the graph "
+                         f"has {graph.num_src_nodes} and {graph.num_nodes}")
+    return (graph.with_self_loops() if self_loops else graph), x_src, x_dst
 
 
 def _heads_out(out, concat):
@@ -84,14 +146,21 @@ def _gat_output(out, concat, res, bias):
     return out + bias if bias is not None else out
 
 
-class _MultiHeadConv(torch.nn.Module):
-    """The multi-head layers' repr, as PyG prints it."""
+class _Conv(_Base or torch.nn.Module):
+    """The layers' base: PyG's MessagePassing (aggr "add", node_dim 0, as its attention layers)
+    where PyG is installed, else torch's Module; and the multi-head layers' repr, as PyG prints it."""
+
+    def __init__(self):
+        if _Base is None:
+            super().__init__()
+        else:
+            super().__init__(aggr="add", node_dim=0)
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, heads={self.heads})"
 
 
-class TransformerConv(_MultiHeadConv):
+class TransformerConv(_Conv):
     """PyG's TransformerConv: x'_i = W1 x_i + sum_j softmax_j((W3 x_i)^T (W4 x_j) / sqrt(C)) W2 x_j,
     multi-head; with beta, a learned gate between the skip term and the aggregation. No self
     loops are added (as in PyG)."""
@@ -99,37 +168,37 @@ class TransformerConv(_MultiHeadConv):
     def __init__(self, in_channels, out_channels, heads=1, concat=True, beta=False, dropout=0.0,
                  edge_dim=None, bias=True, root_weight=True, **kwargs):
         super().__init__()
-        _reject_options("TransformerConv", in_channels, edge_dim, **kwargs)
+        _reject_options("TransformerConv", edge_dim, **kwargs)
+        src, dst = _channels("TransformerConv", in_channels)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.beta = beta and root_weight
         self.root_weight = root_weight
         self.concat = concat
         self.dropout = dropout
         self.edge_dim = edge_dim
-        self.lin_key = Linear(in_channels, heads * out_channels, bias=bias)
-        self.lin_query = Linear(in_channels, heads * out_channels, bias=bias)
-        self.lin_value = Linear(in_channels, heads * out_channels, bias=bias)
+        self.lin_key = _linear(src, heads * out_channels, bias)
+        self.lin_query = _linear(dst, heads * out_channels, bias)
+        self.lin_value = _linear(src, heads * out_channels, bias)
         skip = heads * out_channels if concat else out_channels
-        self.lin_skip = Linear(in_channels, skip, bias=bias)  # made even without root_weight, as in PyG
+        self.lin_skip = _linear(dst, skip, bias)  # made even without root_weight, as in PyG
         self.lin_beta = Linear(3 * skip, 1, bias=False) if self.beta else None
         self.reset_parameters()
 
     def reset_parameters(self):
         for lin in (self.lin_key, self.lin_query, self.lin_value, self.lin_skip, self.lin_beta):
-            if lin is not None:
-                lin.reset_parameters()  # kaiming_uniform(a=sqrt(5)) and uniform bias, as PyG's Linear
+            _initialise(lin, glorot=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        graph = _graph("TransformerConv", x, edge_index, False, edge_attr, return_attention_weights)
+        graph, x_src, x_dst = _inputs("TransformerConv", x, edge_index, False, edge_attr, return_attention_weights)
         H, C = self.heads, self.out_channels
-        q = self.lin_query(x).view(x.size(0), H, C)
-        k = self.lin_key(x).view(x.size(0), H, C)
-        v = self.lin_value(x).view(x.size(0), H, C)
+        q = self.lin_query(x_dst).view(x_dst.size(0), H, C)
+        k = self.lin_key(x_src).view(x_src.size(0), H, C)
+        v = self.lin_value(x_src).view(x_src.size(0), H, C)
         out = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C),
                            dropout=self.dropout if self.training else 0.0)
         out = _heads_out(out, self.concat)
         if self.root_weight:
-            x_r = self.lin_skip(x)
+            x_r = self.lin_skip(x_dst)
             if self.lin_beta is not None:
                 beta = self.lin_beta(torch.cat([out, x_r, out - x_r], dim=-1)).sigmoid()
                 out = beta * x_r + (1 - beta) * out
@@ -138,9 +207,10 @@ class TransformerConv(_MultiHeadConv):
         return out
 
 
-class AGNNConv(torch.nn.Module):
+class AGNNConv(_Conv):
     """PyG's AGNNConv: x'_i = sum_j softmax_j(beta cos(x_i, x_j)) x_j, over the in-neighbours j
-    and (add_self_loops) i itself; beta is learned when requires_grad, else fixed at 1."""
+    and (add_self_loops) i itself; beta is learned when requires_grad, else fixed at 1. One x
+    for both ends of an edge: no bipartite form (as in PyG)."""
 
     def __init__(self, requires_grad=True, add_self_loops=True, **kwargs):
         super().__init__()
@@ -159,14 +229,16 @@ class AGNNConv(torch.nn.Module):
                 self.beta.fill_(1)
 
     def forward(self, x, edge_index):
-        graph = _graph("AGNNConv", x, edge_index, self.add_self_loops)
+        if not isinstance(x, Tensor):
+            raise TypeError(f"AGNNConv: x must be a [N, F] tensor (AGNN has no bipartite form), got {type(x).__name__}")
+        graph, x, _ = _inputs("AGNNConv", x, edge_index, self.add_self_loops)
         return agnn_attention(graph, x.unsqueeze(1), self.beta).squeeze(1)
 
     def __repr__(self):
         return f"{self.__class__.__name__}()"
 
 
-class GATConv(_MultiHeadConv):
+class GATConv(_Conv):
     """PyG's GATConv: x'_i = sum_j softmax_j(LeakyReLU(a_s^T W x_j + a_d^T W x_i)) W x_j per head,
     over the in-neighbours j and (add_self_loops) i itself; heads concatenated or averaged, then
     the optional residual W_r x_i and bias."""
@@ -174,7 +246,8 @@ class GATConv(_MultiHeadConv):
     def __init__(self, in_channels, out_channels, heads=1, concat=True, negative_slope=0.2, dropout=0.0,
                  add_self_loops=True, edge_dim=None, fill_value="mean", bias=True, residual=False, **kwargs):
         super().__init__()
-        _reject_options("GATConv", in_channels, edge_dim, **kwargs)
+        _reject_options("GATConv", edge_dim, **kwargs)
+        src, dst = _channels("GATConv", in_channels)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.concat = concat
         self.negative_slope = negative_slope
@@ -183,33 +256,47 @@ class GATConv(_MultiHeadConv):
         self.edge_dim = edge_dim
         self.fill_value = fill_value  # only used with edge features, as in PyG
         self.residual = residual
-        self.lin = Linear(in_channels, heads * out_channels, bias=False)
+        # One projection for both sides (PyG's `lin`), or with tuple in_channels one per side.
+        self.lin = self.lin_src = self.lin_dst = None
+        if isinstance(in_channels, int):
+            self.lin = _linear(src, heads * out_channels, False, glorot=True)
+        else:
+            self.lin_src = _linear(src, heads * out_channels, False, glorot=True)
+            self.lin_dst = _linear(dst, heads * out_channels, False, glorot=True)
         self.att_src = Parameter(torch.empty(1, heads, out_channels))
         self.att_dst = Parameter(torch.empty(1, heads, out_channels))
         total = out_channels * (heads if concat else 1)
-        self.res = Linear(in_channels, total, bias=False) if residual else None
+        self.res = _linear(dst, total, False, glorot=True) if residual else None
         self.bias = Parameter(torch.empty(total)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self):
-        for t in (self.lin.weight, self.res.weight if self.res is not None else None, self.att_src, self.att_dst):
-            if t is not None:
-                _glorot(t)
+        for lin in (self.lin, self.lin_src, self.lin_dst, self.res):
+            _initialise(lin, glorot=True)
+        _glorot(self.att_src)
+        _glorot(self.att_dst)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
-        graph = _graph("GATConv", x, edge_index, self.add_self_loops, edge_attr, return_attention_weights, size)
+        graph, x_src, x_dst = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr,
+                                      return_attention_weights, size)
         H, C = self.heads, self.out_channels
-        res = self.res(x) if self.res is not None else None
-        h = self.lin(x).view(x.size(0), H, C)
-        # The score terms el = <h, att_src>, er = <h, att_dst> and the attention, one autograd node.
-        out = _gat_layer(graph, h, self.att_src, self.att_dst, self.negative_slope,
-                         self.dropout if self.training else 0.0)
+        res = self.res(x_dst) if self.res is not None else None
+        dropout = self.dropout if self.training else 0.0
+        if self.lin is not None and x_src is x_dst:
+            # The score terms el = <h, att_src>, er = <h, att_dst> and the attention, one autograd node.
+            h = self.lin(x_src).view(x_src.size(0), H, C)
+            out = _gat_layer(graph, h, None, self.att_src, self.att_dst, self.negative_slope, dropout)
+        else:
+            lin_src, lin_dst = (self.lin, self.lin) if self.lin is not None else (self.lin_src, self.lin_dst)
+            h = lin_src(x_src).view(x_src.size(0), H, C)
+            h_dst = lin_dst(x_dst).view(x_dst.size(0), H, C)
+            out = _gat_layer(graph, h, h_dst, self.att_src, self.att_dst, self.negative_slope, dropout)
         return _gat_output(out, self.concat, res, self.bias)
 
 
-class GATv2Conv(_MultiHeadConv):
+class GATv2Conv(_Conv):
     """PyG's GATv2Conv: x'_i = sum_j softmax_j(a^T LeakyReLU(W_s x_j + W_t x_i)) W_s x_j per head,
     over the in-neighbours j and (add_self_loops) i itself; share_weights makes W_t = W_s."""
 
@@ -217,7 +304,8 @@ class GATv2Conv(_MultiHeadConv):
                  add_self_loops=True, edge_dim=None, fill_value="mean", bias=True, share_weights=False,
                  residual=False, **kwargs):
         super().__init__()
-        _reject_options("GATv2Conv", in_channels, edge_dim, **kwargs)
+        _reject_options("GATv2Conv", edge_dim, **kwargs)
+        src, dst = _channels("GATv2Conv", in_channels)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.concat = concat
         self.negative_slope = negative_slope
@@ -227,32 +315,28 @@ class GATv2Conv(_MultiHeadConv):
         self.fill_value = fill_value
         self.residual = residual
         self.share_weights = share_weights
-        self.lin_l = Linear(in_channels, heads * out_channels, bias=bias)
-        self.lin_r = self.lin_l if share_weights else Linear(in_channels, heads * out_channels, bias=bias)
+        self.lin_l = _linear(src, heads * out_channels, bias, glorot=True)
+        self.lin_r = self.lin_l if share_weights else _linear(dst, heads * out_channels, bias, glorot=True)
         self.att = Parameter(torch.empty(1, heads, out_channels))
         total = out_channels * (heads if concat else 1)
-        self.res = Linear(in_channels, total, bias=False) if residual else None
+        self.res = _linear(dst, total, False, glorot=True) if residual else None
         self.bias = Parameter(torch.empty(total)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self):
-        for lin in (self.lin_l, self.lin_r):  # twice the same one with share_weights, as PyG
-            _glorot(lin.weight)
-            if lin.bias is not None:  # PyG's Linear: uniform in +-1/sqrt(in_channels)
-                bound = 1.0 / math.sqrt(lin.in_features)
-                torch.nn.init.uniform_(lin.bias, -bound, bound)
-        if self.res is not None:
-            _glorot(self.res.weight)
+        for lin in (self.lin_l, self.lin_r, self.res):  # lin_l twice with share_weights, as PyG
+            _initialise(lin, glorot=True)
         _glorot(self.att)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        graph = _graph("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr, return_attention_weights)
+        graph, x_src, x_dst = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr,
+                                      return_attention_weights)
         H, C = self.heads, self.out_channels
-        res = self.res(x) if self.res is not None else None
-        x_l = self.lin_l(x).view(x.size(0), H, C)
-        x_r = x_l if self.share_weights else self.lin_r(x).view(x.size(0), H, C)
+        res = self.res(x_dst) if self.res is not None else None
+        x_l = self.lin_l(x_src).view(x_src.size(0), H, C)
+        x_r = x_l if self.share_weights and x_src is x_dst else self.lin_r(x_dst).view(x_dst.size(0), H, C)
         out = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
                               dropout=self.dropout if self.training else 0.0)
         return _gat_output(out, self.concat, res, self.bias)

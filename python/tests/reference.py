@@ -52,13 +52,13 @@ def agnn(edge_index, x, beta, **kw):
 
 def gat(edge_index, el, er, v, slope, **kw):
     src, dst = edge_index
-    return attention(edge_index, v.size(0), torch.nn.functional.leaky_relu(el[src] + er[dst], slope), v, **kw)
+    return attention(edge_index, er.size(0), torch.nn.functional.leaky_relu(el[src] + er[dst], slope), v, **kw)
 
 
 def gatv2(edge_index, xl, xr, a, slope, **kw):
     src, dst = edge_index
     z = torch.nn.functional.leaky_relu(xl[src] + xr[dst], slope)
-    return attention(edge_index, xl.size(0), (a * z).sum(-1), xl, **kw)
+    return attention(edge_index, xr.size(0), (a * z).sum(-1), xl, **kw)
 
 
 def random_graph(num_nodes, num_edges, seed, hub_edges=0):
@@ -70,4 +70,14 @@ def random_graph(num_nodes, num_edges, seed, hub_edges=0):
     hub_src = torch.randint(0, num_nodes, (hub_edges,), generator=g)
     src = torch.cat([src, src[:1], torch.tensor([0]), hub_src])
     dst = torch.cat([dst, dst[:1], torch.tensor([0]), torch.ones(hub_edges, dtype=torch.int64)])
+    return torch.stack([src, dst])
+
+
+def random_bipartite(src_nodes, dst_nodes, num_edges, seed, hub_edges=0):
+    """edge_index [2, E] of a bipartite graph: random edges u -> v, source NS-1 without
+    out-edges and destination N-1 without in-edges, and `hub_edges` more into destination 0."""
+    g = torch.Generator().manual_seed(seed)
+    src = torch.randint(0, src_nodes - 1, (num_edges + hub_edges,), generator=g)
+    dst = torch.cat([torch.randint(0, dst_nodes - 1, (num_edges,), generator=g),
+                     torch.zeros(hub_edges, dtype=torch.int64)])
     return torch.stack([src, dst])

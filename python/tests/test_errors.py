@@ -68,7 +68,7 @@ def test_null_handles_are_errors():
     from dfgnn import _lib
     i64 = ctypes.c_int64()
     with pytest.raises(ValueError, match="graph info: null argument"):
-        _lib.call(_lib.lib.dfgnn_graph_info, None, ctypes.byref(i64), ctypes.byref(i64), ctypes.byref(i64))
+        _lib.call(_lib.lib.dfgnn_graph_info, None, *[ctypes.byref(i64)] * 4)
     with pytest.raises(ValueError, match="graph csr: null argument"):
         _lib.call(_lib.lib.dfgnn_graph_csr, None, None, None, None, None)
     assert _lib.lib.dfgnn_plan_strategy(None) is None

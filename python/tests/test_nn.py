@@ -108,8 +108,8 @@ def test_training_dropout(device):
 
 
 @pytest.mark.parametrize("make_layer,match", [
-    (lambda: dfgnn.nn.GATConv((F, F), 4), "bipartite and lazy"),
-    (lambda: dfgnn.nn.TransformerConv(-1, 4), "bipartite and lazy"),
+    (lambda: dfgnn.nn.GATConv((F, F, F), 4), "a pair of them"),
+    (lambda: dfgnn.nn.TransformerConv(0, 4), "positive int, -1"),
     (lambda: dfgnn.nn.GATv2Conv(F, 4, edge_dim=3), "edge features \\(edge_dim\\)"),
     (lambda: dfgnn.nn.TransformerConv(F, 4, aggr="mean"), "option aggr='mean' is not supported"),
     (lambda: dfgnn.nn.AGNNConv(flow="target_to_source"), "option flow='target_to_source'"),
@@ -120,11 +120,13 @@ def test_unsupported_options(make_layer, match):
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda c, x, e: c((x, x), e), TypeError, "bipartite"),
+    (lambda c, x, e: c((x, None), e), TypeError, "x_dst = None is not supported"),
+    (lambda c, x, e: c((x, x[:3]), e, size=(N, 4)), ValueError, "size = \\(20, 4\\) but the inputs have 20 sources and 3"),
     (lambda c, x, e: c(x, e, edge_attr=torch.ones(e.size(1), 3)), ValueError, "edge_attr"),
     (lambda c, x, e: c(x, e, return_attention_weights=True), ValueError, "return_attention_weights"),
     (lambda c, x, e: c(x[:5], e), ValueError, "is outside \\[0, 5\\)"),
-    (lambda c, x, e: c(x[:5], dfgnn.Graph.from_edge_index(e, N)), ValueError, "x has 5 nodes but the graph has 20"),
+    (lambda c, x, e: c(x[:5], dfgnn.Graph.from_edge_index(e, N)), ValueError,
+     "the inputs have 5 sources and 5 destinations but the graph has 20 and 20"),
     (lambda c, x, e: c(x, e.float()), TypeError, "edge_index must be int64 or int32"),
     (lambda c, x, e: c(x.double(), e), RuntimeError, "dtype"),  # the linear layer's own error
 ])
@@ -134,3 +136,146 @@ def test_bad_forward_arguments(call, error, match):
     edge_index[0, 1] = N - 1
     with pytest.raises(error, match=match):
         call(conv, torch.randn(N, F), edge_index)
+
+
+# ---- bipartite, lazy and heterogeneous ----------------------------------------------------------
+
+NS, ND, FS, FD = 26, 11, 9, 7  # sources, destinations and their feature widths
+BIPARTITE_CASES = [
+    ("TransformerConv", ((FS, FD), 6), {"heads": 2, "beta": True}),
+    ("TransformerConv", ((FS, FD), 5), {"heads": 3, "concat": False}),
+    ("GATConv", ((FS, FD), 6), {"heads": 2}),  # self loops on the first min(NS, ND) ids, as PyG
+    ("GATConv", ((FS, FD), 4), {"heads": 3, "add_self_loops": False, "residual": True}),
+    ("GATConv", (FS, 5), {"heads": 2, "add_self_loops": False}),  # one lin for both sides
+    ("GATv2Conv", ((FS, FD), 6), {"heads": 2, "residual": True}),
+    ("GATv2Conv", (FS, 5), {"heads": 2, "share_weights": True, "add_self_loops": False}),
+]
+
+
+def _compare(theirs, ours, x, edge_index, device, what):
+    """ours (float32) against theirs (float64, same weights) on x (a tensor or a pair): outputs,
+    every input's and every parameter's gradient."""
+    theirs = theirs.double().eval()
+    ours.load_state_dict(theirs.state_dict())
+    theirs.load_state_dict(ours.state_dict())
+    ours = ours.to(device).eval()
+    pair = isinstance(x, tuple)
+    xs = x if pair else (x,)
+    x_theirs = [t.double().requires_grad_() for t in xs]
+    x_ours = [t.to(device).requires_grad_() for t in xs]
+    out = ours(tuple(x_ours) if pair else x_ours[0], edge_index.to(device))
+    expected = theirs(tuple(x_theirs) if pair else x_theirs[0], edge_index)
+    assert_close(out, expected, 1e-5, f"{what} out")
+    grad = torch.randn(expected.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    out.backward(grad.float().to(device))
+    expected.backward(grad)
+    for i, (a, b) in enumerate(zip(x_ours, x_theirs)):
+        assert_close(a.grad, b.grad, 2e-5, f"{what} dx{i}")
+    theirs_params = dict(theirs.named_parameters())
+    scale = max((p.grad.abs().max().item() for p in theirs_params.values() if p.grad is not None), default=0.0)
+    for key, p in ours.named_parameters():
+        if theirs_params[key].grad is None:
+            assert p.grad is None, key
+            continue
+        assert_close(p.grad, theirs_params[key].grad, 1e-4, f"{what} d{key}", scale)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,args,kwargs", BIPARTITE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(BIPARTITE_CASES)])
+def test_bipartite_matches_pyg(name, args, kwargs, device):
+    """x = (x_src, x_dst) over a bipartite edge_index (a hub row, an empty row, a source without
+    edges): the same outputs and gradients as PyG's layer with the same weights."""
+    theirs, ours = make(name, args, kwargs)
+    gen = torch.Generator().manual_seed(2)
+    shared = isinstance(args[0], int)
+    x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FS if shared else FD, generator=gen))
+    _compare(theirs, ours, x, ref.random_bipartite(NS, ND, 60, 4, hub_edges=40), device, name)
+
+
+@pytest.mark.parametrize("name", ["TransformerConv", "GATConv", "GATv2Conv"])
+def test_lazy_in_channels(name):
+    """in_channels = -1: shaped and initialised on the first call as PyG's lazy Linear is (same
+    seed, same weights), then the same outputs and gradients."""
+    theirs, ours = make(name, ((-1, -1), 4), {"heads": 2})
+    gen = torch.Generator().manual_seed(5)
+    x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen))
+    edge_index = ref.random_bipartite(NS, ND, 60, 6)
+    torch.manual_seed(9)
+    theirs(x, edge_index)
+    torch.manual_seed(9)
+    ours(x, edge_index)
+    theirs_state, ours_state = theirs.state_dict(), ours.state_dict()
+    assert list(ours_state) == list(theirs_state)
+    for key in theirs_state:
+        assert torch.equal(ours_state[key], theirs_state[key]), key
+    _compare(theirs, ours, x, edge_index, "cpu", name)
+
+
+def _hetero_data():
+    """Two node types and three edge types (one within a type, two across)."""
+    from torch_geometric.data import HeteroData
+    gen = torch.Generator().manual_seed(8)
+    data = HeteroData()
+    data["paper"].x = torch.randn(30, 10, generator=gen)
+    data["author"].x = torch.randn(17, 6, generator=gen)
+    data["author", "writes", "paper"].edge_index = ref.random_bipartite(17, 30, 70, 1)
+    data["paper", "written_by", "author"].edge_index = ref.random_bipartite(30, 17, 70, 2)
+    data["paper", "cites", "paper"].edge_index = ref.random_graph(30, 90, 3)
+    return data
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_hetero_conv(device):
+    """torch_geometric.nn.HeteroConv with our layers on every edge type equals it with PyG's."""
+    data = _hetero_data()
+
+    def convs(nn):
+        return pyg_nn.HeteroConv({
+            ("author", "writes", "paper"): nn.GATConv((-1, -1), 8, heads=2, add_self_loops=False),
+            ("paper", "written_by", "author"): nn.TransformerConv((-1, -1), 8, heads=2),
+            ("paper", "cites", "paper"): nn.GATv2Conv(-1, 8, heads=2),
+        }, aggr="sum")
+
+    theirs, ours = convs(pyg_nn), convs(dfgnn.nn)
+    theirs(data.x_dict, data.edge_index_dict)  # shapes the lazy layers
+    ours(data.x_dict, data.edge_index_dict)
+    theirs = theirs.double()
+    ours.load_state_dict(theirs.state_dict())
+    ours = ours.to(device)
+    expected = theirs({k: v.double() for k, v in data.x_dict.items()}, data.edge_index_dict)
+    out = ours({k: v.to(device) for k, v in data.x_dict.items()},
+               {k: v.to(device) for k, v in data.edge_index_dict.items()})
+    for key in expected:
+        assert_close(out[key], expected[key], 1e-5, f"HeteroConv {key}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_to_hetero(device):
+    """torch_geometric.nn.to_hetero of a two-layer model built on our layers equals the same of
+    PyG's, with the same weights: it duplicates each layer per edge type and calls it bipartite."""
+    data = _hetero_data()
+
+    def model(nn):
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.TransformerConv((-1, -1), 8, heads=2)
+                self.conv2 = nn.GATConv((-1, -1), 4, add_self_loops=False)
+
+            def forward(self, x, edge_index):
+                return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+        return pyg_nn.to_hetero(Net(), data.metadata(), aggr="sum")
+
+    theirs, ours = model(pyg_nn), model(dfgnn.nn)
+    theirs(data.x_dict, data.edge_index_dict)
+    ours(data.x_dict, data.edge_index_dict)
+    theirs = theirs.double()
+    ours.load_state_dict(theirs.state_dict())
+    ours = ours.to(device)
+    expected = theirs({k: v.double() for k, v in data.x_dict.items()}, data.edge_index_dict)
+    out = ours({k: v.to(device) for k, v in data.x_dict.items()},
+               {k: v.to(device) for k, v in data.edge_index_dict.items()})
+    for key in expected:
+        assert_close(out[key], expected[key], 1e-5, f"to_hetero {key}")

@@ -18,16 +18,19 @@ VARIANTS = ["plain", "edge_values", "edge_values_per_head", "dropout"]
 SEED = 1234567
 
 
-def inputs(model, n, h, d, gen):
+def inputs(model, n, h, d, gen, ns=None):
+    """The model's inputs: source-side ones with ns rows (default n), destination-side ones n."""
+    ns = n if ns is None else ns
+
     def rand(*shape):
         return torch.randn(*shape, generator=gen, dtype=torch.float64)
     if model == "gt":
-        return {"q": rand(n, h, d), "k": rand(n, h, d), "v": rand(n, h, d)}
+        return {"q": rand(n, h, d), "k": rand(ns, h, d), "v": rand(ns, h, d)}
     if model == "agnn":
         return {"x": rand(n, h, d), "beta": rand(h)}
     if model == "gat":
-        return {"el": rand(n, h), "er": rand(n, h), "v": rand(n, h, d)}
-    return {"xl": rand(n, h, d), "xr": rand(n, h, d), "a": rand(h, d)}
+        return {"el": rand(ns, h), "er": rand(n, h), "v": rand(ns, h, d)}
+    return {"xl": rand(ns, h, d), "xr": rand(n, h, d), "a": rand(h, d)}
 
 
 def run_ours(model, graph, t, **kw):
@@ -51,10 +54,13 @@ def run_reference(model, edge_index, t, **kw):
 
 
 def check(model, edge_index, num_nodes, heads, dim, device, variant, gen, beta_heads=None, out_tol=1e-5,
-          grad_tol=2e-5):
-    graph = dfgnn.Graph.from_edge_index(edge_index.to(device), num_nodes)
+          grad_tol=2e-5, src_nodes=None):
+    """Ours against the float64 reference on edge_index: a square graph of num_nodes nodes, or
+    with src_nodes a bipartite one (src_nodes sources, num_nodes destinations)."""
+    size = None if src_nodes is None else (src_nodes, num_nodes)
+    graph = dfgnn.Graph.from_edge_index(edge_index.to(device), None if size else num_nodes, size=size)
     E = edge_index.size(1)
-    master = inputs(model, num_nodes, heads, dim, gen)
+    master = inputs(model, num_nodes, heads, dim, gen, src_nodes)
     if beta_heads is not None:
         master["beta"] = master["beta"][:beta_heads]
     ours = {k: v.float().to(device).requires_grad_() for k, v in master.items()}
@@ -96,6 +102,38 @@ def test_against_reference(model, graph, variant, heads, dim, device):
     # (GATv2's dxr) against float64, under 4e-6 on the small graph.
     tol = dict(out_tol=3e-5, grad_tol=3e-4) if hub else {}
     check(model, ref.random_graph(n, e, 7, hub), n, heads, dim, device, variant, gen, **tol)
+
+
+# Bipartite graphs: sources, destinations, random edges, extra edges into destination 0.
+BIPARTITE = {"more_sources": (30, 12, 80, 0), "fewer_sources": (6, 40, 90, 0), "hub": (80, 30, 100, 5000)}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("graph", BIPARTITE)
+@pytest.mark.parametrize("variant", ["plain", "edge_values_per_head", "dropout"])
+@pytest.mark.parametrize("model", ["gt", "gat", "gatv2"])
+def test_bipartite_against_reference(model, variant, graph, device):
+    ns, n, e, hub = BIPARTITE[graph]
+    gen = torch.Generator().manual_seed(zlib.crc32(f"{model} {graph} {variant} bipartite".encode()))
+    tol = dict(out_tol=3e-5, grad_tol=3e-4) if hub else {}
+    check(model, ref.random_bipartite(ns, n, e, 5, hub), n, 2, 8, device, variant, gen, src_nodes=ns, **tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_bipartite_shapes_and_agnn(device):
+    """Each side's tensors against the graph's count of it; AGNN's one x cannot serve two sides."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_bipartite(7, 4, 20, 1).to(device), size=(7, 4))
+    assert (graph.num_src_nodes, graph.num_nodes, graph.bipartite) == (7, 4, True)
+    q, k = torch.randn(4, 2, 8, device=device), torch.randn(7, 2, 8, device=device)
+    assert dfgnn.gt_attention(graph, q, k, k).shape == (4, 2, 8)
+    with pytest.raises(ValueError, match="k has NS = 4 but the graph has NS = 7"):
+        dfgnn.gt_attention(graph, q, q, k)
+    with pytest.raises(ValueError, match="q has N = 7 but the graph has N = 4"):
+        dfgnn.gt_attention(graph, k, k, k)
+    with pytest.raises(ValueError, match="AGNN.*square graph"):
+        dfgnn.agnn_attention(graph, q, torch.ones(1, device=device))
+    with pytest.raises(ValueError, match="source 7 of edge 0 is outside \\[0, 7\\)"):
+        dfgnn.Graph.from_edge_index(torch.tensor([[7], [0]]), size=(7, 4))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -257,7 +295,7 @@ def test_gat_layer_equals_gat_attention(device, heads):
     att = [torch.randn(1, heads, 5, generator=gen).to(device).requires_grad_() for _ in range(2)]
     grad = torch.randn(10, heads, 5, generator=gen).to(device)
     torch.manual_seed(1)
-    layer = dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.4)
+    layer = dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.4)
     assert layer.grad_fn.name() == "DfgnnGATLayerBackward"
     dlayer = torch.autograd.grad(layer, (h, *att), grad)
     torch.manual_seed(1)
@@ -268,8 +306,8 @@ def test_gat_layer_equals_gat_attention(device, heads):
     for a, b, name in zip(dlayer, dplain, ("dh", "datt_src", "datt_dst")):
         assert_close(a, b, 1e-6, name)
     with torch.no_grad():
-        assert torch.equal(dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.0), dfgnn.gat_attention(
+        assert torch.equal(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0), dfgnn.gat_attention(
             graph, elr[0], elr[1], h, negative_slope=0.2))
-    (first,) = torch.autograd.grad(dfgnn.ops._gat_layer(graph, h, *att, 0.2, 0.0).sum(), h, create_graph=True)
+    (first,) = torch.autograd.grad(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0).sum(), h, create_graph=True)
     with pytest.raises(RuntimeError, match="no double backward"):
         first.sum().backward()
