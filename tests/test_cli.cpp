@@ -701,7 +701,8 @@ TEST_F(CliTest, SddmmRoundTrips) {
     const std::int64_t width = op == "dot" ? 1 : D;
     const std::string args = "sddmm --graph " + quote(tiny_graph()) + " --op " + op + " --heads 2 --x " +
                              quote(npy("x.npy", {N, H * D}, X)) + " --y " + quote(npy("y.npy", {N, H}, Y)) +
-                             " --reorder rcm --reference --out " + quote(path("e.npy")) + " --grad-out " +
+                             " --reorder rcm --reference --out " + quote(path("e.npy")) + " --grad-prefix " +
+                             quote(path("grad_")) + " --grad-out " +
                              quote(npy("de.npy", {E, H, width}, test::random_values(std::size_t(E * H * width), 6)));
     const Result r = run(args);
     ASSERT_EQ(r.code, 0) << r.out << r.err;
