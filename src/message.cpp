@@ -159,6 +159,12 @@ std::size_t expect_sddmm_inputs(const char* who, node_t N, BinaryOp op, const Ex
 
 }  // namespace
 
+void check_edge_rows(const char* who, edge_t edges) {
+  if (edges >= (edge_t(1) << 32))
+    fail(who, std::to_string(edges) + " edges: the CUDA message-passing kernels index edge rows in 32 bits (fewer "
+                                      "than 2^32 edges); the portable backend takes any count");
+}
+
 void check_disjoint(const char* who, std::initializer_list<Extents> written, std::initializer_list<Extents> read) {
   auto overlap = [](const Extents& a, const Extents& b) {
     const char *p = static_cast<const char*>(a.data), *q = static_cast<const char*>(b.data);

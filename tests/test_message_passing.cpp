@@ -52,6 +52,14 @@ std::vector<double> numeric_gradient(std::vector<float>& x, Loss loss) {
 
 // ---- names ---------------------------------------------------------------------------------
 
+// The CUDA kernels' edge rows are 32-bit: a plan of 2^32 or more edges is refused up front
+// (cuda::MessagePlan calls this), not run with wrapped rows.
+TEST(MessageChecks, EdgeRowsFitThirtyTwoBits) {
+  EXPECT_NO_THROW(detail::check_edge_rows("cuda::MessagePlan", (edge_t(1) << 32) - 1));
+  test::expect_error([] { detail::check_edge_rows("cuda::MessagePlan", edge_t(1) << 32); },
+                     {"cuda::MessagePlan: 4294967296 edges", "32 bits", "portable backend"});
+}
+
 TEST(MessageRefNames, RoundTripAndRejectUnknown) {
   for (const Message& m : test::messages()) {
     const Message p = parse_message(to_string(m));

@@ -110,6 +110,7 @@ struct MessagePlan::Impl {
 void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_graph) {
   validate(g);
   if (g.bipartite()) throw Error("cuda::MessagePlan: message passing needs a square graph, not a bipartite one");
+  dfgnn::detail::check_edge_rows("cuda::MessagePlan", g.num_edges());
   if (device_graph.num_nodes != g.num_nodes || device_graph.num_edges != g.num_edges())
     throw Error("cuda::MessagePlan: the device graph has " + std::to_string(device_graph.num_nodes) + " nodes and " +
                 std::to_string(device_graph.num_edges) + " edges, the host graph " + std::to_string(g.num_nodes) +

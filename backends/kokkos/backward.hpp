@@ -415,7 +415,7 @@ void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks
   const int lanes =
       std::min(max_lanes, detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(std::max(g.vectors(), g.side.span())));
   if (heavy)
-    launch<Bounds>(exec, chunks_name, int((plan.graph().num_edges() + g.chunk - 1) / g.chunk), 256 / lanes,
+    launch<Bounds>(exec, chunks_name, (plan.graph().num_edges() + g.chunk - 1) / g.chunk, 256 / lanes,
                    lanes, HeavyChunks<Exec, G>{g});
   launch_rows<Bounds>(exec, name, segments, plan.heads(), lanes, g);
 }
@@ -472,7 +472,7 @@ struct SliceSums {
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, count), [&](int k) {
       float acc = 0.0f;
       for (edge_t e = e0; e < e1; ++e) acc += term(e, k);
-      partials(s * count + k) = acc;
+      partials(std::size_t(s) * count + k) = acc;
     });
   }
 };
@@ -491,7 +491,7 @@ void sum_over_edges(const Exec& exec, const PortablePlan<Exec>& plan, const Term
   Kokkos::parallel_for(
       "dfgnn::backward_parameter_sum", Kokkos::RangePolicy<Exec>(exec, 0, count), KOKKOS_LAMBDA(int k) {
         float acc = 0.0f;
-        for (int s = 0; s < slices; ++s) acc += partials(s * count + k);
+        for (int s = 0; s < slices; ++s) acc += partials(std::size_t(s) * count + k);
         result(k) = acc;
       });
 }

@@ -245,7 +245,7 @@ template <class Exec, class Body>
 void for_segments(const Exec& exec, const char* name, edge_t count, int heads, int dim, const Body& body) {
   const int lanes = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(dim);
   const int groups = std::max(1, 256 / lanes), per_team = std::max(1, groups / heads);
-  launch(exec, name, int((count + per_team - 1) / per_team), groups, lanes,
+  launch(exec, name, (count + per_team - 1) / per_team, groups, lanes,
          SegmentHeads<Exec, Body>{count, heads, per_team, body});
 }
 

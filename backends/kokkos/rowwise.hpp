@@ -61,7 +61,7 @@ void launch_rows(const Exec& exec, const char* name, node_t num_rows, int heads,
   RowHeads<Exec, Body> f{num_rows, heads, 1, body};
   const int groups = team_size_for<Traits...>(exec, 256 / lanes, lanes, f);
   f.rows = std::max(1, groups / heads);
-  launch_sized<Traits...>(exec, name, int((num_rows + f.rows - 1) / f.rows), groups, lanes, f);
+  launch_sized<Traits...>(exec, name, (std::int64_t(num_rows) + f.rows - 1) / f.rows, groups, lanes, f);
 }
 
 /// body over every (row, head) of the plan's graph, thread groups of the plan's vector length.

@@ -17,6 +17,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <string>
 
 namespace dfgnn::kokkos_impl {
 
@@ -207,13 +209,22 @@ int team_size_for(const Exec& exec, int team_size, int vector_length, const Func
   return std::max(1, std::min(team_size, limit));
 }
 
+/// A launch's team count as Kokkos takes it (an int): Error, naming the kernel, beyond 2^31 - 1.
+/// Team counts are computed in 64 bits (rows or edges over rows per team), so that a graph near
+/// 2^31 nodes or a larger edge count cannot wrap them around.
+inline int league_of(const char* name, std::int64_t teams) {
+  if (teams > std::numeric_limits<int>::max())
+    throw Error(std::string(name) + ": " + std::to_string(teams) + " teams, more than the 2^31 - 1 a launch takes");
+  return int(teams);
+}
+
 /// Launches `f` over `league` teams of `team_size` threads, a size the backend allows
 /// (team_size_for).
 template <class... Traits, class Exec, class Functor>
-void launch_sized(const Exec& exec, const char* name, int league, int team_size, int vector_length,
+void launch_sized(const Exec& exec, const char* name, std::int64_t league, int team_size, int vector_length,
                   const Functor& f, std::size_t scratch_bytes = 0) {
   if (league == 0) return;
-  Kokkos::TeamPolicy<Exec, Traits...> p(exec, league, team_size, vector_length);
+  Kokkos::TeamPolicy<Exec, Traits...> p(exec, league_of(name, league), team_size, vector_length);
   if (scratch_bytes) p = p.set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
   Kokkos::parallel_for(name, p, f);
 }
@@ -221,7 +232,7 @@ void launch_sized(const Exec& exec, const char* name, int league, int team_size,
 /// Launches `f` over `league` teams with the plan's geometry, clamping the team size to what
 /// the backend allows for this functor.
 template <class... Traits, class Exec, class Functor>
-void launch(const Exec& exec, const char* name, int league, int team_size, int vector_length,
+void launch(const Exec& exec, const char* name, std::int64_t league, int team_size, int vector_length,
             const Functor& f, std::size_t scratch_bytes = 0) {
   if (league == 0) return;
   launch_sized<Traits...>(exec, name, league, team_size_for<Traits...>(exec, team_size, vector_length, f),

@@ -132,6 +132,11 @@ std::size_t check_gsddmm_backward(const char* who, node_t N, edge_t E, BinaryOp 
 /// [N,H,D], disjoint.
 void check_node_map(const char* who, node_t N, const Extents& x, const Extents& out);
 
+/// Throws Error (prefixed `who`) for a graph of 2^32 or more edges: the CUDA message-passing
+/// kernels index an edge operand's rows in 32 bits (message_passing.cuh, Access::at); the
+/// portable kernels index in 64.
+void check_edge_rows(const char* who, edge_t edges);
+
 /// No written tensor shares a byte with a read one or another written one.
 void check_disjoint(const char* who, std::initializer_list<Extents> written, std::initializer_list<Extents> read);
 
