@@ -167,10 +167,16 @@ Region input(const Checker& c, const Call& call, int i) {
 void check_forward(const char* who, const Op& op, ScoreKind model, const Call& call) {
   const Checker check(who, op, model, call);
   check.argument("out", call.out, Extent::DstFeatures);
-  if (call.logsumexp.data || call.logsumexp.entries() > 0)
-    check.argument("logsumexp", call.logsumexp, Extent::DstScalars);
+  const bool lse = call.logsumexp.data || call.logsumexp.entries() > 0;
+  if (lse) check.argument("logsumexp", call.logsumexp, Extent::DstScalars);
+  if (call.weights.data || call.weights.entries() > 0) {
+    if (!lse) check.fail("weights are computed from the logsumexp: pass logsumexp too");
+    TensorRef want;
+    want.rank = 2, want.extents[0] = std::size_t(op.edges), want.extents[1] = std::size_t(op.heads);
+    check.shape("weights", call.weights, want, "[E,H]");
+  }
   check.options();
-  check.disjoint({{"out", &call.out}, {"logsumexp", &call.logsumexp}},
+  check.disjoint({{"out", &call.out}, {"logsumexp", &call.logsumexp}, {"weights", &call.weights}},
                  {input(check, call, 0), input(check, call, 1), input(check, call, 2),
                   {"edge_values", &call.edge_values}});
 }
@@ -212,9 +218,13 @@ Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std
   return c;
 }
 
-void set_outputs(Call& c, const Op& op, float* out, float* logsumexp) {
+void set_outputs(Call& c, const Op& op, float* out, float* logsumexp, float* weights) {
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
   if (logsumexp) c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
+  if (weights) {
+    c.weights.data = weights;
+    c.weights.rank = 2, c.weights.extents[0] = std::size_t(op.edges), c.weights.extents[1] = std::size_t(op.heads);
+  }
 }
 
 void set_upstream(Call& c, const Op& op, ScoreKind model, const float* out, const float* logsumexp,

@@ -19,6 +19,7 @@ std::vector<double> attend(const HostGraph& g, int H, int D, const float* values
   const HostEdgeValues w = options.edge_values;
   std::vector<double> out(std::size_t(g.num_nodes) * H * D, 0.0);
   if (options.logsumexp) options.logsumexp->assign(std::size_t(g.num_nodes) * H, 0.0);
+  if (options.weights) options.weights->assign(std::size_t(g.num_edges()) * H, 0.0);
   std::vector<double> s;
   for (node_t v = 0; v < g.num_nodes; ++v) {
     const edge_t e0 = g.row_ptr[v], deg = g.row_ptr[v + 1] - e0;
@@ -38,6 +39,7 @@ std::vector<double> attend(const HostGraph& g, int H, int D, const float* values
       for (edge_t i = 0; i < deg; ++i) {
         const float* x = values + (std::size_t(g.src[e0 + i]) * H + h) * D;
         const double p = s[i] / sum * options.dropout.factor(g.edge_id[e0 + i], h);
+        if (options.weights) (*options.weights)[std::size_t(g.edge_id[e0 + i]) * H + h] = p;
         for (int d = 0; d < D; ++d) o[d] += p * x[d];
       }
     }

@@ -1,5 +1,7 @@
 // Every model x strategy x (H,D) x graph shape against the float64 reference.
 
+#include "../backends/kokkos/scores.hpp"
+#include "expect_error.hpp"
 #include "graphs.hpp"
 
 #include <dfgnn/attention.hpp>
@@ -32,6 +34,7 @@ struct Case {
   Dropout dropout{};
   bool training = false;     // also compare the logsumexp statistics
   bool misaligned = false;   // inputs one float past a 16-byte boundary (no 4-wide accesses)
+  bool weights = false;      // also compare the attention weights (needs training)
   Backend backend = Backend::Portable;
 
   std::size_t N() const { return std::size_t(g.num_nodes); }
@@ -61,13 +64,18 @@ struct Case {
     if (edge_value_heads)
       dw.edge_values = EdgeValues<Mem>(W.data(), std::size_t(g.num_edges()), std::size_t(edge_value_heads));
     dw.dropout = dropout;
-    std::vector<double> ref_lse;
+    std::vector<double> ref_lse, ref_weights;
     ReferenceOptions hopt(hw);
     hopt.dropout = dropout;
     if (training) {
       dw.logsumexp = decltype(dw.logsumexp)("lse", n, h);
       Kokkos::deep_copy(dw.logsumexp, std::numeric_limits<float>::quiet_NaN());
       hopt.logsumexp = &ref_lse;
+    }
+    if (weights) {
+      dw.attention_weights = decltype(dw.attention_weights)("weights", std::size_t(g.num_edges()), h);
+      Kokkos::deep_copy(dw.attention_weights, std::numeric_limits<float>::quiet_NaN());
+      hopt.weights = &ref_weights;
     }
     auto f3 = [&](const Kokkos::View<float*, Mem>& v) { return NodeFeatures<Mem>(v.data() + off, n, h, d); };
     auto f2 = [&](const Kokkos::View<float*, Mem>& v) { return NodeScalars<Mem>(v.data() + off, n, h); };
@@ -101,6 +109,10 @@ struct Case {
     if (training) {
       const auto lse = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dw.logsumexp);
       err = std::max(err, max_relative_error(lse.data(), ref_lse));
+    }
+    if (weights) {
+      const auto p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), dw.attention_weights);
+      err = std::max(err, max_relative_error(p.data(), ref_weights));
     }
     return err;
   }
@@ -138,6 +150,16 @@ TEST_P(Attention, TrainingStatisticsAndDropout) {
   Case c{kind, g, hd.first, hd.second, unsigned(graph) + 23, 1};
   c.training = true;
   c.dropout = Dropout{0.3f, 42};
+  EXPECT_LT(c.run(strategy), 1e-5) << name;
+}
+
+// The attention weights a training forward writes on request, with edge values and dropout.
+TEST_P(Attention, AttentionWeights) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = graphs()[std::size_t(graph)];
+  Case c{kind, g, hd.first, hd.second, unsigned(graph) + 41, hd.first};
+  c.training = c.weights = true;
+  c.dropout = Dropout{0.3f, 7};
   EXPECT_LT(c.run(strategy), 1e-5) << name;
 }
 
@@ -206,6 +228,14 @@ INSTANTIATE_TEST_SUITE_P(
 // over D / 4 otherwise; the piece split follows the lanes. On a GPU, `exact` sits on that bar,
 // `half` fills it from H = 2 on and `small` never does. Every model, misaligned rows, edge
 // values and training with dropout are checked on each.
+// Team counts come from 64-bit row and edge counts; one past what a launch takes is an Error
+// naming the kernel, not a wrapped (negative or small) league.
+TEST(Launch, TeamCountBeyondIntIsAnError) {
+  EXPECT_EQ(kokkos_impl::league_of("k", std::numeric_limits<int>::max()), std::numeric_limits<int>::max());
+  test::expect_error([] { kokkos_impl::league_of("dfgnn::online", std::int64_t(1) << 31); },
+                     {"dfgnn::online: 2147483648 teams, more than the 2^31 - 1 a launch takes"});
+}
+
 TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
   const int concurrency = int(Exec().concurrency());
   const node_t bar = node_t((concurrency + kNarrowLanes - 1) / kNarrowLanes);

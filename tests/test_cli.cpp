@@ -258,6 +258,34 @@ TEST_F(CliTest, BackwardGradientsEveryModel) {
                     {"dout.npy", "shape"});
 }
 
+// --attention-out: the weights [E,H] in file order (also on the renumbered graph), checked by
+// --reference and against the float64 reference here.
+TEST_F(CliTest, AttentionWeights) {
+  const HostGraph g = graph_from_edges(kNodes, kSrc, kDst);
+  const std::int64_t E = g.num_edges(), H = 2, D = 3;
+  const auto Q = test::random_values(std::size_t(kNodes * H * D), 41), K = test::random_values(std::size_t(kNodes * H * D), 42);
+  const auto V = test::random_values(std::size_t(kNodes * H * D), 43);
+  std::vector<double> ref;
+  ReferenceOptions o;
+  o.weights = &ref;
+  reference_attention(g, 2, 3, GT{}, Q.data(), K.data(), V.data(), o);
+  const std::string inputs = " --q " + quote(npy("q.npy", {kNodes, H, D}, Q)) + " --k " +
+                             quote(npy("k.npy", {kNodes, H, D}, K)) + " --v " + quote(npy("v.npy", {kNodes, H, D}, V));
+  for (const std::string reorder : {"none", "rcm"}) {
+    SCOPED_TRACE(reorder);
+    const Result r = run("attention --graph " + quote(tiny_graph()) + " --model gt --heads 2" + inputs +
+                         " --reference --reorder " + reorder + " --attention-out " + quote(path("a.npy")));
+    ASSERT_EQ(r.code, 0) << r.out << r.err;
+    EXPECT_NE(r.out.find("max relative error of the attention weights"), std::string::npos) << r.out;
+    const io::Array a = io::read_npy_f32(path("a.npy"));
+    ASSERT_EQ(a.shape, (std::vector<std::int64_t>{E, H}));
+    EXPECT_LT(max_relative_error(a.data.data(), ref), 1e-5);
+  }
+  expect_user_error("attention --graph " + quote(tiny_graph()) + " --model gt --attention-out " +
+                        quote(path("no/such/dir/a.npy")),
+                    {"no/such/dir/a.npy"});
+}
+
 // A bipartite graph (--src-nodes): source-side inputs have NS rows, the others and out N;
 // forward and gradients against the float64 reference, and what such a graph cannot run.
 TEST_F(CliTest, BipartiteEveryModelAndGradient) {

@@ -213,6 +213,27 @@ TEST_F(ErrorsTest, LogsumexpShapeAndAliasing) {
   exec_.fence();
 }
 
+TEST_F(ErrorsTest, AttentionWeightsShapeAndLogsumexp) {
+  const auto& p = plan(ScoreKind::GT);
+  const std::size_t E = std::size_t(host_.num_edges());
+  Options<Mem> o;
+  o.attention_weights = View2(buffer(E * H).data(), E, H);
+  expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), o); },
+               {"attention: weights are computed from the logsumexp: pass logsumexp too"});
+  o.logsumexp = View2(buffer(N * H).data(), N, H);
+  for (const std::size_t rows : {E - 1, E + 1}) {
+    Options<Mem> wrong = o;
+    wrong.attention_weights = View2(buffer(rows * H).data(), rows, H);
+    expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), wrong); },
+                 {"weights has shape [" + std::to_string(rows) + ",2], expected [E,H] = [" + std::to_string(E) + ",2]"});
+  }
+  Options<Mem> inside = o;
+  inside.attention_weights = View2(o.logsumexp.data(), E, H);
+  expect_error([&] { attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), inside); }, {"logsumexp overlaps weights"});
+  EXPECT_NO_THROW(attention(exec_, p, GT{}, f3(), f3(), f3(), out3(), o));
+  exec_.fence();
+}
+
 TEST_F(ErrorsTest, DropoutRate) {
   const auto& p = plan(ScoreKind::GT);
   for (float rate : {-0.1f, 1.0f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {

@@ -37,16 +37,18 @@ struct Launcher {
   std::vector<Buffer> tensors, grads;
   std::vector<const float*> inputs;
   std::vector<float*> outputs;
-  Buffer edge_values, out, lse, dout;
+  Buffer edge_values, out, lse, dout, weights;
   std::function<void(cudaStream_t)> run, backward;
 
   Launcher(const cuda::Plan& plan, const Inputs& in, bool training = false) {
     for (const auto& t : in.tensors) inputs.push_back(tensors.emplace_back(upload(t)).get());
     edge_values = upload(in.edge_values);
     out = upload(std::vector<float>(in.out_size()));
-    lse = upload(std::vector<float>(training ? in.N * in.H : 0));
+    lse = upload(std::vector<float>(training || in.weights ? in.N * in.H : 0));  // the weights are computed from it
+    weights = upload(std::vector<float>(in.weights ? in.E * in.H : 0));
     cuda::Options o(cuda::DeviceEdgeValues{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads});
-    o.logsumexp = training ? lse.get() : nullptr;
+    o.logsumexp = training || in.weights ? lse.get() : nullptr;
+    o.attention_weights = in.weights ? weights.get() : nullptr;
     if (training) o.dropout = in.dropout;
     const ScoreKind kind = in.kind;
     const float param = in.param;
@@ -105,12 +107,14 @@ struct Events {
 
 }  // namespace
 
-std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used) {
+std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
+                            std::vector<float>* weights) {
   const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
   used = plan.strategy();
   Launcher launch(plan, in);
   launch.run(nullptr);
   check(cudaDeviceSynchronize(), "attention");
+  if (in.weights) *weights = Launcher::download(launch.weights, in.E * in.H);
   return Launcher::download(launch.out, in.out_size());
 }
 

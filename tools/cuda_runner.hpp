@@ -11,8 +11,10 @@
 
 namespace dfgnn::cli {
 
-/// Runs one forward on the current device; `used` receives the plan's strategy.
-std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used);
+/// Runs one forward on the current device; `used` receives the plan's strategy, `weights` the
+/// attention weights when the inputs ask for them (Inputs::weights).
+std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
+                            std::vector<float>* weights = nullptr);
 
 /// Times `iters` forwards after `warmup` ones (CUDA events around each, median), with the plan
 /// built and inputs uploaded beforehand. `out` (if given) receives the last output.

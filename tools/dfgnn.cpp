@@ -69,6 +69,8 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
   Inputs not given are drawn uniformly from [-1,1] (--seed, default 1; --dim D, default 64).
   --edge-values F.npy   per-edge score multipliers [E] or [E,H], edges in file order
   --out F.npy           output [N,H,D] float32
+  --attention-out A.npy the attention weights [E,H] float32, edges in file order (probability
+                        times dropout factor; --reference checks them too)
   --strategy auto|smmf|pmf|unfused|online (any backend) | staged|dense (cuda)
   --backend auto|kokkos|cuda    auto: cuda when built with it and a GPU is visible
   --reference           also run the float64 reference, print the max relative error and
@@ -213,6 +215,8 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   in.kind = parse_score_kind(a.need("model"));
   in.NS = std::size_t(g.num_src_nodes);
   in.N = std::size_t(g.num_nodes);
+  in.E = std::size_t(g.num_edges());
+  in.weights = a.has("attention-out");
   const long long heads = a.integer("heads", 1);
   if (heads < 1) throw Error("--heads must be >= 1");
   in.H = std::size_t(heads);
@@ -330,10 +334,9 @@ class KokkosRun {
     for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
     if (in.edge_value_heads)
       options_.edge_values = EdgeValues<Mem>(w_.data(), std::size_t(g.num_edges()), std::size_t(in.edge_value_heads));
-    if (training) {
-      options_.logsumexp = decltype(options_.logsumexp)("logsumexp", in.N, in.H);
-      options_.dropout = in.dropout;
-    }
+    if (training || in.weights) options_.logsumexp = decltype(options_.logsumexp)("logsumexp", in.N, in.H);
+    if (training) options_.dropout = in.dropout;
+    if (in.weights) options_.attention_weights = decltype(options_.attention_weights)("weights", in.E, in.H);
   }
 
   Strategy strategy() const { return plan_.strategy(); }
@@ -346,6 +349,7 @@ class KokkosRun {
   }
 
   std::vector<float> output() const { return to_host(out_); }
+  std::vector<float> weights() const { return to_host(options_.attention_weights); }
 
   /// Sets dLoss/dOut and allocates the model's gradients, named in the API's order.
   void set_dout(const std::vector<float>& dout) {
@@ -398,15 +402,18 @@ class KokkosRun {
   std::vector<std::pair<std::string, Kokkos::View<float*, Mem>>> grads_;
 };
 
-std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used) {
+std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
+                              std::vector<float>* weights) {
   const KokkosRun run(g, in, strategy);
   used = run.strategy();
   run();
+  if (in.weights) *weights = run.weights();
   return run.output();
 }
 
-std::vector<double> run_reference(const HostGraph& g, const Inputs& in) {
-  const HostEdgeValues w{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads};
+std::vector<double> run_reference(const HostGraph& g, const Inputs& in, std::vector<double>* weights = nullptr) {
+  ReferenceOptions w(HostEdgeValues{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads});
+  w.weights = weights;
   const int H = int(in.H), D = int(in.D);
   const auto& t = in.tensors;
   switch (in.kind) {
@@ -518,7 +525,7 @@ void reject_non_finite(const Args& a, const Inputs& in) {
 
 int cmd_attention(int argc, char** argv) {
   std::set<std::string> accepted{"graph", "nodes", "src-nodes", "model", "heads", "dim", "edge-values", "out", "strategy", "backend",
-                                 "seed", "grad-out", "grad-prefix", "dropout", "reorder"};
+                                 "seed", "grad-out", "grad-prefix", "dropout", "reorder", "attention-out"};
   for (const auto& option : model_options()) accepted.insert(option.first);
   const Args a = parse_args(argc, argv, 2, accepted, {"reference", "symmetrize"});
   reject_foreign_options(a, parse_score_kind(a.need("model")));
@@ -538,16 +545,17 @@ int cmd_attention(int argc, char** argv) {
       a.has("grad-out") ? checked(io::read_npy_f32(dout_path), dout_path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}})
                         : std::vector<float>{};
   if (a.has("out")) io::check_writable(a.get("out"));
+  if (a.has("attention-out")) io::check_writable(a.get("attention-out"));
   if (a.has("grad-out"))
     for (const auto& [name, size] : gradient_sizes(in)) io::check_writable(gradient_path(a, name));
   Strategy used = strategy;
-  std::vector<float> out;
+  std::vector<float> out, weights;  // weights: in the file's edge order (a renumbering keeps the edge ids)
   const auto t0 = std::chrono::steady_clock::now();
   if (backend == Backend::Portable) {
-    out = run_kokkos(re.graph, run_in, strategy, used);
+    out = run_kokkos(re.graph, run_in, strategy, used, &weights);
   } else {
 #ifdef DFGNN_ENABLE_CUDA
-    out = run_cuda(re.graph, run_in, strategy, used);
+    out = run_cuda(re.graph, run_in, strategy, used, &weights);
 #endif
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -557,11 +565,15 @@ int cmd_attention(int argc, char** argv) {
               to_string(used), backend_name(backend), ms);
   if (a.has("out"))
     io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
+  if (in.weights) io::write_npy_f32(a.get("attention-out"), {std::int64_t(in.E), std::int64_t(in.H)}, weights.data());
   if (a.flags.count("reference")) {
-    const double err = max_relative_error(out.data(), run_reference(g, in));
+    std::vector<double> ref_weights;
+    const double err = max_relative_error(out.data(), run_reference(g, in, in.weights ? &ref_weights : nullptr));
     std::printf("max relative error vs float64 reference: %.3g\n", err);
-    if (!(err <= 1e-4)) {
-      std::fprintf(stderr, "dfgnn: error: relative error %.3g exceeds 1e-4\n", err);
+    const double werr = in.weights ? max_relative_error(weights.data(), ref_weights) : 0.0;
+    if (in.weights) std::printf("max relative error of the attention weights vs float64 reference: %.3g\n", werr);
+    if (!(err <= 1e-4) || !(werr <= 1e-4)) {
+      std::fprintf(stderr, "dfgnn: error: relative error %.3g exceeds 1e-4\n", std::max(err, werr));
       return 1;
     }
   }

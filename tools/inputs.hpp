@@ -17,6 +17,8 @@ struct Inputs {
   std::vector<float> edge_values;  // [E, edge_value_heads] or empty
   int edge_value_heads = 0;
   Dropout dropout;  // of the training forward and backward (--dropout), keyed on --seed
+  std::size_t E = 0;     // edges
+  bool weights = false;  // the forward also writes the attention weights [E,H] (--attention-out)
 
   const ModelArgs& args() const { return model_args(kind); }
   /// The entries of a HeadVector argument (AGNN's beta: 1 or H), else 0.

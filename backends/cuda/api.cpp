@@ -19,7 +19,7 @@ void detail::attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, fl
                                        o.dropout);
   c.param = param;
   c.stream = stream;
-  dfgnn::detail::set_outputs(c, plan.op(), out, o.logsumexp);
+  dfgnn::detail::set_outputs(c, plan.op(), out, o.logsumexp, o.attention_weights);
   dfgnn::detail::forward(kForward, plan, kind, c);
 }
 

@@ -22,6 +22,7 @@ inline Options options_of(const Call& c) {
   const TensorRef& w = c.edge_values;
   Options o(DeviceEdgeValues{static_cast<const float*>(w.data), w.data ? int(w.extents[1]) : 0});
   o.logsumexp = static_cast<float*>(const_cast<void*>(c.logsumexp.data));
+  o.attention_weights = static_cast<float*>(const_cast<void*>(c.weights.data));
   o.dropout = c.dropout;
   o.backward_order = c.backward_order;
   return o;
@@ -66,6 +67,15 @@ bool dense(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScale& w
   return kRuns;
 }
 
+/// Blocks of 256 threads for an edge-parallel pass over every (edge, head) (sddmm_items): half
+/// a lane group an item, at most a full device.
+template <class S, class T>
+unsigned edge_blocks(const Plan::Impl& p) {
+  using ST = ScoreTile<S, T>;
+  return blocks_for(std::min<std::int64_t>(p.graph.num_edges * p.heads * ST::LANES / 2, std::int64_t(p.sms) * 2048),
+                    256);
+}
+
 template <class S, class T>
 void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, const Train& tr, float* out) {
   const int H = p.heads, D = p.dim;
@@ -73,10 +83,7 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
   if (g.num_nodes == 0) return;
   const std::int64_t E = g.num_edges, N = g.num_nodes;
   auto sddmm = [&] {
-    if (E == 0) return;
-    using ST = ScoreTile<S, T>;
-    const std::int64_t threads = std::min<std::int64_t>(E * H * ST::LANES / 2, std::int64_t(p.sms) * 2048);
-    sddmm_kernel<S, T><<<blocks_for(threads, 256), 256, 0, st>>>(sc, g, w, H, D, p.scores);
+    if (E > 0) sddmm_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, g, w, H, D, p.scores);
   };
   const int passes = head_passes(H, T::GROUPS);
   switch (p.strategy) {
@@ -155,6 +162,13 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   vec4 = vec4 && aligned16({out});
   require_tile(p.dim, vec4, "cuda::attention");
   with_tile<!S::kRowKey>(p.dim, vec4, [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); }, pair);
+  if (o.attention_weights == nullptr || p.graph.num_edges == 0) return;
+  with_tile<!S::kRowKey>(p.dim, vec4, [&](auto tile) {
+    using T = decltype(tile);
+    weights_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, p.graph, scale, tr, p.heads, p.dim,
+                                                              o.attention_weights);
+  });
+  DFGNN_CUDA(cudaGetLastError());
 }
 
 /// The backward's order for score S (cuda::BackwardOrder): true for columns first.

@@ -4,6 +4,7 @@
 #include "executor.hpp"
 #include "online.hpp"
 #include "pmf.hpp"
+#include "sddmm.hpp"
 #include "smmf.hpp"
 #include "unfused.hpp"
 
@@ -35,7 +36,9 @@ void PortablePlan<Exec>::forward(const Call& call) const {
   const CallViews<Mem> t{call};
   const Problem<Mem> p = problem(*this, t.output(call.out), t.options(true));
   visit_model(op_.kind, [&](auto model) {
-    dispatch(exec, *this, p, score_of(with_param<decltype(model)>(call.param), exec, *this, t));
+    const auto score = score_of(with_param<decltype(model)>(call.param), exec, *this, t);
+    dispatch(exec, *this, p, score);
+    if (call.weights.data) edge_weights(exec, *this, p, score, t.scalars_out(call.weights));
   });
 }
 

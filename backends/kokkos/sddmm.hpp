@@ -1,5 +1,6 @@
 #pragma once
-// Edge-parallel SDDMM to global memory: PMF's first kernel, and the unfused baseline's.
+// Edge-parallel SDDMM to global memory: PMF's first kernel, the unfused baseline's, and the
+// attention weights a forward writes on request.
 
 #include "scores.hpp"
 
@@ -9,12 +10,13 @@ namespace dfgnn::kokkos_impl {
 /// group of a team busy.
 inline constexpr int kTeamEdges = 128;
 
-template <class Exec, class Score>
-struct EdgeScores {
+/// Each (edge, head)'s score (edge_score) handed to `store`, teams over kTeamEdges edges.
+template <class Exec, class Score, class Store>
+struct EachEdge {
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
   Problem<typename Exec::memory_space> p;
   Score score;
-  Kokkos::View<float*, typename Exec::memory_space> scores;  // [E * H], edge-major
+  Store store;
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
     const edge_t e0 = edge_t(team.league_rank()) * kTeamEdges;
@@ -23,18 +25,48 @@ struct EdgeScores {
       const edge_t e = e0 + k / p.heads;
       const int h = int(k % p.heads);
       const float x = edge_score(team, score, p, e, h);
-      Kokkos::single(Kokkos::PerThread(team), [&] { scores(e * p.heads + h) = x; });
+      Kokkos::single(Kokkos::PerThread(team), [&] { store(e, h, x); });
     });
+  }
+};
+
+template <class Store, class Exec, class Score>
+void each_edge(const Exec& exec, const PortablePlan<Exec>& plan, const char* name,
+               const Problem<typename Exec::memory_space>& p, const Score& score, const Store& store) {
+  const auto& L = plan.layout();
+  const edge_t teams = (edge_t(p.src.extent(0)) + kTeamEdges - 1) / kTeamEdges;
+  launch(exec, name, teams, L.team_size, L.vector_length, EachEdge<Exec, Score, Store>{p, score, store});
+}
+
+/// Scores to the plan's buffer [E * H], edge-major in CSR order.
+template <class Mem>
+struct ToScores {
+  Kokkos::View<float*, Mem> scores;
+  int heads;
+  KOKKOS_INLINE_FUNCTION void operator()(edge_t e, int h, float x) const { scores(e * heads + h) = x; }
+};
+
+/// The attention weights (Call::weights): exp(score - logsumexp) times the dropout factor, at
+/// the caller's edge index.
+template <class Mem>
+struct ToWeights {
+  Problem<Mem> p;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> weights;
+  KOKKOS_INLINE_FUNCTION void operator()(edge_t e, int h, float x) const {
+    weights(p.edge_id(e), h) = exp(x - p.lse(p.dst(e), h)) * p.keep(e, h);
   }
 };
 
 template <class Exec, class Score>
 void edge_scores(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
                  const Score& score) {
-  const auto& L = plan.layout();
-  const edge_t teams = (edge_t(p.src.extent(0)) + kTeamEdges - 1) / kTeamEdges;
-  launch(exec, "dfgnn::edge_scores", int(teams), L.team_size, L.vector_length,
-         EdgeScores<Exec, Score>{p, score, L.scores});
+  each_edge(exec, plan, "dfgnn::edge_scores", p, score, ToScores<typename Exec::memory_space>{plan.layout().scores, p.heads});
+}
+
+template <class Exec, class Score>
+void edge_weights(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
+                  const Score& score, const Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space>& weights) {
+  each_edge(exec, plan, "dfgnn::attention_weights", p, score, ToWeights<typename Exec::memory_space>{p, weights});
 }
 
 }  // namespace dfgnn::kokkos_impl

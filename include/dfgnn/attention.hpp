@@ -46,6 +46,9 @@ struct Options {
   Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> logsumexp;
   /// Attention dropout on the probabilities (training); rate 0: none.
   Dropout dropout;
+  /// When given, receives the attention weights [E,H] in the caller's edge order (Call::weights:
+  /// probability times dropout factor); needs logsumexp. Empty: none computed.
+  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> attention_weights;
 };
 
 namespace detail {
@@ -97,6 +100,7 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const Model& model, con
                const Options<typename Exec::memory_space>& options = {}) {
   Call c = detail::kokkos_call(exec, inputs, model.param(), options);
   c.out = detail::tensor_ref(out), c.logsumexp = detail::tensor_ref(options.logsumexp);  // empty: inference
+  c.weights = detail::tensor_ref(options.attention_weights);
   detail::forward("attention", plan.executor(), Model::kind, c);
 }
 

@@ -49,6 +49,9 @@ struct Options {
   Dropout dropout;
   /// The backward's order (attention_backward only).
   BackwardOrder backward_order = BackwardOrder::Auto;
+  /// Forward: when set, receives the attention weights [E,H] in the caller's edge order (each
+  /// edge's probability times its dropout factor, Call::weights); needs logsumexp.
+  float* attention_weights = nullptr;
 };
 
 /// True when a CUDA device is visible to this process.

@@ -50,8 +50,9 @@ std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t
 /// entries), the edge values [E, edge_heads] (null: none) and the dropout.
 Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std::size_t count,
                   const float* edge_values, int edge_heads, const Dropout& dropout);
-/// A pointer call's forward outputs: out, and logsumexp in training (null: inference).
-void set_outputs(Call& call, const Op& op, float* out, float* logsumexp);
+/// A pointer call's forward outputs: out, logsumexp in training (null: inference) and the
+/// attention weights [E,H] (null: none).
+void set_outputs(Call& call, const Op& op, float* out, float* logsumexp, float* weights = nullptr);
 /// A pointer call's backward operands: the forward's out and logsumexp, dOut, and the
 /// gradients of `model`'s inputs in order.
 void set_upstream(Call& call, const Op& op, ScoreKind model, const float* out, const float* logsumexp,

@@ -72,6 +72,10 @@ struct Call {
   Dropout dropout;
   /// Forward: written (logsumexp in training only). Backward: the forward's, read.
   TensorRef out, logsumexp;
+  /// Forward, when given: written, the attention weights [E,H] in the caller's edge order: each
+  /// edge's probability times its dropout factor, the coefficient the aggregation used. Computed
+  /// from the logsumexp after the forward (so a call asking for them passes logsumexp too).
+  TensorRef weights;
   TensorRef dout;          ///< backward: dLoss/dout
   TensorRef grads[3];      ///< backward: written, the gradient of each input
   BackwardOrder backward_order = BackwardOrder::Auto;

@@ -26,6 +26,7 @@ struct ReferenceOptions {
   HostEdgeValues edge_values;
   Dropout dropout;                           ///< applied to the probabilities, as the kernels do
   std::vector<double>* logsumexp = nullptr;  ///< if set, receives the [N,H] row statistics
+  std::vector<double>* weights = nullptr;    ///< if set, receives the [E,H] attention weights (Call::weights)
 };
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,

@@ -319,7 +319,7 @@ int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* cal
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
     Call c = call_of(p, call);
-    dfgnn::detail::set_outputs(c, p.executor->op(), call->out, call->logsumexp);
+    dfgnn::detail::set_outputs(c, p.executor->op(), call->out, call->logsumexp, call->attention_weights);
     run(p, c, stream, [&](const Call& checked_call) {
       dfgnn::detail::forward(kForward, *p.executor, p.executor->op().kind, checked_call);
     });

@@ -90,6 +90,8 @@ typedef struct dfgnn_call {
   float* logsumexp;          /* forward: written, or null (inference); backward: the forward's */
   const float* dout;         /* backward: dLoss/dout */
   float* grads[3];           /* backward: written, the gradient of each input */
+  float* attention_weights;  /* forward: written when set, [E, H] in the caller's edge order (probability
+                                times dropout factor); needs logsumexp */
 } dfgnn_call;
 
 DFGNN_CAPI int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call);

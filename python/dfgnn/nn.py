@@ -7,11 +7,14 @@ PyG layer's state_dict loads into ours and gives the same outputs and gradients;
 a prebuilt dfgnn.Graph. Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst)
 (the graph's sources and destinations; `size` checks them), and lazy in_channels (-1), so the
 layers run in HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
-MessagePassing modules, which to_hetero looks for. Not supported (raise): edge features
-(edge_dim, edge_attr), return_attention_weights, SparseTensor adjacency, x_dst = None,
-MessagePassing options other than the defaults. Attention dropout has PyG's semantics (p,
-scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed, edge, head),
-so it differs from PyG's mask.
+MessagePassing modules, which to_hetero looks for. return_attention_weights (any value, as in
+PyG) returns (out, (edge_index, alpha)): the edges the attention ran on (self loops included)
+and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv
+return that; its TransformerConv the probability before dropout), without gradient, in eager
+mode. Not supported (raise): edge features (edge_dim, edge_attr), SparseTensor adjacency,
+x_dst = None, MessagePassing options other than the defaults. Attention dropout has PyG's
+semantics (p, scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed,
+edge, head), so it differs from PyG's mask.
 """
 
 import math
@@ -99,7 +102,7 @@ def _graph_of_tensor(edge_index, size):
     return Graph.cached(edge_index, size)
 
 
-def _inputs(layer, x, edge_index, self_loops, edge_attr=None, return_attention_weights=None, size=None):
+def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None):
     """Checks forward's arguments. Returns (graph, x_src, x_dst): the Graph to run on (with
     PyG's self loops when asked) and the source and destination features (both x for a
     tensor x)."""
@@ -117,9 +120,6 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, return_attention_w
             raise ValueError(f"{layer}: {name} must have shape [N, F], got {list(t.shape)}")
     if edge_attr is not None:
         raise ValueError(f"{layer}: edge features (edge_attr) are not supported")
-    if return_attention_weights is not None:
-        raise ValueError(f"{layer}: return_attention_weights is not supported (the fused kernels never "
-                         f"store the attention weights)")
     shape = (x_src.size(0), x_dst.size(0))
     if size is not None and tuple(size) != shape:
         raise ValueError(f"{layer}: size = {tuple(size)} but the inputs have {shape[0]} sources and "
@@ -129,6 +129,15 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, return_attention_w
         raise ValueError(f"{layer}: the inputs have {shape[0]} sources and {shape[1]} destinations but the graph "
                          f"has {graph.num_src_nodes} and {graph.num_nodes}")
     return (graph.with_self_loops() if self_loops else graph), x_src, x_dst
+
+
+def _with_weights(out, result, graph, edge_index, self_loops):
+    """PyG's return form with attention weights: (out, (edge_index, alpha)), the edges those of
+    the graph the attention ran on: a tensor edge_index itself unless self loops were added (then,
+    as PyG's, its edges without loops followed by the loops)."""
+    alpha = result[1]
+    edges = edge_index if isinstance(edge_index, Tensor) and not self_loops else graph.edge_index().to(alpha.device)
+    return out, (edges, alpha)
 
 
 def _heads_out(out, concat):
@@ -189,14 +198,14 @@ class TransformerConv(_Conv):
             _initialise(lin, glorot=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        graph, x_src, x_dst = _inputs("TransformerConv", x, edge_index, False, edge_attr, return_attention_weights)
+        graph, x_src, x_dst = _inputs("TransformerConv", x, edge_index, False, edge_attr)
         H, C = self.heads, self.out_channels
         q = self.lin_query(x_dst).view(x_dst.size(0), H, C)
         k = self.lin_key(x_src).view(x_src.size(0), H, C)
         v = self.lin_value(x_src).view(x_src.size(0), H, C)
-        out = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C),
-                           dropout=self.dropout if self.training else 0.0)
-        out = _heads_out(out, self.concat)
+        result = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C), dropout=self.dropout if self.training else 0.0,
+                              return_attention_weights=return_attention_weights is not None)
+        out = _heads_out(result[0] if return_attention_weights is not None else result, self.concat)
         if self.root_weight:
             x_r = self.lin_skip(x_dst)
             if self.lin_beta is not None:
@@ -204,7 +213,7 @@ class TransformerConv(_Conv):
                 out = beta * x_r + (1 - beta) * out
             else:
                 out = out + x_r
-        return out
+        return out if return_attention_weights is None else _with_weights(out, result, graph, edge_index, False)
 
 
 class AGNNConv(_Conv):
@@ -279,21 +288,22 @@ class GATConv(_Conv):
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
-        graph, x_src, x_dst = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr,
-                                      return_attention_weights, size)
+        graph, x_src, x_dst = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr, size)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
         dropout = self.dropout if self.training else 0.0
+        weights = return_attention_weights is not None
         if self.lin is not None and x_src is x_dst:
             # The score terms el = <h, att_src>, er = <h, att_dst> and the attention, one autograd node.
             h = self.lin(x_src).view(x_src.size(0), H, C)
-            out = _gat_layer(graph, h, None, self.att_src, self.att_dst, self.negative_slope, dropout)
+            result = _gat_layer(graph, h, None, self.att_src, self.att_dst, self.negative_slope, dropout, weights)
         else:
             lin_src, lin_dst = (self.lin, self.lin) if self.lin is not None else (self.lin_src, self.lin_dst)
             h = lin_src(x_src).view(x_src.size(0), H, C)
             h_dst = lin_dst(x_dst).view(x_dst.size(0), H, C)
-            out = _gat_layer(graph, h, h_dst, self.att_src, self.att_dst, self.negative_slope, dropout)
-        return _gat_output(out, self.concat, res, self.bias)
+            result = _gat_layer(graph, h, h_dst, self.att_src, self.att_dst, self.negative_slope, dropout, weights)
+        out = _gat_output(result[0] if weights else result, self.concat, res, self.bias)
+        return _with_weights(out, result, graph, edge_index, self.add_self_loops) if weights else out
 
 
 class GATv2Conv(_Conv):
@@ -331,12 +341,13 @@ class GATv2Conv(_Conv):
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        graph, x_src, x_dst = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr,
-                                      return_attention_weights)
+        graph, x_src, x_dst = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
         x_l = self.lin_l(x_src).view(x_src.size(0), H, C)
         x_r = x_l if self.share_weights and x_src is x_dst else self.lin_r(x_dst).view(x_dst.size(0), H, C)
-        out = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
-                              dropout=self.dropout if self.training else 0.0)
-        return _gat_output(out, self.concat, res, self.bias)
+        weights = return_attention_weights is not None
+        result = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
+                                 dropout=self.dropout if self.training else 0.0, return_attention_weights=weights)
+        out = _gat_output(result[0] if weights else result, self.concat, res, self.bias)
+        return _with_weights(out, result, graph, edge_index, self.add_self_loops) if weights else out

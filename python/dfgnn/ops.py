@@ -352,7 +352,7 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
                                                                     and _lib.has_cuda)):
         return None
     return _attention(_native(graph, a, spec.kind, dims), (a, b, c), scalar, 0, None, dropout,
-                      _draw_seed() if dropout else 0, _forward_ad._current_level)
+                      _draw_seed() if dropout else 0, _forward_ad._current_level, None)
 
 
 def _dropout(op, dropout):
@@ -362,10 +362,11 @@ def _dropout(op, dropout):
     return dropout
 
 
-def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed):
+def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=False):
     """The output of model `spec` on `tensors` (each already a contiguous float32 tensor):
     through the custom op when tracing, under a dispatch mode or functorch transform, or with
-    a tensor subclass; otherwise eagerly (see above)."""
+    a tensor subclass; otherwise eagerly (see above). With `weights`, (out, the attention
+    weights [E, H]), eagerly only."""
     dropout = _dropout(op, dropout)
     if not isinstance(graph, Graph):
         raise TypeError(f"{op}: graph must be a dfgnn.Graph (dfgnn.Graph.from_edge_index(edge_index)), "
@@ -380,6 +381,9 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed):
         if not -2 ** 63 <= seed < 2 ** 63:
             raise ValueError(f"{op}: seed must fit in 64 bits, got {seed}")
     if not _eager_mode(tensors, edge_values):
+        if weights:
+            raise ValueError(f"{op}: return_attention_weights runs in eager mode only (not under torch.compile, "
+                             f"a dispatch mode, a functorch transform or with tensor subclasses)")
         if dropout == 0.0:
             seed = None
         elif seed is None:  # from torch's default generator, so torch.manual_seed makes runs repeat
@@ -399,19 +403,22 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed):
                                                 and edge_values.device == device)):
         _, *dims, _ = _check(spec.name, graph.id, spec.named(tensors), edge_values, 0.0, None)  # raises
     count = 0 if spec.scalar else tensors[1].numel()  # AGNN's beta: 1 or H entries
-    return _attention(_native(graph, first, spec.kind, dims), tensors, scalar or 0.0, count, edge_values, dropout,
-                      seed, _forward_ad._current_level)
+    w = torch.empty(graph.num_edges, dims[0], dtype=_F32, device=device) if weights else None
+    out = _attention(_native(graph, first, spec.kind, dims), tensors, scalar or 0.0, count, edge_values, dropout,
+                     seed, _forward_ad._current_level, w)
+    return (out, w) if weights else out
 
 
-def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout):
+def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weights=False):
     """GATConv's attention: gat_attention(graph, el, er, h) on the score terms el = <h, att_src>
     and er = <h_dst, att_dst> of h [NS, H, C], h_dst [N, H, C] (None: h, a square graph) and
     att_src, att_dst [1, H, C]; eagerly as one autograd node (dfgnn._ops.gat_layer) when it can,
-    else the public function on the terms."""
+    else the public function on the terms. With `weights`, (out, attention weights)."""
     dropout = float(dropout)
-    if h_dst is not None:
-        el, er = (h * att_src).sum(dim=-1), (h_dst * att_dst).sum(dim=-1)
-        return gat_attention(graph, el, er, h, negative_slope=negative_slope, dropout=dropout)
+    if h_dst is not None or weights:
+        el, er = (h * att_src).sum(dim=-1), ((h if h_dst is None else h_dst) * att_dst).sum(dim=-1)
+        return gat_attention(graph, el, er, h, negative_slope=negative_slope, dropout=dropout,
+                             return_attention_weights=weights)
     tensors = (h, att_src, att_dst)
     n = graph.num_nodes
     if (0.0 <= dropout < 1.0 and _eager_mode(tensors) and (h.is_cpu or h.is_cuda and _lib.has_cuda)
@@ -444,13 +451,16 @@ def _edge_values(op, edge_values):
     return edge_values.view(-1, 1) if edge_values.dim() == 1 else edge_values
 
 
-def gt_attention(graph, q, k, v, *, scale=None, edge_values=None, dropout=0.0, seed=None):
+def gt_attention(graph, q, k, v, *, scale=None, edge_values=None, dropout=0.0, seed=None,
+                 return_attention_weights=False):
     """Graph Transformer attention: out[v,h] = sum_{u->v} softmax_u(scale <q[v,h], k[u,h]>) v[u,h].
 
     q: [N, H, D], k, v: [NS, H, D] float32 (NS = N unless the graph is bipartite); scale: a
-    nonzero number, default 1/sqrt(D). Returns [N, H, D]."""
-    if edge_values is None and seed is None and (scale is None or type(scale) is float and scale != 0.0
-                                                 and _isfinite(scale)):
+    nonzero number, default 1/sqrt(D). Returns [N, H, D], or with return_attention_weights
+    (out, weights [E, H]): each edge's probability times its dropout factor, in the graph's
+    edge order, without gradient (all four functions)."""
+    if edge_values is None and seed is None and not return_attention_weights and (
+            scale is None or type(scale) is float and scale != 0.0 and _isfinite(scale)):
         out = _fast(_GT, graph, q, k, v, scale or 0.0, dropout)  # scale 0: the kernels' 1/sqrt(D)
         if out is not None:
             return out
@@ -461,10 +471,10 @@ def gt_attention(graph, q, k, v, *, scale=None, edge_values=None, dropout=0.0, s
     elif not math.isfinite(float(scale)) or float(scale) == 0.0:  # 0 would select the default
         raise ValueError(f"{op}: scale must be finite and nonzero (None selects 1/sqrt(D)), got {scale}")
     scale = float(scale)
-    return _run(_GT, op, graph, tensors, scale, edge_values, dropout, seed)
+    return _run(_GT, op, graph, tensors, scale, edge_values, dropout, seed, return_attention_weights)
 
 
-def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None):
+def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None, return_attention_weights=False):
     """AGNN attention: score beta[h] cos(x[v,h], x[u,h]) (0 for a zero vector), values x.
 
     x: [N, H, D] on a square graph; beta: [1] (shared) or [H] tensor, or a number. Returns [N, H, D]."""
@@ -472,31 +482,35 @@ def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None):
     x = _input(op, "x", x)
     if isinstance(beta, (int, float)):
         beta = torch.full((1,), float(beta), device=x.device)
-    return _run(_AGNN, op, graph, (x, _input(op, "beta", beta)), None, edge_values, dropout, seed)
+    return _run(_AGNN, op, graph, (x, _input(op, "beta", beta)), None, edge_values, dropout, seed,
+                return_attention_weights)
 
 
-def gat_attention(graph, el, er, v, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None):
+def gat_attention(graph, el, er, v, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None,
+                  return_attention_weights=False):
     """GAT attention: score LeakyReLU(el[u,h] + er[v,h]) for the edge u -> v.
 
     el: [NS, H] and er: [N, H] (source and destination terms); v: [NS, H, D]. Returns [N, H, D]."""
-    if edge_values is None and seed is None and type(negative_slope) is float:
+    if edge_values is None and seed is None and not return_attention_weights and type(negative_slope) is float:
         out = _fast(_GAT, graph, el, er, v, negative_slope, dropout)
         if out is not None:
             return out
     op = "dfgnn.gat_attention"
     tensors = _input(op, "el", el), _input(op, "er", er), _input(op, "v", v)
-    return _run(_GAT, op, graph, tensors, float(negative_slope), edge_values, dropout, seed)
+    return _run(_GAT, op, graph, tensors, float(negative_slope), edge_values, dropout, seed, return_attention_weights)
 
 
-def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None):
+def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, edge_values=None, dropout=0.0, seed=None,
+                    return_attention_weights=False):
     """GATv2 attention: score sum_d a[h,d] LeakyReLU(xl[u,h,d] + xr[v,h,d]) for the edge u -> v,
     values xl.
 
     xl: [NS, H, D], xr: [N, H, D]; a: [H, D]. Returns [N, H, D]."""
-    if edge_values is None and seed is None and type(negative_slope) is float:
+    if edge_values is None and seed is None and not return_attention_weights and type(negative_slope) is float:
         out = _fast(_GATV2, graph, xl, xr, a, negative_slope, dropout)
         if out is not None:
             return out
     op = "dfgnn.gatv2_attention"
     tensors = _input(op, "xl", xl), _input(op, "xr", xr), _input(op, "a", a)
-    return _run(_GATV2, op, graph, tensors, float(negative_slope), edge_values, dropout, seed)
+    return _run(_GATV2, op, graph, tensors, float(negative_slope), edge_values, dropout, seed,
+                return_attention_weights)

@@ -87,6 +87,7 @@ struct Options {
   double dropout;
   int64_t seed;
   bool packed = false;  // the first tensor holds the first two inputs (GATConv's el and er)
+  at::Tensor weights;   // [E, H]: receives the attention weights (forward), or undefined
 };
 
 // The model's inputs (or their gradients) from `tensors`: one each or, `packed`, the first two
@@ -115,15 +116,18 @@ dfgnn_call call_of(const std::vector<at::Tensor>& tensors, const Options& o) {
   return c;
 }
 
-// The forward: out [N, H, D] and, in training, logsumexp [N, H] (else undefined).
+// The forward: out [N, H, D] and, in training or when it writes the attention weights (they
+// are computed from it), logsumexp [N, H] (else undefined).
 std::pair<at::Tensor, at::Tensor> run_forward(const PlanState& plan, const std::vector<at::Tensor>& tensors,
                                               const Options& o, bool train) {
   const at::Tensor& first = tensors[0];
+  const bool stats = train || o.weights.defined();
   at::Tensor out = at::empty({plan.nodes, plan.heads, plan.dim}, first.options());
-  at::Tensor lse = train ? at::empty({plan.nodes, plan.heads}, first.options()) : at::Tensor();
+  at::Tensor lse = stats ? at::empty({plan.nodes, plan.heads}, first.options()) : at::Tensor();
   dfgnn_call c = call_of(tensors, o);
   c.out = out.data_ptr<float>();
-  c.logsumexp = train ? lse.data_ptr<float>() : nullptr;
+  c.logsumexp = stats ? lse.data_ptr<float>() : nullptr;
+  c.attention_weights = o.weights.defined() ? o.weights.data_ptr<float>() : nullptr;
   check(natives.forward(plan.handle, stream_of(first), &c));
   return {std::move(out), std::move(lse)};
 }
@@ -307,10 +311,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "attention",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
-         double dropout, int64_t seed, int64_t level) {
-        return attention(plan, tensors, options(param, count, edge_values, dropout, seed), level);
+         double dropout, int64_t seed, int64_t level, const EdgeValues& weights) {
+        Options o = options(param, count, edge_values, dropout, seed);
+        if (weights) o.weights = *weights;
+        return attention(plan, tensors, o, level);
       },
-      "out, recorded for autograd when an input requires grad");
+      "out, recorded for autograd when an input requires grad; `weights` [E, H] (or None) receives the "
+      "attention weights");
   m.def(
       "gat_layer",
       [](const Plan& plan, const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst, double slope,

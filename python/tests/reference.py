@@ -21,9 +21,10 @@ def dropout_factors(rate, seed, num_edges, heads):
     return out
 
 
-def attention(edge_index, num_nodes, scores, values, edge_values=None, factors=None):
+def attention(edge_index, num_nodes, scores, values, edge_values=None, factors=None, return_weights=False):
     """out[v] = sum over edges u -> v of softmax_u(scores * edge_values) * factors * values[u];
-    scores [E, H], values [N, H, D]; rows without in-edges give 0."""
+    scores [E, H], values [N, H, D]; rows without in-edges give 0. With return_weights, (out, the
+    attention weights softmax * factors [E, H])."""
     src, dst = edge_index
     H = scores.size(1)
     if edge_values is not None:
@@ -35,8 +36,8 @@ def attention(edge_index, num_nodes, scores, values, edge_values=None, factors=N
     p = e / torch.zeros(num_nodes, H, dtype=scores.dtype).index_add(0, dst, e)[dst]
     if factors is not None:
         p = p * factors
-    return torch.zeros(num_nodes, H, values.size(2), dtype=values.dtype).index_add(
-        0, dst, p.unsqueeze(-1) * values[src])
+    out = torch.zeros(num_nodes, H, values.size(2), dtype=values.dtype).index_add(0, dst, p.unsqueeze(-1) * values[src])
+    return (out, p) if return_weights else out
 
 
 def gt(edge_index, q, k, v, scale, **kw):

@@ -123,7 +123,6 @@ def test_unsupported_options(make_layer, match):
     (lambda c, x, e: c((x, None), e), TypeError, "x_dst = None is not supported"),
     (lambda c, x, e: c((x, x[:3]), e, size=(N, 4)), ValueError, "size = \\(20, 4\\) but the inputs have 20 sources and 3"),
     (lambda c, x, e: c(x, e, edge_attr=torch.ones(e.size(1), 3)), ValueError, "edge_attr"),
-    (lambda c, x, e: c(x, e, return_attention_weights=True), ValueError, "return_attention_weights"),
     (lambda c, x, e: c(x[:5], e), ValueError, "is outside \\[0, 5\\)"),
     (lambda c, x, e: c(x[:5], dfgnn.Graph.from_edge_index(e, N)), ValueError,
      "the inputs have 5 sources and 5 destinations but the graph has 20 and 20"),
@@ -279,3 +278,33 @@ def test_to_hetero(device):
                {k: v.to(device) for k, v in data.edge_index_dict.items()})
     for key in expected:
         assert_close(out[key], expected[key], 1e-5, f"to_hetero {key}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,args,kwargs,bipartite", [
+    ("TransformerConv", (F, 6), {"heads": 2}, False),
+    ("GATConv", (F, 6), {"heads": 2}, False),  # self loops added: PyG's edge_index comes back
+    ("GATConv", (F, 6), {"heads": 3, "add_self_loops": False}, False),
+    ("GATv2Conv", (F, 6), {"heads": 2}, False),
+    ("GATConv", ((FS, FD), 6), {"heads": 2}, True),
+])
+def test_return_attention_weights(name, args, kwargs, bipartite, device):
+    """(out, (edge_index, alpha)) as PyG returns them in eval mode, with the same weights."""
+    theirs, ours = make(name, args, kwargs)
+    theirs = theirs.double().eval()
+    ours.load_state_dict(theirs.state_dict())
+    ours = ours.to(device).eval()
+    gen = torch.Generator().manual_seed(4)
+    if bipartite:
+        edge_index = ref.random_bipartite(NS, ND, 60, 4)
+        x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen))
+        x_ours, x_theirs = tuple(t.to(device) for t in x), tuple(t.double() for t in x)
+    else:
+        edge_index = ref.random_graph(N, 70, 3)
+        x = torch.randn(N, F, generator=gen)
+        x_ours, x_theirs = x.to(device), x.double()
+    out, (edges, alpha) = ours(x_ours, edge_index.to(device), return_attention_weights=True)
+    expected, (expected_edges, expected_alpha) = theirs(x_theirs, edge_index, return_attention_weights=True)
+    assert_close(out, expected, 1e-5, f"{name} out")
+    assert torch.equal(edges.cpu(), expected_edges)
+    assert_close(alpha, expected_alpha, 1e-5, f"{name} alpha")

@@ -120,6 +120,36 @@ def test_bipartite_against_reference(model, variant, graph, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("variant", ["plain", "edge_values_per_head", "dropout"])
+@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
+def test_attention_weights(model, variant, device):
+    """return_attention_weights: (out, weights [E, H]) in the caller's edge order, the reference's
+    probabilities times dropout factors; the same out as without them; no gradient."""
+    n, e = 12, 60
+    edge_index = ref.random_graph(n, e, 9)
+    graph = dfgnn.Graph.from_edge_index(edge_index.to(device), n)
+    gen = torch.Generator().manual_seed(zlib.crc32(f"{model} {variant} weights".encode()))
+    master = inputs(model, n, 2, 8, gen)
+    ours = {k: v.float().to(device).requires_grad_() for k, v in master.items()}
+    theirs = {k: v.float().double() for k, v in master.items()}
+    ours_kw, ref_kw = {}, {"return_weights": True}
+    E = edge_index.size(1)
+    if variant == "edge_values_per_head":
+        w = torch.rand(E, 2, generator=gen) * 2
+        ours_kw["edge_values"], ref_kw["edge_values"] = w.to(device), w.double()
+    if variant == "dropout":
+        ours_kw.update(dropout=0.3, seed=SEED)
+        ref_kw["factors"] = ref.dropout_factors(0.3, SEED, E, 2)
+    out, weights = run_ours(model, graph, ours, return_attention_weights=True, **ours_kw)
+    expected, expected_weights = run_reference(model, edge_index, theirs, **ref_kw)
+    assert weights.shape == (E, 2) and not weights.requires_grad
+    assert_close(weights, expected_weights, 1e-5, f"{model} weights")
+    assert torch.equal(out, run_ours(model, graph, ours, **ours_kw))
+    out.sum().backward()  # out keeps its gradient
+    assert all(t.grad is not None for t in ours.values())
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_bipartite_shapes_and_agnn(device):
     """Each side's tensors against the graph's count of it; AGNN's one x cannot serve two sides."""
     graph = dfgnn.Graph.from_edge_index(ref.random_bipartite(7, 4, 20, 1).to(device), size=(7, 4))

@@ -1,6 +1,7 @@
 // Bipartite graphs on the CUDA-native kernels (NS sources, N destinations, NS != N): GT, GAT
-// and GATv2 forward and backward through every strategy that runs them against the float64
-// reference; Staged, Dense and AGNN refuse them. Needs a CUDA device; skips otherwise.
+// and GATv2 forward, attention weights and backward through every strategy that runs them
+// against the float64 reference (the weights on a square graph too); Staged, Dense and AGNN
+// refuse bipartite graphs. Needs a CUDA device; skips otherwise.
 
 #include "../expect_error.hpp"
 #include "../gradient_check.hpp"
@@ -84,6 +85,7 @@ const std::vector<Named>& graphs() {
       {"one_edge", graph_from_edges(3, 2, {2}, {1})},
       {"no_destinations", graph_from_edges(5, 0, {}, {})},
       {"no_sources", graph_from_edges(0, 6, {}, {})},
+      {"square", random_bipartite(2000, 2000, 2000, 1900, 30000, 3)},
   };
   return gs;
 }
@@ -91,13 +93,15 @@ const std::vector<Named>& graphs() {
 // The float64 reference: out, then the gradients in model_args order.
 std::vector<std::vector<double>> reference(ScoreKind kind, const HostGraph& g, int H, int D,
                                            const std::vector<std::vector<float>>& in, const std::vector<float>& dout,
-                                           const ReferenceOptions& o) {
+                                           ReferenceOptions& o, std::vector<double>& weights) {
+  o.weights = &weights;
   return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
     using Model = decltype(model);
     if constexpr (Model::kind == ScoreKind::AGNN) {
       return {};
     } else {
       const auto out = reference_attention(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), o);
+      o.weights = nullptr;
       const auto r =
           reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), dout.data(), o);
       if constexpr (Model::kind == ScoreKind::GT) return {out, r.dQ, r.dK, r.dV};
@@ -138,9 +142,10 @@ TEST_P(BipartiteCuda, MatchesFloat64Reference) {
   const std::size_t rows = std::size_t(g.num_nodes) * H;
   const auto dout = uniform(rows * D, 77);
   const auto w = uniform(std::size_t(g.num_edges()) * H, 78);
-  Buf out(rows * D), lse(rows), dy(dout), dw(w);
+  Buf out(rows * D), lse(rows), dy(dout), dw(w), weights(std::size_t(g.num_edges()) * H);
   cuda::Options o(cuda::DeviceEdgeValues{options ? dw.p : nullptr, options ? H : 0});
   o.logsumexp = lse.p;
+  o.attention_weights = weights.p;
   if (options) o.dropout = Dropout{0.3f, 42};
   ReferenceOptions ro(HostEdgeValues{options ? w.data() : nullptr, options ? H : 0});
   ro.dropout = o.dropout;
@@ -148,10 +153,12 @@ TEST_P(BipartiteCuda, MatchesFloat64Reference) {
   cuda::detail::attention(nullptr, plan, kind, param, inputs.data(), 0, out.p, o);
   cuda::detail::attention_backward(nullptr, plan, kind, param, inputs.data(), 0, out.p, lse.p, dy.p, outputs.data(), o);
   ok(cudaDeviceSynchronize());
-  const auto ref = reference(kind, g, H, D, host, dout, ro);
+  std::vector<double> ref_weights;
+  const auto ref = reference(kind, g, H, D, host, dout, ro, ref_weights);
   const auto names = test::gradient_names(kind);
   const std::string where = name + " " + to_string(plan.strategy());
   EXPECT_LT(max_relative_error(out.host().data(), ref[0]), 1e-5) << where << " out";
+  EXPECT_LT(max_relative_error(weights.host().data(), ref_weights), 1e-5) << where << " attention weights";
   for (std::size_t i = 1; i < ref.size(); ++i)
     EXPECT_LT(test::gradient_error(grads[i - 1]->host(), ref[i]), test::gradient_tolerance(kind, i - 1))
         << where << " " << names[i - 1];
