@@ -32,6 +32,16 @@ inline HostGraph random_graph(node_t n, std::size_t m, unsigned seed) {
   return graph_from_edges(n, src, dst);
 }
 
+// Bipartite: m random edges u -> v with u < `sources` (of ns) and v < `rows` (of n); the
+// sources and rows above them have no edge.
+inline HostGraph random_bipartite(node_t ns, node_t n, node_t sources, node_t rows, std::size_t m, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<node_t> u(0, sources - 1), v(0, rows - 1);
+  std::vector<node_t> src(m), dst(m);
+  for (std::size_t i = 0; i < m; ++i) src[i] = u(rng), dst[i] = v(rng);
+  return graph_from_edges(ns, n, src, dst);
+}
+
 // Node 0 has `degree` in-edges: more scores than any team scratch holds. Its edges come in
 // CSR order (edge ids equal positions), the other graphs' do not: kernels see both.
 inline HostGraph super_node_graph(node_t n, std::size_t degree, unsigned seed) {

@@ -22,16 +22,6 @@ using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 using View1 = Kokkos::View<float*, Mem>;
 
-// m random edges u -> v with u < `sources` (of ns) and v < `rows` (of n): the sources and rows
-// above them have no edge.
-HostGraph random_bipartite(node_t ns, node_t n, node_t sources, node_t rows, std::size_t m, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<node_t> u(0, sources - 1), v(0, rows - 1);
-  std::vector<node_t> src(m), dst(m);
-  for (std::size_t i = 0; i < m; ++i) src[i] = u(rng), dst[i] = v(rng);
-  return graph_from_edges(ns, n, src, dst);
-}
-
 // Row 0 takes 20000 in-edges, beyond any team scratch and shared memory, and source 1 sends
 // 3000 edges (a heavy column for the backward); the other rows 3 edges each.
 HostGraph super_row(unsigned seed) {
@@ -48,8 +38,8 @@ HostGraph super_row(unsigned seed) {
 
 const std::vector<test::NamedGraph>& graphs() {
   static const std::vector<test::NamedGraph> gs{
-      {"more_sources", random_bipartite(400, 150, 350, 120, 2400, 1)},
-      {"fewer_sources", random_bipartite(40, 300, 40, 300, 2000, 2)},
+      {"more_sources", test::random_bipartite(400, 150, 350, 120, 2400, 1)},
+      {"fewer_sources", test::random_bipartite(40, 300, 40, 300, 2000, 2)},
       {"super_row", super_row(3)},
       {"one_edge", graph_from_edges(3, 2, {2}, {1})},
       {"no_destinations", graph_from_edges(5, 0, {}, {})},

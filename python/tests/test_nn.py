@@ -224,6 +224,21 @@ def _hetero_data():
     return data
 
 
+def _compare_hetero(theirs, ours, data, device, what):
+    """Two heterogeneous models, PyG's layers and ours: a first call shapes the lazy layers, then
+    ours with theirs's weights (theirs in float64) give the same output for every node type."""
+    theirs(data.x_dict, data.edge_index_dict)
+    ours(data.x_dict, data.edge_index_dict)
+    theirs = theirs.double()
+    ours.load_state_dict(theirs.state_dict())
+    ours = ours.to(device)
+    expected = theirs({k: v.double() for k, v in data.x_dict.items()}, data.edge_index_dict)
+    out = ours({k: v.to(device) for k, v in data.x_dict.items()},
+               {k: v.to(device) for k, v in data.edge_index_dict.items()})
+    for key in expected:
+        assert_close(out[key], expected[key], 1e-5, f"{what} {key}")
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_hetero_conv(device):
     """torch_geometric.nn.HeteroConv with our layers on every edge type equals it with PyG's."""
@@ -236,17 +251,7 @@ def test_hetero_conv(device):
             ("paper", "cites", "paper"): nn.GATv2Conv(-1, 8, heads=2),
         }, aggr="sum")
 
-    theirs, ours = convs(pyg_nn), convs(dfgnn.nn)
-    theirs(data.x_dict, data.edge_index_dict)  # shapes the lazy layers
-    ours(data.x_dict, data.edge_index_dict)
-    theirs = theirs.double()
-    ours.load_state_dict(theirs.state_dict())
-    ours = ours.to(device)
-    expected = theirs({k: v.double() for k, v in data.x_dict.items()}, data.edge_index_dict)
-    out = ours({k: v.to(device) for k, v in data.x_dict.items()},
-               {k: v.to(device) for k, v in data.edge_index_dict.items()})
-    for key in expected:
-        assert_close(out[key], expected[key], 1e-5, f"HeteroConv {key}")
+    _compare_hetero(convs(pyg_nn), convs(dfgnn.nn), data, device, "HeteroConv")
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -267,17 +272,7 @@ def test_to_hetero(device):
 
         return pyg_nn.to_hetero(Net(), data.metadata(), aggr="sum")
 
-    theirs, ours = model(pyg_nn), model(dfgnn.nn)
-    theirs(data.x_dict, data.edge_index_dict)
-    ours(data.x_dict, data.edge_index_dict)
-    theirs = theirs.double()
-    ours.load_state_dict(theirs.state_dict())
-    ours = ours.to(device)
-    expected = theirs({k: v.double() for k, v in data.x_dict.items()}, data.edge_index_dict)
-    out = ours({k: v.to(device) for k, v in data.x_dict.items()},
-               {k: v.to(device) for k, v in data.edge_index_dict.items()})
-    for key in expected:
-        assert_close(out[key], expected[key], 1e-5, f"to_hetero {key}")
+    _compare_hetero(model(pyg_nn), model(dfgnn.nn), data, device, "to_hetero")
 
 
 @pytest.mark.parametrize("device", DEVICES)

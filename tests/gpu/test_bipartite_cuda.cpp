@@ -5,6 +5,7 @@
 
 #include "../expect_error.hpp"
 #include "../gradient_check.hpp"
+#include "../graphs.hpp"
 
 #include <dfgnn/cuda.hpp>
 #include <dfgnn/reference_backward.hpp>
@@ -43,23 +44,6 @@ struct Buf {
   }
 };
 
-std::vector<float> uniform(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-// m random edges u -> v, u < `sources` of ns and v < `rows` of n (the rest have no edge).
-HostGraph random_bipartite(node_t ns, node_t n, node_t sources, node_t rows, std::size_t m, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<node_t> u(0, sources - 1), v(0, rows - 1);
-  std::vector<node_t> src(m), dst(m);
-  for (std::size_t i = 0; i < m; ++i) src[i] = u(rng), dst[i] = v(rng);
-  return graph_from_edges(ns, n, src, dst);
-}
-
 // Row 0 takes 20500 in-edges (beyond shared memory, split for the backward) and source 1 sends
 // 20500 (a split column); the other rows one edge each.
 HostGraph hubs() {
@@ -72,20 +56,15 @@ HostGraph hubs() {
   return graph_from_edges(ns, n, src, dst);
 }
 
-struct Named {
-  std::string name;
-  HostGraph graph;
-};
-
-const std::vector<Named>& graphs() {
-  static const std::vector<Named> gs{
-      {"more_sources", random_bipartite(4000, 1500, 3500, 1200, 30000, 1)},
-      {"fewer_sources", random_bipartite(40, 3000, 40, 3000, 20000, 2)},
+const std::vector<test::NamedGraph>& graphs() {
+  static const std::vector<test::NamedGraph> gs{
+      {"more_sources", test::random_bipartite(4000, 1500, 3500, 1200, 30000, 1)},
+      {"fewer_sources", test::random_bipartite(40, 3000, 40, 3000, 20000, 2)},
       {"hubs", hubs()},
       {"one_edge", graph_from_edges(3, 2, {2}, {1})},
       {"no_destinations", graph_from_edges(5, 0, {}, {})},
       {"no_sources", graph_from_edges(0, 6, {}, {})},
-      {"square", random_bipartite(2000, 2000, 2000, 1900, 30000, 3)},
+      {"square", test::random_bipartite(2000, 2000, 2000, 1900, 30000, 3)},
   };
   return gs;
 }
@@ -131,7 +110,7 @@ TEST_P(BipartiteCuda, MatchesFloat64Reference) {
   std::vector<const float*> inputs;
   std::vector<float*> outputs;
   for (int i = 0; i < m.count; ++i) {
-    auto x = uniform(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), unsigned(index * 10 + i));
+    auto x = test::random_values(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), unsigned(index * 10 + i));
     if (m.inputs[i].extent == Extent::HeadFeatures)
       for (float& v : x) v /= std::sqrt(float(D));
     in.push_back(std::make_unique<Buf>(x));
@@ -140,8 +119,8 @@ TEST_P(BipartiteCuda, MatchesFloat64Reference) {
     host.push_back(std::move(x));
   }
   const std::size_t rows = std::size_t(g.num_nodes) * H;
-  const auto dout = uniform(rows * D, 77);
-  const auto w = uniform(std::size_t(g.num_edges()) * H, 78);
+  const auto dout = test::random_values(rows * D, 77);
+  const auto w = test::random_values(std::size_t(g.num_edges()) * H, 78);
   Buf out(rows * D), lse(rows), dy(dout), dw(w), weights(std::size_t(g.num_edges()) * H);
   cuda::Options o(cuda::DeviceEdgeValues{options ? dw.p : nullptr, options ? H : 0});
   o.logsumexp = lse.p;
