@@ -12,10 +12,11 @@ namespace {
 
 using namespace reference_math;
 
-// out[v,h,:] = sum_e softmax_e(score(v,u,h) * w) * dropout_e * value(u,h,:), in float64.
+// out[v,h,:] = sum_e softmax_e(score(v,u,h,x) * w) * dropout_e * (value(u,h,:) + message(x,h,:)),
+// in float64; x is the edge's caller index, `message` GT's edge features (null: none).
 template <class Score>
 std::vector<double> attend(const HostGraph& g, int H, int D, const float* values,
-                           const ReferenceOptions& options, Score score) {
+                           const ReferenceOptions& options, Score score, const float* message = nullptr) {
   const HostEdgeValues w = options.edge_values;
   std::vector<double> out(std::size_t(g.num_nodes) * H * D, 0.0);
   if (options.logsumexp) options.logsumexp->assign(std::size_t(g.num_nodes) * H, 0.0);
@@ -28,7 +29,7 @@ std::vector<double> attend(const HostGraph& g, int H, int D, const float* values
     for (int h = 0; h < H; ++h) {
       for (edge_t i = 0; i < deg; ++i) {
         const edge_t e = e0 + i;
-        s[i] = score(v, g.src[e], h);
+        s[i] = score(v, g.src[e], h, g.edge_id[e]);
         if (w.data) s[i] *= w.data[g.edge_id[e] * w.heads + (w.heads == 1 ? 0 : h)];
       }
       const double m = *std::max_element(s.begin(), s.end());
@@ -38,9 +39,10 @@ std::vector<double> attend(const HostGraph& g, int H, int D, const float* values
       double* o = &out[(std::size_t(v) * H + h) * D];
       for (edge_t i = 0; i < deg; ++i) {
         const float* x = values + (std::size_t(g.src[e0 + i]) * H + h) * D;
+        const float* m = message ? message + (std::size_t(g.edge_id[e0 + i]) * H + h) * D : nullptr;
         const double p = s[i] / sum * options.dropout.factor(g.edge_id[e0 + i], h);
         if (options.weights) (*options.weights)[std::size_t(g.edge_id[e0 + i]) * H + h] = p;
-        for (int d = 0; d < D; ++d) o[d] += p * x[d];
+        for (int d = 0; d < D; ++d) o[d] += p * (double(x[d]) + (m ? m[d] : 0.0));
       }
     }
   }
@@ -54,9 +56,12 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const ReferenceOptions& options) {
   check_arguments("reference_attention", g, H, D, {Q, K, V}, options);
   const double scale = model.scale_for<double>(D);
-  auto row = [&](const float* t, node_t n, int h) { return t + (std::size_t(n) * H + h) * D; };
-  return attend(g, H, D, V, options,
-                [&](node_t v, node_t u, int h) { return scale * dot(row(Q, v, h), row(K, u, h), D); });
+  const float* E = options.edge_features;
+  auto row = [&](const float* t, std::size_t n, int h) { return t + (n * H + h) * D; };
+  return attend(g, H, D, V, options, [&](node_t v, node_t u, int h, edge_t x) {
+    const double key = dot(row(Q, v, h), row(K, u, h), D);
+    return scale * (E ? key + dot(row(Q, v, h), row(E, x, h), D) : key);
+  }, E);
 }
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN&,
@@ -64,10 +69,11 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const ReferenceOptions& options) {
   check_arguments("reference_attention", g, H, D, {X, beta}, options);
   if (g.bipartite()) throw Error("reference_attention: AGNN needs a square graph, not a bipartite one");
+  if (options.edge_features) throw Error("reference_attention: AGNN takes no edge features");
   if (beta_count != 1 && beta_count != H)
     throw Error("reference_attention: beta_count is " + std::to_string(beta_count) + ", expected 1 or H");
   auto row = [&](node_t n, int h) { return X + (std::size_t(n) * H + h) * D; };
-  return attend(g, H, D, X, options, [&](node_t v, node_t u, int h) {
+  return attend(g, H, D, X, options, [&](node_t v, node_t u, int h, edge_t) {
     const double nv = std::sqrt(dot(row(v, h), row(v, h), D));
     const double nu = std::sqrt(dot(row(u, h), row(u, h), D));
     const double cos = nv > 0 && nu > 0 ? dot(row(v, h), row(u, h), D) / (nv * nu) : 0.0;
@@ -79,8 +85,10 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const float* el, const float* er, const float* V,
                                         const ReferenceOptions& options) {
   check_arguments("reference_attention", g, H, D, {el, er, V}, options);
-  return attend(g, H, D, V, options, [&](node_t v, node_t u, int h) {
-    return leaky_relu(double(el[std::size_t(u) * H + h]) + er[std::size_t(v) * H + h], model.slope);
+  const float* ee = options.edge_features;
+  return attend(g, H, D, V, options, [&](node_t v, node_t u, int h, edge_t x) {
+    const double z = double(el[std::size_t(u) * H + h]) + er[std::size_t(v) * H + h];
+    return leaky_relu(ee ? z + ee[std::size_t(x) * H + h] : z, model.slope);
   });
 }
 
@@ -88,11 +96,14 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const float* XL, const float* XR, const float* a,
                                         const ReferenceOptions& options) {
   check_arguments("reference_attention", g, H, D, {XL, XR, a}, options);
-  return attend(g, H, D, XL, options, [&](node_t v, node_t u, int h) {
+  const float* E = options.edge_features;
+  return attend(g, H, D, XL, options, [&](node_t v, node_t u, int h, edge_t x) {
     const float* l = XL + (std::size_t(u) * H + h) * D;
     const float* r = XR + (std::size_t(v) * H + h) * D;
+    const float* e = E ? E + (std::size_t(x) * H + h) * D : nullptr;
     double acc = 0;
-    for (int d = 0; d < D; ++d) acc += double(a[h * D + d]) * leaky_relu(double(l[d]) + r[d], model.slope);
+    for (int d = 0; d < D; ++d)
+      acc += double(a[h * D + d]) * leaky_relu(double(l[d]) + r[d] + (e ? e[d] : 0.0), model.slope);
     return acc;
   });
 }

@@ -94,8 +94,9 @@ void expect_finite_differences(const std::vector<Input*>& inputs,
   }
 }
 
-// kind, H, variant: 0 plain, 1 edge values [E,1], 2 edge values [E,H], 3 [E,H] and dropout;
-// bipartite (not AGNN, whose one X serves both sides).
+// kind, H, variant: 0 plain, 1 edge values [E,1], 2 edge values [E,H], 3 [E,H] and dropout,
+// 4 edge features (ReferenceOptions::edge_features) with edge values and dropout; bipartite
+// (AGNN, whose one X serves both sides, has neither bipartite graphs nor edge features).
 using ReferenceParam = std::tuple<ScoreKind, int, int, bool>;
 
 class BackwardReference : public ::testing::TestWithParam<ReferenceParam> {};
@@ -105,7 +106,7 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
   const ScoreKind kind = std::get<0>(GetParam());
   const int H = std::get<1>(GetParam()), variant = std::get<2>(GetParam()), D = 3;
   const bool bipartite = std::get<3>(GetParam());
-  if (bipartite && kind == ScoreKind::AGNN) GTEST_SKIP() << "AGNN has no bipartite form";
+  if ((bipartite || variant == 4) && kind == ScoreKind::AGNN) GTEST_SKIP() << "AGNN has no bipartite form or edge features";
   const HostGraph g = small_graph(unsigned(10 * H + variant), bipartite);
   // Entries per node at the destinations (nh, nhd) and the sources (sh, shd).
   const std::size_t nh = std::size_t(g.num_nodes) * H, nhd = nh * D;
@@ -113,7 +114,13 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
   const int ew = variant == 0 ? 0 : variant == 1 ? 1 : H;
   const auto w = test::random_values(std::size_t(g.num_edges()) * ew, 5, 0.5f, 1.5f);
   ReferenceOptions opt(HostEdgeValues{ew ? w.data() : nullptr, ew});
-  if (variant == 3) opt.dropout = Dropout{0.3f, 7};
+  if (variant >= 3) opt.dropout = Dropout{0.3f, 7};
+  // Edge features: [E,H] for GAT, [E,H,D] for GT and GATv2; their gradient checked like the inputs'.
+  const std::size_t eh = std::size_t(g.num_edges()) * H;
+  Input edge{"edge features", grid_values(variant == 4 ? (kind == ScoreKind::GAT ? eh : eh * D) : 0, 4, false)};
+  if (variant == 4) opt.edge_features = edge.values.data();
+  std::vector<Input*> with_edge;
+  if (variant == 4) with_edge.push_back(&edge);
   const auto dout = test::random_values(nhd, 6);
   switch (kind) {
     case ScoreKind::GT: {
@@ -121,8 +128,10 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
       Input Q{"Q", grid_values(nhd, 1, true)}, K{"K", grid_values(shd, 2, false)}, V{"V", grid_values(shd, 3, true)};
       auto r = reference_attention_backward(g, H, D, model, Q.values.data(), K.values.data(), V.values.data(),
                                             dout.data(), opt);
-      Q.grad = r.dQ, K.grad = r.dK, V.grad = r.dV;
-      expect_finite_differences({&Q, &K, &V}, [&] {
+      Q.grad = r.dQ, K.grad = r.dK, V.grad = r.dV, edge.grad = r.dE;
+      std::vector<Input*> inputs{&Q, &K, &V};
+      inputs.insert(inputs.end(), with_edge.begin(), with_edge.end());
+      expect_finite_differences(inputs, [&] {
         return reference_attention(g, H, D, model, Q.values.data(), K.values.data(), V.values.data(), opt);
       }, dout);
       break;
@@ -144,8 +153,10 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
       Input el{"el", grid_values(sh, 1, true)}, er{"er", grid_values(nh, 2, false)}, V{"V", grid_values(shd, 3, true)};
       auto r = reference_attention_backward(g, H, D, model, el.values.data(), er.values.data(), V.values.data(),
                                             dout.data(), opt);
-      el.grad = r.del, er.grad = r.der, V.grad = r.dV;
-      expect_finite_differences({&el, &er, &V}, [&] {
+      el.grad = r.del, er.grad = r.der, V.grad = r.dV, edge.grad = r.dee;
+      std::vector<Input*> inputs{&el, &er, &V};
+      inputs.insert(inputs.end(), with_edge.begin(), with_edge.end());
+      expect_finite_differences(inputs, [&] {
         return reference_attention(g, H, D, model, el.values.data(), er.values.data(), V.values.data(), opt);
       }, dout);
       break;
@@ -156,8 +167,10 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
           a{"a", grid_values(std::size_t(H) * D, 3, true)};
       auto r = reference_attention_backward(g, H, D, model, XL.values.data(), XR.values.data(), a.values.data(),
                                             dout.data(), opt);
-      XL.grad = r.dXL, XR.grad = r.dXR, a.grad = r.da;
-      expect_finite_differences({&XL, &XR, &a}, [&] {
+      XL.grad = r.dXL, XR.grad = r.dXR, a.grad = r.da, edge.grad = r.dE;
+      std::vector<Input*> inputs{&XL, &XR, &a};
+      inputs.insert(inputs.end(), with_edge.begin(), with_edge.end());
+      expect_finite_differences(inputs, [&] {
         return reference_attention(g, H, D, model, XL.values.data(), XR.values.data(), a.values.data(), opt);
       }, dout);
       break;
@@ -167,7 +180,7 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
 
 std::string reference_name(const ::testing::TestParamInfo<ReferenceParam>& info) {
   const auto [kind, H, variant, bipartite] = info.param;
-  static const char* const variants[] = {"plain", "edge_values", "head_edge_values", "dropout"};
+  static const char* const variants[] = {"plain", "edge_values", "head_edge_values", "dropout", "edge_features"};
   return std::string(to_string(kind)) + "_H" + std::to_string(H) + "_" + variants[variant] +
          (bipartite ? "_bipartite" : "");
 }
@@ -175,7 +188,7 @@ std::string reference_name(const ::testing::TestParamInfo<ReferenceParam>& info)
 INSTANTIATE_TEST_SUITE_P(
     Backward, BackwardReference,
     ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
-                       ::testing::Values(1, 2), ::testing::Range(0, 4), ::testing::Bool()),
+                       ::testing::Values(1, 2), ::testing::Range(0, 5), ::testing::Bool()),
     reference_name);
 
 // ---- (b) the Kokkos backward against the reference ----------------------------------------

@@ -27,6 +27,11 @@ struct ReferenceOptions {
   Dropout dropout;                           ///< applied to the probabilities, as the kernels do
   std::vector<double>* logsumexp = nullptr;  ///< if set, receives the [N,H] row statistics
   std::vector<double>* weights = nullptr;    ///< if set, receives the [E,H] attention weights (Call::weights)
+  /// Edge features in the caller's edge order, PyG's edge_dim (null: none): GT and GATv2
+  /// [E,H,D], GAT [E,H]; AGNN takes none. GT adds them to the key and the value
+  /// (scale <Q_v, K_u + E>, message V_u + E), GAT to the score's terms (LeakyReLU(el_u + er_v +
+  /// ee)), GATv2 inside (sum_d a_d LeakyReLU(XL_u + XR_v + E)_d). The kernels do not take them yet.
+  const float* edge_features = nullptr;
 };
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,

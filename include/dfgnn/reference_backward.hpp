@@ -17,6 +17,7 @@ namespace dfgnn {
 
 struct GTGradients {
   std::vector<double> dQ, dK, dV;  ///< [N,H,D] each
+  std::vector<double> dE;          ///< [E,H,D] with edge features (ReferenceOptions), else empty
 };
 struct AGNNGradients {
   std::vector<double> dX;     ///< [N,H,D]
@@ -25,10 +26,12 @@ struct AGNNGradients {
 struct GATGradients {
   std::vector<double> del, der;  ///< [N,H] each
   std::vector<double> dV;        ///< [N,H,D]
+  std::vector<double> dee;       ///< [E,H] with edge features (ReferenceOptions), else empty
 };
 struct GATv2Gradients {
   std::vector<double> dXL, dXR;  ///< [N,H,D] each
   std::vector<double> da;        ///< [H,D]
+  std::vector<double> dE;        ///< [E,H,D] with edge features (ReferenceOptions), else empty
 };
 
 GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const GT& model,
