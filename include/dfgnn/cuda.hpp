@@ -5,7 +5,8 @@
 /// Available when dfgnn is built with DFGNN_ENABLE_CUDA (target dfgnn::dfgnn_cuda).
 ///
 /// Layouts as everywhere in dfgnn: node features [N,H,D], node scalars [N,H], a [H,D], all
-/// row-major float32; edge values [E, 1 or H] in the caller's edge order.
+/// row-major float32; edge values [E, 1 or H] in the caller's edge order. On a bipartite graph
+/// (HostGraph) the source-side tensors (K, V; el, V; XL) and their gradients have NS rows.
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/dispatch.hpp>
@@ -18,9 +19,10 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace dfgnn::cuda {
 
-/// The destination-major CSR on the device (see HostGraph for the meaning of each array).
+/// The destination-major CSR on the device (see HostGraph for the meaning of each array; the
+/// source count of a bipartite graph is the host graph's).
 struct DeviceGraph {
-  node_t num_nodes = 0;
+  node_t num_nodes = 0;  ///< N: destinations (rows)
   edge_t num_edges = 0;
   const edge_t* row_ptr = nullptr;  ///< [N+1]
   const node_t* src = nullptr;      ///< [E]
@@ -59,8 +61,8 @@ bool device_available();
 
 /// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
 /// Staged and Dense are CUDA-native only (Online has a portable counterpart too). Both need a batch
-/// (HostGraph::graph_ptr, or independent_blocks of the graph) whose graphs have no edges between
-/// them; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
+/// of square graphs (HostGraph::graph_ptr, or independent_blocks of the graph) with no edges
+/// between them, so neither runs a bipartite graph, nor does AGNN; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
 /// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the
 /// graph cannot run throws Error naming the reason; Auto only picks what can run (and where it
 /// picked Dense, runs calls with edge values or dropout through Online, the faster kernel for
