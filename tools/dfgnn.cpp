@@ -245,23 +245,20 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   for (int i = 0; i < m.count; ++i) {
     const std::string name = option_of(m.inputs[i]);
     const Extent e = m.inputs[i].extent;
-    const std::vector<std::size_t> want = in.shape(e);
-    switch (e) {
-      case Extent::SrcFeatures:
-      case Extent::DstFeatures: in.tensors.push_back(tensor(name, want, {want[0], H * D}, ++salt)); break;
-      case Extent::SrcScalars:
-      case Extent::DstScalars:
-        in.tensors.push_back(tensor(name, want, H == 1 ? std::vector<std::size_t>{want[0]} : want, ++salt));
-        break;
-      case Extent::HeadFeatures: in.tensors.push_back(tensor(name, want, {H * D}, ++salt)); break;
-      case Extent::HeadVector: {  // a list of values, 1 (shared by the heads) or H
-        std::vector<float> v = a.has(name) ? io::parse_float_list(a.get(name), "--" + name) : std::vector<float>{1.0f};
-        if (v.size() != 1 && v.size() != H)
-          throw Error("--" + name + ": " + std::to_string(v.size()) + " values, expected 1 or H = " + std::to_string(H));
-        in.tensors.push_back(std::move(v));
-        break;
-      }
+    if (e == Extent::HeadVector) {  // a list of values, 1 (shared by the heads) or H
+      std::vector<float> v = a.has(name) ? io::parse_float_list(a.get(name), "--" + name) : std::vector<float>{1.0f};
+      if (v.size() != 1 && v.size() != H)
+        throw Error("--" + name + ": " + std::to_string(v.size()) + " values, expected 1 or H = " + std::to_string(H));
+      in.tensors.push_back(std::move(v));
+      continue;
     }
+    const std::vector<std::size_t> want = in.shape(e);  // a HeadVector's shape is its tensor's, above
+    const bool features = e == Extent::SrcFeatures || e == Extent::DstFeatures;
+    const std::vector<std::size_t> flat = e == Extent::HeadFeatures ? std::vector<std::size_t>{H * D}
+                                          : features                ? std::vector<std::size_t>{want[0], H * D}
+                                          : H == 1                  ? std::vector<std::size_t>{want[0]}
+                                                                    : want;
+    in.tensors.push_back(tensor(name, want, flat, ++salt));
   }
   if (a.has("edge-values")) {
     const std::string path = a.get("edge-values");
