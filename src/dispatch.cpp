@@ -55,6 +55,14 @@ void check_op(const char* who, const Op& op) {
 
 namespace {
 
+/// A per-edge tensor [E, width] of `op` (edge values, attention weights) at `data`.
+TensorRef per_edge(const void* data, const Op& op, std::size_t width) {
+  TensorRef t;
+  t.data = data;
+  t.rank = 2, t.extents[0] = std::size_t(op.edges), t.extents[1] = width;
+  return t;
+}
+
 std::string shape_of(const TensorRef& t) {
   std::string s = "[";
   for (int r = 0; r < t.rank; ++r) s += (r ? "," : "") + std::to_string(t.extents[r]);
@@ -171,9 +179,7 @@ void check_forward(const char* who, const Op& op, ScoreKind model, const Call& c
   if (lse) check.argument("logsumexp", call.logsumexp, Extent::DstScalars);
   if (call.weights.data || call.weights.entries() > 0) {
     if (!lse) check.fail("weights are computed from the logsumexp: pass logsumexp too");
-    TensorRef want;
-    want.rank = 2, want.extents[0] = std::size_t(op.edges), want.extents[1] = std::size_t(op.heads);
-    check.shape("weights", call.weights, want, "[E,H]");
+    check.shape("weights", call.weights, per_edge(nullptr, op, std::size_t(op.heads)), "[E,H]");
   }
   check.options();
   check.disjoint({{"out", &call.out}, {"logsumexp", &call.logsumexp}, {"weights", &call.weights}},
@@ -209,11 +215,7 @@ Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std
   const ModelArgs& args = model_args(model);
   Call c;
   for (int i = 0; i < args.count; ++i) c.inputs[i] = TensorRef::shaped(inputs[i], op, args.inputs[i].extent, count);
-  if (edge_values) {
-    c.edge_values.data = edge_values;
-    c.edge_values.rank = 2;
-    c.edge_values.extents[0] = std::size_t(op.edges), c.edge_values.extents[1] = std::size_t(edge_heads);
-  }
+  if (edge_values) c.edge_values = per_edge(edge_values, op, std::size_t(edge_heads));
   c.dropout = dropout;
   return c;
 }
@@ -221,10 +223,7 @@ Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std
 void set_outputs(Call& c, const Op& op, float* out, float* logsumexp, float* weights) {
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
   if (logsumexp) c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
-  if (weights) {
-    c.weights.data = weights;
-    c.weights.rank = 2, c.weights.extents[0] = std::size_t(op.edges), c.weights.extents[1] = std::size_t(op.heads);
-  }
+  if (weights) c.weights = per_edge(weights, op, std::size_t(op.heads));
 }
 
 void set_upstream(Call& c, const Op& op, ScoreKind model, const float* out, const float* logsumexp,
