@@ -159,23 +159,18 @@ float param_value(const Args& a, ScoreKind kind) {
   return value;
 }
 
-// The rows of an argument of extent e: sources (NS) or destinations (N).
-std::size_t rows_of(Extent e, std::size_t NS, std::size_t N) {
-  return e == Extent::SrcFeatures || e == Extent::SrcScalars ? NS : N;
-}
-
-// Feature width D from the first [rows,H,D] / [rows,H*D] file given, else --dim.
-std::size_t feature_dim(const Args& a, ScoreKind kind, std::size_t NS, std::size_t N, std::size_t H,
-                        std::map<std::string, io::Array>& files) {
-  const ModelArgs& m = model_args(kind);
+// Feature width D from the first [rows,H,D] / [rows,H*D] file given (rows: in's NS or N), else --dim.
+std::size_t feature_dim(const Args& a, const Inputs& in, std::map<std::string, io::Array>& files) {
+  const std::size_t H = in.H;
+  const ModelArgs& m = in.args();
   for (int i = 0; i < m.count; ++i) {
     const std::string name = option_of(m.inputs[i]);
     const Extent e = m.inputs[i].extent;
     if ((e != Extent::SrcFeatures && e != Extent::DstFeatures) || !a.has(name)) continue;
     const io::Array& t = files[name] = io::read_npy_f32(a.get(name));
     const std::string where = a.get(name) + ": ";
-    const std::size_t rows = rows_of(e, NS, N);
-    const char* rows_name = rows == NS && NS != N ? "NS" : "N";
+    const std::size_t rows = in.rows(e);
+    const char* rows_name = Inputs::source_rows(e) && in.NS != in.N ? "NS" : "N";
     std::size_t d = 0;
     if (t.shape.size() == 3 && std::size_t(t.shape[0]) == rows && std::size_t(t.shape[1]) == H && t.shape[2] > 0)
       d = std::size_t(t.shape[2]);
@@ -221,7 +216,7 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   if (heads < 1) throw Error("--heads must be >= 1");
   in.H = std::size_t(heads);
   std::map<std::string, io::Array> files;
-  in.D = feature_dim(a, in.kind, in.NS, in.N, in.H, files);
+  in.D = feature_dim(a, in, files);
   in.param = param_value(a, in.kind);
   const std::uint64_t seed = a.seed();
   const std::size_t N = std::max(in.NS, in.N), H = in.H, D = in.D;
