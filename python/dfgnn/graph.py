@@ -152,8 +152,7 @@ class Graph:
         for a square graph, built on first use and kept while the tensor lives (rebuilt if it
         was modified in place: seen through the version counter, which edits through .data or
         numpy bypass, or for inference tensors, which have none, by comparing the contents)."""
-        if not isinstance(size, tuple):
-            size = (size, size) if not isinstance(size, list) else tuple(size)
+        size = tuple(size) if isinstance(size, (tuple, list)) else (size, size)
         if not isinstance(edge_index, torch.Tensor):
             raise TypeError(f"dfgnn: edge_index must be a torch.Tensor or a dfgnn.Graph, "
                             f"got {type(edge_index).__name__}")

@@ -415,21 +415,22 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
     att_src, att_dst [1, H, C]; eagerly as one autograd node (dfgnn._ops.gat_layer) when it can,
     else the public function on the terms. With `weights`, (out, attention weights)."""
     dropout = float(dropout)
-    if h_dst is not None or weights:
-        el, er = (h * att_src).sum(dim=-1), ((h if h_dst is None else h_dst) * att_dst).sum(dim=-1)
-        return gat_attention(graph, el, er, h, negative_slope=negative_slope, dropout=dropout,
-                             return_attention_weights=weights)
     tensors = (h, att_src, att_dst)
     n = graph.num_nodes
-    if (0.0 <= dropout < 1.0 and _eager_mode(tensors) and (h.is_cpu or h.is_cuda and _lib.has_cuda)
+    if (h_dst is None and not weights and 0.0 <= dropout < 1.0 and _eager_mode(tensors)
+            and (h.is_cpu or h.is_cuda and _lib.has_cuda)
             and h.dim() == 3 and h.size(0) == n and att_src.shape == (1, *h.shape[1:]) == att_dst.shape
             and h.dtype is _F32 and att_src.dtype is _F32 and att_dst.dtype is _F32
             and h.is_contiguous() and att_src.is_contiguous() and att_dst.is_contiguous()
             and att_src.device == h.device and att_dst.device == h.device):
         return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:]), h, att_src, att_dst, float(negative_slope),
                               dropout, _draw_seed() if dropout > 0.0 else 0, _forward_ad._current_level)
-    elr = (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
-    return gat_attention(graph, elr[0], elr[1], h, negative_slope=negative_slope, dropout=dropout)
+    if h_dst is None:  # both terms of h, packed: one product and one sum
+        el, er = (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
+    else:
+        el, er = (h * att_src).sum(dim=-1), (h_dst * att_dst).sum(dim=-1)
+    return gat_attention(graph, el, er, h, negative_slope=negative_slope, dropout=dropout,
+                         return_attention_weights=weights)
 
 
 # --- public functions ---------------------------------------------------------------------
