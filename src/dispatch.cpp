@@ -34,6 +34,8 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
     case Extent::DstScalars: set({T, H}); break;
     case Extent::HeadFeatures: set({H, D}); break;
     case Extent::HeadVector: set({count}); break;
+    case Extent::EdgeFeatures: set({std::size_t(op.edges), H, D}); break;
+    case Extent::EdgeScalars: set({std::size_t(op.edges), H}); break;
   }
   return t;
 }
@@ -128,6 +130,11 @@ class Checker {
              ", H = " + std::to_string(H));
       contiguous("edge_values", w);
     }
+    const TensorRef& ef = call_.edge_features;
+    if (ef.data || ef.entries() > 0) {
+      if (!args_.edge.name) fail(std::string(to_string(op_.kind)) + " takes no edge features");
+      argument(args_.edge.name, ef, args_.edge.extent);
+    }
     const float rate = call_.dropout.rate;
     if (!(rate >= 0.0f && rate < 1.0f)) fail("dropout rate " + std::to_string(rate) + " is outside [0, 1)");
   }
@@ -154,6 +161,8 @@ class Checker {
       case Extent::SrcScalars: return bipartite ? "[NS,H]" : "[N,H]";
       case Extent::DstScalars: return "[N,H]";
       case Extent::HeadFeatures: return "[H,D]";
+      case Extent::EdgeFeatures: return "[E,H,D]";
+      case Extent::EdgeScalars: return "[E,H]";
       case Extent::HeadVector: break;
     }
     return "[1 or H]";
@@ -170,6 +179,11 @@ Region input(const Checker& c, const Call& call, int i) {
   return {i < c.args().count ? c.args().inputs[i].name : "", &call.inputs[i]};
 }
 
+/// The edge argument as a read region (empty for a model without one: the check refused it).
+Region edge_input(const Checker& c, const Call& call) {
+  return {c.args().edge.name ? c.args().edge.name : "", &call.edge_features};
+}
+
 }  // namespace
 
 void check_forward(const char* who, const Op& op, ScoreKind model, const Call& call) {
@@ -184,7 +198,7 @@ void check_forward(const char* who, const Op& op, ScoreKind model, const Call& c
   check.options();
   check.disjoint({{"out", &call.out}, {"logsumexp", &call.logsumexp}, {"weights", &call.weights}},
                  {input(check, call, 0), input(check, call, 1), input(check, call, 2),
-                  {"edge_values", &call.edge_values}});
+                  {"edge_values", &call.edge_values}, edge_input(check, call)});
 }
 
 void check_backward(const char* who, const Op& op, ScoreKind model, const Call& call) {
@@ -203,19 +217,29 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
       check.argument(args.gradients[i], call.grads[i], args.inputs[i].extent);
     }
   }
+  // The edge argument's gradient goes with it: given exactly when the edge argument is.
+  const bool edges = call.edge_features.data || call.edge_features.entries() > 0;
+  const bool edge_grad = call.edge_grad.data || call.edge_grad.entries() > 0;
+  if (edges)
+    check.argument(args.edge_gradient, call.edge_grad, args.edge.extent);
+  else if (edge_grad)
+    check.fail(std::string("an edge-feature gradient was passed without edge features"));
   const char* none = "";
   check.disjoint({{args.gradients[0], &call.grads[0]}, {args.gradients[1], &call.grads[1]},
-                  {args.count > 2 ? args.gradients[2] : none, &call.grads[2]}},
+                  {args.count > 2 ? args.gradients[2] : none, &call.grads[2]},
+                  {args.edge_gradient ? args.edge_gradient : none, &call.edge_grad}},
                  {input(check, call, 0), input(check, call, 1), input(check, call, 2), {"out", &call.out},
-                  {"logsumexp", &call.logsumexp}, {"dOut", &call.dout}, {"edge_values", &call.edge_values}});
+                  {"logsumexp", &call.logsumexp}, {"dOut", &call.dout}, {"edge_values", &call.edge_values},
+                  edge_input(check, call)});
 }
 
 Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std::size_t count,
-                  const float* edge_values, int edge_heads, const Dropout& dropout) {
+                  const float* edge_values, int edge_heads, const Dropout& dropout, const float* edge_features) {
   const ModelArgs& args = model_args(model);
   Call c;
   for (int i = 0; i < args.count; ++i) c.inputs[i] = TensorRef::shaped(inputs[i], op, args.inputs[i].extent, count);
   if (edge_values) c.edge_values = per_edge(edge_values, op, std::size_t(edge_heads));
+  if (edge_features) c.edge_features = TensorRef::shaped(edge_features, op, args.edge.extent);
   c.dropout = dropout;
   return c;
 }
@@ -227,8 +251,9 @@ void set_outputs(Call& c, const Op& op, float* out, float* logsumexp, float* wei
 }
 
 void set_upstream(Call& c, const Op& op, ScoreKind model, const float* out, const float* logsumexp,
-                  const float* dout, float* const* grads) {
+                  const float* dout, float* const* grads, float* edge_grad) {
   const ModelArgs& args = model_args(model);
+  if (edge_grad) c.edge_grad = TensorRef::shaped(edge_grad, op, args.edge.extent);
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
   c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
   c.dout = TensorRef::shaped(dout, op, Extent::DstFeatures);

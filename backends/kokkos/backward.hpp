@@ -19,13 +19,16 @@
 // chunk length alone: no atomics, and results bitwise reproducible whatever the team size.
 //
 // A model's gradient functor provides, for each side (AtDestination, AtSource),
-//   width(side)                        entries gathered per (node, head)
-//   term<W>(side, n, m, i, h, c) -> x  entries [W c, W c + W) of the term of the edge between n
-//                                      (the segment's node) and m, at workspace slot i = e*H + h
-//                                      (zeros past the width)
-//   put<W>(side, n, h, c, sums)        stores node n's entries [W c, W c + W) within the width
-// and note(i, v, u, h, raw): what it keeps of an edge's score besides dr_e and q_e, and
-// rows_aligned(W): whether its tensors allow W = 4.
+//   width(side)                          entries gathered per (node, head)
+//   term<W>(side, n, m, e, i, h, c) -> x  entries [W c, W c + W) of the term of CSR edge e
+//                                        between n (the segment's node) and m, at workspace slot
+//                                        i = e*H + h (zeros past the width)
+//   put<W>(side, n, h, c, sums)          stores node n's entries [W c, W c + W) within the width
+// and note(i, v, u, h, raw): what it keeps of an edge's score besides dr_e and q_e,
+// rows_aligned(W): whether its tensors allow W = 4, and for the edge argument's gradient
+// (models with edge features, types.hpp) edge_width() (its entries per (edge, head); 0: none)
+// and edge_grad<W>(v, u, e, h, c), which step 1 calls once per edge after forming dr_e and q_e,
+// so that every edge's gradient is written once, by one lane, with no gather.
 
 #include "rowwise.hpp"
 
@@ -60,21 +63,38 @@ struct Upstream {
   Features<Mem> dout;
 };
 
-// dQ_v = scale sum dr_e K_u; dK_u = scale sum dr_e Q_v and dV_u = sum q_e dOut_v, as entries
-// [0, D) and [D, 2D) of one source-side gather.
+/// A model's edge argument and its gradient, indexed by the caller's edge id (edge_id of a CSR
+/// position); empty Views: none.
+template <class Mem, class In, class Out>
+struct EdgeArgument {
+  In in;
+  Out grad;
+  Kokkos::View<const edge_t*, Mem> edge_id;
+  KOKKOS_INLINE_FUNCTION bool given() const { return in.data() != nullptr; }
+};
+template <class Mem>
+using EdgeRows = EdgeArgument<Mem, Features<Mem>, Output<Mem>>;
+template <class Mem>
+using EdgeScalarsOf = EdgeArgument<Mem, Matrix<Mem>, Kokkos::View<float**, Kokkos::LayoutRight, Mem>>;
+
+// dQ_v = scale sum dr_e (K_u + E_e); dK_u = scale sum dr_e Q_v and dV_u = sum q_e dOut_v, as
+// entries [0, D) and [D, 2D) of one source-side gather; dE_e = scale dr_e Q_v + q_e dOut_v.
 template <class Mem>
 struct GTGrad {
   Features<Mem> q, k, dout;
   Output<Mem> dq, dk, dv;
   float scale;
   EdgeWork<Mem> work;
+  EdgeRows<Mem> edge;
   KOKKOS_INLINE_FUNCTION int dim() const { return int(dq.extent(2)); }
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, dim(), q, k, dout, dq, dk, dv); }
+  bool rows_aligned(int W) const {
+    return kokkos_impl::rows_aligned(W, dim(), q, k, dout, dq, dk, dv, edge.in, edge.grad);
+  }
   KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return dim(); }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t, node_t u, edge_t i, int h, int c) const {
-    return work.dr(i) * chunk<W>(k, u, h, c);
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t, node_t u, edge_t e, edge_t i, int h, int c) const {
+    return work.dr(i) * with_edge<W>(k, u, edge.in, edge.given() ? edge.edge_id(e) : 0, h, c);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
@@ -82,7 +102,7 @@ struct GTGrad {
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return 2 * dim(); }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t, node_t v, edge_t i, int h, int c) const {
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t, node_t v, edge_t, edge_t i, int h, int c) const {
     const int half = dim() / W;
     return c < half ? work.dr(i) * chunk<W>(q, v, h, c) : work.q(i) * chunk<W>(dout, v, h, c - half);
   }
@@ -93,6 +113,14 @@ struct GTGrad {
       chunk_at<W>(dk, u, h, c) = scale * s;
     else
       chunk_at<W>(dv, u, h, c - half) = s;
+  }
+  KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? dim() : 0; }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t, edge_t e, int h, int c) const {
+    const edge_t i = e * edge_t(dq.extent(1)) + h;
+    Vec<W> g = (scale * work.dr(i)) * chunk<W>(q, v, h, c);
+    g += work.q(i) * chunk<W>(dout, v, h, c);
+    chunk_at<W>(edge.grad, edge.edge_id(e), h, c) = g;
   }
 };
 
@@ -121,7 +149,7 @@ struct AGNNGrad {
   }
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return int(dx.extent(2)); }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t i, int h, int c) const {
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t, edge_t i, int h, int c) const {
     return work.dr(i) * dcos<W>(i, v, u, h, c);
   }
   template <int W>
@@ -130,7 +158,7 @@ struct AGNNGrad {
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dx.extent(2)); }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t i, int h, int c) const {
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t, edge_t i, int h, int c) const {
     Vec<W> t = (beta_of(h) * work.dr(i)) * dcos<W>(i, u, v, h, c);
     t += work.q(i) * chunk<W>(dout, v, h, c);
     return t;
@@ -139,10 +167,13 @@ struct AGNNGrad {
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
     chunk_at<W>(dx, u, h, c) += s;
   }
+  KOKKOS_INLINE_FUNCTION int edge_width() const { return 0; }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t, node_t, edge_t, int, int) const {}
 };
 
-// d score / d el_u = d score / d er_v = LeakyReLU'(el_u + er_v): der is a one-entry gather,
-// del entry D of the source side's, after dV.
+// d score / d el_u = d score / d er_v = d score / d ee_e = LeakyReLU'(el_u + er_v + ee_e): der is a
+// one-entry gather, del entry D of the source side's, after dV; dee is that per edge.
 template <class Mem>
 struct GATGrad {
   Matrix<Mem> el, er;
@@ -151,20 +182,22 @@ struct GATGrad {
   Output<Mem> dv;
   float slope;
   EdgeWork<Mem> work;
+  EdgeScalarsOf<Mem> edge;
   KOKKOS_INLINE_FUNCTION int dim() const { return int(dv.extent(2)); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, dim(), dout, dv); }
   /// The score's derivative as the first entry of a chunk.
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t i, int h) const {
+  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, edge_t i, int h) const {
+    const float x = el(u, h) + er(v, h) + (edge.given() ? edge.in(edge.edge_id(e), h) : 0.0f);
     Vec<W> d{};
-    d.x[0] = work.dr(i) * leaky_relu_grad(el(u, h) + er(v, h), slope);
+    d.x[0] = work.dr(i) * leaky_relu_grad(x, slope);
     return d;
   }
   KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return 1; }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t i, int h, int) const {
-    return dscore<W>(v, u, i, h);
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t e, edge_t i, int h, int) const {
+    return dscore<W>(v, u, e, i, h);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int, const Vec<W>& s) const {
@@ -172,8 +205,8 @@ struct GATGrad {
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return dim() + 1; }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t i, int h, int c) const {
-    return c < dim() / W ? work.q(i) * chunk<W>(dout, v, h, c) : dscore<W>(v, u, i, h);
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t e, edge_t i, int h, int c) const {
+    return c < dim() / W ? work.q(i) * chunk<W>(dout, v, h, c) : dscore<W>(v, u, e, i, h);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
@@ -182,9 +215,15 @@ struct GATGrad {
     else
       del(u, h) = s.x[0];
   }
+  KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? 1 : 0; }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int) const {
+    edge.grad(edge.edge_id(e), h) = dscore<W>(v, u, e, e * edge_t(der.extent(1)) + h, h).x[0];
+  }
 };
 
-// d score / d XR_v,f = d score / d XL_u,f = a_f LeakyReLU'(XL_u,f + XR_v,f); XL is also the values.
+// d score / d XR_v,f = d score / d XL_u,f = d score / d E_e,f = a_f LeakyReLU'(XL_u,f + XR_v,f +
+// E_e,f); XL is also the values. dE_e is that term per edge.
 template <class Mem>
 struct GATv2Grad {
   Features<Mem> xl, xr, dout;
@@ -192,20 +231,25 @@ struct GATv2Grad {
   Output<Mem> dxl, dxr;
   float slope;
   EdgeWork<Mem> work;
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(dxl.extent(2)), xl, xr, a, dout, dxl, dxr); }
+  EdgeRows<Mem> edge;
+  bool rows_aligned(int W) const {
+    return kokkos_impl::rows_aligned(W, int(dxl.extent(2)), xl, xr, a, dout, dxl, dxr, edge.in, edge.grad);
+  }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t i, int h, int c) const {
+  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, edge_t i, int h, int c) const {
     const float dr = work.dr(i);
-    const Vec<W> w = chunk<W>(a, h, c), l = chunk<W>(xl, u, h, c), r = chunk<W>(xr, v, h, c);
+    const Vec<W> w = chunk<W>(a, h, c), r = chunk<W>(xr, v, h, c);
+    Vec<W> z = with_edge<W>(xl, u, edge.in, edge.given() ? edge.edge_id(e) : 0, h, c);
+    z += r;
     Vec<W> d;
-    for (int f = 0; f < W; ++f) d.x[f] = dr * w.x[f] * leaky_relu_grad(l.x[f] + r.x[f], slope);
+    for (int f = 0; f < W; ++f) d.x[f] = dr * w.x[f] * leaky_relu_grad(z.x[f], slope);
     return d;
   }
   KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return int(dxr.extent(2)); }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t i, int h, int c) const {
-    return dscore<W>(v, u, i, h, c);
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t e, edge_t i, int h, int c) const {
+    return dscore<W>(v, u, e, i, h, c);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
@@ -213,14 +257,19 @@ struct GATv2Grad {
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dxl.extent(2)); }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t i, int h, int c) const {
-    Vec<W> t = dscore<W>(v, u, i, h, c);
+  KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t e, edge_t i, int h, int c) const {
+    Vec<W> t = dscore<W>(v, u, e, i, h, c);
     t += work.q(i) * chunk<W>(dout, v, h, c);
     return t;
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
     chunk_at<W>(dxl, u, h, c) = s;
+  }
+  KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? int(dxl.extent(2)) : 0; }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int c) const {
+    chunk_at<W>(edge.grad, edge.edge_id(e), h, c) = dscore<W>(v, u, e, e * edge_t(dxr.extent(1)) + h, h, c);
   }
 };
 
@@ -260,15 +309,16 @@ struct Destinations {
   template <int U, class Member>
   KOKKOS_INLINE_FUNCTION void step(const Member& team, node_t v, int h, edge_t e, float delta, float lse) const {
     node_t u[U];
-    for (int j = 0; j < U; ++j) u[j] = p.src(e + j);
+    edge_t id[U];
+    for (int j = 0; j < U; ++j) u[j] = p.src(e + j), id[j] = p.edge_id(e + j);
     EdgeSums<2 * U> t;  // raw scores, then dq
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim / W),
         [&](int i, EdgeSums<2 * U>& part) {
           const Vec<W> g = chunk<W>(up.dout, v, h, i);
           for (int j = 0; j < U; ++j) {
-            if constexpr (Score::reduces) part.x[j] += score.template terms<W>(v, u[j], h, i);
-            part.x[U + j] += dot(g, score.template values<W>(u[j], h, i));
+            if constexpr (Score::reduces) part.x[j] += score.template terms<W>(v, u[j], id[j], h, i);
+            part.x[U + j] += dot(g, score.template values<W>(u[j], id[j], h, i));
           }
         },
         Kokkos::Sum<EdgeSums<2 * U>>(t));
@@ -276,12 +326,18 @@ struct Destinations {
     Kokkos::single(Kokkos::PerThread(team), [&] {
       for (int j = 0; j < U; ++j) {
         const edge_t ej = e + j, i = ej * p.heads + h;
-        const float prob = exp(p.scaled(score.finish(t.x[j], v, u[j], h), ej, h) - lse), keep = p.keep(ej, h);
+        const float prob = exp(p.scaled(score.finish(t.x[j], v, u[j], id[j], h), ej, h) - lse);
+        const float keep = p.keep(ej, h);
         model.work.dr(i) = p.scaled(prob * (keep * t.x[U + j] - delta), ej, h);
         model.work.q(i) = prob * keep;
         model.note(i, v, u[j], h, t.x[j]);
       }
     });
+    // The edge argument's gradient of these edges, from the dr_e and q_e just formed.
+    const int n = (model.edge_width() + W - 1) / W;
+    if (n > 0)
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, U * n),
+                           [&](int k) { model.template edge_grad<W>(v, u[k / n], e + k / n, h, k % n); });
   }
 };
 
@@ -337,7 +393,8 @@ struct Gather {
 
   KOKKOS_INLINE_FUNCTION int vectors() const { return (width + W - 1) / W; }
   KOKKOS_INLINE_FUNCTION Vec<W> term(node_t n, edge_t j, int h, int c) const {
-    return side.model.template term<W>(typename Side::at(), n, side.other(j), side.edge(j) * heads + h, h, c);
+    const edge_t e = side.edge(j);
+    return side.model.template term<W>(typename Side::at(), n, side.other(j), e, e * heads + h, h, c);
   }
   /// Entries [W c, W c + W)'s terms over positions [a, b) of segment n, each summed in order;
   /// a step's edges' ids first, so that their rows load together.
@@ -509,16 +566,16 @@ struct BetaTerm {
   }
 };
 
-/// da[h,d] (k = h*D + d): sum_e dr_e LeakyReLU(XL_u,d + XR_v,d).
+/// da[h,d] (k = h*D + d): sum_e dr_e LeakyReLU(XL_u,d + XR_v,d (+ E_e,d)).
 template <class Mem>
 struct WeightTerm {
   Kokkos::View<const float*, Mem> dr;
-  Features<Mem> xl, xr;
+  GATv2Score<Mem> score;
   Kokkos::View<const node_t*, Mem> src, dst;
-  float slope;
+  Kokkos::View<const edge_t*, Mem> edge_id;
   KOKKOS_INLINE_FUNCTION float operator()(edge_t e, int k) const {
-    const int heads = int(xl.extent(1)), dim = int(xl.extent(2)), h = k / dim, d = k % dim;
-    return dr(e * heads + h) * leaky_relu(xl(src(e), h, d) + xr(dst(e), h, d), slope);
+    const int heads = int(score.xl.extent(1)), dim = int(score.xl.extent(2)), h = k / dim, d = k % dim;
+    return dr(e * heads + h) * leaky_relu(score.template logit<1>(dst(e), src(e), edge_id(e), h, d).x[0], score.slope);
   }
 };
 

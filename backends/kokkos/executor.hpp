@@ -111,7 +111,7 @@ Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> in
 template <class Exec>
 GTScore<typename Exec::memory_space> score_of(const GT& model, const Exec&, const PortablePlan<Exec>& plan,
                                               const CallViews<typename Exec::memory_space>& t) {
-  return {t.input(0), t.input(1), t.input(2), model.scale_for(plan.dim())};
+  return {t.input(0), t.input(1), t.input(2), model.scale_for(plan.dim()), t.features(t.call.edge_features)};
 }
 
 template <class Exec>
@@ -124,13 +124,13 @@ AGNNScore<typename Exec::memory_space> score_of(const AGNN&, const Exec& exec, c
 template <class Exec>
 GATScore<typename Exec::memory_space> score_of(const GAT& model, const Exec&, const PortablePlan<Exec>&,
                                                const CallViews<typename Exec::memory_space>& t) {
-  return {t.input_matrix(0), t.input_matrix(1), t.input(2), model.slope};
+  return {t.input_matrix(0), t.input_matrix(1), t.input(2), model.slope, t.matrix(t.call.edge_features)};
 }
 
 template <class Exec>
 GATv2Score<typename Exec::memory_space> score_of(const GATv2& model, const Exec&, const PortablePlan<Exec>&,
                                                  const CallViews<typename Exec::memory_space>& t) {
-  return {t.input(0), t.input(1), t.input_matrix(2), model.slope};
+  return {t.input(0), t.input(1), t.input_matrix(2), model.slope, t.features(t.call.edge_features)};
 }
 
 }  // namespace dfgnn::kokkos_impl

@@ -77,18 +77,19 @@ struct Online {
                                    float& sum) const {
     const int chunks = p.dim / W;
     node_t u[U];
-    for (int j = 0; j < U; ++j) u[j] = p.src(e + j);
+    edge_t id[U];
+    for (int j = 0; j < U; ++j) u[j] = p.src(e + j), id[j] = p.edge_id(e + j);
     EdgeSums<U> t;
     if constexpr (Score::reduces)
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, chunks),
           [&](int i, EdgeSums<U>& part) {
-            for (int j = 0; j < U; ++j) part.x[j] += score.template terms<W>(v, u[j], h, i);
+            for (int j = 0; j < U; ++j) part.x[j] += score.template terms<W>(v, u[j], id[j], h, i);
           },
           Kokkos::Sum<EdgeSums<U>>(t));
     float top = m;
     for (int j = 0; j < U; ++j) {
-      t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], h), e + j, h);
+      t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], id[j], h), e + j, h);
       top = first && j == 0 ? t.x[0] : fmax(top, t.x[j]);
     }
     const float c = first ? 0.0f : top > m ? exp(m - top) : 1.0f;  // the max rarely grows
@@ -104,7 +105,7 @@ struct Online {
       Vec<W> y;
       for (int f = 0; f < W; ++f) y.x[f] = first ? 0.0f : acc[i].x[f] * c;
       for (int j = 0; j < U; ++j) {
-        const Vec<W> x = score.template values<W>(u[j], h, i);
+        const Vec<W> x = score.template values<W>(u[j], id[j], h, i);
         for (int f = 0; f < W; ++f) y.x[f] += w[j] * x.x[f];
       }
       acc[i] = y;

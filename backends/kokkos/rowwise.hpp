@@ -112,7 +112,8 @@ struct Aggregate {
     const edge_t a = p.row_ptr(v), b = p.row_ptr(v + 1);
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
       float acc = 0.0f;
-      for (edge_t e = a; e < b; ++e) acc += probs(e * p.heads + h) * p.keep(e, h) * value_of(score, p.src(e), h, d);
+      for (edge_t e = a; e < b; ++e)
+        acc += probs(e * p.heads + h) * p.keep(e, h) * value_of(score, p.src(e), p.edge_id(e), h, d);
       p.out(v, h, d) = acc;
     });
   }

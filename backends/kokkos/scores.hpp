@@ -3,12 +3,15 @@
 //
 // A score exposes
 //   reduces            whether it sums a per-feature term over d (GT, AGNN, GATv2) or not (GAT)
-//   terms<W>(v, u, h, i)  the sum of the per-feature terms over features [W i, W i + W), summed
-//                      further by the vector lanes (term_of: one feature)
-//   finish(acc, v, u, h)  the score of edge u -> v, head h, from that sum
-//   values<W>(u, h, i) those features of the row aggregated by the SpMM (V, X or XL; value_of)
+//   terms<W>(v, u, id, h, i)  the sum of the per-feature terms over features [W i, W i + W),
+//                      summed further by the vector lanes (term_of: one feature)
+//   finish(acc, v, u, id, h)  the score of edge u -> v, head h, from that sum
+//   values<W>(u, id, h, i)  those features of the message aggregated by the SpMM (V, X or XL,
+//                      GT's plus its edge features; value_of)
 //   rows_aligned(W)    whether W = 4 may be used: a lane then moves 4 features in one 16-byte load
-// so SDDMM, softmax and SpMM are written once for all four models.
+// so SDDMM, softmax and SpMM are written once for all four models. `id` is the edge's index in
+// the caller's order, where its edge features are (an empty View: none; the models' edge
+// arguments, types.hpp).
 
 #include "math.hpp"
 
@@ -41,9 +44,10 @@ struct alignas(4 * W) Vec {
   float x[W];
 };
 
-/// Features [W i, W i + W) of row (n, h) of a [N,H,D] tensor, or of row h of an [H,D] one.
+/// Features [W i, W i + W) of row (n, h) of a [N,H,D] (or [E,H,D]) tensor, or of row h of an
+/// [H,D] one.
 template <int W, class Mem>
-KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Features<Mem>& t, node_t n, int h, int i) {
+KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Features<Mem>& t, std::int64_t n, int h, int i) {
   return reinterpret_cast<const Vec<W>*>(&t(n, h, 0))[i];
 }
 template <int W, class Mem>
@@ -60,7 +64,7 @@ bool rows_aligned(int W, int dim, const Views&... t) {
 
 /// The same features of a row of an output tensor, to store W at once.
 template <int W, class Mem>
-KOKKOS_INLINE_FUNCTION Vec<W>& chunk_at(const Output<Mem>& t, node_t n, int h, int i) {
+KOKKOS_INLINE_FUNCTION Vec<W>& chunk_at(const Output<Mem>& t, std::int64_t n, int h, int i) {
   return reinterpret_cast<Vec<W>*>(&t(n, h, 0))[i];
 }
 
@@ -82,19 +86,31 @@ KOKKOS_INLINE_FUNCTION float dot(const Vec<W>& a, const Vec<W>& b) {
   return s;
 }
 
+/// Row (n, h)'s features [W i, W i + W) of `t`, plus edge `id`'s of `e` when there are some.
+template <int W, class Mem>
+KOKKOS_INLINE_FUNCTION Vec<W> with_edge(const Features<Mem>& t, node_t n, const Features<Mem>& e, edge_t id, int h,
+                                        int i) {
+  Vec<W> x = chunk<W>(t, n, h, i);
+  if (e.data()) x += chunk<W>(e, id, h, i);
+  return x;
+}
+
 template <class Mem>
 struct GTScore {
   static constexpr bool reduces = true;
   Features<Mem> q, k, v;
   float scale;
+  Features<Mem> e;  // [E,H,D] added to the key and the value, or empty
   template <int W>
-  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, int h, int i) const {
-    return dot(chunk<W>(q, dst, h, i), chunk<W>(k, src, h, i));
+  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t id, int h, int i) const {
+    return dot(chunk<W>(q, dst, h, i), with_edge<W>(k, src, e, id, h, i));
   }
-  KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, int) const { return scale * acc; }
+  KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, edge_t, int) const { return scale * acc; }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(v, u, h, i); }
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(q.extent(2)), q, k, v); }
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t id, int h, int i) const {
+    return with_edge<W>(v, u, e, id, h, i);
+  }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(q.extent(2)), q, k, v, e); }
 };
 
 template <class Mem>
@@ -104,14 +120,14 @@ struct AGNNScore {
   Matrix<Mem> inv_norm;  // [N,H], 0 for zero vectors so their cosine is 0
   Vector<Mem> beta;      // [H] or [1]
   template <int W>
-  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, int h, int i) const {
+  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t, int h, int i) const {
     return dot(chunk<W>(x, dst, h, i), chunk<W>(x, src, h, i));
   }
-  KOKKOS_INLINE_FUNCTION float finish(float acc, node_t dst, node_t src, int h) const {
+  KOKKOS_INLINE_FUNCTION float finish(float acc, node_t dst, node_t src, edge_t, int h) const {
     return beta(beta.extent(0) == 1 ? 0 : h) * acc * inv_norm(dst, h) * inv_norm(src, h);
   }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(x, u, h, i); }
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(x, u, h, i); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(x.extent(2)), x); }
 };
 
@@ -121,13 +137,18 @@ struct GATScore {
   Matrix<Mem> el, er;
   Features<Mem> v;
   float slope;
+  Matrix<Mem> ee;  // [E,H] edge scores added inside the LeakyReLU, or empty
   template <int W>
-  KOKKOS_INLINE_FUNCTION float terms(node_t, node_t, int, int) const { return 0.0f; }
-  KOKKOS_INLINE_FUNCTION float finish(float, node_t dst, node_t src, int h) const {
-    return leaky_relu(el(src, h) + er(dst, h), slope);
+  KOKKOS_INLINE_FUNCTION float terms(node_t, node_t, edge_t, int, int) const { return 0.0f; }
+  /// el_u + er_v (+ ee_e): the LeakyReLU's argument.
+  KOKKOS_INLINE_FUNCTION float logit(node_t dst, node_t src, edge_t id, int h) const {
+    return el(src, h) + er(dst, h) + (ee.data() ? ee(id, h) : 0.0f);
+  }
+  KOKKOS_INLINE_FUNCTION float finish(float, node_t dst, node_t src, edge_t id, int h) const {
+    return leaky_relu(logit(dst, src, id, h), slope);
   }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(v, u, h, i); }
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(v, u, h, i); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(v.extent(2)), v); }
 };
 
@@ -137,27 +158,35 @@ struct GATv2Score {
   Features<Mem> xl, xr;
   Matrix<Mem> a;
   float slope;
+  Features<Mem> e;  // [E,H,D] added inside the LeakyReLU, or empty
+  /// XL_u + XR_v (+ E_e), features [W i, W i + W): the LeakyReLU's argument.
   template <int W>
-  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, int h, int i) const {
-    const Vec<W> w = chunk<W>(a, h, i), l = chunk<W>(xl, src, h, i), r = chunk<W>(xr, dst, h, i);
+  KOKKOS_INLINE_FUNCTION Vec<W> logit(node_t dst, node_t src, edge_t id, int h, int i) const {
+    Vec<W> z = with_edge<W>(xl, src, e, id, h, i);
+    z += chunk<W>(xr, dst, h, i);
+    return z;
+  }
+  template <int W>
+  KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t id, int h, int i) const {
+    const Vec<W> w = chunk<W>(a, h, i), z = logit<W>(dst, src, id, h, i);
     float s = 0.0f;
-    for (int j = 0; j < W; ++j) s += w.x[j] * leaky_relu(l.x[j] + r.x[j], slope);
+    for (int j = 0; j < W; ++j) s += w.x[j] * leaky_relu(z.x[j], slope);
     return s;
   }
-  KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, int) const { return acc; }
+  KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, edge_t, int) const { return acc; }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, int h, int i) const { return chunk<W>(xl, u, h, i); }
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(xl.extent(2)), xl, xr, a); }
+  KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(xl, u, h, i); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(xl.extent(2)), xl, xr, a, e); }
 };
 
 /// The one-feature forms of terms and values, which most kernels loop over.
 template <class Score>
-KOKKOS_INLINE_FUNCTION float term_of(const Score& score, node_t dst, node_t src, int h, int d) {
-  return score.template terms<1>(dst, src, h, d);
+KOKKOS_INLINE_FUNCTION float term_of(const Score& score, node_t dst, node_t src, edge_t id, int h, int d) {
+  return score.template terms<1>(dst, src, id, h, d);
 }
 template <class Score>
-KOKKOS_INLINE_FUNCTION float value_of(const Score& score, node_t u, int h, int d) {
-  return score.template values<1>(u, h, d).x[0];
+KOKKOS_INLINE_FUNCTION float value_of(const Score& score, node_t u, edge_t id, int h, int d) {
+  return score.template values<1>(u, id, h, d).x[0];
 }
 
 /// Everything a kernel needs besides the score: graph arrays, options, output, shape.
@@ -192,12 +221,13 @@ template <class Score, class Member, class Mem>
 KOKKOS_INLINE_FUNCTION float edge_score(const Member& team, const Score& score,
                                         const Problem<Mem>& p, edge_t e, int h) {
   const node_t v = p.dst(e), u = p.src(e);
+  const edge_t id = p.edge_id(e);
   float acc = 0.0f;
   if constexpr (Score::reduces)
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim),
-        [&](int d, float& sum) { sum += term_of(score, v, u, h, d); }, acc);
-  return p.scaled(score.finish(acc, v, u, h), e, h);
+        [&](int d, float& sum) { sum += term_of(score, v, u, id, h, d); }, acc);
+  return p.scaled(score.finish(acc, v, u, id, h), e, h);
 }
 
 /// `team_size` clamped to what the backend allows for this functor at this vector length.

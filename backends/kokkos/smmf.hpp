@@ -79,7 +79,8 @@ struct Smmf {
       const edge_t a = p.row_ptr(v) - e0, b = p.row_ptr(v + 1) - e0;
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, p.dim), [&](int d) {
         float acc = 0.0f;
-        for (edge_t i = a; i < b; ++i) acc += x[i] * p.keep(e0 + i, h) * value_of(score, p.src(e0 + i), h, d);
+        for (edge_t i = a; i < b; ++i)
+          acc += x[i] * p.keep(e0 + i, h) * value_of(score, p.src(e0 + i), p.edge_id(e0 + i), h, d);
         p.out(v, h, d) = acc * norm[k];
       });
     });
@@ -129,7 +130,7 @@ struct Smmf {
         float acc = c0 > 0 ? p.out(v, h, d) * rescale[h] : 0.0f;
         for (edge_t i = 0; i < n; ++i) {
           const edge_t e = e0 + c0 + i;
-          acc += x[i] * p.keep(e, h) * value_of(score, p.src(e), h, d);
+          acc += x[i] * p.keep(e, h) * value_of(score, p.src(e), p.edge_id(e), h, d);
         }
         p.out(v, h, d) = acc;
       });

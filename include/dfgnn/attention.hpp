@@ -66,17 +66,30 @@ TensorRef tensor_ref(const View& v) {
   return t;
 }
 
+/// Places a model's tensors (`t`: its arguments in order, then optionally its edge argument)
+/// in `slots` and `edge`: Error naming `who` for more than that.
+inline void place(const char* who, const ModelArgs& args, const Tensors& t, TensorRef* slots, TensorRef& edge) {
+  if (t.count > args.count + 1 || (t.count == args.count + 1 && !args.edge.name))
+    throw Error(std::string(who) + ": " + std::to_string(t.count) + " tensors, the model takes " +
+                std::to_string(args.count) + (args.edge.name ? " and its edge argument " + std::string(args.edge.name)
+                                                             : std::string(" and no edge argument")));
+  for (int i = 0; i < t.count && i < args.count; ++i) slots[i] = t.refs[i];
+  if (t.count > args.count) edge = t.refs[args.count];
+}
+
 /// A call of the Kokkos API on `exec` (a Kokkos::Cuda's stream too, for the native executor):
-/// the model's arguments, its scale or slope, the options' edge values and dropout.
-template <class Exec>
-Call kokkos_call(const Exec& exec, const Tensors& inputs, float param, const Options<typename Exec::memory_space>& o) {
+/// the model's arguments (and edge argument), its scale or slope, the options' edge values and
+/// dropout.
+template <class Exec, class Model>
+Call kokkos_call(const char* who, const Exec& exec, const Model& model, const Tensors& inputs,
+                 const Options<typename Exec::memory_space>& o) {
   Call c;
   c.space = &exec;
 #ifdef KOKKOS_ENABLE_CUDA
   if constexpr (std::is_same_v<Exec, Kokkos::Cuda>) c.stream = exec.cuda_stream();
 #endif
-  for (int i = 0; i < inputs.count; ++i) c.inputs[i] = inputs.refs[i];
-  c.param = param;
+  place(who, Model::args, inputs, c.inputs, c.edge_features);
+  c.param = model.param();
   c.edge_values = tensor_ref(o.edge_values);  // an empty View is no edge values (the check, the executors)
   c.dropout = o.dropout;
   return c;
@@ -84,21 +97,22 @@ Call kokkos_call(const Exec& exec, const Tensors& inputs, float param, const Opt
 
 }  // namespace detail
 
-/// A model's tensors for the generic entries: Views in the model's order (model_args, types.hpp).
+/// A model's tensors for the generic entries: Views in the model's order (model_args, types.hpp),
+/// then optionally its edge argument (GT and GATv2 E [E,H,D], GAT ee [E,H]).
 template <class... Views>
 Tensors tensors(const Views&... views) {
-  static_assert(sizeof...(Views) <= 3, "a model has at most three arguments");
+  static_assert(sizeof...(Views) <= 4, "a model has at most three arguments and an edge argument");
   return Tensors{{detail::tensor_ref(views)...}, int(sizeof...(Views))};
 }
 
 /// Any model (a traits type of types.hpp) on its inputs in order, e.g.
 /// attention(exec, plan, GT{}, tensors(Q, K, V), out): what the typed entries below call, and all
-/// a new model needs.
+/// a new model needs. Edge features (PyG's edge_dim) come last: tensors(Q, K, V, E).
 template <class Exec, class Model>
 void attention(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  Call c = detail::kokkos_call(exec, inputs, model.param(), options);
+  Call c = detail::kokkos_call("attention", exec, model, inputs, options);
   c.out = detail::tensor_ref(out), c.logsumexp = detail::tensor_ref(options.logsumexp);  // empty: inference
   c.weights = detail::tensor_ref(options.attention_weights);
   detail::forward("attention", plan.executor(), Model::kind, c);

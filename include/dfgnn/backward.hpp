@@ -33,7 +33,8 @@ using HeadScalarsOutput = Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace>
 
 /// Any model on its inputs and gradients in order, e.g. attention_backward(exec, plan, GT{},
 /// tensors(Q, K, V), out, logsumexp, dOut, tensors(dQ, dK, dV)): what the typed entries below call.
-/// (The options' logsumexp is the forward's output: ignored.)
+/// (The options' logsumexp is the forward's output: ignored.) With edge features,
+/// tensors(Q, K, V, E) and tensors(dQ, dK, dV, dE): their gradient is always written.
 template <class Exec, class Model>
 void attention_backward(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
                         const NodeFeatures<typename Exec::memory_space>& out,
@@ -41,9 +42,9 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const Model& m
                         const NodeFeatures<typename Exec::memory_space>& dOut, const Tensors& grads,
                         const Options<typename Exec::memory_space>& options = {}) {
   using detail::tensor_ref;
-  Call c = detail::kokkos_call(exec, inputs, model.param(), options);
+  Call c = detail::kokkos_call("attention_backward", exec, model, inputs, options);
   c.out = tensor_ref(out), c.logsumexp = tensor_ref(logsumexp), c.dout = tensor_ref(dOut);
-  for (int i = 0; i < grads.count; ++i) c.grads[i] = grads.refs[i];
+  detail::place("attention_backward", Model::args, grads, c.grads, c.edge_grad);
   detail::backward("attention_backward", plan.executor(), Model::kind, c);
 }
 

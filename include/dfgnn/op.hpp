@@ -58,9 +58,10 @@ struct TensorRef {
 };
 
 /// A model's tensor arguments in its order (model_args), or their gradients: what the generic
-/// entries take (dfgnn::tensors makes them of Views, attention.hpp).
+/// entries take (dfgnn::tensors makes them of Views, attention.hpp). One more than the model's
+/// count: the last is its edge argument (model_args' edge), or that argument's gradient.
 struct Tensors {
-  TensorRef refs[3];
+  TensorRef refs[4];
   int count = 0;
 };
 
@@ -69,6 +70,9 @@ struct Call {
   float param = 0.0f;   ///< GT's scale (0: 1/sqrt(D)), GAT's and GATv2's slope
   TensorRef inputs[3];     ///< the model's arguments, in model_args order
   TensorRef edge_values;   ///< [E, 1 or H] in the caller's edge order, or none
+  /// The model's edge argument (model_args' edge: GT and GATv2 E [E,H,D], GAT ee [E,H]) in the
+  /// caller's edge order, or none; its gradient (backward: written whenever it is given).
+  TensorRef edge_features, edge_grad;
   Dropout dropout;
   /// Forward: written (logsumexp in training only). Backward: the forward's, read.
   TensorRef out, logsumexp;
@@ -85,6 +89,8 @@ struct Call {
   void* stream = nullptr;
 
   const float* input(int i) const { return static_cast<const float*>(inputs[i].data); }
+  const float* edges() const { return static_cast<const float*>(edge_features.data); }
+  float* edges_grad() const { return static_cast<float*>(const_cast<void*>(edge_grad.data)); }
   float* grad(int i) const { return static_cast<float*>(const_cast<void*>(grads[i].data)); }
 };
 

@@ -30,7 +30,8 @@ struct ReferenceOptions {
   /// Edge features in the caller's edge order, PyG's edge_dim (null: none): GT and GATv2
   /// [E,H,D], GAT [E,H]; AGNN takes none. GT adds them to the key and the value
   /// (scale <Q_v, K_u + E>, message V_u + E), GAT to the score's terms (LeakyReLU(el_u + er_v +
-  /// ee)), GATv2 inside (sum_d a_d LeakyReLU(XL_u + XR_v + E)_d). The kernels do not take them yet.
+  /// ee)), GATv2 inside (sum_d a_d LeakyReLU(XL_u + XR_v + E)_d): the models' edge arguments
+  /// (types.hpp), Call::edge_features.
   const float* edge_features = nullptr;
 };
 

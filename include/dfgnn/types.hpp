@@ -60,6 +60,8 @@ enum class Extent {
   DstScalars,    ///< [dst_nodes, H]
   HeadFeatures,  ///< [H, D]
   HeadVector,    ///< [1] or [H]: shared by the heads or one per head
+  EdgeFeatures,  ///< [edges, H, D], in the caller's edge order
+  EdgeScalars,   ///< [edges, H], in the caller's edge order
 };
 
 /// One argument of a model: its name in messages and its shape.
@@ -69,26 +71,32 @@ struct ArgSpec {
 };
 
 /// A model's arguments in call order (its score inputs and its values), the name of each
-/// input's gradient, and its scalar parameter (null: none).
+/// input's gradient, its scalar parameter (null: none), and its optional edge argument with its
+/// gradient (PyG's edge_dim: edge features the score, and GT's message, take per edge; name
+/// null: the model has none).
 struct ModelArgs {
   int count;
   ArgSpec inputs[3];
   const char* gradients[3];
   const char* param;
+  ArgSpec edge = {nullptr, Extent::EdgeFeatures};
+  const char* edge_gradient = nullptr;
 };
 
 // The models: each is its own traits type (docs/design.md, "Adding a model"): its kind, name
 // (CLI, messages), arguments and scalar parameter (`param()`, a call's Call::param), read by
 // every layer; the kernels add its score and gradient functors.
 
-/// Graph Transformer dot-product score: scale * <Q[v,h], K[u,h]>.
+/// Graph Transformer dot-product score: scale * <Q[v,h], K[u,h]>; with edge features E
+/// [E,H,D] (TransformerConv's edge_dim) scale * <Q[v,h], K[u,h] + E[e,h]> and message V[u,h] +
+/// E[e,h].
 struct GT {
   float scale = 0.0f;  ///< 0 selects the default 1/sqrt(D)
   static constexpr ScoreKind kind = ScoreKind::GT;
   static constexpr const char* name = "gt";
   static constexpr ModelArgs args{
-      3, {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}}, {"dQ", "dK", "dV"},
-      "GT::scale"};
+      3, {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}},
+      {"dQ", "dK", "dV"}, "GT::scale", {"E", Extent::EdgeFeatures}, "dE"};
   float param() const { return scale; }
   /// The scale of a score over `dim` features, in T's precision: `scale`, or 1/sqrt(dim).
   template <class T = float>
@@ -107,25 +115,27 @@ struct AGNN {
   float param() const { return 0.0f; }
 };
 
-/// GAT additive score: LeakyReLU(el[u,h] + er[v,h], slope).
+/// GAT additive score: LeakyReLU(el[u,h] + er[v,h], slope); with edge scores ee [E,H]
+/// (GATConv's edge_dim, its lin_edge and att_edge applied) LeakyReLU(el[u,h] + er[v,h] + ee[e,h]).
 struct GAT {
   float slope = 0.2f;
   static constexpr ScoreKind kind = ScoreKind::GAT;
   static constexpr const char* name = "gat";
   static constexpr ModelArgs args{
-      3, {{"el", Extent::SrcScalars}, {"er", Extent::DstScalars}, {"V", Extent::SrcFeatures}}, {"del", "der", "dV"},
-      "GAT::slope"};
+      3, {{"el", Extent::SrcScalars}, {"er", Extent::DstScalars}, {"V", Extent::SrcFeatures}},
+      {"del", "der", "dV"}, "GAT::slope", {"ee", Extent::EdgeScalars}, "dee"};
   float param() const { return slope; }
 };
 
-/// GATv2 score: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d], slope); values are XL.
+/// GATv2 score: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d], slope); values are XL. With
+/// edge features E [E,H,D] (GATv2Conv's edge_dim) inside: LeakyReLU(XL[u,h,d] + XR[v,h,d] + E[e,h,d]).
 struct GATv2 {
   float slope = 0.2f;
   static constexpr ScoreKind kind = ScoreKind::GATv2;
   static constexpr const char* name = "gatv2";
   static constexpr ModelArgs args{
       3, {{"XL", Extent::SrcFeatures}, {"XR", Extent::DstFeatures}, {"a", Extent::HeadFeatures}},
-      {"dXL", "dXR", "da"}, "GATv2::slope"};
+      {"dXL", "dXR", "da"}, "GATv2::slope", {"E", Extent::EdgeFeatures}, "dE"};
   float param() const { return slope; }
 };
 

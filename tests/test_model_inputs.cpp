@@ -1,5 +1,7 @@
-// Bipartite graphs (NS sources, N destinations, NS != N): GT, GAT and GATv2 forward and backward
-// through every strategy against the float64 reference; what a bipartite graph cannot run.
+// Real model inputs (issue "real model inputs"): bipartite graphs (NS sources, N destinations,
+// NS != N) and edge features (PyG's edge_dim): GT, GAT and GATv2 forward and backward through
+// every strategy against the float64 reference; what a bipartite graph cannot run, and edge
+// features of the wrong shape.
 
 #include "expect_error.hpp"
 #include "gradient_check.hpp"
@@ -59,6 +61,7 @@ struct Case {
   unsigned seed;
   int edge_value_heads = 0;
   Dropout dropout{};
+  bool edge_features = false;  // the model's edge argument (types.hpp), and its gradient
 
   // The model's inputs (GATv2's a scaled like an initialised layer so scores stay O(1)), dOut and edge values.
   std::vector<std::vector<float>> inputs(const Op& op) const {
@@ -75,22 +78,27 @@ struct Case {
   std::vector<float> dout(const Op& op) const {
     return test::random_values(entries(TensorRef::shaped(nullptr, op, Extent::DstFeatures)), seed * 31 + 7);
   }
+  std::vector<float> edges(const Op& op) const {
+    if (!edge_features) return {};
+    return test::random_values(entries(TensorRef::shaped(nullptr, op, model_args(kind).edge.extent)), seed * 31 + 9);
+  }
   std::vector<float> edge_values() const {
     return test::random_values(std::size_t(g.num_edges()) * std::size_t(edge_value_heads), seed + 8, 0.1f, 2.0f);
   }
   Op op() const { return Op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()}; }
 
-  ReferenceOptions options(const std::vector<float>& w) const {
+  ReferenceOptions options(const std::vector<float>& w, const std::vector<float>& e) const {
     ReferenceOptions o(HostEdgeValues{edge_value_heads ? w.data() : nullptr, edge_value_heads});
     o.dropout = dropout;
+    o.edge_features = edge_features ? e.data() : nullptr;
     return o;
   }
 
-  // out, then the gradients in model_args order, all in float64.
+  // out, then the gradients in model_args order (and the edge argument's), all in float64.
   std::vector<std::vector<double>> reference() const {
     const auto in = inputs(op());
-    const auto dy = dout(op()), w = edge_values();
-    const ReferenceOptions o = options(w);
+    const auto dy = dout(op()), w = edge_values(), e = edges(op());
+    const ReferenceOptions o = options(w, e);
     return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
       using Model = decltype(model);
       if constexpr (Model::kind == ScoreKind::AGNN) {
@@ -99,9 +107,12 @@ struct Case {
         const Model m{};
         const auto out = reference_attention(g, H, D, m, in[0].data(), in[1].data(), in[2].data(), o);
         const auto r = reference_attention_backward(g, H, D, m, in[0].data(), in[1].data(), in[2].data(), dy.data(), o);
-        if constexpr (Model::kind == ScoreKind::GT) return {out, r.dQ, r.dK, r.dV};
-        if constexpr (Model::kind == ScoreKind::GAT) return {out, r.del, r.der, r.dV};
-        if constexpr (Model::kind == ScoreKind::GATv2) return {out, r.dXL, r.dXR, r.da};
+        std::vector<std::vector<double>> all;
+        if constexpr (Model::kind == ScoreKind::GT) all = {out, r.dQ, r.dK, r.dV, r.dE};
+        if constexpr (Model::kind == ScoreKind::GAT) all = {out, r.del, r.der, r.dV, r.dee};
+        if constexpr (Model::kind == ScoreKind::GATv2) all = {out, r.dXL, r.dXR, r.da, r.dE};
+        if (!edge_features) all.pop_back();
+        return all;
       }
     });
   }
@@ -122,6 +133,14 @@ struct Case {
       Kokkos::deep_copy(grads.back(), std::numeric_limits<float>::quiet_NaN());
       x.refs[i] = TensorRef::shaped(in.back().data(), op, m.inputs[i].extent);
       dx.refs[i] = TensorRef::shaped(grads.back().data(), op, m.inputs[i].extent);
+    }
+    if (edge_features) {  // last in both lists
+      const auto host_edges = edges(op);
+      in.push_back(detail::upload<float, Mem>("edges", host_edges));
+      grads.emplace_back("edge_grad", host_edges.size());
+      Kokkos::deep_copy(grads.back(), std::numeric_limits<float>::quiet_NaN());
+      x.refs[x.count++] = TensorRef::shaped(in.back().data(), op, m.edge.extent);
+      dx.refs[dx.count++] = TensorRef::shaped(grads.back().data(), op, m.edge.extent);
     }
     const std::size_t n = std::size_t(g.num_nodes), h = std::size_t(H), d = std::size_t(D);
     const auto w = detail::upload<float, Mem>("w", edge_values());
@@ -158,7 +177,8 @@ std::vector<Backend> backends() {
 
 void expect_matches(const Case& c, Strategy strategy, const std::string& label) {
   const auto ref = c.reference();
-  const auto names = test::gradient_names(c.kind);
+  auto names = test::gradient_names(c.kind);
+  if (c.edge_features) names.push_back(model_args(c.kind).edge_gradient);
   for (Backend backend : backends()) {
     const auto got = c.run(strategy, backend);
     const std::string where = label + (backend == Backend::Portable ? " portable" : " auto");
@@ -200,6 +220,109 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{3, 7}),
                        ::testing::Range(0, int(graphs().size()))),
     param_name);
+
+// ---- edge features ------------------------------------------------------------------------------
+
+// Self loops on every node besides random edges.
+HostGraph self_loops(node_t n, std::size_t m, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<node_t> any(0, n - 1);
+  std::vector<node_t> src, dst;
+  for (node_t v = 0; v < n; ++v) src.push_back(v), dst.push_back(v);
+  for (std::size_t i = 0; i < m; ++i) src.push_back(any(rng)), dst.push_back(any(rng));
+  return graph_from_edges(n, src, dst);
+}
+
+// Square graphs of every shape the kernels treat apart (empty rows, a super node beyond the
+// scratch, a batch, one node, none), and a bipartite one.
+const std::vector<test::NamedGraph>& edge_graphs() {
+  static const std::vector<test::NamedGraph> gs{
+      {"random", test::random_graph(300, 2400, 11)},
+      {"self_loops", self_loops(60, 300, 12)},
+      {"super_node", test::super_node_graph(200, 20000, 13)},
+      {"batch", test::batch_of_small_graphs(20, 14)},
+      {"one_node", graph_from_edges(1, {0}, {0})},
+      {"empty", graph_from_edges(0, {}, {})},
+      {"bipartite", test::random_bipartite(400, 150, 350, 120, 2400, 15)},
+  };
+  return gs;
+}
+
+class EdgeFeatures : public ::testing::TestWithParam<Param> {};
+
+std::string edge_param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [kind, strategy, hd, graph] = info.param;
+  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + edge_graphs()[std::size_t(graph)].name;
+}
+
+TEST_P(EdgeFeatures, MatchesFloat64Reference) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = edge_graphs()[std::size_t(graph)];
+  Case c{kind, g, hd.first, hd.second, unsigned(graph) + 21};
+  c.edge_features = true;
+  expect_matches(c, strategy, name + " edge features");
+}
+
+TEST_P(EdgeFeatures, WithEdgeValuesAndDropout) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = edge_graphs()[std::size_t(graph)];
+  Case c{kind, g, hd.first, hd.second, unsigned(graph) + 23, 1, Dropout{0.3f, 43}};
+  c.edge_features = true;
+  expect_matches(c, strategy, name + " edge features, edge values and dropout");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, EdgeFeatures,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
+                                         Strategy::Auto),
+                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{3, 7}),
+                       ::testing::Range(0, int(edge_graphs().size()))),
+    edge_param_name);
+
+TEST(EdgeFeatureErrors, ShapesAndModels) {
+  Exec exec;
+  const Graph<Mem> g(graph_from_edges(4, 3, {0, 3}, {1, 2}));
+  const Plan<Exec> plan(exec, g, ScoreKind::GT, 2, 5);
+  const View1 q("q", 3 * 10), k("k", 4 * 10), v("v", 4 * 10), e("e", 5 * 10), de("de", 2 * 10);
+  const NodeFeatures<Mem> Q(q.data(), 3, 2, 5), K(k.data(), 4, 2, 5), V(v.data(), 4, 2, 5);
+  NodeOutput<Mem> out("out", 3, 2, 5), dq("dq", 3, 2, 5), dk("dk", 4, 2, 5), dv("dv", 4, 2, 5);
+  Options<Mem> opt;
+  opt.logsumexp = decltype(opt.logsumexp)("lse", 3, 2);
+  test::expect_error([&] { attention(exec, plan, GT{}, tensors(Q, K, V, NodeFeatures<Mem>(e.data(), 5, 2, 5)), out); },
+                     {"attention: E has shape [5,2,5], expected [E,H,D] = [2,2,5]"});
+  test::expect_error([&] { attention(exec, plan, GT{}, tensors(Q, K, V, NodeFeatures<Mem>(e.data(), 2, 5, 1)), out); },
+                     {"attention: E has shape [2,5,1], expected [E,H,D] = [2,2,5]"});
+  const NodeFeatures<Mem> E(e.data(), 2, 2, 5);
+  attention(exec, plan, GT{}, tensors(Q, K, V, E), out, opt);
+  const NodeFeatures<Mem> dOut(q.data(), 3, 2, 5);
+  test::expect_error([&] {
+    attention_backward(exec, plan, GT{}, tensors(Q, K, V, E), out, opt.logsumexp, dOut, tensors(dq, dk, dv), opt);
+  }, {"attention_backward: dE has shape [], expected [E,H,D] = [2,2,5]"});
+  test::expect_error([&] {
+    attention_backward(exec, plan, GT{}, tensors(Q, K, V), out, opt.logsumexp, dOut,
+                       tensors(dq, dk, dv, NodeOutput<Mem>(de.data(), 2, 2, 5)), opt);
+  }, {"attention_backward: an edge-feature gradient was passed without edge features"});
+  test::expect_error([&] {
+    attention_backward(exec, plan, GT{}, tensors(Q, K, V, E), out, opt.logsumexp, dOut,
+                       tensors(dq, dk, dv, NodeOutput<Mem>(e.data(), 2, 2, 5)), opt);
+  }, {"attention_backward: dE overlaps E"});
+  // AGNN has no edge argument; GAT's is a scalar per (edge, head).
+  const Graph<Mem> square(graph_from_edges(3, {0, 2}, {1, 2}));
+  const Plan<Exec> agnn(exec, square, ScoreKind::AGNN, 2, 5), gat(exec, square, ScoreKind::GAT, 2, 5);
+  const HeadScalars<Mem> beta(q.data(), 2);
+  test::expect_error([&] { attention(exec, agnn, AGNN{}, tensors(Q, beta, E), out); },
+                     {"attention: 3 tensors, the model takes 2 and no edge argument"});
+  Call c = detail::pointer_call(agnn.op(), ScoreKind::AGNN, std::vector<const float*>{q.data(), q.data()}.data(), 2,
+                                nullptr, 0, Dropout{}, e.data());
+  detail::set_outputs(c, agnn.op(), out.data(), nullptr);
+  test::expect_error([&] { detail::check_forward("cuda::attention", agnn.op(), ScoreKind::AGNN, c); },
+                     {"cuda::attention: agnn takes no edge features"});
+  const NodeScalars<Mem> el(q.data(), 3, 2), er(k.data(), 3, 2);
+  test::expect_error([&] { attention(exec, gat, GAT{}, tensors(el, er, Q, E), out); },
+                     {"attention: ee has shape [2,2,5], expected [E,H] = [2,2]"});
+}
 
 // ---- what a bipartite graph cannot run ---------------------------------------------------------
 
