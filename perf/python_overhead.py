@@ -33,7 +33,8 @@ class Call(ctypes.Structure):
     _fields_ = [("param", ctypes.c_float), ("inputs", ctypes.c_void_p * 3), ("count", ctypes.c_int64),
                 ("edge_values", ctypes.c_void_p), ("edge_heads", ctypes.c_int), ("dropout", ctypes.c_float),
                 ("seed", ctypes.c_uint64), ("out", ctypes.c_void_p), ("logsumexp", ctypes.c_void_p),
-                ("dout", ctypes.c_void_p), ("grads", ctypes.c_void_p * 3)]
+                ("dout", ctypes.c_void_p), ("grads", ctypes.c_void_p * 3), ("attention_weights", ctypes.c_void_p),
+                ("edge_features", ctypes.c_void_p), ("edge_grad", ctypes.c_void_p)]
 
 
 def cora_edges(data):

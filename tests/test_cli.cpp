@@ -7,6 +7,7 @@
 #include <dfgnn/csr.hpp>
 #include <dfgnn/io.hpp>
 #include <dfgnn/reference.hpp>
+#include <dfgnn/reference_backward.hpp>
 #include <dfgnn/reference_message_passing.hpp>
 
 #include <gtest/gtest.h>
@@ -330,6 +331,52 @@ TEST_F(CliTest, BipartiteEveryModelAndGradient) {
   expect_user_error(base + " --model gt --symmetrize", {"--symmetrize", "--src-nodes"});
   expect_user_error(base + " --model gt --reorder rcm", {"reorder", "bipartite"});
   expect_user_error(base + " --model gt --strategy staged --backend kokkos", {"CUDA-native only"});
+}
+
+// --edge-features: every model that has an edge argument, forward, weights and gradients (its
+// gradient in PREFIX dE.npy, GAT's in PREFIX dee.npy) against the float64 reference, also on
+// the renumbered graph; the shapes each takes, and AGNN, which takes none.
+TEST_F(CliTest, EdgeFeatures) {
+  const HostGraph g = graph_from_edges(kNodes, kSrc, kDst);
+  const std::int64_t E = g.num_edges(), N = kNodes, H = 2, D = 3;
+  const auto features = test::random_values(std::size_t(E * H * D), 51), scores = test::random_values(std::size_t(E * H), 52);
+  const std::string dout = quote(npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 53)));
+  const std::string base = "attention --graph " + quote(tiny_graph()) + " --heads 2 --dim 3 --reference";
+  for (const std::string reorder : {"none", "rcm"})
+    for (const std::string model : {"gt", "gat", "gatv2"}) {
+      SCOPED_TRACE(model + " " + reorder);
+      const bool gat = model == "gat";
+      const std::string e = gat ? npy("ee.npy", {E, H}, scores) : npy("e.npy", {E, H * D}, features);
+      const std::string prefix = path(model + reorder + "_");
+      const Result r = run(base + " --model " + model + " --edge-features " + quote(e) + " --reorder " + reorder +
+                           " --attention-out " + quote(path("a.npy")) + " --grad-out " + dout + " --grad-prefix " +
+                           quote(prefix));
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      const std::string grad = gat ? "dee" : "dE";
+      EXPECT_NE(r.out.find("max relative error of " + grad + " vs float64 reference"), std::string::npos) << r.out;
+      const io::Array de = io::read_npy_f32(prefix + grad + ".npy");
+      EXPECT_EQ(de.shape, gat ? (std::vector<std::int64_t>{E, H}) : (std::vector<std::int64_t>{E, H, D}));
+    }
+  // The file's dE against the reference's, computed here.
+  const auto Q = test::random_values(std::size_t(N * H * D), 54), K = test::random_values(std::size_t(N * H * D), 55);
+  const auto V = test::random_values(std::size_t(N * H * D), 56), dy = io::read_npy_f32(path("dout.npy")).data;
+  ReferenceOptions o;
+  o.edge_features = features.data();
+  const auto ref = reference_attention_backward(g, 2, 3, GT{}, Q.data(), K.data(), V.data(), dy.data(), o);
+  const Result r = run(base + " --model gt --q " + quote(npy("q.npy", {N, H, D}, Q)) + " --k " +
+                       quote(npy("k.npy", {N, H, D}, K)) + " --v " + quote(npy("v.npy", {N, H, D}, V)) +
+                       " --edge-features " + quote(npy("e3.npy", {E, H, D}, features)) + " --grad-out " + dout +
+                       " --grad-prefix " + quote(path("ref_")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_LT(max_relative_error(io::read_npy_f32(path("ref_dE.npy")).data.data(), ref.dE), 1e-5);
+
+  expect_user_error(base + " --model agnn --edge-features " + quote(path("ee.npy")),
+                    {"--edge-features: agnn takes no edge features"});
+  expect_user_error(base + " --model gat --edge-features " + quote(path("e.npy")),
+                    {"e.npy: shape [" + std::to_string(E) + ",6], expected [" + std::to_string(E) + ",2]"});
+  expect_user_error(base + " --model gt --edge-features " + quote(path("ee.npy")), {"ee.npy: shape", "expected"});
+  expect_user_error(base + " --model gt --symmetrize --edge-features " + quote(path("e.npy")),
+                    {"--edge-features cannot be combined with --symmetrize"});
 }
 
 // Output paths and dOut's shape are checked before any compute: a typo fails at once, not after

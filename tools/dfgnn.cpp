@@ -68,6 +68,9 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
   gatv2  --xl F --xr F --a F [--slope S]      (a is [H,D])
   Inputs not given are drawn uniformly from [-1,1] (--seed, default 1; --dim D, default 64).
   --edge-values F.npy   per-edge score multipliers [E] or [E,H], edges in file order
+  --edge-features F.npy the model's edge features (PyG's edge_dim, projected), edges in file
+                        order: gt [E,H,D] or [E,H*D] added to key and value; gat [E,H] (or [E]
+                        when H = 1) inside the LeakyReLU; gatv2 [E,H,D] or [E,H*D] inside it
   --out F.npy           output [N,H,D] float32
   --attention-out A.npy the attention weights [E,H] float32, edges in file order (probability
                         times dropout factor; --reference checks them too)
@@ -77,14 +80,16 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
                         fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta and da)
   --grad-out G.npy      dLoss/dOut [N,H,D]: also run the training forward and the fused
                         backward (same backend) and write each gradient to PREFIX<name>.npy:
-                        gt dQ dK dV | agnn dX dbeta | gat del der dV | gatv2 dXL dXR da
+                        gt dQ dK dV | agnn dX dbeta | gat del der dV | gatv2 dXL dXR da;
+                        with --edge-features also their gradient: gt, gatv2 dE | gat dee
   --grad-prefix PREFIX  where the gradients go (default "grad_")
   --dropout P           attention dropout rate of the training forward and backward (with
                         --grad-out; bench: --backward), in [0, 1); the mask is a hash of
                         (--seed, edge, head), as in the API, so --reference checks it too
   --reorder none|rcm|degree  run on the renumbered graph (reorder.hpp; rcm gathers nearby
                         rows): node inputs go into its order, the output and gradients come
-                        back in the file's; edge values and the dropout mask keep file order
+                        back in the file's; edge values, edge features and the dropout mask
+                        keep file order
 
 spmm / sddmm (generalized message passing, docs/message_passing.md):
   spmm   out[v] = reduce over u -> v of message: --message copy_u | copy_e | u_OP_e | u_OP_v
@@ -264,6 +269,19 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
     in.edge_values = checked(w, path, {{E}, {E, 1}, {E, H}});
     in.edge_value_heads = w.shape.size() == 2 ? int(w.shape[1]) : 1;
   }
+  if (a.has("edge-features")) {
+    const std::string path = a.get("edge-features");
+    if (a.flags.count("symmetrize"))
+      throw Error("--edge-features cannot be combined with --symmetrize (it changes the edges and their order)");
+    if (!m.edge.name) throw Error("--edge-features: " + std::string(to_string(in.kind)) + " takes no edge features");
+    const std::vector<std::size_t> want = in.shape(m.edge.extent);
+    const std::vector<std::size_t> flat = m.edge.extent == Extent::EdgeFeatures ? std::vector<std::size_t>{in.E, H * D}
+                                          : H == 1                              ? std::vector<std::size_t>{in.E}
+                                                                                : want;
+    check_host_bytes("--edge-features and its gradient",
+                     checked_product("bytes of", {in.E, H, m.edge.extent == Extent::EdgeFeatures ? D : 1, 8}));
+    in.edge_features = checked(io::read_npy_f32(path), path, {want, flat});
+  }
   if (a.has("dropout")) {
     const float rate = a.real("dropout", 0.0f);
     if (!(rate >= 0.0f && rate < 1.0f)) throw Error("--dropout must be in [0, 1), got " + a.get("dropout"));
@@ -309,7 +327,13 @@ std::vector<std::pair<std::string, std::size_t>> gradient_sizes(const Inputs& in
     for (std::size_t x : in.shape(in.args().inputs[i].extent)) n *= x;
     r.emplace_back(in.args().gradients[i], n);
   }
+  if (in.edges()) r.emplace_back(in.args().edge_gradient, in.edge_features.size());
   return r;
+}
+
+/// The extent of gradient i of gradient_sizes: the argument's, the edge argument's last.
+Extent gradient_extent(const Inputs& in, std::size_t i) {
+  return int(i) < in.args().count ? in.args().inputs[i].extent : in.args().edge.extent;
 }
 
 // A forward on the default Kokkos execution space with the portable kernels (the CUDA-native
@@ -324,6 +348,7 @@ class KokkosRun {
       : in_(in), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy, Backend::Portable),
         w_(detail::upload<float, Mem>("edge_values", in.edge_values)), out_("out", in.N, in.H, in.D) {
     for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
+    if (in.edges()) t_.push_back(detail::upload<float, Mem>("edge_features", in.edge_features));
     if (in.edge_value_heads)
       options_.edge_values = EdgeValues<Mem>(w_.data(), std::size_t(g.num_edges()), std::size_t(in.edge_value_heads));
     if (training || in.weights) options_.logsumexp = decltype(options_.logsumexp)("logsumexp", in.N, in.H);
@@ -374,12 +399,14 @@ class KokkosRun {
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
     return std::vector<float>(host.data(), host.data() + host.size());
   }
-  /// The model's arguments (or gradients) on flat buffers, shaped as the plan's op says.
+  /// The model's arguments (or gradients), and its edge argument's last when given, on flat
+  /// buffers, shaped as the plan's op says.
   Tensors tensors_of(const std::vector<Kokkos::View<float*, Mem>>& flat) const {
     Tensors r;
-    r.count = in_.args().count;
+    r.count = int(flat.size());
     for (int i = 0; i < r.count; ++i)
-      r.refs[i] = TensorRef::shaped(flat[std::size_t(i)].data(), plan_.op(), in_.args().inputs[i].extent, in_.count());
+      r.refs[i] = TensorRef::shaped(flat[std::size_t(i)].data(), plan_.op(), gradient_extent(in_, std::size_t(i)),
+                                    in_.count());
     return r;
   }
 
@@ -403,8 +430,15 @@ std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy str
   return run.output();
 }
 
-std::vector<double> run_reference(const HostGraph& g, const Inputs& in, std::vector<double>* weights = nullptr) {
+/// The reference's options of a run: its edge values and edge features.
+ReferenceOptions reference_options(const Inputs& in) {
   ReferenceOptions w(HostEdgeValues{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads});
+  w.edge_features = in.edges() ? in.edge_features.data() : nullptr;
+  return w;
+}
+
+std::vector<double> run_reference(const HostGraph& g, const Inputs& in, std::vector<double>* weights = nullptr) {
+  ReferenceOptions w = reference_options(in);
   w.weights = weights;
   const int H = int(in.H), D = int(in.D);
   const auto& t = in.tensors;
@@ -421,14 +455,19 @@ std::vector<double> run_reference(const HostGraph& g, const Inputs& in, std::vec
 // The float64 reference gradients, named and ordered as KokkosRun::backward returns them.
 std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, const Inputs& in,
                                                         const std::vector<float>& dout) {
-  ReferenceOptions w(HostEdgeValues{in.edge_values.empty() ? nullptr : in.edge_values.data(), in.edge_value_heads});
+  ReferenceOptions w = reference_options(in);
   w.dropout = in.dropout;
+  // The edge argument's gradient last, when there are edge features.
+  const auto with_edge = [&](std::vector<std::vector<double>> r, std::vector<double>& edge) {
+    if (in.edges()) r.push_back(std::move(edge));
+    return r;
+  };
   const int H = int(in.H), D = int(in.D);
   const auto& t = in.tensors;
   switch (in.kind) {
     case ScoreKind::GT: {
       auto r = reference_attention_backward(g, H, D, GT{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
-      return {r.dQ, r.dK, r.dV};
+      return with_edge({r.dQ, r.dK, r.dV}, r.dE);
     }
     case ScoreKind::AGNN: {
       auto r = reference_attention_backward(g, H, D, AGNN{}, t[0].data(), t[1].data(), int(t[1].size()), dout.data(), w);
@@ -436,11 +475,11 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
     }
     case ScoreKind::GAT: {
       auto r = reference_attention_backward(g, H, D, GAT{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
-      return {r.del, r.der, r.dV};
+      return with_edge({r.del, r.der, r.dV}, r.dee);
     }
     case ScoreKind::GATv2: {
       auto r = reference_attention_backward(g, H, D, GATv2{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
-      return {r.dXL, r.dXR, r.da};
+      return with_edge({r.dXL, r.dXR, r.da}, r.dE);
     }
   }
   return {};
@@ -450,7 +489,8 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
 // reference: gradients of per-head parameters (AGNN's dbeta, GATv2's da) sum cancelling terms
 // over all edges (docs/backward.md).
 double gradient_tolerance(const Inputs& in, std::size_t i) {
-  return node_rows(in.args().inputs[i].extent) ? 1e-4 : 1e-3;
+  const Extent e = gradient_extent(in, i);
+  return e == Extent::HeadFeatures || e == Extent::HeadVector ? 1e-3 : 1e-4;
 }
 
 // Where --grad-out's gradient `name` goes: PREFIX<name>.npy.
@@ -478,9 +518,9 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
 #endif
   }
   for (std::size_t i = 0; i < grads.size(); ++i)  // node gradients back to the file's order
-    if (node_rows(in.args().inputs[i].extent)) grads[i].second = moved_rows(grads[i].second, re.position);
+    if (node_rows(gradient_extent(in, i))) grads[i].second = moved_rows(grads[i].second, re.position);
   for (std::size_t i = 0; i < grads.size(); ++i) {
-    const std::vector<std::size_t> extents = in.shape(in.args().inputs[i].extent);
+    const std::vector<std::size_t> extents = in.shape(gradient_extent(in, i));
     io::write_npy_f32(gradient_path(a, grads[i].first), std::vector<std::int64_t>(extents.begin(), extents.end()),
                       grads[i].second.data());
   }
@@ -513,11 +553,13 @@ void reject_non_finite(const Args& a, const Inputs& in) {
     check(in.tensors[std::size_t(i)], a.has(option) ? a.get(option) : "--" + option);
   }
   check(in.edge_values, a.get("edge-values"));
+  check(in.edge_features, a.get("edge-features"));
 }
 
 int cmd_attention(int argc, char** argv) {
-  std::set<std::string> accepted{"graph", "nodes", "src-nodes", "model", "heads", "dim", "edge-values", "out", "strategy", "backend",
-                                 "seed", "grad-out", "grad-prefix", "dropout", "reorder", "attention-out"};
+  std::set<std::string> accepted{"graph", "nodes", "src-nodes", "model", "heads", "dim", "edge-values", "edge-features",
+                                 "out", "strategy", "backend", "seed", "grad-out", "grad-prefix", "dropout", "reorder",
+                                 "attention-out"};
   for (const auto& option : model_options()) accepted.insert(option.first);
   const Args a = parse_args(argc, argv, 2, accepted, {"reference", "symmetrize"});
   reject_foreign_options(a, parse_score_kind(a.need("model")));

@@ -16,11 +16,13 @@ struct Inputs {
   std::vector<std::vector<float>> tensors;
   std::vector<float> edge_values;  // [E, edge_value_heads] or empty
   int edge_value_heads = 0;
+  std::vector<float> edge_features;  // the model's edge argument (--edge-features) or empty
   Dropout dropout;  // of the training forward and backward (--dropout), keyed on --seed
   std::size_t E = 0;     // edges
   bool weights = false;  // the forward also writes the attention weights [E,H] (--attention-out)
 
   const ModelArgs& args() const { return model_args(kind); }
+  bool edges() const { return !edge_features.empty(); }
   /// The entries of a HeadVector argument (AGNN's beta: 1 or H), else 0.
   std::size_t count() const {
     for (int i = 0; i < args().count; ++i)
@@ -42,13 +44,18 @@ struct Inputs {
       case Extent::DstScalars: return {rows(e), H};
       case Extent::HeadFeatures: return {H, D};
       case Extent::HeadVector: return {count()};
+      case Extent::EdgeFeatures: return {E, H, D};
+      case Extent::EdgeScalars: return {E, H};
     }
     return {};
   }
 };
 
-/// Whether an argument of extent e has a row per node (the rows a renumbering moves).
-inline bool node_rows(Extent e) { return e != Extent::HeadFeatures && e != Extent::HeadVector; }
+/// Whether an argument of extent e has a row per node (the rows a renumbering moves; edge
+/// tensors keep the file's edge order, which a renumbered graph's edge ids are).
+inline bool node_rows(Extent e) {
+  return e != Extent::HeadFeatures && e != Extent::HeadVector && e != Extent::EdgeFeatures && e != Extent::EdgeScalars;
+}
 
 /// Milliseconds of repeated runs.
 struct Timing {

@@ -157,7 +157,8 @@ Call call_of(const dfgnn_plan& p, const dfgnn_call* c) {
   if (!c) throw dfgnn::Error("dfgnn: null call");
   const dfgnn::Op& op = p.executor->op();
   Call call = dfgnn::detail::pointer_call(op, op.kind, c->inputs, std::size_t(std::max<int64_t>(0, c->count)),
-                                          c->edge_values, c->edge_heads, dfgnn::Dropout{c->dropout, c->seed});
+                                          c->edge_values, c->edge_heads, dfgnn::Dropout{c->dropout, c->seed},
+                                          c->edge_features);
   call.param = c->param;
   return call;
 }
@@ -331,7 +332,7 @@ int dfgnn_backward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* ca
     const dfgnn_plan& p = checked(plan);
     Call c = call_of(p, call);
     dfgnn::detail::set_upstream(c, p.executor->op(), p.executor->op().kind, call->out, call->logsumexp, call->dout,
-                                call->grads);
+                                call->grads, call->edge_grad);
     run(p, c, stream, [&](const Call& checked_call) {
       dfgnn::detail::backward(kBackward, *p.executor, p.executor->op().kind, checked_call);
     });

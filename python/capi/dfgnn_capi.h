@@ -92,6 +92,9 @@ typedef struct dfgnn_call {
   float* grads[3];           /* backward: written, the gradient of each input */
   float* attention_weights;  /* forward: written when set, [E, H] in the caller's edge order (probability
                                 times dropout factor); needs logsumexp */
+  const float* edge_features; /* the model's edge argument in the caller's edge order (GT, GATv2: E [E, H, D];
+                                 GAT: ee [E, H]); null: none */
+  float* edge_grad;           /* backward: written, its gradient (needed with edge_features) */
 } dfgnn_call;
 
 DFGNN_CAPI int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call);

@@ -211,11 +211,35 @@ class Graph:
         with self._lock:
             if self._self_loops is None:
                 edges = self.edge_index()
-                edges = edges[:, edges[0] != edges[1]]
+                kept = edges[0] != edges[1]
                 loops = torch.arange(min(self.num_src_nodes, self.num_nodes), dtype=torch.int64).expand(2, -1)
-                self._self_loops = Graph.from_edge_index(torch.cat([edges, loops], dim=1),
-                                                         size=(self.num_src_nodes, self.num_nodes))
+                graph = Graph.from_edge_index(torch.cat([edges[:, kept], loops], dim=1),
+                                              size=(self.num_src_nodes, self.num_nodes))
+                graph._loop_free = kept, edges[1, kept]
+                self._self_loops = graph
             return self._self_loops
+
+    def loop_attributes(self, edge_attr, fill_value="mean"):
+        """Per-edge rows edge_attr [E, ...] of this graph as with_self_loops() orders its edges:
+        the rows of the edges that are not loops, then each loop's row, as PyG's add_self_loops
+        fills it: `fill_value` "mean" (of the node's in-edges' rows, 0 without any), "add" (their
+        sum) or a number. Differentiable in edge_attr."""
+        kept, dst = self.with_self_loops()._loop_free
+        m = min(self.num_src_nodes, self.num_nodes)
+        if edge_attr.size(0) != self.num_edges:
+            raise ValueError(f"dfgnn: edge_attr has {edge_attr.size(0)} rows, the graph {self.num_edges} edges")
+        rows = edge_attr[kept.to(edge_attr.device)]
+        if isinstance(fill_value, (int, float)) and not isinstance(fill_value, bool):
+            loops = rows.new_full((m, *rows.shape[1:]), float(fill_value))
+        elif fill_value in ("mean", "add"):
+            index = dst.to(edge_attr.device)
+            loops = rows.new_zeros((self.num_nodes, *rows.shape[1:])).index_add_(0, index, rows)[:m]
+            if fill_value == "mean":
+                count = torch.bincount(index, minlength=self.num_nodes)[:m].clamp_(min=1)
+                loops = loops / count.view(-1, *([1] * (rows.dim() - 1))).to(rows.dtype)
+        else:
+            raise ValueError(f"dfgnn: fill_value must be 'mean', 'add' or a number, got {fill_value!r}")
+        return torch.cat([rows, loops])
 
     def prepare(self, model, heads, dim, device="cpu"):
         """Builds (or finds) the plan of `model` ('gt', 'agnn', 'gat', 'gatv2') for `heads` x

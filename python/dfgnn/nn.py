@@ -11,8 +11,10 @@ MessagePassing modules, which to_hetero looks for. return_attention_weights (any
 PyG) returns (out, (edge_index, alpha)): the edges the attention ran on (self loops included)
 and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv
 return that; its TransformerConv the probability before dropout), without gradient, in eager
-mode. Not supported (raise): edge features (edge_dim, edge_attr), SparseTensor adjacency,
-x_dst = None, MessagePassing options other than the defaults. Attention dropout has PyG's
+mode. Edge features work as in PyG: edge_dim and forward's edge_attr [E, edge_dim] (or [E]),
+projected by lin_edge (GATConv: and att_edge) and read by the fused kernels per edge; self
+loops get PyG's fill_value ("mean", "add" or a number). Not supported (raise): SparseTensor
+adjacency, x_dst = None, MessagePassing options other than the defaults. Attention dropout has PyG's
 semantics (p, scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed,
 edge, head), so it differs from PyG's mask.
 """
@@ -47,9 +49,7 @@ def _channels(layer, in_channels):
     return tuple(pair)
 
 
-def _reject_options(layer, edge_dim=None, **kwargs):
-    if edge_dim is not None:
-        raise ValueError(f"{layer}: edge features (edge_dim) are not supported")
+def _reject_options(layer, **kwargs):
     for key, value in kwargs.items():
         if key not in _DEFAULT_KWARGS or _DEFAULT_KWARGS[key] != value:
             raise ValueError(f"{layer}: option {key}={value!r} is not supported")
@@ -102,10 +102,11 @@ def _graph_of_tensor(edge_index, size):
     return Graph.cached(edge_index, size)
 
 
-def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None):
-    """Checks forward's arguments. Returns (graph, x_src, x_dst): the Graph to run on (with
-    PyG's self loops when asked) and the source and destination features (both x for a
-    tensor x)."""
+def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_value="mean"):
+    """Checks forward's arguments. Returns (graph, x_src, x_dst, edge_attr): the Graph to run on
+    (with PyG's self loops when asked), the source and destination features (both x for a
+    tensor x) and the edge attributes [E, F] in that graph's edge order (None: none; the
+    loops' rows filled with fill_value, as PyG's add_self_loops does)."""
     if isinstance(x, (tuple, list)):
         if len(x) != 2 or not all(isinstance(t, Tensor) for t in x):
             raise TypeError(f"{layer}: bipartite x must be a pair of tensors (x_src, x_dst)"
@@ -118,8 +119,6 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None):
     for name, t in (("x_src", x_src), ("x_dst", x_dst)) if x_src is not x_dst else (("x", x_src),):
         if t.dim() != 2:
             raise ValueError(f"{layer}: {name} must have shape [N, F], got {list(t.shape)}")
-    if edge_attr is not None:
-        raise ValueError(f"{layer}: edge features (edge_attr) are not supported")
     shape = (x_src.size(0), x_dst.size(0))
     if size is not None and tuple(size) != shape:
         raise ValueError(f"{layer}: size = {tuple(size)} but the inputs have {shape[0]} sources and "
@@ -128,7 +127,27 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None):
     if (graph.num_src_nodes, graph.num_nodes) != shape:
         raise ValueError(f"{layer}: the inputs have {shape[0]} sources and {shape[1]} destinations but the graph "
                          f"has {graph.num_src_nodes} and {graph.num_nodes}")
-    return (graph.with_self_loops() if self_loops else graph), x_src, x_dst
+    if edge_attr is not None:
+        if not isinstance(edge_attr, Tensor):
+            raise TypeError(f"{layer}: edge_attr must be a tensor, got {type(edge_attr).__name__}")
+        if edge_attr.dim() == 1:
+            edge_attr = edge_attr.view(-1, 1)
+        if edge_attr.dim() != 2 or edge_attr.size(0) != graph.num_edges:
+            raise ValueError(f"{layer}: edge_attr must have shape [E, edge_dim] with E = {graph.num_edges} "
+                             f"(the graph's edges), got {list(edge_attr.shape)}")
+        if self_loops:
+            edge_attr = graph.loop_attributes(edge_attr, fill_value)
+    return (graph.with_self_loops() if self_loops else graph), x_src, x_dst, edge_attr
+
+
+def _edge_rows(layer, lin_edge, edge_attr, heads, channels):
+    """lin_edge(edge_attr) as [E, H, C], or None without edge_attr (PyG then adds no edge
+    term); edge_attr without edge_dim raises."""
+    if edge_attr is None:
+        return None
+    if lin_edge is None:
+        raise ValueError(f"{layer}: edge_attr was passed but the layer has no edge_dim")
+    return lin_edge(edge_attr).view(-1, heads, channels)
 
 
 def _with_weights(out, result, graph, edge_index, self_loops):
@@ -177,7 +196,7 @@ class TransformerConv(_Conv):
     def __init__(self, in_channels, out_channels, heads=1, concat=True, beta=False, dropout=0.0,
                  edge_dim=None, bias=True, root_weight=True, **kwargs):
         super().__init__()
-        _reject_options("TransformerConv", edge_dim, **kwargs)
+        _reject_options("TransformerConv", **kwargs)
         src, dst = _channels("TransformerConv", in_channels)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.beta = beta and root_weight
@@ -188,22 +207,28 @@ class TransformerConv(_Conv):
         self.lin_key = _linear(src, heads * out_channels, bias)
         self.lin_query = _linear(dst, heads * out_channels, bias)
         self.lin_value = _linear(src, heads * out_channels, bias)
+        self.lin_edge = Linear(edge_dim, heads * out_channels, bias=False) if edge_dim is not None else None
         skip = heads * out_channels if concat else out_channels
         self.lin_skip = _linear(dst, skip, bias)  # made even without root_weight, as in PyG
         self.lin_beta = Linear(3 * skip, 1, bias=False) if self.beta else None
         self.reset_parameters()
 
     def reset_parameters(self):
-        for lin in (self.lin_key, self.lin_query, self.lin_value, self.lin_skip, self.lin_beta):
+        for lin in (self.lin_key, self.lin_query, self.lin_value, self.lin_edge, self.lin_skip, self.lin_beta):
             _initialise(lin, glorot=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        graph, x_src, x_dst = _inputs("TransformerConv", x, edge_index, False, edge_attr)
+        graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False,
+                                                 edge_attr if self.lin_edge is not None else None)
         H, C = self.heads, self.out_channels
         q = self.lin_query(x_dst).view(x_dst.size(0), H, C)
         k = self.lin_key(x_src).view(x_src.size(0), H, C)
         v = self.lin_value(x_src).view(x_src.size(0), H, C)
-        result = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C), dropout=self.dropout if self.training else 0.0,
+        if self.lin_edge is not None and edge_attr is None:
+            raise ValueError("TransformerConv: the layer has edge_dim: pass edge_attr")
+        e = _edge_rows("TransformerConv", self.lin_edge, edge_attr, H, C)
+        result = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C), edge_features=e,
+                              dropout=self.dropout if self.training else 0.0,
                               return_attention_weights=return_attention_weights is not None)
         out = _heads_out(result[0] if return_attention_weights is not None else result, self.concat)
         if self.root_weight:
@@ -240,7 +265,7 @@ class AGNNConv(_Conv):
     def forward(self, x, edge_index):
         if not isinstance(x, Tensor):
             raise TypeError(f"AGNNConv: x must be a [N, F] tensor (AGNN has no bipartite form), got {type(x).__name__}")
-        graph, x, _ = _inputs("AGNNConv", x, edge_index, self.add_self_loops)
+        graph, x, _, _ = _inputs("AGNNConv", x, edge_index, self.add_self_loops)
         return agnn_attention(graph, x.unsqueeze(1), self.beta).squeeze(1)
 
     def __repr__(self):
@@ -255,7 +280,7 @@ class GATConv(_Conv):
     def __init__(self, in_channels, out_channels, heads=1, concat=True, negative_slope=0.2, dropout=0.0,
                  add_self_loops=True, edge_dim=None, fill_value="mean", bias=True, residual=False, **kwargs):
         super().__init__()
-        _reject_options("GATConv", edge_dim, **kwargs)
+        _reject_options("GATConv", **kwargs)
         src, dst = _channels("GATConv", in_channels)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.concat = concat
@@ -263,7 +288,7 @@ class GATConv(_Conv):
         self.dropout = dropout
         self.add_self_loops = add_self_loops
         self.edge_dim = edge_dim
-        self.fill_value = fill_value  # only used with edge features, as in PyG
+        self.fill_value = fill_value  # the self loops' edge features, as in PyG
         self.residual = residual
         # One projection for both sides (PyG's `lin`), or with tuple in_channels one per side.
         self.lin = self.lin_src = self.lin_dst = None
@@ -274,34 +299,46 @@ class GATConv(_Conv):
             self.lin_dst = _linear(dst, heads * out_channels, False, glorot=True)
         self.att_src = Parameter(torch.empty(1, heads, out_channels))
         self.att_dst = Parameter(torch.empty(1, heads, out_channels))
+        self.lin_edge = self.att_edge = None
+        if edge_dim is not None:
+            self.lin_edge = Linear(edge_dim, heads * out_channels, bias=False)
+            self.att_edge = Parameter(torch.empty(1, heads, out_channels))
         total = out_channels * (heads if concat else 1)
         self.res = _linear(dst, total, False, glorot=True) if residual else None
         self.bias = Parameter(torch.empty(total)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self):
-        for lin in (self.lin, self.lin_src, self.lin_dst, self.res):
+        for lin in (self.lin, self.lin_src, self.lin_dst, self.lin_edge, self.res):
             _initialise(lin, glorot=True)
         _glorot(self.att_src)
         _glorot(self.att_dst)
+        if self.att_edge is not None:
+            _glorot(self.att_edge)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
-        graph, x_src, x_dst = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr, size)
+        # PyG adds an edge term only with both edge_dim and edge_attr.
+        edge_attr = edge_attr if self.lin_edge is not None else None
+        graph, x_src, x_dst, edge_attr = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr, size,
+                                                 self.fill_value)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
         dropout = self.dropout if self.training else 0.0
         weights = return_attention_weights is not None
+        e = _edge_rows("GATConv", self.lin_edge, edge_attr, H, C)
+        ee = (e * self.att_edge).sum(dim=-1) if e is not None else None  # the per-edge score term [E, H]
         if self.lin is not None and x_src is x_dst:
             # The score terms el = <h, att_src>, er = <h, att_dst> and the attention, one autograd node.
             h = self.lin(x_src).view(x_src.size(0), H, C)
-            result = _gat_layer(graph, h, None, self.att_src, self.att_dst, self.negative_slope, dropout, weights)
+            result = _gat_layer(graph, h, None, self.att_src, self.att_dst, self.negative_slope, dropout, weights, ee)
         else:
             lin_src, lin_dst = (self.lin, self.lin) if self.lin is not None else (self.lin_src, self.lin_dst)
             h = lin_src(x_src).view(x_src.size(0), H, C)
             h_dst = lin_dst(x_dst).view(x_dst.size(0), H, C)
-            result = _gat_layer(graph, h, h_dst, self.att_src, self.att_dst, self.negative_slope, dropout, weights)
+            result = _gat_layer(graph, h, h_dst, self.att_src, self.att_dst, self.negative_slope, dropout, weights,
+                                ee)
         out = _gat_output(result[0] if weights else result, self.concat, res, self.bias)
         return _with_weights(out, result, graph, edge_index, self.add_self_loops) if weights else out
 
@@ -314,7 +351,7 @@ class GATv2Conv(_Conv):
                  add_self_loops=True, edge_dim=None, fill_value="mean", bias=True, share_weights=False,
                  residual=False, **kwargs):
         super().__init__()
-        _reject_options("GATv2Conv", edge_dim, **kwargs)
+        _reject_options("GATv2Conv", **kwargs)
         src, dst = _channels("GATv2Conv", in_channels)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.concat = concat
@@ -328,26 +365,29 @@ class GATv2Conv(_Conv):
         self.lin_l = _linear(src, heads * out_channels, bias, glorot=True)
         self.lin_r = self.lin_l if share_weights else _linear(dst, heads * out_channels, bias, glorot=True)
         self.att = Parameter(torch.empty(1, heads, out_channels))
+        self.lin_edge = Linear(edge_dim, heads * out_channels, bias=False) if edge_dim is not None else None
         total = out_channels * (heads if concat else 1)
         self.res = _linear(dst, total, False, glorot=True) if residual else None
         self.bias = Parameter(torch.empty(total)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self):
-        for lin in (self.lin_l, self.lin_r, self.res):  # lin_l twice with share_weights, as PyG
+        for lin in (self.lin_l, self.lin_r, self.lin_edge, self.res):  # lin_l twice with share_weights, as PyG
             _initialise(lin, glorot=True)
         _glorot(self.att)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
-        graph, x_src, x_dst = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr)
+        graph, x_src, x_dst, edge_attr = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr,
+                                                 fill_value=self.fill_value)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
         x_l = self.lin_l(x_src).view(x_src.size(0), H, C)
         x_r = x_l if self.share_weights and x_src is x_dst else self.lin_r(x_dst).view(x_dst.size(0), H, C)
         weights = return_attention_weights is not None
         result = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
+                                 edge_features=_edge_rows("GATv2Conv", self.lin_edge, edge_attr, H, C),
                                  dropout=self.dropout if self.training else 0.0, return_attention_weights=weights)
         out = _gat_output(result[0] if weights else result, self.concat, res, self.bias)
         return _with_weights(out, result, graph, edge_index, self.add_self_loops) if weights else out

@@ -88,24 +88,28 @@ struct Options {
   int64_t seed;
   bool packed = false;  // the first tensor holds the first two inputs (GATConv's el and er)
   at::Tensor weights;   // [E, H]: receives the attention weights (forward), or undefined
+  bool edges = false;   // the last tensor is the model's edge argument (edge features)
 };
 
-// The model's inputs (or their gradients) from `tensors`: one each or, `packed`, the first two
-// from the halves of the first tensor (GATConv's el and er, stacked as [2, N, H]).
+// The model's inputs (or their gradients) from `tensors`, less the edge argument: one each or,
+// `packed`, the first two from the halves of the first tensor (GATConv's el and er, stacked as
+// [2, N, H]). Returns the edge argument's pointer (null without one).
 template <class Pointer>
-void fill(Pointer* slots, const std::vector<at::Tensor>& tensors, bool packed) {
+Pointer fill(Pointer* slots, const std::vector<at::Tensor>& tensors, const Options& o) {
+  const std::size_t n = tensors.size() - (o.edges ? 1 : 0);
   int i = 0;
-  for (const at::Tensor& t : tensors) {
-    const auto p = static_cast<Pointer>(t.data_ptr());
-    if (packed && i == 0) slots[i++] = p, slots[i++] = p + t.numel() / 2;
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto p = static_cast<Pointer>(tensors[k].data_ptr());
+    if (o.packed && i == 0) slots[i++] = p, slots[i++] = p + tensors[k].numel() / 2;
     else slots[i++] = p;
   }
+  return o.edges ? static_cast<Pointer>(tensors.back().data_ptr()) : nullptr;
 }
 
 dfgnn_call call_of(const std::vector<at::Tensor>& tensors, const Options& o) {
   dfgnn_call c{};
   c.param = float(o.param);
-  fill(c.inputs, tensors, o.packed);
+  c.edge_features = fill(c.inputs, tensors, o);
   c.count = o.count;
   if (o.edge_values.defined()) {
     c.edge_values = o.edge_values.data_ptr<float>();
@@ -143,7 +147,7 @@ std::vector<at::Tensor> run_backward(const PlanState& plan, const std::vector<at
   c.out = const_cast<float*>(out.data_ptr<float>());
   c.logsumexp = const_cast<float*>(lse.data_ptr<float>());
   c.dout = dout.data_ptr<float>();
-  fill(c.grads, grads, o.packed);
+  c.edge_grad = fill(c.grads, grads, o);
   check(natives.backward(plan.handle, stream_of(out), &c));
   return grads;
 }
@@ -299,6 +303,13 @@ Options options(double param, int64_t count, const c10::optional<at::Tensor>& ed
   return {param, count, edge_values.value_or(at::Tensor()), dropout, seed};
 }
 
+// The model's tensors and, when given, its edge argument last (Options::edges).
+std::vector<at::Tensor> with_edges(std::vector<at::Tensor> tensors, const c10::optional<at::Tensor>& edge_features,
+                                   Options& o) {
+  if (edge_features) tensors.push_back(*edge_features), o.edges = true;
+  return tensors;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -311,13 +322,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "attention",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
-         double dropout, int64_t seed, int64_t level, const EdgeValues& weights) {
+         double dropout, int64_t seed, int64_t level, const EdgeValues& weights, const EdgeValues& edge_features) {
         Options o = options(param, count, edge_values, dropout, seed);
         if (weights) o.weights = *weights;
-        return attention(plan, tensors, o, level);
+        return attention(plan, with_edges(tensors, edge_features, o), o, level);
       },
       "out, recorded for autograd when an input requires grad; `weights` [E, H] (or None) receives the "
-      "attention weights");
+      "attention weights; `edge_features` (or None) is the model's edge argument",
+      pybind11::arg("plan"), pybind11::arg("tensors"), pybind11::arg("param"), pybind11::arg("count"),
+      pybind11::arg("edge_values"), pybind11::arg("dropout"), pybind11::arg("seed"), pybind11::arg("level"),
+      pybind11::arg("weights"), pybind11::arg("edge_features") = c10::optional<at::Tensor>());
   m.def(
       "gat_layer",
       [](const Plan& plan, const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst, double slope,
@@ -330,17 +344,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "forward",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
-         double dropout, int64_t seed, bool train) {
-        auto [out, lse] =
-            run_forward(*plan.state, tensors, options(param, count, edge_values, dropout, seed), train);
+         double dropout, int64_t seed, bool train, const EdgeValues& edge_features) {
+        Options o = options(param, count, edge_values, dropout, seed);
+        auto [out, lse] = run_forward(*plan.state, with_edges(tensors, edge_features, o), o, train);
         return std::make_tuple(out, lse.defined() ? EdgeValues(lse) : c10::nullopt);
       },
       "(out, logsumexp or None): the native forward, not recorded");
   m.def(
       "backward",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
-         double dropout, int64_t seed, const at::Tensor& out, const at::Tensor& lse, const at::Tensor& grad) {
-        return run_backward(*plan.state, tensors, options(param, count, edge_values, dropout, seed), out, lse, grad);
+         double dropout, int64_t seed, const at::Tensor& out, const at::Tensor& lse, const at::Tensor& grad,
+         const EdgeValues& edge_features) {
+        Options o = options(param, count, edge_values, dropout, seed);
+        return run_backward(*plan.state, with_edges(tensors, edge_features, o), o, out, lse, grad);
       },
-      "the gradient of each tensor: the native backward");
+      "the gradient of each tensor (the edge argument's last): the native backward");
 }

@@ -21,10 +21,11 @@ def dropout_factors(rate, seed, num_edges, heads):
     return out
 
 
-def attention(edge_index, num_nodes, scores, values, edge_values=None, factors=None, return_weights=False):
-    """out[v] = sum over edges u -> v of softmax_u(scores * edge_values) * factors * values[u];
-    scores [E, H], values [N, H, D]; rows without in-edges give 0. With return_weights, (out, the
-    attention weights softmax * factors [E, H])."""
+def attention(edge_index, num_nodes, scores, values, edge_values=None, factors=None, return_weights=False,
+              messages=None):
+    """out[v] = sum over edges u -> v of softmax_u(scores * edge_values) * factors * (values[u]
+    + messages[e]); scores [E, H], values [N, H, D], messages [E, H, D] or None; rows without
+    in-edges give 0. With return_weights, (out, the attention weights softmax * factors [E, H])."""
     src, dst = edge_index
     H = scores.size(1)
     if edge_values is not None:
@@ -36,13 +37,16 @@ def attention(edge_index, num_nodes, scores, values, edge_values=None, factors=N
     p = e / torch.zeros(num_nodes, H, dtype=scores.dtype).index_add(0, dst, e)[dst]
     if factors is not None:
         p = p * factors
-    out = torch.zeros(num_nodes, H, values.size(2), dtype=values.dtype).index_add(0, dst, p.unsqueeze(-1) * values[src])
+    rows = values[src] if messages is None else values[src] + messages
+    out = torch.zeros(num_nodes, H, values.size(2), dtype=values.dtype).index_add(0, dst, p.unsqueeze(-1) * rows)
     return (out, p) if return_weights else out
 
 
-def gt(edge_index, q, k, v, scale, **kw):
+def gt(edge_index, q, k, v, scale, edges=None, **kw):
+    """With edge features edges [E, H, D]: added to the key and the value (TransformerConv)."""
     src, dst = edge_index
-    return attention(edge_index, q.size(0), scale * (q[dst] * k[src]).sum(-1), v, **kw)
+    key = k[src] if edges is None else k[src] + edges
+    return attention(edge_index, q.size(0), scale * (q[dst] * key).sum(-1), v, messages=edges, **kw)
 
 
 def agnn(edge_index, x, beta, **kw):
@@ -51,14 +55,17 @@ def agnn(edge_index, x, beta, **kw):
     return attention(edge_index, x.size(0), beta * (n[dst] * n[src]).sum(-1), x, **kw)
 
 
-def gat(edge_index, el, er, v, slope, **kw):
+def gat(edge_index, el, er, v, slope, edges=None, **kw):
+    """With edge scores edges [E, H] inside the LeakyReLU (GATConv's edge_dim)."""
     src, dst = edge_index
-    return attention(edge_index, er.size(0), torch.nn.functional.leaky_relu(el[src] + er[dst], slope), v, **kw)
+    x = el[src] + er[dst] + (edges if edges is not None else 0)
+    return attention(edge_index, er.size(0), torch.nn.functional.leaky_relu(x, slope), v, **kw)
 
 
-def gatv2(edge_index, xl, xr, a, slope, **kw):
+def gatv2(edge_index, xl, xr, a, slope, edges=None, **kw):
+    """With edge features edges [E, H, D] inside the LeakyReLU (GATv2Conv's edge_dim)."""
     src, dst = edge_index
-    z = torch.nn.functional.leaky_relu(xl[src] + xr[dst], slope)
+    z = torch.nn.functional.leaky_relu(xl[src] + xr[dst] + (edges if edges is not None else 0), slope)
     return attention(edge_index, xr.size(0), (a * z).sum(-1), xl, **kw)
 
 

@@ -74,3 +74,43 @@ def test_graph_break_on_edge_index():
     assert_close(out_c, out, 1e-6, "out")
     explained = torch._dynamo.explain(Net())(torch.randn(N, F), edge_index)
     assert explained.graph_break_count >= 1
+
+
+class EdgeNet(torch.nn.Module):
+    """The three layers with edge features (GATConv's self loops filled with the mean)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gt = dfgnn.nn.TransformerConv(F, 8, heads=2, edge_dim=3)
+        self.gat = dfgnn.nn.GATConv(16, 8, heads=2, edge_dim=3)
+        self.gatv2 = dfgnn.nn.GATv2Conv(16, 8, heads=2, edge_dim=3, add_self_loops=False)
+
+    def forward(self, x, graph, edge_attr):
+        x = self.gt(x, graph, edge_attr).relu()
+        x = self.gat(x, graph, edge_attr).relu()
+        return self.gatv2(x, graph, edge_attr)
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_edge_features_fullgraph(backend):
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(N, 120, 1), N)
+    graph.with_self_loops()
+    torch.manual_seed(0)
+    net = EdgeNet()
+    x, edge_attr = torch.randn(N, F), torch.randn(graph.num_edges, 3, requires_grad=True)
+    results = []
+    for compiled in (False, True):
+        torch._dynamo.reset()
+        run = torch.compile(net, backend=backend, fullgraph=True) if compiled else net
+        net.zero_grad()
+        edge_attr.grad = None
+        out = run(x, graph, edge_attr)
+        out.square().sum().backward()
+        grads = {k: p.grad.clone() for k, p in net.named_parameters()}
+        results.append((out.detach(), grads, edge_attr.grad.clone()))
+    (out, grads, de), (out_c, grads_c, de_c) = results
+    assert_close(out_c, out, 1e-6, "out")
+    assert_close(de_c, de, 1e-5, "d edge_attr")
+    scale = max(g.abs().max().item() for g in grads.values())
+    for key in grads:
+        assert_close(grads_c[key], grads[key], 1e-5, key, scale)

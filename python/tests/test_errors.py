@@ -46,9 +46,9 @@ def test_graph_argument(graph):
     (lambda g, x: dfgnn.gt_attention(g, x, x, x, scale=0.0), ValueError, "scale must be finite and nonzero"),
     (lambda g, x: dfgnn.gt_attention(g, x, x, x, dropout=0.5, seed=1.5), TypeError, "seed must be an integer"),
     (lambda g, x: dfgnn.gt_attention(g, x, x, x, dropout=0.5, seed=2 ** 70), ValueError, "seed must fit in 64 bits"),
-    (lambda g, x: torch.ops.dfgnn.gt(g.id, x.transpose(0, 1).contiguous().transpose(0, 1), x, x, None, 0.0, 0.0, None),
+    (lambda g, x: torch.ops.dfgnn.gt(g.id, x.transpose(0, 1).contiguous().transpose(0, 1), x, x, None, None, 0.0, 0.0, None),
      ValueError, "q must be contiguous"),
-    (lambda g, x: torch.ops.dfgnn.gt(g.id, x, x, x, None, 0.0, 0.5, None), ValueError, "dropout needs seed"),
+    (lambda g, x: torch.ops.dfgnn.gt(g.id, x, x, x, None, None, 0.0, 0.5, None), ValueError, "dropout needs seed"),
 ])
 def test_bad_arguments(graph, call, error, match):
     with pytest.raises(error, match=match):

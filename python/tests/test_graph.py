@@ -124,7 +124,7 @@ def test_dead_graph_id():
     del graph
     gc.collect()
     with pytest.raises(ValueError, match=f"no live Graph has id {graph_id}"):
-        torch.ops.dfgnn.gt(graph_id, x, x, x, None, 0.0, 0.0, None)
+        torch.ops.dfgnn.gt(graph_id, x, x, x, None, None, 0.0, 0.0, None)
 
 
 @pytest.mark.parametrize("edge_index,num_nodes,error,match", [

@@ -110,7 +110,6 @@ def test_training_dropout(device):
 @pytest.mark.parametrize("make_layer,match", [
     (lambda: dfgnn.nn.GATConv((F, F, F), 4), "a pair of them"),
     (lambda: dfgnn.nn.TransformerConv(0, 4), "positive int, -1"),
-    (lambda: dfgnn.nn.GATv2Conv(F, 4, edge_dim=3), "edge features \\(edge_dim\\)"),
     (lambda: dfgnn.nn.TransformerConv(F, 4, aggr="mean"), "option aggr='mean' is not supported"),
     (lambda: dfgnn.nn.AGNNConv(flow="target_to_source"), "option flow='target_to_source'"),
 ])
@@ -122,7 +121,8 @@ def test_unsupported_options(make_layer, match):
 @pytest.mark.parametrize("call,error,match", [
     (lambda c, x, e: c((x, None), e), TypeError, "x_dst = None is not supported"),
     (lambda c, x, e: c((x, x[:3]), e, size=(N, 4)), ValueError, "size = \\(20, 4\\) but the inputs have 20 sources and 3"),
-    (lambda c, x, e: c(x, e, edge_attr=torch.ones(e.size(1), 3)), ValueError, "edge_attr"),
+    (lambda c, x, e: c(x, e, edge_attr=torch.ones(e.size(1) - 1, 3)), ValueError,
+     "edge_attr must have shape \\[E, edge_dim\\] with E = 72"),
     (lambda c, x, e: c(x[:5], e), ValueError, "is outside \\[0, 5\\)"),
     (lambda c, x, e: c(x[:5], dfgnn.Graph.from_edge_index(e, N)), ValueError,
      "the inputs have 5 sources and 5 destinations but the graph has 20 and 20"),
@@ -130,7 +130,7 @@ def test_unsupported_options(make_layer, match):
     (lambda c, x, e: c(x.double(), e), RuntimeError, "dtype"),  # the linear layer's own error
 ])
 def test_bad_forward_arguments(call, error, match):
-    conv = dfgnn.nn.GATConv(F, 4, heads=2)
+    conv = dfgnn.nn.GATConv(F, 4, heads=2, edge_dim=3)
     edge_index = ref.random_graph(N, 70, 3)
     edge_index[0, 1] = N - 1
     with pytest.raises(error, match=match):
@@ -151,19 +151,22 @@ BIPARTITE_CASES = [
 ]
 
 
-def _compare(theirs, ours, x, edge_index, device, what):
-    """ours (float32) against theirs (float64, same weights) on x (a tensor or a pair): outputs,
-    every input's and every parameter's gradient."""
+def _compare(theirs, ours, x, edge_index, device, what, edge_attr=None):
+    """ours (float32) against theirs (float64, same weights) on x (a tensor or a pair) and the
+    edge features edge_attr (None: none): outputs, every input's and every parameter's gradient."""
     theirs = theirs.double().eval()
     ours.load_state_dict(theirs.state_dict())
     theirs.load_state_dict(ours.state_dict())
     ours = ours.to(device).eval()
     pair = isinstance(x, tuple)
-    xs = x if pair else (x,)
+    xs = (x if pair else (x,)) + ((edge_attr,) if edge_attr is not None else ())
     x_theirs = [t.double().requires_grad_() for t in xs]
     x_ours = [t.to(device).requires_grad_() for t in xs]
-    out = ours(tuple(x_ours) if pair else x_ours[0], edge_index.to(device))
-    expected = theirs(tuple(x_theirs) if pair else x_theirs[0], edge_index)
+    n = 2 if pair else 1
+    kwargs_ours = {"edge_attr": x_ours[n]} if edge_attr is not None else {}
+    kwargs_theirs = {"edge_attr": x_theirs[n]} if edge_attr is not None else {}
+    out = ours(tuple(x_ours[:2]) if pair else x_ours[0], edge_index.to(device), **kwargs_ours)
+    expected = theirs(tuple(x_theirs[:2]) if pair else x_theirs[0], edge_index, **kwargs_theirs)
     assert_close(out, expected, 1e-5, f"{what} out")
     grad = torch.randn(expected.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     out.backward(grad.float().to(device))
@@ -209,6 +212,55 @@ def test_lazy_in_channels(name):
     for key in theirs_state:
         assert torch.equal(ours_state[key], theirs_state[key]), key
     _compare(theirs, ours, x, edge_index, "cpu", name)
+
+
+EDGE_CASES = [  # (layer, args, kwargs, bipartite); edge_dim 3 unless the kwargs say
+    ("TransformerConv", (F, 6), {"heads": 2, "edge_dim": 3}, False),
+    ("TransformerConv", (F, 5), {"heads": 3, "concat": False, "beta": True, "edge_dim": 3}, False),
+    ("TransformerConv", ((FS, FD), 6), {"heads": 2, "edge_dim": 3}, True),
+    ("GATConv", (F, 6), {"heads": 2, "edge_dim": 3}, False),  # loops filled with the mean
+    ("GATConv", (F, 6), {"heads": 2, "edge_dim": 3, "fill_value": "add", "residual": True}, False),
+    ("GATConv", (F, 5), {"heads": 3, "edge_dim": 3, "fill_value": 0.5, "concat": False}, False),
+    ("GATConv", (F, 6), {"heads": 2, "edge_dim": 3, "add_self_loops": False}, False),
+    ("GATConv", ((FS, FD), 6), {"heads": 2, "edge_dim": 3}, True),
+    ("GATv2Conv", (F, 6), {"heads": 2, "edge_dim": 3}, False),
+    ("GATv2Conv", (F, 6), {"heads": 2, "edge_dim": 1, "share_weights": True}, False),  # edge_attr [E]
+    ("GATv2Conv", ((FS, FD), 6), {"heads": 2, "edge_dim": 3, "add_self_loops": False}, True),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name,args,kwargs,bipartite", EDGE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(EDGE_CASES)])
+def test_edge_features_match_pyg(name, args, kwargs, bipartite, device):
+    """edge_dim and edge_attr (a self loop, a duplicate edge, a hub row; self loops filled as
+    PyG fills them): the same outputs and gradients, edge_attr's included, as PyG's layer."""
+    theirs, ours = make(name, args, kwargs)
+    gen = torch.Generator().manual_seed(6)
+    if bipartite:
+        edge_index = ref.random_bipartite(NS, ND, 60, 4, hub_edges=40)
+        x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen))
+    else:
+        edge_index = ref.random_graph(N, 70, 3, hub_edges=30)
+        x = torch.randn(N, F, generator=gen)
+    dim = kwargs["edge_dim"]
+    edge_attr = torch.randn(edge_index.size(1), *((dim,) if dim > 1 else ()), generator=gen)
+    _compare(theirs, ours, x, edge_index, device, name, edge_attr)
+
+
+@pytest.mark.parametrize("name,args,kwargs,bipartite", EDGE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(EDGE_CASES)])
+def test_edge_dim_same_initialisation(name, args, kwargs, bipartite):
+    test_same_initialisation(name, args, kwargs)
+
+
+def test_edge_attr_needs_edge_dim():
+    edge_index = ref.random_graph(N, 70, 3)
+    x, edge_attr = torch.randn(N, F), torch.randn(edge_index.size(1), 3)
+    with pytest.raises(ValueError, match="GATv2Conv: edge_attr was passed but the layer has no edge_dim"):
+        dfgnn.nn.GATv2Conv(F, 4)(x, edge_index, edge_attr=edge_attr)
+    with pytest.raises(ValueError, match="TransformerConv: the layer has edge_dim: pass edge_attr"):
+        dfgnn.nn.TransformerConv(F, 4, edge_dim=3)(x, edge_index)
 
 
 def _hetero_data():

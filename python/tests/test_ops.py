@@ -33,6 +33,11 @@ def inputs(model, n, h, d, gen, ns=None):
     return {"xl": rand(ns, h, d), "xr": rand(n, h, d), "a": rand(h, d)}
 
 
+def edge_features(model, e, h, d, gen):
+    """The model's edge argument: GT and GATv2 [E, H, D], GAT [E, H] (float64)."""
+    return torch.randn(e, h, *((d,) if model != "gat" else ()), generator=gen, dtype=torch.float64)
+
+
 def run_ours(model, graph, t, **kw):
     if model == "gt":
         return dfgnn.gt_attention(graph, t["q"], t["k"], t["v"], **kw)
@@ -74,8 +79,13 @@ def check(model, edge_index, num_nodes, heads, dim, device, variant, gen, beta_h
         ours_kw.update(dropout=0.3, seed=SEED)
         ref_kw["factors"] = ref.dropout_factors(0.3, SEED, E, heads)
         assert 0 < (ref_kw["factors"] == 0).sum() < E * heads  # some dropped, some kept
-    out = run_ours(model, graph, ours, **ours_kw)
-    expected = run_reference(model, edge_index, theirs, **ref_kw)
+    if variant == "edge_features":
+        e = edge_features(model, E, heads, dim, gen)
+        master["edge_features"] = e  # differentiated below with the inputs
+        ours["edge_features"] = ours_kw["edge_features"] = e.float().to(device).requires_grad_()
+        theirs["edge_features"] = ref_kw["edges"] = e.float().double().requires_grad_()
+    out = run_ours(model, graph, {k: v for k, v in ours.items() if k != "edge_features"}, **ours_kw)
+    expected = run_reference(model, edge_index, {k: v for k, v in theirs.items() if k != "edge_features"}, **ref_kw)
     assert out.dtype == torch.float32 and out.device.type == device
     assert_close(out, expected, out_tol, f"{model} out")
     grad = torch.randn(expected.shape, generator=gen, dtype=torch.float64)
@@ -87,15 +97,18 @@ def check(model, edge_index, num_nodes, heads, dim, device, variant, gen, beta_h
         assert_close(ours[name].grad, theirs[name].grad, tol, f"{model} d{name}")
 
 
-# Dropout only on the small graph: its mask is computed in Python, edge by edge.
+# Dropout only on the small graph: its mask is computed in Python, edge by edge. AGNN has no
+# edge features.
 CASES = [(g, v) for g in GRAPHS for v in VARIANTS if not (g == "hub" and v == "dropout")]
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("heads,dim", [(1, 16), (3, 7)])
-@pytest.mark.parametrize("graph,variant", CASES)
+@pytest.mark.parametrize("graph,variant", CASES + [(g, "edge_features") for g in GRAPHS])
 @pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
 def test_against_reference(model, graph, variant, heads, dim, device):
+    if model == "agnn" and variant == "edge_features":
+        pytest.skip("AGNN has no edge argument")
     n, e, hub = GRAPHS[graph]
     gen = torch.Generator().manual_seed(zlib.crc32(f"{model} {graph} {heads} {variant}".encode()))
     # The 9000-edge row sums terms that largely cancel (its ds_e sum to 0): seen up to 8e-5
@@ -110,7 +123,7 @@ BIPARTITE = {"more_sources": (30, 12, 80, 0), "fewer_sources": (6, 40, 90, 0), "
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("graph", BIPARTITE)
-@pytest.mark.parametrize("variant", ["plain", "edge_values_per_head", "dropout"])
+@pytest.mark.parametrize("variant", ["plain", "edge_values_per_head", "dropout", "edge_features"])
 @pytest.mark.parametrize("model", ["gt", "gat", "gatv2"])
 def test_bipartite_against_reference(model, variant, graph, device):
     ns, n, e, hub = BIPARTITE[graph]
@@ -120,7 +133,7 @@ def test_bipartite_against_reference(model, variant, graph, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("variant", ["plain", "edge_values_per_head", "dropout"])
+@pytest.mark.parametrize("variant", ["plain", "edge_values_per_head", "dropout", "edge_features"])
 @pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
 def test_attention_weights(model, variant, device):
     """return_attention_weights: (out, weights [E, H]) in the caller's edge order, the reference's
@@ -140,6 +153,11 @@ def test_attention_weights(model, variant, device):
     if variant == "dropout":
         ours_kw.update(dropout=0.3, seed=SEED)
         ref_kw["factors"] = ref.dropout_factors(0.3, SEED, E, 2)
+    if variant == "edge_features":
+        if model == "agnn":
+            pytest.skip("AGNN has no edge argument")
+        x = edge_features(model, E, 2, 8, gen).float()
+        ours_kw["edge_features"], ref_kw["edges"] = x.to(device), x.double()
     out, weights = run_ours(model, graph, ours, return_attention_weights=True, **ours_kw)
     expected, expected_weights = run_reference(model, edge_index, theirs, **ref_kw)
     assert weights.shape == (E, 2) and not weights.requires_grad
@@ -196,25 +214,29 @@ def test_dropout_seed_drawn_from_torch(device):
     assert torch.equal(a, c)      # repeatable under torch.manual_seed
 
 
-def _op_args(model, graph, gen):
+def _op_args(model, graph, gen, edges=False):
+    """The custom op of `model` and its arguments: inputs requiring grad, edge values none,
+    dropout with a seed; with `edges`, edge features (requiring grad) too."""
     t = inputs(model, graph.num_nodes, 2, 4, gen)
     t = {k: v.float().requires_grad_() for k, v in t.items()}
     seed = torch.tensor([SEED])
+    e = edge_features(model, graph.num_edges, 2, 4, gen).float().requires_grad_() if edges else None
     if model == "gt":
-        return torch.ops.dfgnn.gt.default, (graph.id, t["q"], t["k"], t["v"], None, 0.5, 0.2, seed)
+        return torch.ops.dfgnn.gt.default, (graph.id, t["q"], t["k"], t["v"], e, None, 0.5, 0.2, seed)
     if model == "agnn":
         return torch.ops.dfgnn.agnn.default, (graph.id, t["x"], t["beta"], None, 0.2, seed)
     if model == "gat":
-        return torch.ops.dfgnn.gat.default, (graph.id, t["el"], t["er"], t["v"], None, 0.2, 0.2, seed)
-    return torch.ops.dfgnn.gatv2.default, (graph.id, t["xl"], t["xr"], t["a"], None, 0.2, 0.2, seed)
+        return torch.ops.dfgnn.gat.default, (graph.id, t["el"], t["er"], t["v"], e, None, 0.2, 0.2, seed)
+    return torch.ops.dfgnn.gatv2.default, (graph.id, t["xl"], t["xr"], t["a"], e, None, 0.2, 0.2, seed)
 
 
-@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
-def test_opcheck(model):
+@pytest.mark.parametrize("model,edges", [("gt", False), ("agnn", False), ("gat", False), ("gatv2", False),
+                                         ("gt", True), ("gat", True), ("gatv2", True)])
+def test_opcheck(model, edges):
     """torch.library.opcheck: schema, fake tensor and autograd registration, AOT dispatch, for
-    the forward op and (through its output's gradient) the backward op."""
+    the forward op and (through its output's gradient) the backward op; with edge features too."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
-    op, args = _op_args(model, graph, torch.Generator().manual_seed(0))
+    op, args = _op_args(model, graph, torch.Generator().manual_seed(0), edges)
     torch.library.opcheck(op, args)
     out, lse = op(*args)
     backward = getattr(torch.ops.dfgnn, f"{model}_backward").default
@@ -225,16 +247,18 @@ def test_opcheck(model):
 def _public(model, graph, args):
     """The public function's call equal to the custom op's arguments `args` (_op_args)."""
     kw = dict(dropout=args[-2], seed=int(args[-1]))
-    if model == "gt":
-        return dfgnn.gt_attention(graph, *args[1:4], scale=args[5], **kw)
     if model == "agnn":
         return dfgnn.agnn_attention(graph, *args[1:3], **kw)
+    kw["edge_features"] = args[4]
+    if model == "gt":
+        return dfgnn.gt_attention(graph, *args[1:4], scale=args[6], **kw)
     fn = dfgnn.gat_attention if model == "gat" else dfgnn.gatv2_attention
-    return fn(graph, *args[1:4], negative_slope=args[5], **kw)
+    return fn(graph, *args[1:4], negative_slope=args[6], **kw)
 
 
-@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
-def test_eager_path_equals_custom_op(model):
+@pytest.mark.parametrize("model,edges", [("gt", False), ("agnn", False), ("gat", False), ("gatv2", False),
+                                         ("gt", True), ("gat", True), ("gatv2", True)])
+def test_eager_path_equals_custom_op(model, edges):
     """The public functions run the ops' native calls directly in eager mode (dfgnn._ops, with
     its own autograd node):
     same outputs and gradients as the custom op with its registered autograd; a second
@@ -242,7 +266,7 @@ def test_eager_path_equals_custom_op(model):
     (once_differentiable let that one lose the second-order term); without a gradient no
     autograd node."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
-    op, args = _op_args(model, graph, torch.Generator().manual_seed(0))
+    op, args = _op_args(model, graph, torch.Generator().manual_seed(0), edges)
     tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
     eager = _public(model, graph, args)
     assert eager.grad_fn.name() == "DfgnnAttentionBackward"
@@ -293,7 +317,7 @@ def test_eager_seed_is_torchs_draw():
     eager = dfgnn.gt_attention(graph, x, x, x, dropout=0.5)
     torch.manual_seed(3)
     seed = torch.randint(0, 2 ** 62, (1,), dtype=torch.int64)
-    assert torch.equal(eager, torch.ops.dfgnn.gt(graph.id, x, x, x, None, 0.0, 0.5, seed)[0])
+    assert torch.equal(eager, torch.ops.dfgnn.gt(graph.id, x, x, x, None, None, 0.0, 0.5, seed)[0])
 
 
 class _PassThrough(TorchDispatchMode):
