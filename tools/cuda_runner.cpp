@@ -37,7 +37,7 @@ struct Launcher {
   std::vector<Buffer> tensors, grads;
   std::vector<const float*> inputs;
   std::vector<float*> outputs;
-  Buffer edge_values, out, lse, dout, weights;
+  Buffer edge_values, edge_features, edge_grad, out, lse, dout, weights;
   std::function<void(cudaStream_t)> run, backward;
 
   Launcher(const cuda::Plan& plan, const Inputs& in, bool training = false) {
@@ -49,6 +49,8 @@ struct Launcher {
     cuda::Options o(cuda::DeviceEdgeValues{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads});
     o.logsumexp = training || in.weights ? lse.get() : nullptr;
     o.attention_weights = in.weights ? weights.get() : nullptr;
+    edge_features = upload(in.edge_features);
+    o.edge_features = in.edges() ? edge_features.get() : nullptr;
     if (training) o.dropout = in.dropout;
     const ScoreKind kind = in.kind;
     const float param = in.param;
@@ -59,6 +61,8 @@ struct Launcher {
     };
     if (!training) return;
     for (const auto& t : in.tensors) outputs.push_back(grads.emplace_back(upload(std::vector<float>(t.size()))).get());
+    edge_grad = upload(std::vector<float>(in.edge_features.size()));
+    o.edge_grad = in.edges() ? edge_grad.get() : nullptr;
     backward = [this, &plan, kind, param, count, o](cudaStream_t s) {
       cuda::detail::attention_backward(s, plan, kind, param, inputs.data(), count, out.get(), lse.get(), dout.get(),
                                        outputs.data(), o);
@@ -77,6 +81,7 @@ struct Launcher {
   std::vector<std::vector<float>> gradients(const Inputs& in) const {
     std::vector<std::vector<float>> r;
     for (std::size_t i = 0; i < grads.size(); ++i) r.push_back(download(grads[i], in.tensors[i].size()));
+    if (in.edges()) r.push_back(download(edge_grad, in.edge_features.size()));  // gradient_sizes' order
     return r;
   }
 };

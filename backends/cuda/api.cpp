@@ -16,7 +16,7 @@ constexpr const char* kBackward = "cuda::attention_backward";
 void detail::attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param,
                        const float* const* inputs, std::size_t count, float* out, const Options& o) {
   Call c = dfgnn::detail::pointer_call(plan.op(), kind, inputs, count, o.edge_values.data, o.edge_values.heads,
-                                       o.dropout);
+                                       o.dropout, o.edge_features);
   c.param = param;
   c.stream = stream;
   dfgnn::detail::set_outputs(c, plan.op(), out, o.logsumexp, o.attention_weights);
@@ -27,11 +27,11 @@ void detail::attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind
                                 const float* const* inputs, std::size_t count, const float* out,
                                 const float* logsumexp, const float* dOut, float* const* grads, const Options& o) {
   Call c = dfgnn::detail::pointer_call(plan.op(), kind, inputs, count, o.edge_values.data, o.edge_values.heads,
-                                       o.dropout);
+                                       o.dropout, o.edge_features);
   c.param = param;
   c.backward_order = o.backward_order;
   c.stream = stream;
-  dfgnn::detail::set_upstream(c, plan.op(), kind, out, logsumexp, dOut, grads);
+  dfgnn::detail::set_upstream(c, plan.op(), kind, out, logsumexp, dOut, grads, o.edge_grad);
   dfgnn::detail::backward(kBackward, plan, kind, c);
 }
 

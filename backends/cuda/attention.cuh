@@ -30,8 +30,8 @@ inline Options options_of(const Call& c) {
 
 inline cudaStream_t stream_of(const Call& c) { return static_cast<cudaStream_t>(c.stream); }
 
-/// Whether the tensors whose rows are D floats (features, an [H,D]) are all 16-byte aligned:
-/// the model's such inputs, and in the backward their gradients, out and dOut too. The walks
+/// Whether the tensors whose rows are D floats (features, an [H,D], edge features) are all
+/// 16-byte aligned: the model's such inputs, and in the backward their gradients, out and dOut too. The walks
 /// then move 4 features a load (the 16-byte tile).
 inline bool rows_aligned16(ScoreKind kind, const Call& c, bool backward) {
   const ModelArgs& m = model_args(kind);
@@ -41,6 +41,8 @@ inline bool rows_aligned16(ScoreKind kind, const Call& c, bool backward) {
     if (x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::HeadVector) continue;
     ok = ok && aligned16({c.inputs[i].data}) && (!backward || aligned16({c.grads[i].data}));
   }
+  if (m.edge.extent == Extent::EdgeFeatures)  // GT's and GATv2's edge rows and their gradient
+    ok = ok && aligned16({c.edge_features.data}) && (!backward || aligned16({c.edge_grad.data}));
   return ok;
 }
 
@@ -113,8 +115,9 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
       });
       break;
     case Strategy::Dense:
-      if (!(p.auto_dense && dense_edge_wise(w, tr)) && dense<S, T>(st, p, sc, w, tr, out)) break;
-      [[fallthrough]];  // unaligned tensors or Auto's edge-wise calls: Online on whole rows (no pieces)
+      if (!(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr)) && dense<S, T>(st, p, sc, w, tr, out))
+        break;
+      [[fallthrough]];  // unaligned tensors, Auto's edge-wise calls, edge features: Online on whole rows (no pieces)
     case Strategy::Online: {
       // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as
       // many as still give a slice U edges a step on an average row.
@@ -123,15 +126,18 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, cons
       const int ep = uneven ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots)) : 1;
       const std::int64_t warps = p.num_pieces + (N + slots / ep - 1) / (slots / ep);
       const int block = online_threads(uneven);
-      const auto online = [&](auto drop, auto exact) {
-        online_kernel<S, T, drop, exact><<<blocks_for(warps * kWarp, block), block, 0, st>>>(
+      const auto online = [&](auto drop, auto exact, auto edge) {
+        online_kernel<S, T, drop, exact, edge><<<blocks_for(warps * kWarp, block), block, 0, st>>>(
             sc, g, w, tr, H, D, p.split, ep, p.pieces, p.num_pieces, out, p.part);
       };
       with_dropout(tr, [&](auto drop) {
-        if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
-          if (D == T::MAX_D) return online(drop, std::true_type{});
+        if constexpr (kHasEdge<S>) {  // edge features: one variant, any D
+          if (sc.edge != nullptr) return online(drop, std::false_type{}, std::true_type{});
         }
-        online(drop, std::false_type{});
+        if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
+          if (D == T::MAX_D) return online(drop, std::true_type{}, std::false_type{});
+        }
+        online(drop, std::false_type{}, std::false_type{});
       });
       break;
     }
@@ -150,10 +156,19 @@ inline void require_tile(int D, bool vec4, const char* entry) {
                 " needs 16-byte aligned tensors");
 }
 
+/// Edge features run on Online (Auto's pick, and Dense's fallback where Auto picked Dense); an
+/// explicit other strategy throws Error.
+inline void require_online(const Plan::Impl& p, bool edges) {
+  if (edges && p.strategy != Strategy::Online && !(p.strategy == Strategy::Dense && p.auto_dense))
+    throw Error(std::string("cuda::attention: the ") + to_string(p.strategy) +
+                " strategy takes no edge features; Online does (Auto picks it)");
+}
+
 /// Picks the tile and launches.
 template <class S>
 void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float* out, bool vec4) {
   const Plan::Impl& p = plan.impl();
+  require_online(p, sc.edge != nullptr);
   const EdgeScale scale{o.edge_values.data, p.graph.edge_id, o.edge_values.heads};
   const Train tr{o.logsumexp, p.graph.edge_id, o.dropout};
   // A scalar key (GAT) leaves a lane group little but the value gather per edge: on even
@@ -171,15 +186,18 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   DFGNN_CUDA(cudaGetLastError());
 }
 
-/// The backward's order for score S (cuda::BackwardOrder): true for columns first.
+/// The backward's order for score S (cuda::BackwardOrder): true for columns first. With edge
+/// features GT runs rows first only: its row walk holds Q_v and dOut_v for dE.
 template <class S>
-bool columns_first(BackwardOrder order, ScoreKind kind, const DeviceGraph& g) {
+bool columns_first(BackwardOrder order, ScoreKind kind, const DeviceGraph& g, bool edges) {
+  const bool cols_ok = kColsFirst<S> && !(edges && kRowsFirst<S>);
   if (order == BackwardOrder::Auto)
-    return kColsFirst<S> && (!kRowsFirst<S> || double(g.num_edges) >= kColsFirstDegree * double(g.num_nodes));
+    return cols_ok && (!kRowsFirst<S> || double(g.num_edges) >= kColsFirstDegree * double(g.num_nodes));
   const bool cols = order == BackwardOrder::ColumnsFirst;
-  if (cols ? !kColsFirst<S> : !kRowsFirst<S>)
+  if (cols ? !cols_ok : !kRowsFirst<S>)
     throw Error(std::string("cuda::attention_backward(") + to_string(kind) + "): no " +
-                (cols ? "columns-first" : "rows-first") + " order for this score (docs/backward.md)");
+                (cols ? "columns-first" : "rows-first") + " order for this score" +
+                (cols && kColsFirst<S> ? " with edge features" : "") + " (docs/backward.md)");
   return cols;
 }
 
@@ -194,7 +212,8 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const int H = p.heads, D = p.dim;
   const node_t N = g.num_nodes, NS = p.op.src_nodes;  // rows (destinations), columns (sources)
   require_tile(D, vec4, "cuda::attention_backward");
-  const bool cols_first = columns_first<S>(o.backward_order, p.kind, g);
+  const bool edges = sc.edge != nullptr;
+  const bool cols_first = columns_first<S>(o.backward_order, p.kind, g, edges);
   if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
   const BackwardData& b = p.backward();
   const BackwardWork& wk = b.work;
@@ -202,8 +221,8 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const edge_t* edge_id = cols_first ? b.col_edge_id : g.edge_id;
   const EdgeScale scale{o.edge_values.data, edge_id, o.edge_values.heads};
   const Train tr{nullptr, edge_id, o.dropout};
-  const Segments rows{g.row_ptr, g.src, N, b.split, b.rows.pieces, b.rows.num_pieces};
-  const Segments cols{b.col_ptr, b.col_dst, NS, b.split, b.cols.pieces, b.cols.num_pieces};
+  const Segments rows{g.row_ptr, g.src, N, b.split, b.rows.pieces, b.rows.num_pieces, g.edge_id};
+  const Segments cols{b.col_ptr, b.col_dst, NS, b.split, b.cols.pieces, b.cols.num_pieces, b.col_edge_id};
   const auto merge = [&](auto kCols, const SplitSegments& seg, const float* part) {
     const std::size_t threads =
         std::size_t(seg.num_split) * H * pad4(decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D)) / 4;
@@ -224,9 +243,13 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
           const std::int64_t NH = std::int64_t(N) * H;
           row_deltas<T><<<blocks_for(NH * T::LANES, 256), 256, 0, st>>>(up, wk.delta, NH, D);
           with_dropout(tr, [&](auto drop) {
-            launch_dependent_blocks(backward_scored_cols<S, T, decltype(drop)::value, kExact>,
-                                    blocks(cols, col_threads), col_threads, 0, st, sc, cols, scale, tr, up, gr, wk,
-                                    b.csr_pos, H, D);
+            constexpr bool kDrop = decltype(drop)::value;
+            const auto scored = [&](auto kernel) {
+              launch_dependent_blocks(kernel, blocks(cols, col_threads), col_threads, 0, st, sc, cols, scale, tr, up,
+                                      gr, wk, b.csr_pos, H, D);
+            };
+            if (!edges) return scored(backward_scored_cols<S, T, kDrop, kExact>);
+            if constexpr (std::is_same_v<S, GATScore> && !kExact) scored(backward_scored_cols<S, T, kDrop, false, true>);
           });
           merge(std::true_type{}, b.cols, wk.col_part);
           launch_dependent_blocks(backward_summed_rows<S, T, kExact>, blocks(rows, row_threads), row_threads, 0, st,
@@ -234,18 +257,29 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
           merge(std::false_type{}, b.rows, wk.row_part);
         }
       } else if constexpr (kRowsFirst<S>) {
+        constexpr bool kEdgeRows = kHasEdge<S> && !kExact;  // edge features: one variant, any D
         with_dropout(tr, [&](auto drop) {
-          backward_rows<S, T, decltype(drop)::value, kExact><<<blocks(rows, row_threads), row_threads, 0, st>>>(
-              sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
+          const auto rows_walk = [&](auto kernel) {
+            kernel<<<blocks(rows, row_threads), row_threads, 0, st>>>(sc, rows, scale, tr, up, gr, wk, b.csc_pos, H, D);
+          };
+          if (!edges) return rows_walk(backward_rows<S, T, decltype(drop)::value, kExact>);
+          if constexpr (kEdgeRows) rows_walk(backward_rows<S, T, decltype(drop)::value, false, true>);
         });
         merge(std::false_type{}, b.rows, wk.row_part);
-        launch_dependent_blocks(backward_cols<S, T, kExact>, blocks(cols, col_threads), col_threads, 0, st, sc, cols,
-                                up, gr, wk, H, D);
+        const auto cols_walk = [&](auto kernel) {
+          launch_dependent_blocks(kernel, blocks(cols, col_threads), col_threads, 0, st, sc, cols, up, gr, wk, H, D);
+        };
+        if constexpr (std::is_same_v<S, GATv2Score> && !kExact) {
+          if (edges) cols_walk(backward_cols<S, T, false, true>);
+          else cols_walk(backward_cols<S, T, kExact>);
+        } else {
+          cols_walk(backward_cols<S, T, kExact>);
+        }
         merge(std::true_type{}, b.cols, wk.col_part);
       }
     };
-    if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
-      if (D == T::MAX_D) return walks(std::true_type{});
+    if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile (without edge features)
+      if (D == T::MAX_D && !edges) return walks(std::true_type{});
     }
     walks(std::false_type{});
   }, pair_rows(!b.rows.uneven && !b.cols.uneven, H, D));  // the forward's rule, over both walks' degrees

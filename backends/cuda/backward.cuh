@@ -35,12 +35,14 @@ struct Upstream {
 };
 
 /// The gradients: at destinations (GT dQ, AGNN dX, GAT der, GATv2 dXR), at sources (GT dK,
-/// AGNN dX again, GAT del, GATv2 dXL) and the value gradient where the values are their own
-/// tensor (GT and GAT dV; else null).
+/// AGNN dX again, GAT del, GATv2 dXL), the value gradient where the values are their own
+/// tensor (GT and GAT dV; else null), and the edge argument's (GT and GATv2 dE, GAT dee, by the
+/// caller's edge id; null without edge features).
 struct Grads {
   float* at_dst;
   float* at_src;
   float* value;
+  float* edge = nullptr;
 };
 
 /// The workspace of one backward: per (edge, head) at position c of the walk that reads it back,
@@ -83,6 +85,7 @@ struct Segments {
   edge_t split;
   const Piece* pieces;
   int num_pieces;
+  const edge_t* edge_id;  ///< [E] each position's caller's edge id, where the edge features are
 };
 
 /// The pieces of one walk's segments above split, and the segments they belong to.
@@ -134,25 +137,6 @@ template <class S>
 __host__ __device__ constexpr int param_width(int D) {
   return std::is_same_v<S, AGNNScore> ? 1 : std::is_same_v<S, GATv2Score> ? D : 0;
 }
-
-/// Node ids of a segment's edges for one lane group, L at a time: lane l holds edge pos + l
-/// of the current chunk and the next chunk is fetched a chunk ahead (as in the Online kernel).
-template <int L>
-struct IdStream {
-  const node_t* ids;
-  int len, l;
-  node_t cur = 0, next;
-  __device__ IdStream(const node_t* ids_, int len_, int l_) : ids(ids_), len(len_), l(l_) {
-    next = l < len ? __ldg(ids + l) : 0;
-  }
-  /// At the start of a step at edge pos (a multiple of U, U dividing L).
-  __device__ __forceinline__ void advance(int pos) {
-    if (pos % L != 0) return;
-    cur = next;
-    next = pos + L + l < len ? __ldg(ids + pos + L + l) : 0;
-  }
-  __device__ __forceinline__ node_t at(int pos) const { return __shfl_sync(kFull, cur, pos % L, L); }
-};
 
 template <class T>
 __device__ __forceinline__ void zero(Frag<T>& f) {
@@ -230,12 +214,15 @@ inline constexpr int kRowWalkMinBlocks =
 // ---------------------------------------------------------------------------------------------
 // Rows first (GT, AGNN, GATv2)
 
-/// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates.
-template <class S, class T, bool kDrop, bool kExact>
+/// Step 1, the rows. kExact: D fills the tile, so full steps load without predicates. kEdge
+/// (GT, GATv2): each edge's features join its key (GT's value too, score.cuh) as they load, and
+/// the walk writes each edge's gradient dE: GT scale dr_e Q_v + q_e dOut_v, GATv2 the score's
+/// per-feature term, which step 2 then reads for dXL instead of recomputing it.
+template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
-  static_assert(kRowsFirst<S>);
+  static_assert(kRowsFirst<S> && (!kEdge || !std::is_same_v<S, AGNNScore>));
   allow_dependents();  // the merge of split rows, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -262,6 +249,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     float acc_s = 0.f;  // this lane's edges: AGNN sum dr c
     IdStream<L> ids(rows.ids + u.e0, gw.len, l);
     KeepStream<L, kDrop> keeps(tr, u.e0, gw.len, l, h);
+    IdStream<L, edge_t> edge_ids(rows.edge_id + u.e0, kEdge ? gw.len : 0, l);  // loads nothing without edges
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
@@ -275,6 +263,25 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
         keys.template load<kExact && !kChecked>(kf[j], src, ok);
         if constexpr (!S::kValueIsKey) values.template load<kExact && !kChecked>(vf[j], src, ok);
       }
+      // The scored key of each edge: GT's K_u + E_e in place (and V_u + E_e); GATv2 keeps XL_u,
+      // its value, and adds E_e where it scores (key_of).
+      [[maybe_unused]] Frag<T> ef[U];
+      [[maybe_unused]] edge_t id[U];
+      if constexpr (kEdge) {
+        edge_ids.advance(pos);
+        const EdgeColumns<T> edges(sc.edge, H, D, h, l);
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+          id[j] = edge_ids.at(pos + j);
+          edges.load(ef[j], id[j], pos + j < gw.len);
+          if constexpr (S::kEdgeInValue) add(kf[j], ef[j]), add(vf[j], ef[j]);
+        }
+      }
+      const auto key_of = [&](int j) {
+        Frag<T> k = kf[j];
+        if constexpr (kEdge && kGATv2) add(k, ef[j]);
+        return k;
+      };
       const bool ok = kChecked ? pos + own < gw.len : gw.active;
       const edge_t e = u.e0 + pos + own;
       const bool writer = ok && l % (L / U) == 0;
@@ -288,7 +295,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
       for (int j = 0; j < U; ++j) {
         dq[j] = dot(dout, S::kValueIsKey ? kf[j] : vf[j]);
         float y[S::kParts];
-        sc.partial(qv, kf[j], y);
+        sc.partial(qv, key_of(j), y);
 #pragma unroll
         for (int p = 0; p < S::kParts; ++p) x[p][j] = y[p];
       }
@@ -315,19 +322,34 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
         wk.dr_q[c] = make_float2(dr, p * keep);
         if constexpr (kAGNN) wk.cos[c] = cosine;
       }
+      [[maybe_unused]] const float q = p * keep;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const float cj = __shfl_sync(kFull, coef, j * (L / U), L);
+        [[maybe_unused]] Frag<T> de;  // the edge's gradient
         if constexpr (kGATv2) {
+          const Frag<T> k = key_of(j);
 #pragma unroll
           for (int i = 0; i < T::PER_LANE; ++i) {
-            const float z = kf[j].x[i] + qv.xr.x[i];
-            acc.x[i] = fmaf(cj * qv.a.x[i], leaky_relu_grad(z, sc.slope), acc.x[i]);
+            const float z = k.x[i] + qv.xr.x[i];
+            if constexpr (kEdge) {  // the term once, as dE and in dXR alike
+              de.x[i] = cj * qv.a.x[i] * leaky_relu_grad(z, sc.slope);
+              acc.x[i] += de.x[i];
+            } else {
+              acc.x[i] = fmaf(cj * qv.a.x[i], leaky_relu_grad(z, sc.slope), acc.x[i]);
+            }
             acc_param.x[i] = fmaf(cj, leaky_relu(z, sc.slope), acc_param.x[i]);
           }
         } else {
           axpy(acc, cj, kf[j]);
+          if constexpr (kEdge) {  // GT: dE = scale dr Q_v + q dOut_v (qv holds scale Q_v)
+            const float qj = __shfl_sync(kFull, q, j * (L / U), L);
+#pragma unroll
+            for (int i = 0; i < T::PER_LANE; ++i) de.x[i] = fmaf(cj, qv.x.x[i], qj * dout.x[i]);
+          }
         }
+        if constexpr (kEdge)
+          if (pos + j < gw.len) store_row<T>(gr.edge + (std::size_t(id[j]) * H + h) * D, de, D, l);
       }
     };
     int t = 0;
@@ -361,10 +383,12 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
 
 /// Step 2, the columns: reads dr_e and q_e back at the CSC positions. A programmatic dependent
 /// of step 1 (launch_dependent_blocks), so that its blocks get resident as step 1 drains.
-template <class S, class T, bool kExact>
+/// kEdge (GATv2): an edge's score term of dXL_u is its dE_e, which step 1 wrote: read, not
+/// recomputed from XR_v and E_e.
+template <class S, class T, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
-  static_assert(kRowsFirst<S>);
+  static_assert(kRowsFirst<S> && (!kEdge || std::is_same_v<S, GATv2Score>));
   allow_dependents();  // the merge of split columns, else the parameter sums, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -396,6 +420,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     zero(acc), zero(acc_value);
     float acc_s = 0.f;  // this lane's edges: AGNN sum beta dr c
     IdStream<L> ids(cols.ids + u.e0, gw.len, l);
+    IdStream<L, edge_t> edge_ids(cols.edge_id + u.e0, kEdge ? gw.len : 0, l);  // loads nothing without edges
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
@@ -403,12 +428,16 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       ids.advance(pos);
       Frag<T> ff[U], of[U];
       node_t v_own = 0;
+      if constexpr (kEdge) edge_ids.advance(pos);
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const node_t dst = ids.at(pos + j);
         if (j == own) v_own = dst;
         const bool ok = !kChecked || pos + j < gw.len;
-        features.template load<kExact && !kChecked>(ff[j], dst, ok);
+        if constexpr (kEdge)  // the edge's dE in place of XR_v
+          EdgeColumns<T>(gr.edge, H, D, h, l).load(ff[j], edge_ids.at(pos + j), ok);
+        else
+          features.template load<kExact && !kChecked>(ff[j], dst, ok);
         douts.template load<kExact && !kChecked>(of[j], dst, ok);
       }
       const bool ok = kChecked ? pos + own < gw.len : gw.active;
@@ -424,7 +453,9 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const float cj = __shfl_sync(kFull, coef, j * (L / U), L), qj = __shfl_sync(kFull, q, j * (L / U), L);
-        if constexpr (std::is_same_v<S, GATv2Score>) {
+        if constexpr (kEdge) {
+          add(acc, ff[j]);
+        } else if constexpr (std::is_same_v<S, GATv2Score>) {
 #pragma unroll
           for (int i = 0; i < T::PER_LANE; ++i)
             acc.x[i] = fmaf(cj * a.x[i], leaky_relu_grad(self.x[i] + ff[j].x[i], sc.slope), acc.x[i]);
@@ -497,11 +528,12 @@ inline constexpr int kScoredColsMinBlocks =
 /// and the gathered Q_v (er_v), dq_e from its own V_u and the gathered dOut_v, and sums dK, dV
 /// (del, dV); stores dr_e (GAT dr_e L'_e) at the edge's CSR position for step 2. `w` and `tr`
 /// take CSC positions (their edge ids are in CSC order). A programmatic dependent of step 0.
-template <class S, class T, bool kDrop, bool kExact>
+/// kEdge (GAT): ee_e joins the LeakyReLU's argument, and dee_e = dr_e L'_e is written per edge.
+template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
     backward_scored_cols(S sc, Segments cols, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                          const edge_t* __restrict__ csr_pos, int H, int D) {
-  static_assert(kColsFirst<S>);
+  static_assert(kColsFirst<S> && (!kEdge || std::is_same_v<S, GATScore>));
   allow_dependents();  // the merge of split columns, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -555,10 +587,12 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
       const bool writer = ok && l % (L / U) == 0;
       // Issued with the rows, so that their latency hides behind the reductions.
       const edge_t at_csr = writer ? __ldg(csr_pos + c) : 0;
+      [[maybe_unused]] const edge_t id = kEdge && ok ? __ldg(cols.edge_id + c) : 0;
       const std::size_t vh = std::size_t(v_own) * H + h;
       const float lse = ok ? __ldg(up.lse + vh) : 0.f, delta = ok ? __ldg(wk.delta + vh) : 0.f;
-      [[maybe_unused]] float er_v = 0.f;
+      [[maybe_unused]] float er_v = 0.f;  // GAT: er_v (+ ee_e), the LeakyReLU's argument less el_u
       if constexpr (!kGT) er_v = ok ? __ldg(sc.er + vh) : 0.f;
+      if constexpr (kEdge) er_v += ok ? __ldg(sc.edge + std::size_t(id) * H + h) : 0.f;
       keeps.advance(pos);
       // dq_e = <dOut_v, V_u> and GT's score, reduced together: lane l ends with edge `own`'s.
       float dq[U];
@@ -585,6 +619,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
         acc_s += dr;
       }
       if (writer) wk.dr[std::size_t(at_csr) * H + h] = dr;
+      if constexpr (kEdge)
+        if (writer) gr.edge[std::size_t(id) * H + h] = dr;
       const float q = p * keep;
 #pragma unroll
       for (int j = 0; j < U; ++j) {

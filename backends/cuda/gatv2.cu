@@ -1,10 +1,10 @@
-// The GATv2 score's calls: its functor and gradients made of a call's tensors (XL, XR, a).
+// The GATv2 score's calls: its functor and gradients made of a call's tensors (XL, XR, a; E).
 #include "attention.cuh"
 
 namespace dfgnn::cuda::detail {
 
 namespace {
-GATv2Score score(const Call& c) { return {c.input(0), c.input(0), c.input(1), c.input(2), c.param}; }
+GATv2Score score(const Call& c) { return {c.input(0), c.input(0), c.input(1), c.input(2), c.param, c.edges()}; }
 }  // namespace
 
 template <>
@@ -15,7 +15,7 @@ void forward<GATv2>(const Plan& plan, const Call& c) {
 // XR is the destination's input, XL the source's (and the values); da sums over the edges.
 template <>
 void backward<GATv2>(const Plan& plan, const Call& c) {
-  run_backward(plan, score(c), c, {c.grad(1), c.grad(0), nullptr}, c.grad(2), plan.heads() * plan.dim());
+  run_backward(plan, score(c), c, {c.grad(1), c.grad(0), nullptr, c.edges_grad()}, c.grad(2), plan.heads() * plan.dim());
 }
 
 }  // namespace dfgnn::cuda::detail

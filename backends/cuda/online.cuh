@@ -80,6 +80,51 @@ struct HeadColumns {
   }
 };
 
+/// A lane's columns of one head of an edge tensor [E, H, D] (a model's edge argument, types.hpp),
+/// rows by the caller's edge id in 64 bits: E may pass 2^32 where node ids cannot.
+template <class T>
+struct EdgeColumns {
+  const float* base;  ///< edge 0, head h, the lane's first column
+  std::size_t stride;  ///< floats per edge
+  bool inside[T::CHUNKS];
+
+  __device__ EdgeColumns(const float* t, int H, int D, int h, int l)
+      : base(t + std::size_t(h) * D + frag_col<T>(0, l)), stride(std::size_t(H) * D) {
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c) inside[c] = frag_col<T>(c, l) < D;
+  }
+  /// Edge id's fragment, zeros where !ok or outside the row.
+  __device__ __forceinline__ void load(Frag<T>& f, edge_t id, bool ok) const {
+    load_chunks<T>(f, base + std::size_t(id) * stride, [&](int c) { return ok && inside[c]; });
+  }
+};
+
+template <class T>
+__device__ __forceinline__ void add(Frag<T>& a, const Frag<T>& b) {
+#pragma unroll
+  for (int i = 0; i < T::PER_LANE; ++i) a.x[i] += b.x[i];
+}
+
+/// Ids of a segment's edges for one lane group (source nodes, or caller's edge ids), L at a
+/// time: lane l holds edge pos + l of the current chunk, and the next chunk is fetched a chunk
+/// ahead (as the Online kernel's source ids), 0 past the end.
+template <int L, class Id = node_t>
+struct IdStream {
+  const Id* ids;
+  int len, l;
+  Id cur = 0, next;
+  __device__ IdStream(const Id* ids_, int len_, int l_) : ids(ids_), len(len_), l(l_) {
+    next = l < len ? __ldg(ids + l) : Id(0);
+  }
+  /// At the start of a step at edge pos (a multiple of U, U dividing L).
+  __device__ __forceinline__ void advance(int pos) {
+    if (pos % L != 0) return;
+    cur = next;
+    next = pos + L + l < len ? __ldg(ids + pos + L + l) : Id(0);
+  }
+  __device__ __forceinline__ Id at(int pos) const { return __shfl_sync(kFull, cur, pos % L, L); }
+};
+
 /// Dropout factors of a lane group's edges e0 .. e0 + len, L at a time as the source ids: lane l
 /// draws edge pos + l's, so a group hashes each edge once (one hash per L edges) instead of once
 /// in each of the L / U lanes that handle it. The edge ids are loaded a chunk ahead and hashed
@@ -136,8 +181,9 @@ __device__ __forceinline__ float across_edges(float x, Op op) {
   return x;
 }
 
-/// kExact: D fills the tile (every lane's columns are inside the row).
-template <class S, class T, bool kDrop, bool kExact>
+/// kExact: D fills the tile (every lane's columns are inside the row). kEdge: the score functor
+/// has edge features (score.cuh), added to each edge's key (and GT's value) as they load.
+template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDrop>)
     online_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, int H, int D, edge_t split, int ep_rows,
                   const Piece* __restrict__ pieces, int num_pieces, float* __restrict__ out, Partials part) {
@@ -192,6 +238,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
     // Source ids of edges pos .. pos + L: lane l holds edge pos + l, 0 (a valid node) past the end.
     node_t cur = 0, next = l < len ? __ldg(g.src + e0 + l) : 0;
     KeepStream<L, kDrop> keeps(tr, e0, len, l, h);
+    IdStream<L, edge_t> edge_ids(g.edge_id + e0, kEdge ? len : 0, l);  // loads nothing without edges
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
@@ -209,6 +256,18 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
         const bool ok = !kChecked || pos + j < len;
         if constexpr (S::kRowKey) keys.template load<kExact && !kChecked>(kf[j], u, ok);
         if constexpr (!S::kValueIsKey) values.template load<kExact && !kChecked>(vf[j], u, ok);
+      }
+      if constexpr (kEdge && S::kRowKey) {
+        edge_ids.advance(pos);
+        const EdgeColumns<T> edges(sc.edge, H, D, h, l);
+#pragma unroll
+        for (int j = 0; j < U; ++j) {
+          Frag<T> ef;
+          edges.load(ef, edge_ids.at(pos + j), !kChecked || pos + j < len);
+          if constexpr (S::kValueIsKey) vf[j] = kf[j];  // GATv2: the value stays XL_u, the key gets E_e
+          add(kf[j], ef);
+          if constexpr (S::kEdgeInValue) add(vf[j], ef);
+        }
       }
       keeps.advance(pos);
       const bool ok = kChecked ? pos + own < len : active;
@@ -229,6 +288,11 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
       } else {  // a scalar key: each lane loads only its own edge's
         Frag<T> k1;
         k1.x[0] = ok ? __ldg(sc.key + std::size_t(unsigned(u_own)) * H + h) : 0.f;
+        if constexpr (kEdge) {
+          edge_ids.advance(pos);
+          const edge_t id = edge_ids.at(pos + own);
+          if (ok) add_edge_row<false>(k1, sc.edge, id, h, H, D, l);
+        }
         float y[S::kParts];
         sc.partial(q, k1, y);
         score = sc.combine(q, y);
@@ -250,7 +314,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const float pj = __shfl_sync(kFull, pd, j * (L / U), L);
-        const Frag<T>& val = S::kValueIsKey ? kf[j] : vf[j];
+        const Frag<T>& val = S::kValueIsKey && !kEdge ? kf[j] : vf[j];
 #pragma unroll
         for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(pj, val.x[i], acc.x[i]);
       }

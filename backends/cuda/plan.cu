@@ -308,11 +308,13 @@ const BackwardData& Plan::Impl::backward() const {
     for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
     b->csc_pos = upload(csc_pos.data(), E);
   }
-  if (need.cols_first) {
+  if (need.cols_first) b->csr_pos = upload(csc.csr_edge.data(), E);
+  // The caller's edge ids in CSC order: the scoring column walk's (edge values, dropout, GAT's
+  // edge scores) and GATv2's column walk's, which reads the edge gradient there.
+  if (need.cols_first || kind == ScoreKind::GATv2) {
     std::vector<edge_t> edge_id, col_edge_id(E);
     download(edge_id, graph.edge_id, E);
     for (std::size_t c = 0; c < E; ++c) col_edge_id[c] = edge_id[csc.csr_edge[c]];
-    b->csr_pos = upload(csc.csr_edge.data(), E);
     b->col_edge_id = upload(col_edge_id.data(), E);
   }
   b->split = native_piece_edges(Strategy::Online, edge_t(E), node_t(N), sms);

@@ -18,8 +18,9 @@ namespace dfgnn::cuda {
 
 /// The backward's data: the CSC (column offsets, each CSC edge's destination), where the
 /// scoring walk's stores go for the orders the score kind has (rows first: each CSR edge's CSC
-/// position; columns first: each CSC edge's CSR position and caller's edge id), the pieces of
-/// rows and columns above `split` edges, and the workspace.
+/// position; columns first: each CSC edge's CSR position), each CSC edge's caller's edge id
+/// (columns first, and GATv2's column walk with edge features), the pieces of rows and columns
+/// above `split` edges, and the workspace.
 struct BackwardData {
   const edge_t* col_ptr = nullptr;
   const node_t* col_dst = nullptr;

@@ -6,6 +6,11 @@
 // `combine`, the score from those totals. eval() below does the sums by shuffles; the Online
 // kernel reduces several edges' partials in one transposed tree instead. Lanes of a group must
 // all call query() and eval() (they shuffle); loads may diverge.
+//
+// A model with an edge argument (types.hpp: GT and GATv2 E [E,H,D], GAT ee [E,H]) adds it to
+// the source's key row before the score (`edge`, read by the caller's edge id; null: none), and
+// GT to the value too (kEdgeInValue): every score's edge term is key-side, so the kernels add it
+// where they load the key (add_edge) and the functors stay as they are.
 
 #include "common.cuh"
 
@@ -23,14 +28,30 @@ __device__ __forceinline__ void load_frag(Frag<T>& f, const float* row, int D, i
 
 __device__ __forceinline__ float leaky_relu(float x, float slope) { return x > 0.f ? x : x * slope; }
 
-/// GT: scale * <Q[v,h], K[u,h]>; values V.
+/// Adds row (id, h) of an edge tensor [E, H, width] to a lane's fragment: a row of D floats
+/// (kRow), or one scalar held by every lane.
+template <bool kRow, class T>
+__device__ __forceinline__ void add_edge_row(Frag<T>& f, const float* edge, edge_t id, int h, int H, int D, int l) {
+  if constexpr (kRow) {
+    Frag<T> e;
+    load_global<T>(e, edge + (std::size_t(id) * H + h) * D, D, l);
+#pragma unroll
+    for (int i = 0; i < T::PER_LANE; ++i) f.x[i] += e.x[i];
+  } else {
+    f.x[0] += __ldg(edge + std::size_t(id) * H + h);
+  }
+}
+
+/// GT: scale * <Q[v,h], K[u,h] (+ E[e,h])>; values V (+ E[e,h]).
 struct GTScore {
   static constexpr bool kRowKey = true;     // the key is a row of D floats (else one scalar)
   static constexpr bool kValueIsKey = false;
+  static constexpr bool kEdgeInValue = true;
   const float* q;
   const float* key;
   const float* value;
   float scale;
+  const float* edge = nullptr;  // E [E,H,D]
 
   template <class T>
   struct Query {
@@ -65,6 +86,8 @@ struct GTScore {
 struct AGNNScore {
   static constexpr bool kRowKey = true;
   static constexpr bool kValueIsKey = true;
+  static constexpr bool kEdgeInValue = false;
+  static constexpr const float* edge = nullptr;  // no edge argument
   const float* key;  // X
   const float* value;
   const float* beta;
@@ -103,14 +126,16 @@ struct AGNNScore {
   }
 };
 
-/// GAT: LeakyReLU(el[u,h] + er[v,h]); the key is the scalar el[u,h]; values V.
+/// GAT: LeakyReLU(el[u,h] + er[v,h] (+ ee[e,h])); the key is the scalar el[u,h]; values V.
 struct GATScore {
   static constexpr bool kRowKey = false;
   static constexpr bool kValueIsKey = false;
+  static constexpr bool kEdgeInValue = false;
   const float* key;  // el [N,H]
   const float* er;   // [N,H]
   const float* value;
   float slope;
+  const float* edge = nullptr;  // ee [E,H]
 
   template <class T>
   struct Query {
@@ -135,15 +160,17 @@ struct GATScore {
   }
 };
 
-/// GATv2: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d]); values XL.
+/// GATv2: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d] (+ E[e,h,d])); values XL.
 struct GATv2Score {
   static constexpr bool kRowKey = true;
   static constexpr bool kValueIsKey = true;
+  static constexpr bool kEdgeInValue = false;
   const float* key;  // XL
   const float* value;
   const float* xr;
   const float* a;  // [H,D]
   float slope;
+  const float* edge = nullptr;  // E [E,H,D]
 
   template <class T>
   struct Query {
@@ -181,6 +208,10 @@ GATScore score_type(GAT);
 GATv2Score score_type(GATv2);
 template <class Model>
 using ScoreOf = decltype(score_type(Model{}));
+
+/// Whether a score functor takes edge features (AGNN has no edge argument).
+template <class S>
+inline constexpr bool kHasEdge = !std::is_same_v<S, AGNNScore>;
 
 /// The score of one (edge, head) pair from its key: the partials summed over the lane group
 /// (a row key; a scalar key is whole in every lane), then combined.

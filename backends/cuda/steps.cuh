@@ -42,9 +42,11 @@ __device__ __forceinline__ void sddmm_items(const S& sc, const DeviceGraph& g, c
     Frag<ST> k[U];
 #pragma unroll
     for (int j = 0; j < U; ++j) {
-      const int h = int(last_valid(base + j * groups + offset, items) % H);
+      const std::int64_t i = last_valid(base + j * groups + offset, items);
+      const int h = int(i % H);
       q[j] = sc.template query<ST>(vs[j], h, H, D, l);
       sc.template load_key<ST, false>(k[j], sc.key + (std::size_t(us[j]) * H + h) * KW, D, l);
+      if (sc.edge != nullptr) add_edge_row<S::kRowKey>(k[j], sc.edge, __ldg(g.edge_id + e_base + i / H), h, H, D, l);
     }
     fetch(base + U * groups);
 #pragma unroll

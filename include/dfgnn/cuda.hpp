@@ -54,6 +54,12 @@ struct Options {
   /// Forward: when set, receives the attention weights [E,H] in the caller's edge order (each
   /// edge's probability times its dropout factor, Call::weights); needs logsumexp.
   float* attention_weights = nullptr;
+  /// The model's edge argument in the caller's edge order (GT and GATv2 E [E,H,D], GAT ee
+  /// [E,H]; types.hpp), null: none. The Online strategy takes it (Auto's pick, and Dense's
+  /// fallback); an explicit other strategy throws Error.
+  const float* edge_features = nullptr;
+  /// Backward: receives the edge argument's gradient (dE, dee); needed with edge_features.
+  float* edge_grad = nullptr;
 };
 
 /// True when a CUDA device is visible to this process.

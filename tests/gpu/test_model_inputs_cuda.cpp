@@ -1,13 +1,15 @@
-// Bipartite graphs on the CUDA-native kernels (NS sources, N destinations, NS != N): GT, GAT
-// and GATv2 forward, attention weights and backward through every strategy that runs them
-// against the float64 reference (the weights on a square graph too); Staged, Dense and AGNN
-// refuse bipartite graphs. Needs a CUDA device; skips otherwise.
+// Real model inputs on the CUDA-native kernels: bipartite graphs (NS sources, N destinations,
+// NS != N) and edge features (PyG's edge_dim): GT, GAT and GATv2 forward, attention weights and
+// backward through every strategy that runs them against the float64 reference (the weights on
+// a square graph too); Staged, Dense and AGNN refuse bipartite graphs, the strategies other than
+// Online edge features. Needs a CUDA device; skips otherwise.
 
 #include "../expect_error.hpp"
 #include "../gradient_check.hpp"
 #include "../graphs.hpp"
 
 #include <dfgnn/cuda.hpp>
+#include <dfgnn/generate.hpp>
 #include <dfgnn/reference_backward.hpp>
 
 #include <cuda_runtime.h>
@@ -83,25 +85,22 @@ std::vector<std::vector<double>> reference(ScoreKind kind, const HostGraph& g, i
       o.weights = nullptr;
       const auto r =
           reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), dout.data(), o);
-      if constexpr (Model::kind == ScoreKind::GT) return {out, r.dQ, r.dK, r.dV};
-      if constexpr (Model::kind == ScoreKind::GAT) return {out, r.del, r.der, r.dV};
-      if constexpr (Model::kind == ScoreKind::GATv2) return {out, r.dXL, r.dXR, r.da};
+      std::vector<std::vector<double>> all;
+      if constexpr (Model::kind == ScoreKind::GT) all = {out, r.dQ, r.dK, r.dV, r.dE};
+      if constexpr (Model::kind == ScoreKind::GAT) all = {out, r.del, r.der, r.dV, r.dee};
+      if constexpr (Model::kind == ScoreKind::GATv2) all = {out, r.dXL, r.dXR, r.da, r.dE};
+      if (o.edge_features == nullptr) all.pop_back();
+      return all;
     }
   });
 }
 
-using Param = std::tuple<ScoreKind, Strategy, std::pair<int, int>, int, bool>;
-
-class BipartiteCuda : public ::testing::TestWithParam<Param> {};
-
-// Forward (training mode) and backward, inputs sized by side from the model's extents; with
-// `options`, per-head edge values and dropout.
-TEST_P(BipartiteCuda, MatchesFloat64Reference) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
-  const auto [kind, strategy, hd, index, options] = GetParam();
-  const auto& [name, g] = graphs()[std::size_t(index)];
-  const auto [H, D] = hd;
+// Forward (training mode), attention weights and backward of `kind` on `g`, inputs sized by side
+// from the model's extents; with `options`, per-head edge values and dropout; with `edges`, the
+// model's edge argument (and its gradient). Strategies other than Online refuse edge features.
+void expect_matches(ScoreKind kind, Strategy strategy, int H, int D, const test::NamedGraph& named, unsigned seed,
+                    bool options, bool edges) {
+  const auto& [name, g] = named;
   const cuda::Plan plan(g, kind, H, D, strategy);
   const Op op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()};
   const ModelArgs& m = model_args(kind);
@@ -110,7 +109,7 @@ TEST_P(BipartiteCuda, MatchesFloat64Reference) {
   std::vector<const float*> inputs;
   std::vector<float*> outputs;
   for (int i = 0; i < m.count; ++i) {
-    auto x = test::random_values(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), unsigned(index * 10 + i));
+    auto x = test::random_values(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), seed * 10 + unsigned(i));
     if (m.inputs[i].extent == Extent::HeadFeatures)
       for (float& v : x) v /= std::sqrt(float(D));
     in.push_back(std::make_unique<Buf>(x));
@@ -121,26 +120,53 @@ TEST_P(BipartiteCuda, MatchesFloat64Reference) {
   const std::size_t rows = std::size_t(g.num_nodes) * H;
   const auto dout = test::random_values(rows * D, 77);
   const auto w = test::random_values(std::size_t(g.num_edges()) * H, 78);
-  Buf out(rows * D), lse(rows), dy(dout), dw(w), weights(std::size_t(g.num_edges()) * H);
+  const auto e = edges ? test::random_values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), seed + 79)
+                       : std::vector<float>();
+  Buf out(rows * D), lse(rows), dy(dout), dw(w), weights(std::size_t(g.num_edges()) * H), de(e), dde(e.size());
   cuda::Options o(cuda::DeviceEdgeValues{options ? dw.p : nullptr, options ? H : 0});
   o.logsumexp = lse.p;
   o.attention_weights = weights.p;
   if (options) o.dropout = Dropout{0.3f, 42};
+  if (edges) o.edge_features = de.p, o.edge_grad = dde.p;
   ReferenceOptions ro(HostEdgeValues{options ? w.data() : nullptr, options ? H : 0});
   ro.dropout = o.dropout;
+  ro.edge_features = edges ? e.data() : nullptr;
   const float param = visit_model(kind, [](auto model) { return model.param(); });
-  cuda::detail::attention(nullptr, plan, kind, param, inputs.data(), 0, out.p, o);
+  const auto forward = [&] { cuda::detail::attention(nullptr, plan, kind, param, inputs.data(), 0, out.p, o); };
+  // An empty edge tensor (no edges) is no edge features: every strategy runs such a call.
+  if (edges && g.num_edges() > 0 && plan.strategy() != Strategy::Online && strategy != Strategy::Auto) {
+    test::expect_error(forward, {"cuda::attention: the", "strategy takes no edge features; Online does"});
+    return;
+  }
+  forward();
   cuda::detail::attention_backward(nullptr, plan, kind, param, inputs.data(), 0, out.p, lse.p, dy.p, outputs.data(), o);
   ok(cudaDeviceSynchronize());
   std::vector<double> ref_weights;
   const auto ref = reference(kind, g, H, D, host, dout, ro, ref_weights);
-  const auto names = test::gradient_names(kind);
+  auto names = test::gradient_names(kind);
+  if (edges) names.push_back(m.edge_gradient), grads.push_back(std::make_unique<Buf>(0));
   const std::string where = name + " " + to_string(plan.strategy());
   EXPECT_LT(max_relative_error(out.host().data(), ref[0]), 1e-5) << where << " out";
   EXPECT_LT(max_relative_error(weights.host().data(), ref_weights), 1e-5) << where << " attention weights";
   for (std::size_t i = 1; i < ref.size(); ++i)
-    EXPECT_LT(test::gradient_error(grads[i - 1]->host(), ref[i]), test::gradient_tolerance(kind, i - 1))
+    EXPECT_LT(test::gradient_error(edges && i == ref.size() - 1 ? dde.host() : grads[i - 1]->host(), ref[i]),
+              test::gradient_tolerance(kind, i - 1))
         << where << " " << names[i - 1];
+}
+
+bool no_device() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0;
+}
+
+using Param = std::tuple<ScoreKind, Strategy, std::pair<int, int>, int, bool>;
+
+class BipartiteCuda : public ::testing::TestWithParam<Param> {};
+
+TEST_P(BipartiteCuda, MatchesFloat64Reference) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const auto [kind, strategy, hd, index, options] = GetParam();
+  expect_matches(kind, strategy, hd.first, hd.second, graphs()[std::size_t(index)], unsigned(index), options, false);
 }
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
@@ -158,9 +184,63 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Range(0, int(graphs().size())), ::testing::Bool()),
     param_name);
 
+// Square graphs of the shapes the kernels treat apart (a super node split into pieces, mean
+// in-degree 80 where GT's backward would run columns first, a PATTERN-like batch on which Auto
+// picks Dense, one node, none) and bipartite ones with split rows and columns.
+const std::vector<test::NamedGraph>& edge_graphs() {
+  static const std::vector<test::NamedGraph> gs{
+      {"random", test::random_graph(3000, 30000, 21)},
+      {"super_node", test::super_node_graph(2000, 40000, 22)},
+      {"dense_rows", test::random_graph(600, 48000, 23)},
+      {"pattern", gen::sbm_batch(gen::SbmKind::Pattern, 16)},
+      {"one_node", graph_from_edges(1, {0}, {0})},
+      {"empty", graph_from_edges(0, {}, {})},
+      {"hubs", hubs()},
+      {"more_sources", graphs()[0].graph},
+  };
+  return gs;
+}
+
+class EdgeFeaturesCuda : public ::testing::TestWithParam<Param> {};
+
+std::string edge_param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [kind, strategy, hd, graph, options] = info.param;
+  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + edge_graphs()[std::size_t(graph)].name + (options ? "_options" : "");
+}
+
+TEST_P(EdgeFeaturesCuda, MatchesFloat64Reference) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const auto [kind, strategy, hd, index, options] = GetParam();
+  expect_matches(kind, strategy, hd.first, hd.second, edge_graphs()[std::size_t(index)], unsigned(index) + 40,
+                 options, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, EdgeFeaturesCuda,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Values(Strategy::Auto, Strategy::Online, Strategy::PMF),
+                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
+                       ::testing::Range(0, int(edge_graphs().size())), ::testing::Bool()),
+    edge_param_name);
+
+TEST(EdgeFeaturesCudaErrors, ColumnsFirstAndAgnn) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const HostGraph g = graph_from_edges(3, {0, 1, 2}, {1, 2, 2});
+  const cuda::Plan gt(g, ScoreKind::GT, 1, 4), agnn(g, ScoreKind::AGNN, 1, 4);
+  Buf x(12), e(12), out(12), lse(3), grad(12), ge(12), grad2(12), grad3(12), beta(1);
+  cuda::Options o;
+  o.logsumexp = lse.p, o.edge_features = e.p, o.edge_grad = ge.p;
+  o.backward_order = BackwardOrder::ColumnsFirst;
+  test::expect_error([&] {
+    cuda::attention_backward(nullptr, gt, GT{}, x.p, x.p, x.p, out.p, lse.p, x.p, grad.p, grad2.p, grad3.p, o);
+  }, {"cuda::attention_backward(gt): no columns-first order for this score with edge features"});
+  test::expect_error([&] { cuda::attention(nullptr, agnn, AGNN{}, x.p, beta.p, 1, out.p, o); },
+                     {"cuda::attention: agnn takes no edge features"});
+}
+
 TEST(BipartiteCudaErrors, BatchedStrategiesAndAgnnRefuse) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
   const HostGraph g = graph_from_edges(4, 3, {0, 3, 1}, {1, 2, 2});
   test::expect_error([&] { (void)cuda::Plan(g, ScoreKind::GT, 1, 32, Strategy::Staged); },
                      {"cuda::Plan: Staged needs a batch of square graphs"});
