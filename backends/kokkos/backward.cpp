@@ -32,14 +32,8 @@ void backward_of(const GT& model, const Exec& exec, const PortablePlan<Exec>& pl
                  const Problem<typename Exec::memory_space>& p, const Upstream<typename Exec::memory_space>& up) {
   using Mem = typename Exec::memory_space;
   const Call& c = t.call;
-  const GTGrad<Mem> grad{t.input(0),
-                         t.input(1),
-                         up.dout,
-                         t.output(c.grads[0]),
-                         t.output(c.grads[1]),
-                         t.output(c.grads[2]),
-                         model.scale_for(plan.dim()),
-                         {},
+  const GTGrad<Mem> grad{t.input(0), t.input(1), up.dout, t.output(c.grads[0]), t.output(c.grads[1]),
+                         t.output(c.grads[2]), model.scale_for(plan.dim()), {},
                          {t.features(c.edge_features), t.output(c.edge_grad), plan.graph().edge_id()}};
   backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, workspace(plan, grad, 2, 0));
 }
@@ -64,14 +58,8 @@ void backward_of(const GAT& model, const Exec& exec, const PortablePlan<Exec>& p
                  const Problem<typename Exec::memory_space>& p, const Upstream<typename Exec::memory_space>& up) {
   using Mem = typename Exec::memory_space;
   const Call& c = t.call;
-  const GATGrad<Mem> grad{t.input_matrix(0),
-                          t.input_matrix(1),
-                          up.dout,
-                          t.scalars_out(c.grads[0]),
-                          t.scalars_out(c.grads[1]),
-                          t.output(c.grads[2]),
-                          model.slope,
-                          {},
+  const GATGrad<Mem> grad{t.input_matrix(0), t.input_matrix(1), up.dout, t.scalars_out(c.grads[0]),
+                          t.scalars_out(c.grads[1]), t.output(c.grads[2]), model.slope, {},
                           {t.matrix(c.edge_features), t.scalars_out(c.edge_grad), plan.graph().edge_id()}};
   backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, workspace(plan, grad, 2, 0));
 }
@@ -83,15 +71,8 @@ void backward_of(const GATv2& model, const Exec& exec, const PortablePlan<Exec>&
   using Mem = typename Exec::memory_space;
   const Call& c = t.call;
   const GATv2Score<Mem> score = score_of(model, exec, plan, t);
-  const GATv2Grad<Mem> grad{score.xl,
-                            score.xr,
-                            up.dout,
-                            score.a,
-                            t.output(c.grads[0]),
-                            t.output(c.grads[1]),
-                            model.slope,
-                            {},
-                            {score.e, t.output(c.edge_grad), plan.graph().edge_id()}};
+  const GATv2Grad<Mem> grad{score.xl, score.xr, up.dout, score.a, t.output(c.grads[0]), t.output(c.grads[1]),
+                            model.slope, {}, {score.e, t.output(c.edge_grad), plan.graph().edge_id()}};
   const auto s = workspace(plan, grad, 2, std::size_t(edge_slices(plan.graph().num_edges())) * score.a.size());
   backward(exec, plan, p, score, grad, up, s);
   const auto& g = plan.graph();
