@@ -327,8 +327,12 @@ class GATConv(_Conv):
         res = self.res(x_dst) if self.res is not None else None
         dropout = self.dropout if self.training else 0.0
         weights = return_attention_weights is not None
-        e = _edge_rows("GATConv", self.lin_edge, edge_attr, H, C)
-        ee = (e * self.att_edge).sum(dim=-1) if e is not None else None  # the per-edge score term [E, H]
+        ee = None  # the per-edge score term [E, H]: PyG's (lin_edge(edge_attr) * att_edge).sum(-1)
+        if edge_attr is not None:
+            # folded into one [edge_dim, H] matrix first, so no [E, H, C] tensor is formed: on the
+            # H100 that projection's write and read took most of a layer's time (docs/performance.md)
+            weight = self.lin_edge.weight.view(H, C, -1)
+            ee = edge_attr @ (weight * self.att_edge.view(H, C, 1)).sum(dim=1).t()
         if self.lin is not None and x_src is x_dst:
             # The score terms el = <h, att_src>, er = <h, att_dst> and the attention, one autograd node.
             h = self.lin(x_src).view(x_src.size(0), H, C)
