@@ -206,20 +206,25 @@ TEST_P(Bipartite, EdgeValuesAndDropout) {
                  name + " edge values and dropout");
 }
 
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto [kind, strategy, hd, graph] = info.param;
-  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
-         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+// Every model with a bipartite form and an edge argument, every portable strategy, three H x D,
+// the graphs of the list `Graphs`; a case is named by its parameters and graph.
+template <const std::vector<test::NamedGraph>& (*Graphs)()>
+auto all_shapes() {
+  return ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+                            ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
+                                              Strategy::Auto),
+                            ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{3, 7}),
+                            ::testing::Range(0, int(Graphs().size())));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, Bipartite,
-    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
-                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
-                                         Strategy::Auto),
-                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{3, 7}),
-                       ::testing::Range(0, int(graphs().size()))),
-    param_name);
+template <const std::vector<test::NamedGraph>& (*Graphs)()>
+std::string name_of(const ::testing::TestParamInfo<Param>& info) {
+  const auto [kind, strategy, hd, graph] = info.param;
+  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + Graphs()[std::size_t(graph)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllShapes, Bipartite, all_shapes<graphs>(), name_of<graphs>);
 
 // ---- edge features ------------------------------------------------------------------------------
 
@@ -250,12 +255,6 @@ const std::vector<test::NamedGraph>& edge_graphs() {
 
 class EdgeFeatures : public ::testing::TestWithParam<Param> {};
 
-std::string edge_param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto [kind, strategy, hd, graph] = info.param;
-  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
-         std::to_string(hd.second) + "_" + edge_graphs()[std::size_t(graph)].name;
-}
-
 TEST_P(EdgeFeatures, MatchesFloat64Reference) {
   const auto [kind, strategy, hd, graph] = GetParam();
   const auto& [name, g] = edge_graphs()[std::size_t(graph)];
@@ -272,14 +271,7 @@ TEST_P(EdgeFeatures, WithEdgeValuesAndDropout) {
   expect_matches(c, strategy, name + " edge features, edge values and dropout");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllShapes, EdgeFeatures,
-    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
-                       ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
-                                         Strategy::Auto),
-                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{3, 7}),
-                       ::testing::Range(0, int(edge_graphs().size()))),
-    edge_param_name);
+INSTANTIATE_TEST_SUITE_P(AllShapes, EdgeFeatures, all_shapes<edge_graphs>(), name_of<edge_graphs>);
 
 TEST(EdgeFeatureErrors, ShapesAndModels) {
   Exec exec;

@@ -169,10 +169,12 @@ TEST_P(BipartiteCuda, MatchesFloat64Reference) {
   expect_matches(kind, strategy, hd.first, hd.second, graphs()[std::size_t(index)], unsigned(index), options, false);
 }
 
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+// A case's name: its parameters and the name of its graph in the list `Graphs`.
+template <const std::vector<test::NamedGraph>& (*Graphs)()>
+std::string name_of(const ::testing::TestParamInfo<Param>& info) {
   const auto [kind, strategy, hd, graph, options] = info.param;
   return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
-         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name + (options ? "_options" : "");
+         std::to_string(hd.second) + "_" + Graphs()[std::size_t(graph)].name + (options ? "_options" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -182,7 +184,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          Strategy::Online),
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
                        ::testing::Range(0, int(graphs().size())), ::testing::Bool()),
-    param_name);
+    name_of<graphs>);
 
 // Square graphs of the shapes the kernels treat apart (a super node split into pieces, mean
 // in-degree 80 where GT's backward would run columns first, a PATTERN-like batch on which Auto
@@ -203,12 +205,6 @@ const std::vector<test::NamedGraph>& edge_graphs() {
 
 class EdgeFeaturesCuda : public ::testing::TestWithParam<Param> {};
 
-std::string edge_param_name(const ::testing::TestParamInfo<Param>& info) {
-  const auto [kind, strategy, hd, graph, options] = info.param;
-  return std::string(to_string(kind)) + "_" + to_string(strategy) + "_H" + std::to_string(hd.first) + "D" +
-         std::to_string(hd.second) + "_" + edge_graphs()[std::size_t(graph)].name + (options ? "_options" : "");
-}
-
 TEST_P(EdgeFeaturesCuda, MatchesFloat64Reference) {
   if (no_device()) GTEST_SKIP() << "no CUDA device";
   const auto [kind, strategy, hd, index, options] = GetParam();
@@ -222,7 +218,7 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Strategy::Auto, Strategy::Online, Strategy::PMF),
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
                        ::testing::Range(0, int(edge_graphs().size())), ::testing::Bool()),
-    edge_param_name);
+    name_of<edge_graphs>);
 
 TEST(EdgeFeaturesCudaErrors, ColumnsFirstAndAgnn) {
   if (no_device()) GTEST_SKIP() << "no CUDA device";
