@@ -10,7 +10,7 @@
 // A model with an edge argument (types.hpp: GT and GATv2 E [E,H,D], GAT ee [E,H]) adds it to
 // the source's key row before the score (`edge`, read by the caller's edge id; null: none), and
 // GT to the value too (kEdgeInValue): every score's edge term is key-side, so the kernels add it
-// where they load the key (add_edge) and the functors stay as they are.
+// where they load the key (add_edge_row, EdgeColumns) and the functors stay as they are.
 
 #include "common.cuh"
 
