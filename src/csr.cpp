@@ -1,10 +1,13 @@
 #include <dfgnn/csr.hpp>
+#include <dfgnn/parallel.hpp>
 
 #include <algorithm>
 #include <string>
 #include <tuple>
 
 namespace dfgnn {
+
+using detail::parallel_ranges;
 
 namespace {
 
@@ -21,8 +24,9 @@ void check_id(node_t id, node_t n, const char* what, std::size_t edge) {
 // Fills dst[] (the COO rows) from row_ptr.
 void fill_rows(HostGraph& g) {
   g.dst.resize(g.src.size());
-  for (node_t v = 0; v < g.num_nodes; ++v)
-    std::fill(g.dst.begin() + g.row_ptr[v], g.dst.begin() + g.row_ptr[v + 1], v);
+  parallel_ranges(g.num_nodes, g.num_edges(), [&](node_t lo, node_t hi) {
+    for (node_t v = lo; v < hi; ++v) std::fill(g.dst.begin() + g.row_ptr[v], g.dst.begin() + g.row_ptr[v + 1], v);
+  });
 }
 
 }  // namespace
@@ -215,6 +219,33 @@ HostCsc transpose(const HostGraph& g) {
   return detail::transpose_of_valid(g);
 }
 
+RowSubgraph row_subgraph(const HostGraph& g, const std::vector<node_t>& rows) {
+  validate(g);
+  RowSubgraph r;
+  const bool square = !g.bipartite();
+  std::vector<node_t> local(std::size_t(g.num_src_nodes), -1);  // g's source -> its source, or -1
+  std::vector<char> taken(std::size_t(g.num_nodes), 0);
+  for (const node_t v : rows) {
+    if (v < 0 || v >= g.num_nodes)
+      throw Error("row_subgraph: row " + std::to_string(v) + " out of range [0, " + std::to_string(g.num_nodes) + ")");
+    if (taken[std::size_t(v)]++) throw Error("row_subgraph: row " + std::to_string(v) + " given twice");
+    if (square) local[std::size_t(v)] = node_t(r.sources.size()), r.sources.push_back(v);
+  }
+  r.rows = rows;
+  std::vector<node_t> src, dst;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (edge_t e = g.row_ptr[std::size_t(rows[i])]; e < g.row_ptr[std::size_t(rows[i]) + 1]; ++e) {
+      node_t& u = local[std::size_t(g.src[std::size_t(e)])];
+      if (u < 0) u = node_t(r.sources.size()), r.sources.push_back(g.src[std::size_t(e)]);
+      src.push_back(u);
+      dst.push_back(node_t(i));
+      r.edges.push_back(g.edge_id[std::size_t(e)]);
+    }
+  const node_t ns = node_t(r.sources.size());
+  r.graph = square ? graph_from_edges(ns, src, dst) : graph_from_edges(ns, node_t(rows.size()), src, dst);
+  return r;
+}
+
 namespace detail {
 
 std::vector<node_t> independent_blocks_of_valid(const HostGraph& g) {
@@ -223,10 +254,12 @@ std::vector<node_t> independent_blocks_of_valid(const HostGraph& g) {
   // nothing at or below i reaches past it.
   std::vector<node_t> reach(std::size_t(g.num_nodes));
   for (node_t v = 0; v < g.num_nodes; ++v) reach[v] = v;
-  for (edge_t e = 0; e < g.num_edges(); ++e) {
-    const node_t lo = std::min(g.src[e], g.dst[e]), hi = std::max(g.src[e], g.dst[e]);
-    reach[lo] = std::max(reach[lo], hi);
-  }
+  parallel_ranges(g.num_nodes, g.num_edges(), [&](node_t first, node_t last) {  // threads own ranges of reach
+    for (edge_t e = 0; e < g.num_edges(); ++e) {
+      const node_t lo = std::min(g.src[e], g.dst[e]), hi = std::max(g.src[e], g.dst[e]);
+      if (lo >= first && lo < last) reach[lo] = std::max(reach[lo], hi);
+    }
+  });
   std::vector<node_t> bounds{0};
   node_t far = -1;
   for (node_t v = 0; v < g.num_nodes; ++v) {
@@ -239,18 +272,35 @@ std::vector<node_t> independent_blocks_of_valid(const HostGraph& g) {
 HostCsc transpose_of_valid(const HostGraph& g) {
   HostCsc t;
   const edge_t m = g.num_edges();
-  t.col_ptr.assign(std::size_t(g.num_src_nodes) + 1, 0);
-  for (node_t u : g.src) ++t.col_ptr[std::size_t(u) + 1];
-  for (node_t u = 0; u < g.num_src_nodes; ++u) t.col_ptr[u + 1] += t.col_ptr[u];
-  std::vector<edge_t> next(t.col_ptr.begin(), t.col_ptr.end() - 1);
+  const node_t ns = g.num_src_nodes;
+  t.col_ptr.assign(std::size_t(ns) + 1, 0);
+  // Each thread owns a range of columns (parallel_ranges): the serial loop's result.
+  parallel_ranges(ns, m, [&](node_t lo, node_t hi) {
+    for (const node_t u : g.src)
+      if (u >= lo && u < hi) ++t.col_ptr[std::size_t(u) + 1];
+  });
+  for (node_t u = 0; u < ns; ++u) t.col_ptr[u + 1] += t.col_ptr[u];
   t.dst.resize(m);
   t.csr_edge.resize(m);
-  for (edge_t e = 0; e < m; ++e) {
-    const edge_t pos = next[g.src[e]]++;
-    t.dst[pos] = g.dst[e];
-    t.csr_edge[pos] = e;
-  }
+  // By rows, not g.dst: the CUDA plan transposes the arrays it keeps on the device, row_ptr and src.
+  parallel_ranges(ns, m, [&](node_t lo, node_t hi) {
+    std::vector<edge_t> next(t.col_ptr.begin() + lo, t.col_ptr.begin() + hi);
+    for (node_t v = 0; v < g.num_nodes; ++v)
+      for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
+        const node_t u = g.src[e];
+        if (u < lo || u >= hi) continue;
+        const edge_t pos = next[u - lo]++;
+        t.dst[pos] = v;
+        t.csr_edge[pos] = e;
+      }
+  });
   return t;
+}
+
+bool edges_in_csr_order(const HostGraph& g) {
+  for (std::size_t e = 0; e < g.edge_id.size(); ++e)
+    if (g.edge_id[e] != edge_t(e)) return false;
+  return true;
 }
 
 }  // namespace detail

@@ -1,4 +1,5 @@
 #include <dfgnn/generate.hpp>
+#include <dfgnn/parallel.hpp>
 
 #include <zlib.h>
 
@@ -10,10 +11,13 @@
 #include <cstdio>
 #include <numeric>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace dfgnn::gen {
 namespace {
+
+using dfgnn::detail::parallel_blocks;
 
 constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ULL;
 
@@ -50,34 +54,32 @@ void shuffle(std::vector<T>& v, Rng& rng) {
     std::swap(v[i - 1], v[rng.below(static_cast<std::uint32_t>(i))]);
 }
 
-/// Calls f(begin, end) over [0, n) in blocks taken dynamically by a few threads; f must only
-/// write state owned by its block, so the result does not depend on the schedule.
-template <class F>
-void parallel_blocks(std::int64_t n, std::int64_t block, F f) {
-  const unsigned threads = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  std::atomic<std::int64_t> next{0};
-  auto work = [&] {
-    for (std::int64_t b; (b = next.fetch_add(block)) < n;) f(b, std::min(n, b + block));
-  };
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-}
-
 /// CSR by destination of the undirected edge set {u, v} (pairs with u == v skipped): both
-/// directions, each row's sources sorted and deduplicated.
-HostGraph undirected_csr(node_t n, const std::vector<node_t>& eu, const std::vector<node_t>& ev) {
+/// directions, each row's sources sorted and deduplicated. The pairs are released once
+/// placed, so the peak is about the graph's own 16 bytes per edge.
+HostGraph undirected_csr(node_t n, std::vector<node_t> eu, std::vector<node_t> ev) {
+  // Each thread owns a range of rows and places the pairs' edges into them (parallel_ranges).
+  const std::int64_t pairs = static_cast<std::int64_t>(eu.size());
   std::vector<edge_t> ptr(static_cast<std::size_t>(n) + 1, 0);
-  for (std::size_t i = 0; i < eu.size(); ++i)
-    if (eu[i] != ev[i]) ++ptr[eu[i] + 1], ++ptr[ev[i] + 1];
+  detail::parallel_ranges(n, pairs, [&](node_t lo, node_t hi) {
+    const auto mine = [&](node_t v) { return v >= lo && v < hi; };
+    for (std::int64_t i = 0; i < pairs; ++i)
+      if (eu[i] != ev[i]) {
+        if (mine(eu[i])) ++ptr[eu[i] + 1];
+        if (mine(ev[i])) ++ptr[ev[i] + 1];
+      }
+  });
   std::partial_sum(ptr.begin(), ptr.end(), ptr.begin());
   std::vector<node_t> src(static_cast<std::size_t>(ptr[n]));
-  {
-    std::vector<edge_t> fill(ptr.begin(), ptr.end() - 1);
-    for (std::size_t i = 0; i < eu.size(); ++i)
-      if (eu[i] != ev[i]) src[fill[ev[i]]++] = eu[i], src[fill[eu[i]]++] = ev[i];
-  }
+  detail::parallel_ranges(n, pairs, [&](node_t lo, node_t hi) {
+    std::vector<edge_t> fill(ptr.begin() + lo, ptr.begin() + hi);
+    for (std::int64_t i = 0; i < pairs; ++i)
+      if (eu[i] != ev[i]) {
+        if (ev[i] >= lo && ev[i] < hi) src[fill[ev[i] - lo]++] = eu[i];
+        if (eu[i] >= lo && eu[i] < hi) src[fill[eu[i] - lo]++] = ev[i];
+      }
+  });
+  eu = {}, ev = {};
   std::vector<edge_t> kept(static_cast<std::size_t>(n) + 1, 0);
   parallel_blocks(n, 1024, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t v = b; v < e; ++v) {
@@ -100,9 +102,9 @@ HostGraph undirected_csr(node_t n, const std::vector<node_t>& eu, const std::vec
 HostGraph rmat(int scale, int edge_factor, double a, double b, double c, std::uint64_t seed) {
   if (scale < 1 || scale > 30) throw Error("rmat: scale must be in [1, 30], got " + std::to_string(scale));
   if (edge_factor < 1) throw Error("rmat: edge_factor must be >= 1, got " + std::to_string(edge_factor));
-  if (edge_factor > (1 << (31 - scale)))  // 2^31 edges would take beyond 32 GB to generate
-    throw Error("rmat: 2^" + std::to_string(scale) + " nodes x edge_factor " + std::to_string(edge_factor) +
-                " is more than 2^31 edges");
+  // Each of the edge_factor * 2^(scale-1) pairs becomes two edges of the graph's 16 bytes.
+  check_host_bytes("rmat: 2^" + std::to_string(scale) + " nodes x edge_factor " + std::to_string(edge_factor),
+                   checked_product("rmat: bytes of", {std::uint64_t(edge_factor), std::uint64_t(1) << scale, 16}));
   if (!(a >= 0 && b >= 0 && c >= 0 && a + b + c <= 1))  // NaN fails too
     throw Error("rmat: probabilities a, b, c must be >= 0 with a + b + c <= 1");
   const node_t n = node_t{1} << scale;
@@ -136,7 +138,7 @@ HostGraph rmat(int scale, int edge_factor, double a, double b, double c, std::ui
       ev[i] = perm[v];
     }
   });
-  return undirected_csr(n, eu, ev);
+  return undirected_csr(n, std::move(eu), std::move(ev));
 }
 
 SbmKind parse_sbm_kind(const std::string& s) {

@@ -705,7 +705,8 @@ TEST_F(CliTest, OptionErrors) {
   expect_user_error("gen tree --out " + quote(path("t.txt")), {"unknown generator", "tree"});
   expect_user_error("gen sbm --graphs 0 --out " + quote(path("t.txt")), {"--graphs"});
   expect_user_error("gen rmat --graphs 3 --out " + quote(path("t.txt")), {"unknown option --graphs"});
-  expect_user_error("gen rmat --scale 30 --edge-factor 64 --out " + quote(path("t.txt")), {"rmat", "2^31 edges"});
+  expect_user_error("gen rmat --scale 30 --edge-factor 1048576 --out " + quote(path("t.txt")),
+                    {"rmat", "bytes of host memory"});
 }
 
 // Kokkos' own options never reach Kokkos; --help is dfgnn's.

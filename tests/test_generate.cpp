@@ -66,7 +66,7 @@ TEST(Generate, RmatIsDeterministicSymmetricAndLoopFree) {
 TEST(Generate, RmatRejectsBadParameters) {
   EXPECT_THROW(gen::rmat(0, 16), dfgnn::Error);
   EXPECT_THROW(gen::rmat(10, 0), dfgnn::Error);
-  EXPECT_THROW(gen::rmat(30, 4), dfgnn::Error);  // 2^32 edges
+  EXPECT_THROW(gen::rmat(30, 1 << 20), dfgnn::Error);  // 2^50 edges: beyond any host's memory
   EXPECT_THROW(gen::rmat(6, 4, std::nan("")), dfgnn::Error);
   EXPECT_THROW(gen::sbm_batch(gen::SbmKind(7), 2), dfgnn::Error);
   EXPECT_THROW(gen::rmat(10, 16, 0.6, 0.3, 0.3), dfgnn::Error);

@@ -7,6 +7,8 @@
 #include <dfgnn/generate.hpp>
 #include <dfgnn/graph.hpp>
 #include <dfgnn/plan.hpp>
+#include <dfgnn/reference.hpp>
+#include <dfgnn/reference_backward.hpp>
 #include <dfgnn/reference_message_passing.hpp>
 #include <dfgnn/reorder.hpp>
 #include <dfgnn/schedule.hpp>
@@ -150,6 +152,97 @@ TEST(GraphFromEdges, RejectsIdsOutOfRangeNamingTheEdge) {
 TEST(GraphFromEdges, RejectsArraysOfDifferentLengths) {
   expect_error([] { graph_from_edges(4, {0, 1, 2}, {1, 2}); }, {"3 source", "2 destination"});
   expect_error([] { graph_from_edges(4, {}, {1}); }, {"0 source", "1 destination"});
+}
+
+// ---- row_subgraph --------------------------------------------------------------------------
+
+// x's rows `index` (rows of w entries).
+template <class T, class I>
+std::vector<T> take_rows(const std::vector<T>& x, const std::vector<I>& index, std::size_t w) {
+  std::vector<T> r;
+  for (const I i : index) r.insert(r.end(), x.begin() + std::size_t(i) * w, x.begin() + (std::size_t(i) + 1) * w);
+  return r;
+}
+
+// Each edge of the part is the edge of g it names, between the nodes its maps name.
+void expect_edges_of(const HostGraph& g, const RowSubgraph& p) {
+  std::vector<std::pair<node_t, node_t>> ends(std::size_t(g.num_edges()));  // caller's id -> (u, v)
+  for (std::size_t e = 0; e < ends.size(); ++e) ends[std::size_t(g.edge_id[e])] = {g.src[e], g.dst[e]};
+  ASSERT_EQ(p.edges.size(), std::size_t(p.graph.num_edges()));
+  for (std::size_t e = 0; e < p.edges.size(); ++e) {
+    const auto [u, v] = ends[std::size_t(p.edges[std::size_t(p.graph.edge_id[e])])];
+    EXPECT_EQ(p.sources[std::size_t(p.graph.src[e])], u);
+    EXPECT_EQ(p.rows[std::size_t(p.graph.dst[e])], v);
+  }
+  edge_t in_edges = 0;
+  for (const node_t v : p.rows) in_edges += g.row_ptr[v + 1] - g.row_ptr[v];
+  EXPECT_EQ(p.graph.num_edges(), in_edges);  // every in-edge of every row
+}
+
+// The part's reference equals the whole graph's where the part holds all a value depends on:
+// outputs and destination-side gradients at its rows, source-side gradients at sources whose
+// every out-edge it holds (what dfgnn attention --reference-sample relies on).
+TEST(RowSubgraph, TheReferenceOnThePartIsTheWholeGraphsThere) {
+  const HostGraph g = test::random_graph(300, 2400, 5);
+  const int H = 2, D = 3;
+  const std::size_t N = 300, E = 2400, HD = std::size_t(H) * D;
+  const auto q = test::random_values(N * HD, 1), k = test::random_values(N * HD, 2), v = test::random_values(N * HD, 3);
+  const auto ef = test::random_values(E * HD, 4), ev = test::random_values(E, 5, 0.5f, 2.0f),
+             dout = test::random_values(N * HD, 6);
+  // Sources 3 and 77, all rows they feed, and themselves.
+  std::set<node_t> rows{3, 77, 150};
+  for (edge_t e = 0; e < g.num_edges(); ++e)
+    if (g.src[e] == 3 || g.src[e] == 77) rows.insert(g.dst[e]);
+  const RowSubgraph p = row_subgraph(g, std::vector<node_t>(rows.begin(), rows.end()));
+  ASSERT_FALSE(p.graph.bipartite());
+  ASSERT_EQ(p.graph.num_nodes, node_t(p.sources.size()));
+  EXPECT_TRUE(std::equal(p.rows.begin(), p.rows.end(), p.sources.begin()));  // square: rows first
+  expect_edges_of(g, p);
+
+  ReferenceOptions o(HostEdgeValues{ev.data(), 1});
+  o.edge_features = ef.data();
+  ReferenceOptions po = o;
+  const auto pev = take_rows(ev, p.edges, 1), pef = take_rows(ef, p.edges, HD);
+  po.edge_values.data = pev.data(), po.edge_features = pef.data();
+  const auto pq = take_rows(q, p.sources, HD), pk = take_rows(k, p.sources, HD), pv = take_rows(v, p.sources, HD);
+  const GT model{0.4f};
+  const auto whole = reference_attention(g, H, D, model, q.data(), k.data(), v.data(), o);
+  const auto part = reference_attention(p.graph, H, D, model, pq.data(), pk.data(), pv.data(), po);
+  std::vector<std::size_t> at_rows(p.rows.size());
+  std::iota(at_rows.begin(), at_rows.end(), 0);
+  EXPECT_EQ(take_rows(part, at_rows, HD), take_rows(whole, p.rows, HD));
+
+  const auto gw = reference_attention_backward(g, H, D, model, q.data(), k.data(), v.data(), dout.data(), o);
+  const auto pdout = take_rows(dout, p.sources, HD);
+  const auto gp = reference_attention_backward(p.graph, H, D, model, pq.data(), pk.data(), pv.data(), pdout.data(), po);
+  EXPECT_EQ(take_rows(gp.dQ, at_rows, HD), take_rows(gw.dQ, p.rows, HD));
+  for (const node_t u : {3, 77}) {
+    const std::size_t j = std::size_t(std::find(p.sources.begin(), p.sources.end(), u) - p.sources.begin());
+    EXPECT_EQ(take_rows(gp.dK, std::vector<std::size_t>{j}, HD), take_rows(gw.dK, std::vector<node_t>{u}, HD)) << u;
+    EXPECT_EQ(take_rows(gp.dV, std::vector<std::size_t>{j}, HD), take_rows(gw.dV, std::vector<node_t>{u}, HD)) << u;
+  }
+  std::vector<std::size_t> at_edges(p.edges.size());
+  std::iota(at_edges.begin(), at_edges.end(), 0);
+  EXPECT_EQ(take_rows(gp.dE, at_edges, HD), take_rows(gw.dE, p.edges, HD));
+}
+
+TEST(RowSubgraph, BipartiteGraphsKeepTheirTwoSides) {
+  const HostGraph g = test::random_bipartite(50, 40, 45, 35, 400, 3);
+  const RowSubgraph p = row_subgraph(g, {34, 0, 10, 39});  // 39: no in-edges
+  EXPECT_EQ(p.graph.num_nodes, 4);
+  EXPECT_EQ(p.graph.row_ptr[4] - p.graph.row_ptr[3], 0);
+  EXPECT_EQ(p.graph.num_src_nodes, node_t(p.sources.size()));
+  expect_edges_of(g, p);
+  const RowSubgraph none = row_subgraph(g, {});
+  EXPECT_EQ(none.graph.num_edges(), 0);
+  EXPECT_TRUE(none.sources.empty());
+}
+
+TEST(RowSubgraph, RejectsRowsOutOfRangeOrRepeated) {
+  const HostGraph g = test::random_graph(20, 60, 1);
+  expect_error([&] { row_subgraph(g, {3, 20}); }, {"row_subgraph", "row 20", "[0, 20)"});
+  expect_error([&] { row_subgraph(g, {-1}); }, {"row -1"});
+  expect_error([&] { row_subgraph(g, {4, 5, 4}); }, {"row 4", "twice"});
 }
 
 // ---- graph_from_csr ------------------------------------------------------------------------
@@ -377,6 +470,51 @@ TEST(GraphTranspose, TestGraphs) {
     SCOPED_TRACE(name);
     expect_transpose_consistent(g);
   }
+}
+
+// From 2^22 edges on, transpose, independent_blocks and rmat's CSR run on a thread per range of
+// nodes (parallel.hpp): they must give the serial loops' results, edge for edge.
+TEST(GraphTranspose, OnThreadsAsTheSerialLoop) {
+  const HostGraph g = gen::rmat(16, 160, 0.57, 0.19, 0.19, 3);
+  const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
+  ASSERT_GE(E, std::size_t(1) << 22);
+  HostCsc s;
+  s.col_ptr.assign(N + 1, 0);
+  for (const node_t u : g.src) ++s.col_ptr[std::size_t(u) + 1];
+  std::partial_sum(s.col_ptr.begin(), s.col_ptr.end(), s.col_ptr.begin());
+  s.dst.resize(E), s.csr_edge.resize(E);
+  std::vector<edge_t> next(s.col_ptr.begin(), s.col_ptr.end() - 1);
+  for (std::size_t e = 0; e < E; ++e) {
+    const edge_t c = next[std::size_t(g.src[e])]++;
+    s.dst[std::size_t(c)] = g.dst[e], s.csr_edge[std::size_t(c)] = edge_t(e);
+  }
+  const HostCsc t = transpose(g);
+  EXPECT_EQ(t.col_ptr, s.col_ptr);
+  EXPECT_EQ(t.dst, s.dst);
+  EXPECT_EQ(t.csr_edge, s.csr_edge);
+  // rmat's rows: sorted, no duplicate, no loop; symmetric, so each column holds its row.
+  EXPECT_EQ(t.col_ptr, g.row_ptr);
+  EXPECT_EQ(t.dst, g.src);
+  for (std::size_t v = 0; v < N; ++v)
+    for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
+      ASSERT_NE(g.src[std::size_t(e)], node_t(v));
+      if (e > g.row_ptr[v]) ASSERT_LT(g.src[std::size_t(e) - 1], g.src[std::size_t(e)]);
+    }
+  // Two copies side by side, their offsets dropped: the blocks of the serial reach sweep.
+  HostGraph two = batch_graphs({g, g});
+  two.graph_ptr.clear();
+  std::vector<node_t> reach(std::size_t(two.num_nodes));
+  std::iota(reach.begin(), reach.end(), 0);
+  for (std::size_t e = 0; e < std::size_t(two.num_edges()); ++e) {
+    const node_t lo = std::min(two.src[e], two.dst[e]), hi = std::max(two.src[e], two.dst[e]);
+    reach[std::size_t(lo)] = std::max(reach[std::size_t(lo)], hi);
+  }
+  std::vector<node_t> blocks{0};
+  node_t far = -1;
+  for (node_t v = 0; v < two.num_nodes; ++v)
+    if ((far = std::max(far, reach[std::size_t(v)])) == v) blocks.push_back(v + 1);
+  EXPECT_EQ(independent_blocks(two), blocks);
+  EXPECT_GE(blocks.size(), 3u);
 }
 
 // ---- partition_rows ------------------------------------------------------------------------

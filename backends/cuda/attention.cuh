@@ -180,8 +180,8 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float
   if (o.attention_weights == nullptr || p.graph.num_edges == 0) return;
   with_tile<!S::kRowKey>(p.dim, vec4, [&](auto tile) {
     using T = decltype(tile);
-    weights_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, p.graph, scale, tr, p.heads, p.dim,
-                                                              o.attention_weights);
+    weights_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, p.with_destinations(st), scale, tr, p.heads,
+                                                              p.dim, o.attention_weights);
   });
   DFGNN_CUDA(cudaGetLastError());
 }

@@ -247,9 +247,9 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     Frag<T> acc, acc_param;  // the destination-side sum; GATv2: the row's share of da
     zero(acc), zero(acc_param);
     float acc_s = 0.f;  // this lane's edges: AGNN sum dr c
-    IdStream<L> ids(rows.ids + u.e0, gw.len, l);
+    IdStream<L> ids(rows.ids, u.e0, gw.len, l);
     KeepStream<L, kDrop> keeps(tr, u.e0, gw.len, l, h);
-    IdStream<L, edge_t> edge_ids(rows.edge_id + u.e0, kEdge ? gw.len : 0, l);  // loads nothing without edges
+    IdStream<L, edge_t> edge_ids(rows.edge_id, u.e0, kEdge ? gw.len : 0, l);  // loads nothing without edges
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
@@ -419,8 +419,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     Frag<T> acc, acc_value;  // GT dK and dV; AGNN and GATv2 the whole term in acc
     zero(acc), zero(acc_value);
     float acc_s = 0.f;  // this lane's edges: AGNN sum beta dr c
-    IdStream<L> ids(cols.ids + u.e0, gw.len, l);
-    IdStream<L, edge_t> edge_ids(cols.edge_id + u.e0, kEdge ? gw.len : 0, l);  // loads nothing without edges
+    IdStream<L> ids(cols.ids, u.e0, gw.len, l);
+    IdStream<L, edge_t> edge_ids(cols.edge_id, u.e0, kEdge ? gw.len : 0, l);  // loads nothing without edges
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;
@@ -564,7 +564,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
     Frag<T> acc_key, acc_value;  // GT dK / scale; dV
     zero(acc_key), zero(acc_value);
     float acc_s = 0.f;  // GAT: this lane's edges' sum dr L' (del)
-    IdStream<L> ids(cols.ids + u.e0, gw.len, l);
+    IdStream<L> ids(cols.ids, u.e0, gw.len, l);
     KeepStream<L, kDrop> keeps(tr, u.e0, gw.len, l, h);
 
     auto step = [&](int t, auto checked) {
@@ -587,7 +587,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
       const bool writer = ok && l % (L / U) == 0;
       // Issued with the rows, so that their latency hides behind the reductions.
       const edge_t at_csr = writer ? __ldg(csr_pos + c) : 0;
-      [[maybe_unused]] const edge_t id = kEdge && ok ? __ldg(cols.edge_id + c) : 0;
+      [[maybe_unused]] const edge_t id = kEdge && ok ? caller_edge(cols.edge_id, c) : 0;
       const std::size_t vh = std::size_t(v_own) * H + h;
       const float lse = ok ? __ldg(up.lse + vh) : 0.f, delta = ok ? __ldg(wk.delta + vh) : 0.f;
       [[maybe_unused]] float er_v = 0.f;  // GAT: er_v (+ ee_e), the LeakyReLU's argument less el_u
@@ -673,7 +673,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       const HeadColumns<T> keys(sc.key, H, D, h, l);
       Frag<T> acc;
       zero(acc);
-      IdStream<L> ids(rows.ids + u.e0, gw.len, l);
+      IdStream<L> ids(rows.ids, u.e0, gw.len, l);
       auto step = [&](int t, auto checked) {
         constexpr bool kChecked = decltype(checked)::value;
         const int pos = t * U;

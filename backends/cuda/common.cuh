@@ -269,6 +269,10 @@ __host__ __device__ inline int head_passes(int H, int groups) {
   return (H + hp - 1) / hp;
 }
 
+/// The caller's edge id of walk position e: ids[e], or e itself where the plan keeps no ids
+/// because the caller's edges are in CSR order (DeviceGraph::edge_id, docs/cuda.md "Device memory").
+__device__ __forceinline__ edge_t caller_edge(const edge_t* ids, edge_t e) { return ids ? __ldg(ids + e) : e; }
+
 /// Optional per-edge multipliers in the caller's edge order; `data == nullptr` means none.
 struct EdgeScale {
   const float* data = nullptr;
@@ -276,7 +280,7 @@ struct EdgeScale {
   int heads = 0;  ///< 1 or H
   __device__ __forceinline__ float operator()(edge_t e, int h) const {
     if (data == nullptr) return 1.f;
-    return __ldg(data + __ldg(edge_id + e) * heads + (heads == 1 ? 0 : h));
+    return __ldg(data + caller_edge(edge_id, e) * heads + (heads == 1 ? 0 : h));
   }
 };
 
@@ -292,7 +296,7 @@ struct Train {
   template <bool kDrop = true>
   __device__ __forceinline__ float keep(edge_t e, int h) const {
     if constexpr (!kDrop) return 1.f;
-    return dropout.rate > 0.f ? dropout.factor(__ldg(edge_id + e), h) : 1.f;
+    return dropout.rate > 0.f ? dropout.factor(caller_edge(edge_id, e), h) : 1.f;
   }
   __device__ __forceinline__ void store(node_t v, int h, int H, float m, float s) const {
     if (lse != nullptr) lse[std::size_t(v) * H + h] = s > 0.f ? m + logf(s) : 0.f;

@@ -145,8 +145,7 @@ void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_grap
   inv_degree = upload(inv), gcn_in = upload(in), gcn_out = upload(out);
   // Edges given in CSR order (as cuSPARSE requires its values) need no id lookups: an edge
   // operand's row is then the edge's position, one dependent load fewer per edge.
-  bool in_order = true;
-  for (std::size_t e = 0; e < g.edge_id.size() && in_order; ++e) in_order = g.edge_id[e] == edge_t(e);
+  const bool in_order = dfgnn::detail::edges_in_csr_order(g);
   csr = segments(g.row_ptr, device_graph.row_ptr, device_graph.src, in_order ? nullptr : device_graph.edge_id, false);
 }
 

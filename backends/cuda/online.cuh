@@ -110,17 +110,22 @@ __device__ __forceinline__ void add(Frag<T>& a, const Frag<T>& b) {
 /// ahead (as the Online kernel's source ids), 0 past the end.
 template <int L, class Id = node_t>
 struct IdStream {
-  const Id* ids;
+  const Id* ids;  ///< edge ids: null for the identity (caller_edge)
+  edge_t e0;
   int len, l;
   Id cur = 0, next;
-  __device__ IdStream(const Id* ids_, int len_, int l_) : ids(ids_), len(len_), l(l_) {
-    next = l < len ? __ldg(ids + l) : Id(0);
+  __device__ IdStream(const Id* ids_, edge_t e0_, int len_, int l_) : ids(ids_), e0(e0_), len(len_), l(l_) {
+    next = l < len ? load(l) : Id(0);
+  }
+  __device__ __forceinline__ Id load(int pos) const {
+    if constexpr (std::is_same_v<Id, edge_t>) return caller_edge(ids, e0 + pos);
+    return __ldg(ids + e0 + pos);
   }
   /// At the start of a step at edge pos (a multiple of U, U dividing L).
   __device__ __forceinline__ void advance(int pos) {
     if (pos % L != 0) return;
     cur = next;
-    next = pos + L + l < len ? __ldg(ids + pos + L + l) : Id(0);
+    next = pos + L + l < len ? load(pos + L + l) : Id(0);
   }
   __device__ __forceinline__ Id at(int pos) const { return __shfl_sync(kFull, cur, pos % L, L); }
 };
@@ -138,14 +143,14 @@ struct KeepStream {
   float cur = 1.f;
   __device__ KeepStream(const Train& tr_, edge_t e0_, int len_, int l_, int h_)
       : tr(tr_), e0(e0_), len(len_), l(l_), h(h_) {
-    if constexpr (kDrop) next = l < len ? __ldg(tr.edge_id + e0 + l) : 0;
+    if constexpr (kDrop) next = l < len ? caller_edge(tr.edge_id, e0 + l) : 0;
   }
   /// In a step at edge pos (a multiple of U, U dividing L), after its row loads.
   __device__ __forceinline__ void advance(int pos) {
     if constexpr (kDrop) {
       if (pos % L != 0) return;
       cur = pos + l < len ? tr.dropout.factor(next, h) : 0.f;
-      next = pos + L + l < len ? __ldg(tr.edge_id + e0 + pos + L + l) : 0;
+      next = pos + L + l < len ? caller_edge(tr.edge_id, e0 + pos + L + l) : 0;
     }
   }
   /// The factor of edge pos (in the current chunk); every lane of the group must call it.
@@ -238,7 +243,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
     // Source ids of edges pos .. pos + L: lane l holds edge pos + l, 0 (a valid node) past the end.
     node_t cur = 0, next = l < len ? __ldg(g.src + e0 + l) : 0;
     KeepStream<L, kDrop> keeps(tr, e0, len, l, h);
-    IdStream<L, edge_t> edge_ids(g.edge_id + e0, kEdge ? len : 0, l);  // loads nothing without edges
+    IdStream<L, edge_t> edge_ids(g.edge_id, e0, kEdge ? len : 0, l);  // loads nothing without edges
 
     auto step = [&](int t, auto checked) {
       constexpr bool kChecked = decltype(checked)::value;

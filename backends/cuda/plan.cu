@@ -2,6 +2,8 @@
 // super rows, PMF's and Online's pieces, the Staged batch check, Dense's eligibility and
 // adjacency, and the workspace.
 
+#include <dfgnn/parallel.hpp>
+
 #include "plan_impl.hpp"
 #include "staged.cuh"
 
@@ -288,8 +290,8 @@ const BackwardData& Plan::Impl::backward() const {
   g.num_src_nodes = op.src_nodes;
   download(g.row_ptr, graph.row_ptr, N + 1);
   download(g.src, graph.src, E);
-  download(g.dst, graph.dst, E);
-  // The plan's own (validated) structure, without the edge ids and stats transpose does not read.
+  // The plan's own (validated) structure, without the destinations, edge ids and stats that
+  // transpose does not read: 4 bytes per edge on the host besides the CSC.
   const HostCsc csc = dfgnn::detail::transpose_of_valid(g);
   b->col_ptr = upload(csc.col_ptr.data(), csc.col_ptr.size());
   b->col_dst = upload(csc.dst.data(), csc.dst.size());
@@ -305,17 +307,26 @@ const BackwardData& Plan::Impl::backward() const {
   });
   if (need.rows_first) {
     std::vector<edge_t> csc_pos(E);
-    for (std::size_t c = 0; c < E; ++c) csc_pos[csc.csr_edge[c]] = edge_t(c);
+    dfgnn::detail::parallel_blocks(std::int64_t(E), 1 << 20, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) csc_pos[csc.csr_edge[c]] = c;
+    });
     b->csc_pos = upload(csc_pos.data(), E);
   }
   if (need.cols_first) b->csr_pos = upload(csc.csr_edge.data(), E);
   // The caller's edge ids in CSC order: the scoring column walk's (edge values, dropout, GAT's
-  // edge scores) and GATv2's column walk's, which reads the edge gradient there.
+  // edge scores) and GATv2's column walk's, which reads the edge gradient there. Where the
+  // caller's order is the CSR's (no edge ids kept) they are the CSR positions.
   if (need.cols_first || kind == ScoreKind::GATv2) {
-    std::vector<edge_t> edge_id, col_edge_id(E);
-    download(edge_id, graph.edge_id, E);
-    for (std::size_t c = 0; c < E; ++c) col_edge_id[c] = edge_id[csc.csr_edge[c]];
-    b->col_edge_id = upload(col_edge_id.data(), E);
+    if (graph.edge_id == nullptr) {
+      b->col_edge_id = b->csr_pos ? b->csr_pos : upload(csc.csr_edge.data(), E);
+    } else {
+      std::vector<edge_t> edge_id, col_edge_id(E);
+      download(edge_id, graph.edge_id, E);
+      dfgnn::detail::parallel_blocks(std::int64_t(E), 1 << 20, [&](std::int64_t c0, std::int64_t c1) {
+        for (std::int64_t c = c0; c < c1; ++c) col_edge_id[c] = edge_id[csc.csr_edge[c]];
+      });
+      b->col_edge_id = upload(col_edge_id.data(), E);
+    }
   }
   b->split = native_piece_edges(Strategy::Online, edge_t(E), node_t(N), sms);
   for (auto [ptr, seg] : {std::pair{&std::as_const(g).row_ptr, &b->rows}, std::pair{&csc.col_ptr, &b->cols}}) {
@@ -341,6 +352,30 @@ const BackwardData& Plan::Impl::backward() const {
       workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * need.param_width);
   bwd = std::move(b);
   return *bwd;
+}
+
+namespace {
+
+/// dst[e] = v for the edges of row v: a block per row range, a thread per edge.
+__global__ void fill_destinations(const edge_t* __restrict__ row_ptr, node_t n, node_t* __restrict__ dst) {
+  for (node_t v = blockIdx.x; v < n; v += gridDim.x)
+    for (edge_t e = row_ptr[v] + threadIdx.x; e < row_ptr[v + 1]; e += blockDim.x) dst[e] = v;
+}
+
+}  // namespace
+
+const DeviceGraph& Plan::Impl::with_destinations(cudaStream_t stream) const {
+  if (graph.dst != nullptr) return graph;
+  if (graph_with_dst.dst == nullptr) {
+    graph_with_dst = graph;
+    node_t* dst = reinterpret_cast<node_t*>(workspace(std::size_t(graph.num_edges)));  // 4-byte entries
+    if (graph.num_edges > 0) {
+      fill_destinations<<<std::min(graph.num_nodes, node_t(1) << 16), 256, 0, stream>>>(graph.row_ptr, graph.num_nodes, dst);
+      DFGNN_CUDA(cudaGetLastError());
+    }
+    graph_with_dst.dst = dst;
+  }
+  return graph_with_dst;
 }
 
 bool device_available() {
@@ -386,8 +421,13 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       throw Error("cuda::Plan: device_graph has a null array");
     p.graph = device_graph;
   } else {
-    p.graph = {N, E, p.upload(g.row_ptr.data(), g.row_ptr.size()), p.upload(g.src.data(), g.src.size()),
-               p.upload(g.dst.data(), g.dst.size()), p.upload(g.edge_id.data(), g.edge_id.size())};
+    // Only what every pass reads (docs/cuda.md, "Device memory"): edge ids in CSR order (a
+    // graph made from a CSR, or from edges sorted by destination) are not uploaded, since the
+    // kernels read position e as edge e (caller_edge); the destinations are filled on the
+    // device for the first call that reads them (with_destinations).
+    const bool in_order = dfgnn::detail::edges_in_csr_order(g);
+    p.graph = {N, E, p.upload(g.row_ptr.data(), g.row_ptr.size()), p.upload(g.src.data(), g.src.size()), nullptr,
+               in_order ? nullptr : p.upload(g.edge_id.data(), g.edge_id.size())};
   }
 
   const std::vector<node_t> ptr = batch_offsets(g);
@@ -402,6 +442,10 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     p.auto_dense = strategy == Strategy::Dense;
   }
   p.strategy = strategy;
+  // The edge-parallel SDDMM (SMMF's, PMF's, Unfused's; steps.cuh) reads each edge's row. Online,
+  // Staged and Dense walk rows.
+  if (p.graph.dst == nullptr && (strategy == Strategy::SMMF || strategy == Strategy::PMF || strategy == Strategy::Unfused))
+    p.graph.dst = p.upload(g.dst.data(), g.dst.size());
 
   std::vector<SplitRow> split;
   int slots = 0;

@@ -84,6 +84,11 @@ struct Plan::Impl {
   float* workspace(std::size_t floats) const;
   /// The backward's data (built once, by the first backward).
   const BackwardData& backward() const;
+  /// The graph with its destination per edge (`dst`), which only the edge-parallel SDDMM and
+  /// the attention weights read: an Online, Staged or Dense plan's own copy fills it on the
+  /// device at the first call for weights (docs/cuda.md, "Device memory").
+  const DeviceGraph& with_destinations(cudaStream_t stream) const;
+  mutable DeviceGraph graph_with_dst;  ///< with_destinations' graph, once filled
 };
 
 /// Warps per block of the SMMF kernel.

@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(256) weights_kernel(S sc, DeviceGraph g, EdgeS
   sddmm_items<ST>(sc, g, w, 0, g.num_edges * H, H, D, thread / ST::LANES, groups, int(threadIdx.x % ST::LANES),
                   [&](std::int64_t, edge_t e, int h, float s) {
                     const float lse = tr.lse[std::size_t(__ldg(g.dst + e)) * H + h];
-                    weights[std::size_t(__ldg(g.edge_id + e)) * H + h] = expf(s - lse) * tr.keep(e, h);
+                    weights[std::size_t(caller_edge(g.edge_id, e)) * H + h] = expf(s - lse) * tr.keep(e, h);
                   });
 }
 

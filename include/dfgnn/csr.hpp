@@ -65,6 +65,22 @@ HostGraph graph_from_csr(node_t num_src_nodes, node_t num_dst_nodes, std::vector
 /// write_edge_list, ...) but partition_rows, which checks only the row offsets it reads.
 void validate(const HostGraph& g);
 
+/// Rows of a graph with all their in-edges, as a graph of their own, and where each part came
+/// from: for work on part of a graph (checking sampled rows against the reference; a rank's rows).
+struct RowSubgraph {
+  HostGraph graph;
+  std::vector<node_t> rows;     ///< its destination i is g's row rows[i]
+  std::vector<node_t> sources;  ///< its source j is g's source sources[j]
+  std::vector<edge_t> edges;    ///< its edge k (as given) is g's edge edges[k] (as given)
+};
+
+/// The rows `rows` of g (distinct) with their in-edges. A square g gives a square graph whose
+/// nodes are the rows, in order, then the other sources in order of first use (so sources
+/// extends rows, and those nodes have no in-edges); a bipartite g gives a bipartite graph of the
+/// rows over the sources they use. Rows keep g's edge order, so sums over a row run as in g.
+/// Throws Error for a row out of range or given twice.
+RowSubgraph row_subgraph(const HostGraph& g, const std::vector<node_t>& rows);
+
 /// Block-diagonal union of square graphs; node ids of graph g are shifted by graph_ptr[g], edge
 /// ids by the edges of the graphs before it. A bipartite graph among them is an Error.
 HostGraph batch_graphs(const std::vector<HostGraph>& graphs);
@@ -87,6 +103,8 @@ namespace detail {
 /// (the library's own callers: Graph, the CUDA plans), so that it is not checked again.
 std::vector<node_t> independent_blocks_of_valid(const HostGraph& g);
 HostCsc transpose_of_valid(const HostGraph& g);
+/// True when edge_id is the identity: the caller's edges are in CSR order.
+bool edges_in_csr_order(const HostGraph& g);
 /// The part of validate that code reading only the row offsets needs (partition_rows).
 void check_row_offsets(const HostGraph& g);
 }  // namespace detail

@@ -26,8 +26,8 @@ struct DeviceGraph {
   edge_t num_edges = 0;
   const edge_t* row_ptr = nullptr;  ///< [N+1]
   const node_t* src = nullptr;      ///< [E]
-  const node_t* dst = nullptr;      ///< [E]
-  const edge_t* edge_id = nullptr;  ///< [E]
+  const node_t* dst = nullptr;      ///< [E]; an Online, Staged or Dense plan's own copy fills it for weights
+  const edge_t* edge_id = nullptr;  ///< [E]; a plan's own copy holds none where it is the identity
 };
 
 /// Optional per-edge score multipliers on the device: [E, heads], heads in {1, H}.
@@ -52,7 +52,9 @@ struct Options {
   /// The backward's order (attention_backward only).
   BackwardOrder backward_order = BackwardOrder::Auto;
   /// Forward: when set, receives the attention weights [E,H] in the caller's edge order (each
-  /// edge's probability times its dropout factor, Call::weights); needs logsumexp.
+  /// edge's probability times its dropout factor, Call::weights); needs logsumexp. The first
+  /// such call through an Online, Staged or Dense plan that owns its graph copy allocates and
+  /// fills the destination of each edge (4 bytes per edge), which their other passes do not read.
   float* attention_weights = nullptr;
   /// The model's edge argument in the caller's edge order (GT and GATv2 E [E,H,D], GAT ee
   /// [E,H]; types.hpp), null: none. The Online strategy takes it (Auto's pick, and Dense's

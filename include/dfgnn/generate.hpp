@@ -20,9 +20,10 @@ namespace dfgnn::gen {
 /// edge_factor is the mean directed degree before deduplication), node ids are scrambled by a
 /// random permutation (as Graph500 does, so hubs are not clustered at low ids), and duplicates
 /// and self loops are removed. rmat(17, 64) gives ~7.05M edges, max degree ~23K; rmat(20, 32)
-/// ~31.4M, max degree ~64K (anchors.md's rmat-s17-d64, rmat-s20-d32). Throws Error for scale
-/// outside [1, 30], edge_factor < 1 or above 2^(31 - scale) (2^31 edges), or probabilities that
-/// are negative or sum above 1.
+/// ~31.4M, max degree ~64K (anchors.md's rmat-s17-d64, rmat-s20-d32); rmat(25, 72) ~2.3G
+/// (beyond 2^31 edges; about 16 bytes per edge of host memory). Throws Error for scale outside
+/// [1, 30], edge_factor < 1, a graph beyond the host memory this process may use, or
+/// probabilities that are negative or sum above 1.
 HostGraph rmat(int scale, int edge_factor, double a = 0.57, double b = 0.19, double c = 0.19,
                std::uint64_t seed = 1);
 

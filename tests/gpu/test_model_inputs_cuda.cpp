@@ -186,6 +186,9 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Range(0, int(graphs().size())), ::testing::Bool()),
     name_of<graphs>);
 
+// g's edges renumbered in CSR order: the plan then keeps no edge ids (docs/cuda.md, "Device memory").
+HostGraph in_csr_order(const HostGraph& g) { return graph_from_csr(g.num_src_nodes, g.num_nodes, g.row_ptr, g.src); }
+
 // Square graphs of the shapes the kernels treat apart (a super node split into pieces, mean
 // in-degree 80 where GT's backward would run columns first, a PATTERN-like batch on which Auto
 // picks Dense, one node, none) and bipartite ones with split rows and columns.
@@ -199,6 +202,7 @@ const std::vector<test::NamedGraph>& edge_graphs() {
       {"empty", graph_from_edges(0, {}, {})},
       {"hubs", hubs()},
       {"more_sources", graphs()[0].graph},
+      {"more_sources_in_csr_order", in_csr_order(graphs()[0].graph)},
   };
   return gs;
 }
@@ -233,6 +237,45 @@ TEST(EdgeFeaturesCudaErrors, ColumnsFirstAndAgnn) {
   }, {"cuda::attention_backward(gt): no columns-first order for this score with edge features"});
   test::expect_error([&] { cuda::attention(nullptr, agnn, AGNN{}, x.p, beta.p, 1, out.p, o); },
                      {"cuda::attention: agnn takes no edge features"});
+}
+
+// A plan keeps no edge ids where the caller's edges are in CSR order, and the destinations
+// only from the first call that asks for attention weights; its answers are those of a plan
+// that keeps them, edge for edge.
+TEST(PlanMemory, HoldsOnlyWhatItsPassesRead) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const HostGraph& shuffled = graphs()[0].graph;
+  const HostGraph ordered = in_csr_order(shuffled);
+  const std::size_t E = std::size_t(shuffled.num_edges()), H = 2, D = 32;
+  const std::size_t NS = std::size_t(shuffled.num_src_nodes), N = std::size_t(shuffled.num_nodes);
+  ASSERT_FALSE(dfgnn::detail::edges_in_csr_order(shuffled));
+  const auto values = test::random_values(E, 5, 0.5f, 2.0f);
+  std::vector<float> values_in_order(E);  // the same value on the same edge
+  for (std::size_t e = 0; e < E; ++e) values_in_order[e] = values[std::size_t(shuffled.edge_id[e])];
+  const Buf q(test::random_values(N * H * D, 1)), k(test::random_values(NS * H * D, 2)),
+      v(test::random_values(NS * H * D, 3)), w(values), w_in_order(values_in_order);
+  struct Run {
+    std::vector<float> out, weights;
+    std::size_t bytes_before, bytes_after;
+  };
+  const auto run = [&](const HostGraph& g, const Buf& edge_values) {
+    const cuda::Plan plan(g, ScoreKind::GT, int(H), int(D), Strategy::Online);
+    Buf out(N * H * D), lse(N * H), weights(E * H);
+    cuda::Options o(cuda::DeviceEdgeValues{edge_values.p, 1});
+    o.logsumexp = lse.p, o.attention_weights = weights.p;
+    const std::size_t before = plan.device_bytes();
+    cuda::attention(nullptr, plan, GT{}, q.p, k.p, v.p, out.p, o);
+    ok(cudaDeviceSynchronize());
+    return Run{out.host(), weights.host(), before, plan.device_bytes()};
+  };
+  const Run a = run(shuffled, w), b = run(ordered, w_in_order);
+  EXPECT_EQ(a.bytes_before - b.bytes_before, 8 * E);  // no edge ids
+  EXPECT_EQ(a.bytes_after - a.bytes_before, 4 * E);  // the destinations, for the weights
+  EXPECT_EQ(b.bytes_after - b.bytes_before, 4 * E);
+  EXPECT_EQ(a.out, b.out);
+  for (std::size_t e = 0; e < E; ++e)
+    for (std::size_t h = 0; h < H; ++h)
+      ASSERT_EQ(b.weights[e * H + h], a.weights[std::size_t(shuffled.edge_id[e]) * H + h]) << e;
 }
 
 TEST(BipartiteCudaErrors, BatchedStrategiesAndAgnnRefuse) {
