@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -331,6 +332,60 @@ TEST_F(CliTest, BipartiteEveryModelAndGradient) {
   expect_user_error(base + " --model gt --symmetrize", {"--symmetrize", "--src-nodes"});
   expect_user_error(base + " --model gt --reorder rcm", {"reorder", "bipartite"});
   expect_user_error(base + " --model gt --strategy staged --backend kokkos", {"CUDA-native only"});
+}
+
+// --graph rmat:S:F[:SEED] is the graph `gen rmat` writes. --reference-sample checks a sample of
+// every model's output and gradients (with edge features, edge values and weights; on a
+// renumbered and on a bipartite graph) and names the gradients a sample cannot check.
+TEST_F(CliTest, GeneratedGraphsAndSampledReference) {
+  const std::string file = path("r.txt");
+  ASSERT_EQ(run("gen rmat --scale 7 --edge-factor 6 --seed 4 --out " + quote(file)).code, 0);
+  const std::string opts = " --model gat --heads 2 --dim 3 --out ";
+  ASSERT_EQ(run("attention --graph " + quote(file) + opts + quote(path("f.npy"))).code, 0);
+  ASSERT_EQ(run("attention --graph rmat:7:6:4" + opts + quote(path("g.npy"))).code, 0);
+  EXPECT_EQ(io::read_npy_f32(path("f.npy")).data, io::read_npy_f32(path("g.npy")).data);
+
+  const std::int64_t N = 128, E = std::int64_t(io::read_graph(file).src.size()), H = 2, D = 3;
+  const std::string dout = quote(npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 61)));
+  const std::string ef = quote(npy("ef.npy", {E, H, D}, test::random_values(std::size_t(E * H * D), 62)));
+  const std::string ev = quote(npy("ev.npy", {E}, test::random_values(std::size_t(E), 63, 0.5f, 2.0f)));
+  const std::map<std::string, std::vector<std::string>> grads{
+      {"gt", {"dQ", "dK", "dV", "dE"}}, {"gat", {"del", "der", "dV"}}, {"gatv2", {"dXL", "dXR"}}, {"agnn", {"dX"}}};
+  for (const std::string reorder : {"none", "rcm"})
+    for (const auto& [model, names] : grads) {
+      SCOPED_TRACE(model + " " + reorder);
+      const std::string extra = model == "gt" ? " --edge-features " + ef + " --edge-values " + ev +
+                                                    " --attention-out " + quote(path("a.npy"))
+                                              : "";
+      const Result r = run("attention --graph rmat:7:6:4 --model " + model + " --heads 2 --dim 3 --reference-sample 3" +
+                           " --reorder " + reorder + " --grad-out " + dout + " --grad-prefix " + quote(path("p_")) + extra);
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("reference sample: "), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find("max relative error of out vs float64 reference"), std::string::npos) << r.out;
+      for (const std::string& name : names)
+        EXPECT_NE(r.out.find("max relative error of " + name + " vs"), std::string::npos) << name << r.out;
+      if (model == "gt") EXPECT_NE(r.out.find("max relative error of the attention weights"), std::string::npos);
+      if (model == "gatv2") EXPECT_NE(r.out.find("da: not checked by a sample"), std::string::npos) << r.out;
+      if (model == "agnn") EXPECT_NE(r.out.find("dbeta: not checked by a sample"), std::string::npos) << r.out;
+    }
+  // Bipartite: 30 sources, 12 destinations.
+  const HostGraph b = test::random_bipartite(30, 12, 30, 10, 150, 64);
+  std::string text;
+  for (edge_t e = 0; e < b.num_edges(); ++e) text += std::to_string(b.src[e]) + " " + std::to_string(b.dst[e]) + "\n";
+  const std::string bdout = quote(npy("bdout.npy", {12, H, D}, test::random_values(std::size_t(12 * H * D), 65)));
+  const Result r = run("attention --graph " + quote(write("b.txt", text)) + " --src-nodes 30 --nodes 12 --model gt " +
+                       "--heads 2 --dim 3 --reference-sample 2 --grad-out " + bdout + " --grad-prefix " + quote(path("b_")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("max relative error of dK vs"), std::string::npos) << r.out;
+
+  expect_user_error("attention --graph rmat:7 --model gt", {"rmat:7", "expected rmat:SCALE:EDGE_FACTOR[:SEED]"});
+  expect_user_error("attention --graph rmat:7:x --model gt", {"'x' is not an integer"});
+  expect_user_error("attention --graph rmat:0:6 --model gt", {"SCALE out of range"});
+  expect_user_error("attention --graph rmat:7:6 --nodes 9 --model gt", {"--nodes does not apply to a generated graph"});
+  expect_user_error("attention --graph rmat:7:6 --model gt --reference-sample 0", {"--reference-sample"});
+  expect_user_error("attention --graph rmat:7:6:4 --model gt --heads 2 --dim 3 --reference-sample 2 --grad-out " + dout +
+                        " --dropout 0.1",
+                    {"--reference-sample cannot check --dropout"});
 }
 
 // --edge-features: every model that has an edge argument, forward, weights and gradients (its

@@ -3,6 +3,7 @@
 // the graph options (--graph, --nodes, --symmetrize), reproducible random tensors.
 
 #include <dfgnn/csr.hpp>
+#include <dfgnn/generate.hpp>
 #include <dfgnn/io.hpp>
 #ifdef DFGNN_ENABLE_CUDA
 #include <dfgnn/cuda.hpp>
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -95,7 +97,36 @@ inline Args parse_args(int argc, char** argv, int first, const std::set<std::str
 }
 
 /// The graph of --graph (--nodes, --symmetrize).
+/// --graph rmat:SCALE:EDGE_FACTOR[:SEED] (seed 1 by default): the graph `dfgnn gen rmat` writes
+/// with those options, generated in process, so that a graph of billions of edges needs no
+/// file; its edges in that file's order.
+inline HostGraph generated_graph(const std::string& spec) {
+  std::vector<long long> v;
+  for (std::size_t at = 5; at <= spec.size();) {  // past "rmat:"
+    const std::size_t end = std::min(spec.find(':', at), spec.size());
+    const std::string field = spec.substr(at, end - at);
+    long long x = 0;
+    const auto [p, ec] = std::from_chars(field.data(), field.data() + field.size(), x);
+    if (field.empty() || ec != std::errc() || p != field.data() + field.size())
+      throw Error("--graph " + spec + ": '" + field + "' is not an integer (expected rmat:SCALE:EDGE_FACTOR[:SEED])");
+    v.push_back(x);
+    at = end + 1;
+  }
+  if (v.size() < 2 || v.size() > 3)
+    throw Error("--graph " + spec + ": expected rmat:SCALE:EDGE_FACTOR[:SEED]");
+  for (std::size_t i = 0; i < 2; ++i)
+    if (v[i] < 1 || v[i] > std::numeric_limits<int>::max())
+      throw Error("--graph " + spec + ": " + (i == 0 ? "SCALE" : "EDGE_FACTOR") + " out of range");
+  return gen::rmat(int(v[0]), int(v[1]), 0.57, 0.19, 0.19, std::uint64_t(v.size() == 3 ? v[2] : 1));
+}
+
 inline HostGraph load_graph(const Args& a) {
+  if (a.need("graph").rfind("rmat:", 0) == 0) {
+    for (const char* o : {"nodes", "src-nodes"})
+      if (a.has(o)) throw Error(std::string("--") + o + " does not apply to a generated graph (--graph rmat:...)");
+    if (a.flags.count("symmetrize")) throw Error("--symmetrize does not apply to a generated graph (it is symmetric)");
+    return generated_graph(a.get("graph"));
+  }
   if (!a.has("src-nodes")) {
     io::EdgeList edges = io::read_graph(a.need("graph"), a.integer("nodes", -1, 0));
     if (a.flags.count("symmetrize")) symmetrize(edges.src, edges.dst);

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -110,6 +111,17 @@ struct Events {
   }
 };
 
+/// One line on the device memory of a run: the plan's (graph copy, CSC, workspaces) per edge,
+/// and all in use on the device after the call (nothing is freed during one: its peak).
+void report_memory(const cuda::Plan& plan, const Inputs& in, const char* what) {
+  std::size_t free = 0, total = 0;
+  check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+  const double plan_bytes = double(plan.device_bytes());
+  std::printf("%s device memory: plan %.1f MiB (%.1f bytes per edge), %.2f GiB of %.2f GiB in use after the call\n",
+              what, plan_bytes / (1 << 20), in.E ? plan_bytes / double(in.E) : 0.0, double(total - free) / (1 << 30),
+              double(total) / (1 << 30));
+}
+
 }  // namespace
 
 std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
@@ -119,6 +131,7 @@ std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strat
   Launcher launch(plan, in);
   launch.run(nullptr);
   check(cudaDeviceSynchronize(), "attention");
+  report_memory(plan, in, "forward");
   if (in.weights) *weights = Launcher::download(launch.weights, in.E * in.H);
   return Launcher::download(launch.out, in.out_size());
 }
@@ -131,6 +144,7 @@ std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inpu
   launch.run(nullptr);
   launch.backward(nullptr);
   check(cudaDeviceSynchronize(), "attention_backward");
+  report_memory(plan, in, "training forward + backward");
   return launch.gradients(in);
 }
 

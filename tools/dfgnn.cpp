@@ -27,6 +27,8 @@
 #include <iostream>
 #include <map>
 #include <new>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,7 +55,8 @@ constexpr const char* kUsage = R"(usage:
               [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--backward]
               [--dropout P] [--reorder none|rcm|degree] [--name NAME] [--json F]
 
-graph files: edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas; an
+graph files (or --graph rmat:SCALE:EDGE_FACTOR[:SEED], the graph of `dfgnn gen rmat`
+  generated in process): edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas; an
   optional header line `src,dst`; at most a weight and a time column after u v, ignored),
   Matrix Market .mtx (row = destination, col = source, 1-based); .gz read transparently.
   --nodes N fixes the node count (default: max id + 1, or the `# nodes N` line of a file from
@@ -78,6 +81,10 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
   --backend auto|kokkos|cuda    auto: cuda when built with it and a GPU is visible
   --reference           also run the float64 reference, print the max relative error and
                         fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta and da)
+  --reference-sample K  the same on a sample, for graphs too large for the whole reference:
+                        K random rows and the row of most in-edges (with --grad-out also K
+                        random sources), the reference run on the rows they depend on; it
+                        checks no per-head parameter's gradient (da, dbeta), nor --dropout runs
   --grad-out G.npy      dLoss/dOut [N,H,D]: also run the training forward and the fused
                         backward (same backend) and write each gradient to PREFIX<name>.npy:
                         gt dQ dK dV | agnn dX dbeta | gat del der dV | gatv2 dXL dXR da;
@@ -290,13 +297,19 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   return in;
 }
 
-/// The graph a run uses: renumbered by `o` (reorder.hpp), or for None the file's, with empty
+/// The file's graph and the one a run uses: its renumbering by an Ordering (reorder.hpp), or
+/// for None the file's itself, not copied (a graph of billions of edges fits once), with empty
 /// order and position (no rows move; a bipartite graph, whose two sides share no numbering,
 /// has only this one).
-Reordered renumbered(const HostGraph& g, Ordering o) {
-  if (o != Ordering::None) return reorder(g, o);
-  Reordered r;
-  r.graph = g;
+struct Renumbered {
+  HostGraph file;
+  Reordered re;  ///< empty for None
+  const HostGraph& run() const { return re.order.empty() ? file : re.graph; }
+};
+
+Renumbered renumbered(HostGraph g, Ordering o) {
+  Renumbered r{std::move(g), {}};
+  if (o != Ordering::None) r.re = reorder(r.file, o);
   return r;
 }
 
@@ -493,26 +506,155 @@ double gradient_tolerance(const Inputs& in, std::size_t i) {
   return e == Extent::HeadFeatures || e == Extent::HeadVector ? 1e-3 : 1e-4;
 }
 
+// The part of a run that --reference checks against the float64 reference: the whole graph,
+// or with --reference-sample K the part that K sampled nodes depend on (row_subgraph): K random
+// rows and the row of most in-edges; with --grad-out also K random sources, which need every
+// row they feed (and, on a square graph, their own). A row's output needs only its in-edges, so
+// the reference on the part gives the whole graph's values there. Per-head parameters' gradients
+// (da, dbeta) sum over every edge: a sample does not check them.
+struct Reference {
+  const HostGraph* graph;  // the reference's graph: the file's, or the part's
+  Inputs in;               // its inputs
+  std::optional<RowSubgraph> part;
+  std::vector<node_t> sources;  // the part's sources whose gradients are checked
+  std::vector<node_t> dst_nodes;  // the file's node of each of the part's destinations
+
+  Reference(const Args& a, const HostGraph& g, const Inputs& file_in) : graph(&g), in(file_in) {
+    if (!a.has("reference-sample")) return;
+    const std::size_t k = std::size_t(a.integer("reference-sample", 0, 1));
+    const bool grads = a.has("grad-out");
+    if (grads && in.dropout.rate > 0)
+      throw Error("--reference-sample cannot check --dropout (its mask is keyed on the whole graph's edge ids)");
+    std::mt19937_64 rng(a.seed() ^ 0x5eed5a3b1eULL);
+    std::vector<char> row(std::size_t(g.num_nodes), 0), source(std::size_t(g.num_src_nodes), 0);
+    const auto draw = [&](std::vector<char>& taken) {
+      if (taken.empty()) return;
+      std::uniform_int_distribution<std::size_t> pick(0, taken.size() - 1);
+      for (std::size_t i = 0; i < k; ++i) taken[pick(rng)] = 1;
+    };
+    draw(row);
+    if (g.num_nodes > 0) {
+      node_t heaviest = 0;
+      for (node_t v = 1; v < g.num_nodes; ++v)
+        if (g.row_ptr[v + 1] - g.row_ptr[v] > g.row_ptr[heaviest + 1] - g.row_ptr[heaviest]) heaviest = v;
+      row[std::size_t(heaviest)] = 1;
+    }
+    if (grads) {
+      draw(source);
+      for (edge_t e = 0; e < g.num_edges(); ++e)
+        if (source[std::size_t(g.src[e])]) row[std::size_t(g.dst[e])] = 1;
+      if (!g.bipartite())
+        for (node_t u = 0; u < g.num_src_nodes; ++u) row[std::size_t(u)] |= source[std::size_t(u)];
+    }
+    std::vector<node_t> rows;
+    for (node_t v = 0; v < g.num_nodes; ++v)
+      if (row[std::size_t(v)]) rows.push_back(v);
+    part = row_subgraph(g, rows);
+    graph = &part->graph;
+    for (std::size_t j = 0; j < part->sources.size(); ++j)
+      if (source[std::size_t(part->sources[j])]) sources.push_back(node_t(j));
+    // The part's inputs: source-side rows by its sources, destination-side by its rows (on a
+    // square graph, by its nodes: sources extends rows), edge tensors by its edges.
+    in.NS = std::size_t(graph->num_src_nodes), in.N = std::size_t(graph->num_nodes), in.E = std::size_t(graph->num_edges());
+    dst_nodes = g.bipartite() ? part->rows : part->sources;
+    for (int i = 0; i < in.args().count; ++i) {
+      const Extent e = in.args().inputs[i].extent;
+      const bool src = Inputs::source_rows(e);
+      if (node_rows(e))
+        in.tensors[std::size_t(i)] = rows_of(file_in.tensors[std::size_t(i)], file_in.rows(e), src ? part->sources : dst_nodes);
+    }
+    in.edge_values = rows_of(file_in.edge_values, file_in.E, part->edges);
+    in.edge_features = rows_of(file_in.edge_features, file_in.E, part->edges);
+    file_rows = file_in.N;
+    std::printf("reference sample: %zu rows, %zu sources, %lld edges\n", part->rows.size(), sources.size(),
+                (long long)graph->num_edges());
+  }
+
+  /// dOut of the part's destinations.
+  std::vector<float> dout(const std::vector<float>& file_dout) const {
+    return part ? rows_of(file_dout, file_rows, dst_nodes) : file_dout;
+  }
+
+  /// The entries of a result of extent e (in the file's order, `file`) and of the reference's
+  /// (`ref`, the part's) that hold the same values: all of them, or the part's checked ones
+  /// (its rows; its sampled sources; its edges; none of a per-head parameter's).
+  std::pair<std::vector<float>, std::vector<double>> compared(const std::vector<float>& file, std::vector<double> ref,
+                                                              Extent e) const {
+    if (!part) return {file, std::move(ref)};
+    std::vector<float> got;
+    std::vector<double> want;
+    const std::size_t w = width(e, in);
+    const auto take = [&](std::size_t at_file, std::size_t at_ref) {
+      got.insert(got.end(), file.begin() + at_file * w, file.begin() + (at_file + 1) * w);
+      want.insert(want.end(), ref.begin() + at_ref * w, ref.begin() + (at_ref + 1) * w);
+    };
+    if (e == Extent::EdgeFeatures || e == Extent::EdgeScalars) {
+      for (std::size_t k = 0; k < part->edges.size(); ++k) take(std::size_t(part->edges[k]), k);
+    } else if (Inputs::source_rows(e)) {
+      for (const node_t j : sources) take(std::size_t(part->sources[std::size_t(j)]), std::size_t(j));
+    } else if (node_rows(e)) {
+      for (std::size_t i = 0; i < part->rows.size(); ++i) take(std::size_t(part->rows[i]), i);
+    }
+    return {got, want};
+  }
+
+ private:
+  /// Entries per row of a tensor of extent e.
+  static std::size_t width(Extent e, const Inputs& in) {
+    return e == Extent::SrcFeatures || e == Extent::DstFeatures || e == Extent::EdgeFeatures ? in.H * in.D : in.H;
+  }
+  std::size_t file_rows = 0;  // the file's destinations (dOut's rows)
+
+  /// Rows `index` of x, a tensor of `count` rows (empty stays empty).
+  template <class Index>
+  static std::vector<float> rows_of(const std::vector<float>& x, std::size_t count, const std::vector<Index>& index) {
+    if (x.empty() || count == 0) return {};
+    const std::size_t w = x.size() / count;
+    std::vector<float> r;
+    r.reserve(index.size() * w);
+    for (const auto i : index) r.insert(r.end(), x.begin() + std::size_t(i) * w, x.begin() + (std::size_t(i) + 1) * w);
+    return r;
+  }
+};
+
+// Compares `got` (extent e, the file's order) with the reference's `ref` on what `check` holds;
+// prints the error of `what` and returns whether it is within `tol`. A sample that holds none of
+// it (a per-head parameter's gradient) says so.
+bool within(const Reference& check, const std::string& what, const std::vector<float>& got, std::vector<double> ref,
+            Extent e, double tol) {
+  const auto [x, y] = check.compared(got, std::move(ref), e);
+  if (check.part && y.empty() && !got.empty()) {
+    std::printf("%s: not checked by a sample (a sum over every edge)\n", what.c_str());
+    return true;
+  }
+  const double err = max_relative_error(x.data(), y);
+  std::printf("max relative error of %s vs float64 reference: %.3g\n", what.c_str(), err);
+  if (err <= tol) return true;
+  std::fprintf(stderr, "dfgnn: error: %s relative error %.3g exceeds %.0e\n", what.c_str(), err, tol);
+  return false;
+}
+
 // Where --grad-out's gradient `name` goes: PREFIX<name>.npy.
 std::string gradient_path(const Args& a, const std::string& name) { return a.get("grad-prefix", "grad_") + name + ".npy"; }
 
 // Training forward + fused backward on `backend`, on the renumbered graph re.graph with the
 // inputs in its order (`run_in`) and dLoss/dOut `dout` in the file's; writes each gradient to
-// gradient_path in the file's order and, with --reference, checks each against the float64
-// reference on the file's graph `g` and inputs `in`. Returns the exit code.
-int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reordered& re, const Inputs& run_in,
-                 const std::vector<float>& dout, Backend backend, Strategy strategy) {
+// gradient_path in the file's order and, with `check` (--reference), checks each against the
+// float64 reference. Returns the exit code.
+int run_backward(const Args& a, const Renumbered& rn, const Inputs& in, const Inputs& run_in,
+                 const std::vector<float>& dout, Backend backend, Strategy strategy, const Reference* check) {
+  const Reordered& re = rn.re;
   const std::vector<float> run_dout = moved_rows(dout, re.order);
   Gradients grads;
   if (backend == Backend::Portable) {
-    KokkosRun run(re.graph, run_in, strategy, /*training=*/true);
+    KokkosRun run(rn.run(), run_in, strategy, /*training=*/true);
     run.set_dout(run_dout);
     run();
     run.backward();
     grads = run.gradients();
   } else {
 #ifdef DFGNN_ENABLE_CUDA
-    auto values = cli::run_cuda_backward(re.graph, run_in, strategy, run_dout);
+    auto values = cli::run_cuda_backward(rn.run(), run_in, strategy, run_dout);
     const auto sizes = gradient_sizes(in);
     for (std::size_t i = 0; i < sizes.size(); ++i) grads.emplace_back(sizes[i].first, std::move(values[i]));
 #endif
@@ -525,18 +667,12 @@ int run_backward(const Args& a, const HostGraph& g, const Inputs& in, const Reor
                       grads[i].second.data());
   }
   std::printf("backward: wrote %zu gradients to %s\n", grads.size(), gradient_path(a, "*").c_str());
-  if (!a.flags.count("reference")) return 0;
-  const auto ref = run_reference_backward(g, in, dout);
+  if (!check) return 0;
+  auto ref = run_reference_backward(*check->graph, check->in, check->dout(dout));
   int status = 0;
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    const double err = max_relative_error(grads[i].second.data(), ref[i]);
-    const double tol = gradient_tolerance(in, i);
-    std::printf("max relative error of %s vs float64 reference: %.3g\n", grads[i].first.c_str(), err);
-    if (!(err <= tol)) {
-      std::fprintf(stderr, "dfgnn: error: %s relative error %.3g exceeds %.0e\n", grads[i].first.c_str(), err, tol);
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    if (!within(*check, grads[i].first, grads[i].second, std::move(ref[i]), gradient_extent(in, i), gradient_tolerance(in, i)))
       status = 1;
-    }
-  }
   return status;
 }
 
@@ -561,17 +697,19 @@ int cmd_attention(int argc, char** argv) {
                                  "out", "strategy", "backend", "seed", "grad-out", "grad-prefix", "dropout", "reorder",
                                  "attention-out"};
   for (const auto& option : model_options()) accepted.insert(option.first);
+  accepted.insert("reference-sample");
   const Args a = parse_args(argc, argv, 2, accepted, {"reference", "symmetrize"});
   reject_foreign_options(a, parse_score_kind(a.need("model")));
-  const HostGraph g = load_graph(a);
+  const Ordering ordering = parse_ordering(a.get("reorder", "none"));
+  const Renumbered rn = renumbered(load_graph(a), ordering);
+  const HostGraph& g = rn.file;
+  const Reordered& re = rn.re;
   const Inputs in = load_inputs(a, g);
   const Strategy strategy = parse_strategy(a.get("strategy", "auto"));
-  const Ordering ordering = parse_ordering(a.get("reorder", "none"));
-  const Reordered re = renumbered(g, ordering);
   const Inputs run_in = in_order(in, re.order);
   if (a.has("grad-prefix") && !a.has("grad-out")) throw Error("--grad-prefix needs --grad-out");
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
-  if (a.flags.count("reference")) reject_non_finite(a, in);
+  if (a.flags.count("reference") || a.has("reference-sample")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
   // dOut's shape and the output paths before any compute: a typo fails now, not after the run.
   const std::string dout_path = a.get("grad-out");
@@ -586,10 +724,10 @@ int cmd_attention(int argc, char** argv) {
   std::vector<float> out, weights;  // weights: in the file's edge order (a renumbering keeps the edge ids)
   const auto t0 = std::chrono::steady_clock::now();
   if (backend == Backend::Portable) {
-    out = run_kokkos(re.graph, run_in, strategy, used, &weights);
+    out = run_kokkos(rn.run(), run_in, strategy, used, &weights);
   } else {
 #ifdef DFGNN_ENABLE_CUDA
-    out = run_cuda(re.graph, run_in, strategy, used, &weights);
+    out = run_cuda(rn.run(), run_in, strategy, used, &weights);
 #endif
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -600,19 +738,17 @@ int cmd_attention(int argc, char** argv) {
   if (a.has("out"))
     io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
   if (in.weights) io::write_npy_f32(a.get("attention-out"), {std::int64_t(in.E), std::int64_t(in.H)}, weights.data());
-  if (a.flags.count("reference")) {
+  std::optional<Reference> check;
+  if (a.flags.count("reference") || a.has("reference-sample")) check.emplace(a, g, in);
+  if (check) {
     std::vector<double> ref_weights;
-    const double err = max_relative_error(out.data(), run_reference(g, in, in.weights ? &ref_weights : nullptr));
-    std::printf("max relative error vs float64 reference: %.3g\n", err);
-    const double werr = in.weights ? max_relative_error(weights.data(), ref_weights) : 0.0;
-    if (in.weights) std::printf("max relative error of the attention weights vs float64 reference: %.3g\n", werr);
-    if (!(err <= 1e-4) || !(werr <= 1e-4)) {
-      std::fprintf(stderr, "dfgnn: error: relative error %.3g exceeds 1e-4\n", std::max(err, werr));
-      return 1;
-    }
+    std::vector<double> ref = run_reference(*check->graph, check->in, in.weights ? &ref_weights : nullptr);
+    bool ok = within(*check, "out", out, std::move(ref), Extent::DstFeatures, 1e-4);
+    if (in.weights) ok = within(*check, "the attention weights", weights, std::move(ref_weights), Extent::EdgeScalars, 1e-4) && ok;
+    if (!ok) return 1;
   }
   if (!a.has("grad-out")) return 0;
-  return run_backward(a, g, in, re, run_in, dout, backend, strategy);
+  return run_backward(a, rn, in, run_in, dout, backend, strategy, check ? &*check : nullptr);
 }
 
 int cmd_info(int argc, char** argv) {
@@ -749,12 +885,12 @@ int cmd_bench(int argc, char** argv) {
       if (!a.has(name) && std::filesystem::exists(path)) a.values[name] = path;
     }
   const Ordering ordering = parse_ordering(a.get("reorder", "none"));
-  const HostGraph file_graph = load_graph(a);
+  HostGraph file_graph = load_graph(a);
   const auto t0 = std::chrono::steady_clock::now();
-  const Reordered re = renumbered(file_graph, ordering);
+  const Renumbered rn = renumbered(std::move(file_graph), ordering);
   const double reorder_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const HostGraph& g = re.graph;
-  const Inputs in = in_order(load_inputs(a, g), re.order);
+  const HostGraph& g = rn.run();
+  const Inputs in = in_order(load_inputs(a, g), rn.re.order);
   const int warmup = int(a.integer("warmup", 5, 0, cli::kMaxIters)), iters = int(a.integer("iters", 20, 1, cli::kMaxIters));
   std::vector<Strategy> strategies;
   const std::string list = a.get("strategy", "all");
