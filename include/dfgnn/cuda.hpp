@@ -83,7 +83,8 @@ bool device_available();
 /// ABI hand it their checked calls.
 class Plan final : public dfgnn::detail::Executor {
  public:
-  /// Uploads `g` to the current device and owns that copy.
+  /// Uploads `g` to the current device and owns that copy: only the arrays its passes read
+  /// (docs/cuda.md, "Device memory").
   Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto);
   /// Uses the caller's device copy of `g` (it must outlive the plan); `g` gives the degrees.
   Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
