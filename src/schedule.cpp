@@ -74,15 +74,19 @@ RowPieces row_pieces(const std::vector<edge_t>& ptr, edge_t split) {
 }
 
 WholeDegrees whole_degrees(const std::vector<edge_t>& ptr, edge_t split) {
-  double n = 0, sum = 0, sq = 0;
+  std::uint64_t n = 0, sum = 0, squares = 0;
   for (std::size_t v = 0; v + 1 < ptr.size(); ++v) {
-    const double d = double(ptr[v + 1] - ptr[v]);
-    if (d > double(split)) continue;
-    n += 1, sum += d, sq += d * d;
+    const std::uint64_t d = std::uint64_t(ptr[v + 1] - ptr[v]);
+    if (d > std::uint64_t(split)) continue;
+    n += 1, sum += d, squares += d * d;
   }
-  if (n == 0 || sum == 0) return {};
-  const double mean = sum / n;
-  return {mean, std::sqrt(std::max(0.0, sq / n - mean * mean)) / mean};
+  return whole_degrees_of(n, sum, squares);
+}
+
+WholeDegrees whole_degrees_of(std::uint64_t count, std::uint64_t sum, std::uint64_t squares) {
+  if (count == 0 || sum == 0) return {};
+  const double n = double(count), mean = double(sum) / n;
+  return {mean, std::sqrt(std::max(0.0, double(squares) / n - mean * mean)) / mean};
 }
 
 }  // namespace dfgnn

@@ -134,12 +134,9 @@ inline constexpr int kDenseMaxCosineDim = 256;
 inline constexpr int kDenseWarps[] = {4, 8, 12};
 inline constexpr int kDenseBuckets = 3;
 
-/// The bucket of a graph of 1 .. kDenseMaxNodes nodes.
-inline int dense_bucket(int nodes) {
-  int b = 0;
-  while (nodes > 16 * kDenseWarps[b]) ++b;
-  return b;
-}
+/// The bucket of a graph of 1 .. kDenseMaxNodes nodes: each bucket 4 warps, 64 nodes, more.
+__host__ __device__ constexpr int dense_bucket(int nodes) { return (nodes - 1) / 64; }
+static_assert(kDenseWarps[0] == 4 && kDenseWarps[1] == 8 && kDenseWarps[2] == 12, "dense_bucket's steps");
 
 /// Key tiles whose S products a warp interleaves (registers: a float4 of K and its lo parts per
 /// tile): 4, or 2 for 12 warps, whose 96-float S rows leave no room for 4 (they spill).

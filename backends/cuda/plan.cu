@@ -1,8 +1,7 @@
 // Plan construction: device limits, the Auto cost model, the SMMF block partition with split
 // super rows, PMF's and Online's pieces, the Staged batch check, Dense's eligibility and
-// adjacency, and the workspace.
-
-#include <dfgnn/parallel.hpp>
+// adjacency, and the workspace. Everything but SMMF's packing is computed on the device
+// (preprocess.cuh), from whichever graph the plan was made of.
 
 #include "plan_impl.hpp"
 #include "staged.cuh"
@@ -12,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 
 namespace dfgnn::cuda {
@@ -30,28 +30,16 @@ using detail::Piece;
 using detail::SmmfBlock;
 using detail::SplitRow;
 
-edge_t degree(const HostGraph& g, node_t v) { return g.row_ptr[v + 1] - g.row_ptr[v]; }
-
 /// Staged shared-memory floats per node for the score kind.
 std::size_t staged_floats(ScoreKind kind, int H, int D) {
   return visit_model(
       kind, [&](auto model) { return detail::staged_floats_per_node<detail::ScoreOf<decltype(model)>>(H, D); });
 }
 
-/// The batch's node offsets; for a graph not built as a batch, its independent blocks (a
-/// batch flattened into one edge list, or a single graph as one block). None for a bipartite
-/// graph: Staged and Dense stage a graph's nodes once for both ends of its edges.
-std::vector<node_t> batch_offsets(const HostGraph& g) {
-  if (g.bipartite()) return {};
-  return g.graph_ptr.empty() ? dfgnn::detail::independent_blocks_of_valid(g) : g.graph_ptr;
-}
-
-/// Bytes of shared memory a Staged block needs, or 0 when there is no batch `ptr` or a graph of
-/// it (no edge between two: validate, independent_blocks) does not fit in shared memory.
-std::size_t staged_smem(const std::vector<node_t>& ptr, ScoreKind kind, int H, int D, std::size_t optin) {
-  if (ptr.empty()) return 0;
-  node_t widest = 0;
-  for (std::size_t i = 0; i + 1 < ptr.size(); ++i) widest = std::max(widest, ptr[i + 1] - ptr[i]);
+/// Bytes of shared memory a Staged block needs for the batch's widest graph, or 0 when there is
+/// no batch (a bipartite graph) or that graph does not fit in shared memory.
+std::size_t staged_smem(bool batch, node_t widest, ScoreKind kind, int H, int D, std::size_t optin) {
+  if (!batch) return 0;
   const std::size_t bytes = std::max<std::size_t>(16, widest * staged_floats(kind, H, D) * sizeof(float));
   return bytes <= optin ? bytes : 0;
 }
@@ -60,105 +48,40 @@ std::size_t staged_smem(const std::vector<node_t>& ptr, ScoreKind kind, int H, i
 struct DenseFit {
   std::string why;  ///< empty: Dense can run
   BatchStats batch;
-  int max_nodes[detail::kDenseBuckets] = {};
 };
 
 /// Dense needs the GT, AGNN (D <= kDenseMaxCosineDim) or GAT score, D % 32 == 0 (S takes d in
-/// blocks of 16, PV writes 32-column chunks), graphs of at most kDenseMaxNodes nodes (the batch
-/// `ptr` has no edge between two: validate, independent_blocks), rows of at most
-/// kDenseMaxDegree edges, and each bucket's largest graph in shared memory with one region.
-/// The cheap checks come first, so that a large graph is turned down without reading its edges.
-DenseFit dense_fit(const HostGraph& g, const std::vector<node_t>& ptr, ScoreKind kind, int H, int D,
-                   std::size_t optin) {
+/// blocks of 16, PV writes 32-column chunks), a batch of square graphs of at most kDenseMaxNodes
+/// nodes, rows of at most kDenseMaxDegree edges, and each bucket's largest graph in shared
+/// memory with one region.
+DenseFit dense_fit(bool batch, const detail::BatchSums& b, const DegreeStats& degrees, node_t N, edge_t E,
+                   ScoreKind kind, int H, int D, std::size_t optin) {
   DenseFit f;
   const auto fail = [&](std::string why) {
     f.why = std::move(why);
     return f;
   };
-  if (ptr.empty()) return fail("needs a batch of square graphs, not a bipartite graph");
+  if (!batch) return fail("needs a batch of square graphs, not a bipartite graph");
   if (kind == ScoreKind::GATv2) return fail("computes the GT, AGNN and GAT scores, not GATv2");
   if (D % 32 != 0) return fail("needs D a multiple of 32, got " + std::to_string(D));
   if (kind == ScoreKind::AGNN && D > detail::kDenseMaxCosineDim)
     return fail("computes the AGNN score at D <= " + std::to_string(detail::kDenseMaxCosineDim) + " only, got " +
                 std::to_string(D));
-  double squares = 0, graphs = 0;
-  for (std::size_t i = 0; i + 1 < ptr.size(); ++i) {
-    const node_t n = ptr[i + 1] - ptr[i];
-    if (n > detail::kDenseMaxNodes)
-      return fail("needs a batch of graphs of at most " + std::to_string(detail::kDenseMaxNodes) + " nodes; graph " +
-                  std::to_string(i) + " has " + std::to_string(n));
-    if (n == 0) continue;
-    const int b = detail::dense_bucket(n);
-    f.max_nodes[b] = std::max(f.max_nodes[b], n);
-    squares += double(n) * n, graphs += 1;
-  }
-  for (const int nodes : f.max_nodes) {
+  if (b.first_too_large >= 0)
+    return fail("needs a batch of graphs of at most " + std::to_string(detail::kDenseMaxNodes) + " nodes; graph " +
+                std::to_string(b.first_too_large) + " has " + std::to_string(b.too_large_nodes));
+  for (const int nodes : b.max_nodes) {
     const std::size_t bytes = detail::dense_smem_bytes(kind, nodes, H, D, true);
     if (nodes > 0 && bytes > optin)
       return fail("needs " + std::to_string(bytes) + " bytes of shared memory for graphs of " + std::to_string(nodes) +
                   " nodes at D = " + std::to_string(D) + ", the device allows " + std::to_string(optin));
   }
-  for (node_t v = 0; v < g.num_nodes; ++v)
-    if (degree(g, v) > detail::kDenseMaxDegree)
-      return fail("takes rows of at most " + std::to_string(detail::kDenseMaxDegree) + " edges; node " +
-                  std::to_string(v) + " has " + std::to_string(degree(g, v)));
-  f.batch.density = squares > 0 ? double(g.num_edges()) / squares : 0;
-  f.batch.mean_nodes = graphs > 0 ? g.num_nodes / graphs : 0;
+  if (degrees.max > detail::kDenseMaxDegree)
+    return fail("takes rows of at most " + std::to_string(detail::kDenseMaxDegree) + " edges; the largest has " +
+                std::to_string(degrees.max));
+  f.batch.density = b.squares > 0 ? double(E) / double(b.squares) : 0;
+  f.batch.mean_nodes = b.graphs > 0 ? N / double(b.graphs) : 0;
   return f;
-}
-
-/// Dense's arrays (dense.cuh) on the host, for a batch dense_fit accepted.
-struct DenseHost {
-  std::vector<std::uint32_t> mask;
-  std::vector<std::int64_t> mask_off;
-  std::vector<std::uint16_t> first;
-  std::vector<std::int64_t> first_off;  ///< empty when no graph has duplicate edges
-  std::vector<std::uint16_t> order;
-  std::vector<int> bucket[detail::kDenseBuckets];  ///< graph ids, largest first
-};
-
-DenseHost dense_host(const HostGraph& g, const std::vector<node_t>& ptr) {
-  const int G = int(ptr.size()) - 1;
-  DenseHost d;
-  d.mask_off.resize(G);
-  d.first_off.assign(G, -1);
-  d.order.resize(g.num_edges());
-  bool any_dup = false;
-  std::vector<int> rank;
-  for (int i = 0; i < G; ++i) {
-    const node_t n0 = ptr[i];
-    const int n = ptr[i + 1] - n0, nw = (n + 31) / 32;
-    d.mask_off[i] = std::int64_t(d.mask.size());
-    d.mask.resize(d.mask.size() + std::size_t(n) * nw, 0u);
-    std::uint32_t* m = d.mask.data() + d.mask_off[i];
-    bool dup = false;
-    for (int v = 0; v < n; ++v)
-      for (edge_t e = g.row_ptr[n0 + v]; e < g.row_ptr[n0 + v + 1]; ++e) {
-        const int u = g.src[e] - n0;
-        std::uint32_t& w = m[std::size_t(v) * nw + u / 32];
-        dup |= (w >> (u % 32)) & 1u;
-        w |= 1u << (u % 32);
-      }
-    if (dup) {
-      any_dup = true;
-      d.first_off[i] = std::int64_t(d.first.size());
-      d.first.resize(d.first.size() + std::size_t(n) * (n + 1));
-    }
-    // Each row's edges by source (a counting sort, stable): rank[u] = edges from sources below u.
-    for (int v = 0; v < n; ++v) {
-      const edge_t a = g.row_ptr[n0 + v], b = g.row_ptr[n0 + v + 1];
-      rank.assign(n + 1, 0);
-      for (edge_t e = a; e < b; ++e) ++rank[g.src[e] - n0 + 1];
-      for (int u = 0; u < n; ++u) rank[u + 1] += rank[u];
-      if (dup) std::copy(rank.begin(), rank.end(), d.first.begin() + d.first_off[i] + std::size_t(v) * (n + 1));
-      for (edge_t e = a; e < b; ++e) d.order[a + rank[g.src[e] - n0]++] = std::uint16_t(e - a);
-    }
-    if (n > 0) d.bucket[detail::dense_bucket(n)].push_back(i);
-  }
-  if (!any_dup) d.first_off.clear();
-  for (auto& b : d.bucket)  // largest first: the long blocks start early, short ones fill the tail
-    std::stable_sort(b.begin(), b.end(), [&](int x, int y) { return ptr[x + 1] - ptr[x] > ptr[y + 1] - ptr[y]; });
-  return d;
 }
 
 /// The CUDA-native counterpart of piece_edges (schedule.hpp): rows of PMF and Online above this
@@ -178,8 +101,8 @@ edge_t native_piece_edges(Strategy s, edge_t E, node_t N, int sms) {
 /// Online's row statistic (plan_impl.hpp): rows of a warp wait for the heaviest, so with
 /// uneven degrees slices of one row balance better; with even ones several rows per warp waste
 /// nothing and save the slices' merge. Measured on the H100 at D = 16 and 32 (docs/cuda.md).
-double uneven_mean(const std::vector<edge_t>& ptr, edge_t split) {
-  const WholeDegrees d = whole_degrees(ptr, split);
+double uneven_mean(cudaStream_t stream, const DeviceGraph& g, edge_t split) {
+  const WholeDegrees d = detail::whole_degrees(detail::row_sums(stream, g.row_ptr, g.num_nodes, 0, split));
   return d.uneven() ? d.mean : 0;
 }
 
@@ -209,10 +132,11 @@ struct SmmfPartition {
   std::size_t smem_floats = 0;
 };
 
-SmmfPartition smmf_partition(const HostGraph& g, int H, int D, int sms, std::size_t optin) {
+SmmfPartition smmf_partition(const std::vector<edge_t>& row_ptr, int H, int D, int sms, std::size_t optin) {
   constexpr int kMaxRows = 4 * kSmmfWarps;
   const int NW = kSmmfWarps;
-  const edge_t E = g.num_edges();
+  const node_t N = node_t(row_ptr.size()) - 1;
+  const edge_t E = row_ptr.back();
   const std::size_t stats = 2 * std::size_t(kMaxRows) * H + 4 + std::size_t(NW) * H * D;
   const std::size_t avail = optin / sizeof(float);
   if (avail <= stats + H) throw Error("cuda::Plan: H*D too large for SMMF shared memory");
@@ -226,15 +150,15 @@ SmmfPartition smmf_partition(const HostGraph& g, int H, int D, int sms, std::siz
     p.smem_floats = std::max(p.smem_floats, detail::smmf_smem_floats(b.e1 - b.e0, b.r1 - b.r0, H, D, b.wide, NW));
   };
   SmmfBlock open{0, 0, 0, 0, -1, 0};
-  for (node_t v = 0; v < g.num_nodes; ++v) {
-    const edge_t a = g.row_ptr[v], d = degree(g, v);
+  for (node_t v = 0; v < N; ++v) {
+    const edge_t a = row_ptr[v], d = row_ptr[v + 1] - a;
     if (d > wide) {
       if (open.r1 > open.r0) add(open);
       const edge_t n = (d + budget - 1) / budget;
       if (n > 1) p.split.push_back({v, p.slots, int(n)});
       for (edge_t i = 0; i < n; ++i)
         add({a + d * i / n, a + d * (i + 1) / n, v, v + 1, n > 1 ? p.slots++ : -1, 1});
-      open = {g.row_ptr[v + 1], g.row_ptr[v + 1], v + 1, v + 1, -1, 0};
+      open = {row_ptr[v + 1], row_ptr[v + 1], v + 1, v + 1, -1, 0};
       continue;
     }
     if (open.r1 > open.r0 && (open.e1 - open.e0 + d > budget || open.r1 - open.r0 == kMaxRows)) {
@@ -250,51 +174,31 @@ SmmfPartition smmf_partition(const HostGraph& g, int H, int D, int sms, std::siz
 
 }  // namespace
 
-Plan::Impl::~Impl() {
-  for (void* p : owned) cudaFree(p);  // no throw from a destructor
-}
-
-template <class T>
-T* Plan::Impl::upload(const T* host, std::size_t n) const {
-  if (n == 0) return nullptr;
-  void* d = nullptr;
-  DFGNN_CUDA(cudaMalloc(&d, n * sizeof(T)));
-  owned.push_back(d);
-  owned_bytes += n * sizeof(T);
-  DFGNN_CUDA(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice));
-  return static_cast<T*>(d);
-}
-
-float* Plan::Impl::workspace(std::size_t floats) const {
-  if (floats == 0) return nullptr;
-  void* d = nullptr;
-  DFGNN_CUDA(cudaMalloc(&d, floats * sizeof(float)));
-  owned.push_back(d);
-  owned_bytes += floats * sizeof(float);
-  return static_cast<float*>(d);
-}
-
-/// The first backward downloads the graph to transpose it: forward-only plans skip the
-/// transposition and its 12 (rows first), 20 (columns first) or 28 (GT, both) bytes per edge on
-/// the device.
+/// The first backward transposes the graph on the device (preprocess.cuh; on the host when the
+/// device lacks the sort's scratch, 16 bytes per edge): forward-only plans skip it and its 12
+/// (rows first), 20 (columns first) or 28 (GT, both) bytes per edge on the device.
 const BackwardData& Plan::Impl::backward() const {
   if (bwd) return *bwd;
   auto b = std::make_unique<BackwardData>();
-  const std::size_t N = std::size_t(graph.num_nodes), E = std::size_t(graph.num_edges);
-  const auto download = [](auto& host, const auto* device, std::size_t n) {
-    host.resize(n);
-    if (n > 0) DFGNN_CUDA(cudaMemcpy(host.data(), device, n * sizeof(host[0]), cudaMemcpyDeviceToHost));
-  };
-  HostGraph g;
-  g.num_nodes = graph.num_nodes;
-  g.num_src_nodes = op.src_nodes;
-  download(g.row_ptr, graph.row_ptr, N + 1);
-  download(g.src, graph.src, E);
-  // The plan's own (validated) structure, without the destinations, edge ids and stats that
-  // transpose does not read: 4 bytes per edge on the host besides the CSC.
-  const HostCsc csc = dfgnn::detail::transpose_of_valid(g);
-  b->col_ptr = upload(csc.col_ptr.data(), csc.col_ptr.size());
-  b->col_dst = upload(csc.dst.data(), csc.dst.size());
+  const cudaStream_t stream = nullptr;  // waited for below: the call's stream sees the results
+  const node_t N = graph.num_nodes, NS = op.src_nodes;
+  const std::size_t E = std::size_t(graph.num_edges);
+  detail::DeviceArrays csr_edge;  // kept where a pass reads it
+  detail::DeviceCsc csc;
+  if (!detail::transpose(stream, mem, csr_edge, graph.row_ptr, graph.src, N, NS, edge_t(E), csc)) {
+    // The plan's own (validated) structure, without the destinations, edge ids and stats that
+    // transpose does not read: 4 bytes per edge on the host besides the CSC.
+    HostGraph g;
+    g.num_nodes = N;
+    g.num_src_nodes = NS;
+    g.row_ptr = detail::download(stream, graph.row_ptr, std::size_t(N) + 1);
+    g.src = detail::download(stream, graph.src, E);
+    const HostCsc h = dfgnn::detail::transpose_of_valid(g);
+    csc = {mem.upload(h.col_ptr.data(), h.col_ptr.size()), mem.upload(h.dst.data(), h.dst.size()),
+           csr_edge.upload(h.csr_edge.data(), E)};
+  }
+  b->col_ptr = csc.col_ptr;
+  b->col_dst = csc.dst;
   // What the score kind needs: its orders and its partials' widths.
   struct Needs {
     bool rows_first, cols_first;
@@ -306,38 +210,34 @@ const BackwardData& Plan::Impl::backward() const {
                  detail::pad4(detail::col_width<S>(dim)), detail::param_width<S>(dim)};
   });
   if (need.rows_first) {
-    std::vector<edge_t> csc_pos(E);
-    dfgnn::detail::parallel_blocks(std::int64_t(E), 1 << 20, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) csc_pos[csc.csr_edge[c]] = c;
-    });
-    b->csc_pos = upload(csc_pos.data(), E);
+    edge_t* csc_pos = mem.alloc<edge_t>(E);
+    detail::invert(stream, csc.csr_edge, edge_t(E), csc_pos);
+    b->csc_pos = csc_pos;
   }
-  if (need.cols_first) b->csr_pos = upload(csc.csr_edge.data(), E);
+  if (need.cols_first) b->csr_pos = csc.csr_edge;
   // The caller's edge ids in CSC order: the scoring column walk's (edge values, dropout, GAT's
   // edge scores) and GATv2's column walk's, which reads the edge gradient there. Where the
   // caller's order is the CSR's (no edge ids kept) they are the CSR positions.
   if (need.cols_first || kind == ScoreKind::GATv2) {
     if (graph.edge_id == nullptr) {
-      b->col_edge_id = b->csr_pos ? b->csr_pos : upload(csc.csr_edge.data(), E);
+      b->col_edge_id = csc.csr_edge;
     } else {
-      std::vector<edge_t> edge_id, col_edge_id(E);
-      download(edge_id, graph.edge_id, E);
-      dfgnn::detail::parallel_blocks(std::int64_t(E), 1 << 20, [&](std::int64_t c0, std::int64_t c1) {
-        for (std::int64_t c = c0; c < c1; ++c) col_edge_id[c] = edge_id[csc.csr_edge[c]];
-      });
-      b->col_edge_id = upload(col_edge_id.data(), E);
+      edge_t* col_edge_id = mem.alloc<edge_t>(E);
+      detail::gather(stream, graph.edge_id, csc.csr_edge, edge_t(E), col_edge_id);
+      b->col_edge_id = col_edge_id;
     }
   }
-  b->split = native_piece_edges(Strategy::Online, edge_t(E), node_t(N), sms);
-  for (auto [ptr, seg] : {std::pair{&std::as_const(g).row_ptr, &b->rows}, std::pair{&csc.col_ptr, &b->cols}}) {
-    const RowPieces rp = row_pieces(*ptr, b->split);
-    seg->pieces = upload(rp.pieces.data(), rp.pieces.size());
-    seg->num_pieces = seg->slots = int(rp.pieces.size());
-    seg->split = upload(rp.rows.data(), rp.rows.size());
-    seg->num_split = int(rp.rows.size());
-    seg->uneven = whole_degrees(*ptr, b->split).uneven();
+  if (b->csr_pos != nullptr || b->col_edge_id == csc.csr_edge) mem.take(csr_edge);
+  b->split = native_piece_edges(Strategy::Online, edge_t(E), N, sms);
+  for (auto [ptr, n, seg] : {std::tuple{graph.row_ptr, N, &b->rows}, std::tuple{b->col_ptr, NS, &b->cols}}) {
+    const detail::DevicePieces rp = detail::row_pieces(stream, mem, ptr, n, b->split);
+    seg->pieces = rp.pieces;
+    seg->num_pieces = seg->slots = rp.num_pieces;
+    seg->split = rp.rows;
+    seg->num_split = rp.num_rows;
+    seg->uneven = detail::whole_degrees(detail::row_sums(stream, ptr, n, 0, b->split)).uneven();
   }
-  const std::size_t EH = E * heads, NH = N * heads;
+  const std::size_t EH = E * heads, NH = std::size_t(N) * heads;
   const bool agnn = kind == ScoreKind::AGNN;
   b->work.dr_q = need.rows_first ? reinterpret_cast<float2*>(workspace(2 * EH)) : nullptr;
   b->work.dr = need.cols_first ? workspace(EH) : nullptr;
@@ -346,33 +246,21 @@ const BackwardData& Plan::Impl::backward() const {
   b->work.inv_norm = agnn ? workspace(NH) : nullptr;
   b->work.row_part = workspace(std::size_t(b->rows.slots) * heads * need.row_width);
   b->work.col_part = workspace(std::size_t(b->cols.slots) * heads * need.col_width);
-  const std::size_t units = N + b->rows.slots;
+  const std::size_t units = std::size_t(N) + b->rows.slots;
   b->work.param = workspace(units * heads * need.param_width);
   b->work.param_slices =
       workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * need.param_width);
+  DFGNN_CUDA(cudaStreamSynchronize(stream));
   bwd = std::move(b);
   return *bwd;
 }
-
-namespace {
-
-/// dst[e] = v for the edges of row v: a block per row range, a thread per edge.
-__global__ void fill_destinations(const edge_t* __restrict__ row_ptr, node_t n, node_t* __restrict__ dst) {
-  for (node_t v = blockIdx.x; v < n; v += gridDim.x)
-    for (edge_t e = row_ptr[v] + threadIdx.x; e < row_ptr[v + 1]; e += blockDim.x) dst[e] = v;
-}
-
-}  // namespace
 
 const DeviceGraph& Plan::Impl::with_destinations(cudaStream_t stream) const {
   if (graph.dst != nullptr) return graph;
   if (graph_with_dst.dst == nullptr) {
     graph_with_dst = graph;
-    node_t* dst = reinterpret_cast<node_t*>(workspace(std::size_t(graph.num_edges)));  // 4-byte entries
-    if (graph.num_edges > 0) {
-      fill_destinations<<<std::min(graph.num_nodes, node_t(1) << 16), 256, 0, stream>>>(graph.row_ptr, graph.num_nodes, dst);
-      DFGNN_CUDA(cudaGetLastError());
-    }
+    node_t* dst = mem.alloc<node_t>(std::size_t(graph.num_edges));
+    detail::fill_destinations(stream, graph.row_ptr, graph.num_nodes, graph.num_edges, dst);
     graph_with_dst.dst = dst;
   }
   return graph_with_dst;
@@ -394,9 +282,52 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
            Strategy strategy, ValidGraph)
     : impl_(std::make_unique<Impl>()) {
   Impl& p = *impl_;
-  check_named("cuda::Plan", strategy, kind);
   const node_t N = g.num_nodes;
   const edge_t E = g.num_edges();
+  Source source;
+  source.num_src_nodes = g.num_src_nodes;
+  source.stats = g.stats;
+  source.host = &g;
+  if (device_graph.row_ptr != nullptr || device_graph.src != nullptr) {
+    if (device_graph.num_nodes != N || device_graph.num_edges != E)
+      throw Error("cuda::Plan: device_graph has " + std::to_string(device_graph.num_nodes) + " nodes and " +
+                  std::to_string(device_graph.num_edges) + " edges, the host graph " + std::to_string(N) +
+                  " and " + std::to_string(E));
+    if (device_graph.row_ptr == nullptr || (E > 0 && (!device_graph.src || !device_graph.dst || !device_graph.edge_id)))
+      throw Error("cuda::Plan: device_graph has a null array");
+    source.device = device_graph;
+  } else {
+    // Only what every pass reads (docs/cuda.md, "Device memory"): edge ids in CSR order (a
+    // graph made from a CSR, or from edges sorted by destination) are not uploaded, since the
+    // kernels read position e as edge e (caller_edge); the destinations are filled on the
+    // device for the first pass that reads them.
+    const bool in_order = dfgnn::detail::edges_in_csr_order(g);
+    source.device = {N, E, p.upload(g.row_ptr.data(), g.row_ptr.size()), p.upload(g.src.data(), g.src.size()),
+                     nullptr, in_order ? nullptr : p.upload(g.edge_id.data(), g.edge_id.size())};
+  }
+  if (!g.graph_ptr.empty()) {
+    source.batch = p.upload(g.graph_ptr.data(), g.graph_ptr.size());
+    source.num_graphs = int(g.graph_ptr.size()) - 1;
+  }
+  build(source, kind, heads, dim, strategy, nullptr);
+}
+
+Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream)
+    : impl_(std::make_unique<Impl>()) {
+  Source source;
+  source.num_src_nodes = g.num_src_nodes();
+  source.device = g.device();
+  source.stats = g.stats();
+  source.batch = g.batch();
+  source.num_graphs = g.num_graphs();
+  build(source, kind, heads, dim, strategy, stream);
+}
+
+void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream) {
+  Impl& p = *impl_;
+  check_named("cuda::Plan", strategy, kind);
+  const node_t N = g.device.num_nodes;
+  const edge_t E = g.device.num_edges;
   p.kind = kind, p.heads = heads, p.dim = dim;
   p.op = {kind, DType::F32, heads, dim, g.num_src_nodes, N, E};
   dfgnn::detail::check_op("cuda::Plan", p.op);
@@ -407,33 +338,26 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     throw Error("cuda::Plan: heads x dim = " + std::to_string(heads) + " x " + std::to_string(dim) +
                 " exceeds 2^29 features per node");
   DFGNN_CUDA(cudaGetDevice(&p.device));
-  cudaDeviceProp prop;
-  DFGNN_CUDA(cudaGetDeviceProperties(&prop, p.device));
-  p.sms = prop.multiProcessorCount;
-  p.smem_optin = prop.sharedMemPerBlockOptin;
+  DFGNN_CUDA(cudaDeviceGetAttribute(&p.sms, cudaDevAttrMultiProcessorCount, p.device));
+  int optin = 0;
+  DFGNN_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, p.device));
+  p.smem_optin = std::size_t(optin);
+  p.graph = g.device;
 
-  if (device_graph.row_ptr != nullptr || device_graph.src != nullptr) {
-    if (device_graph.num_nodes != N || device_graph.num_edges != E)
-      throw Error("cuda::Plan: device_graph has " + std::to_string(device_graph.num_nodes) + " nodes and " +
-                  std::to_string(device_graph.num_edges) + " edges, the host graph " + std::to_string(N) +
-                  " and " + std::to_string(E));
-    if (device_graph.row_ptr == nullptr || (E > 0 && (!device_graph.src || !device_graph.dst || !device_graph.edge_id)))
-      throw Error("cuda::Plan: device_graph has a null array");
-    p.graph = device_graph;
-  } else {
-    // Only what every pass reads (docs/cuda.md, "Device memory"): edge ids in CSR order (a
-    // graph made from a CSR, or from edges sorted by destination) are not uploaded, since the
-    // kernels read position e as edge e (caller_edge); the destinations are filled on the
-    // device for the first call that reads them (with_destinations).
-    const bool in_order = dfgnn::detail::edges_in_csr_order(g);
-    p.graph = {N, E, p.upload(g.row_ptr.data(), g.row_ptr.size()), p.upload(g.src.data(), g.src.size()), nullptr,
-               in_order ? nullptr : p.upload(g.edge_id.data(), g.edge_id.size())};
-  }
-
-  const std::vector<node_t> ptr = batch_offsets(g);
-  const std::size_t staged = staged_smem(ptr, kind, heads, dim, p.smem_optin);
+  // The batch Staged and Dense run: the given offsets, else the graph's independent blocks (a
+  // batch flattened into one edge list, or a single graph as one block). None for a bipartite
+  // graph: Staged and Dense stage a graph's nodes once for both ends of its edges.
+  detail::Blocks batch{g.batch, g.num_graphs};
+  detail::DeviceArrays blocks;  // the plan keeps them if Staged or Dense runs
+  const bool square = g.num_src_nodes == N;
+  const bool batched = strategy == Strategy::Auto || strategy == Strategy::Staged || strategy == Strategy::Dense;
+  if (square && batched && batch.ptr == nullptr)
+    batch = detail::independent_blocks(stream, blocks, g.device.row_ptr, g.device.src, N, E);
+  const bool has_batch = square && batch.ptr != nullptr;
+  const detail::BatchSums sums = has_batch ? detail::batch_sums(stream, batch.ptr, batch.count) : detail::BatchSums{};
+  const std::size_t staged = staged_smem(has_batch, sums.widest, kind, heads, dim, p.smem_optin);
   const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
-                             ? dense_fit(g, ptr, kind, heads, dim, p.smem_optin)
+                             ? dense_fit(has_batch, sums, g.stats, N, E, kind, heads, dim, p.smem_optin)
                              : DenseFit{};
   if (strategy == Strategy::Auto) {
     strategy = choose_strategy(kind, heads, dim, g.stats, dense.batch, device_facts(dense, staged, p.smem_optin));
@@ -442,33 +366,41 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     p.auto_dense = strategy == Strategy::Dense;
   }
   p.strategy = strategy;
+  if (strategy == Strategy::Staged || strategy == Strategy::Dense) p.mem.take(blocks);
   // The edge-parallel SDDMM (SMMF's, PMF's, Unfused's; steps.cuh) reads each edge's row. Online,
   // Staged and Dense walk rows.
-  if (p.graph.dst == nullptr && (strategy == Strategy::SMMF || strategy == Strategy::PMF || strategy == Strategy::Unfused))
-    p.graph.dst = p.upload(g.dst.data(), g.dst.size());
+  if (p.graph.dst == nullptr && (strategy == Strategy::SMMF || strategy == Strategy::PMF || strategy == Strategy::Unfused)) {
+    node_t* dst = p.mem.alloc<node_t>(std::size_t(E));
+    detail::fill_destinations(stream, p.graph.row_ptr, N, E, dst);
+    p.graph.dst = dst;
+  }
 
-  std::vector<SplitRow> split;
   int slots = 0;
   switch (strategy) {
     case Strategy::SMMF: {
-      SmmfPartition smmf = smmf_partition(g, heads, dim, p.sms, p.smem_optin);
+      // Packing rows into blocks is sequential: the one step that reads the row offsets on the host.
+      const SmmfPartition smmf = smmf_partition(
+          g.host ? g.host->row_ptr : detail::download(stream, g.device.row_ptr, std::size_t(N) + 1), heads, dim,
+          p.sms, p.smem_optin);
       p.blocks = p.upload(smmf.blocks.data(), smmf.blocks.size());
       p.num_blocks = int(smmf.blocks.size());
       p.smmf_smem = smmf.smem_floats * sizeof(float);
-      split = std::move(smmf.split);
+      p.split_rows = p.upload(smmf.split.data(), smmf.split.size());
+      p.num_split_rows = int(smmf.split.size());
       slots = smmf.slots;
       break;
     }
     case Strategy::PMF:
     case Strategy::Online: {
-      p.split = native_piece_edges(strategy, E, g.num_nodes, p.sms);
-      RowPieces rp = row_pieces(g.row_ptr, p.split);
-      p.pieces = p.upload(rp.pieces.data(), rp.pieces.size());
-      p.num_pieces = int(rp.pieces.size());
-      split = std::move(rp.rows);
+      p.split = native_piece_edges(strategy, E, N, p.sms);
+      const detail::DevicePieces rp = detail::row_pieces(stream, p.mem, g.device.row_ptr, N, p.split);
+      p.pieces = rp.pieces;
+      p.num_pieces = rp.num_pieces;
+      p.split_rows = rp.rows;
+      p.num_split_rows = rp.num_rows;
       slots = p.num_pieces;
       if (strategy == Strategy::PMF) p.scores = p.workspace(std::size_t(E) * heads);
-      if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(g.row_ptr, p.split);
+      if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(stream, g.device, p.split);
       break;
     }
     case Strategy::Unfused:
@@ -478,44 +410,40 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
       if (staged == 0)
         throw Error("cuda::Plan: Staged needs a batch of square graphs (graph_ptr, or the graph's independent blocks) "
                     "whose graphs' staged features fit in " + std::to_string(p.smem_optin) + " bytes of shared memory");
-      p.graph_ptr = p.upload(ptr.data(), ptr.size());
-      p.num_graphs = int(ptr.size()) - 1;
+      p.graph_ptr = batch.ptr;
+      p.num_graphs = batch.count;
       p.staged_smem = staged;
       break;
     }
     case Strategy::Dense: {
       if (!dense.why.empty()) throw Error("cuda::Plan: Dense " + dense.why);
-      const DenseHost d = dense_host(g, ptr);
-      detail::DenseGraphs& dg = p.dense.graphs;
-      dg.graph_ptr = p.upload(ptr.data(), ptr.size());
-      dg.mask = p.upload(d.mask.data(), d.mask.size());
-      dg.mask_off = p.upload(d.mask_off.data(), d.mask_off.size());
-      dg.first = p.upload(d.first.data(), d.first.size());
-      dg.first_off = p.upload(d.first_off.data(), d.first_off.size());
-      dg.order = p.upload(d.order.data(), d.order.size());
+      const detail::DenseArrays d =
+          detail::dense_arrays(stream, p.mem, g.device.row_ptr, g.device.src, N, E, batch.ptr, batch.count, sums);
+      p.dense.graphs = d.graphs;
       for (int b = 0; b < detail::kDenseBuckets; ++b) {
-        if (d.bucket[b].empty()) continue;
-        const int nodes = dense.max_nodes[b];
+        if (sums.count[b] == 0) continue;
+        const int nodes = sums.max_nodes[b];
         // GAT's key chunks stage one head's V at a time even where all heads' fit as many
         // blocks per SM: that was 3-5% faster at 4x32 (docs/cuda.md, "Shared memory").
         const bool shared = detail::dense_chunked(kind, dim) ||
                             detail::dense_shared_region(kind, b, nodes, heads, dim, p.smem_optin);
-        p.dense.bucket[b] = {p.upload(d.bucket[b].data(), d.bucket[b].size()), int(d.bucket[b].size()),
-                             detail::dense_smem_bytes(kind, nodes, heads, dim, shared), shared};
+        p.dense.bucket[b] = {d.bucket[b], sums.count[b], detail::dense_smem_bytes(kind, nodes, heads, dim, shared),
+                             shared};
       }
       // Online's data for unaligned tensors: whole rows, so no pieces and no merge.
       p.split = std::numeric_limits<edge_t>::max();
-      p.online_uneven_mean = uneven_mean(g.row_ptr, p.split);
+      p.online_uneven_mean = uneven_mean(stream, g.device, p.split);
       break;
     }
     case Strategy::Auto: break;
     default: throw Error("cuda::Plan: unknown strategy");
   }
-  p.split_rows = p.upload(split.data(), split.size());
-  p.num_split_rows = int(split.size());
   p.part.max = p.workspace(std::size_t(slots) * heads);
   p.part.sum = p.workspace(std::size_t(slots) * heads);
   p.part.acc = p.workspace(std::size_t(slots) * heads * dim);
+  // The uploads above went through the legacy stream; what ran on `stream` is waited for, so the
+  // plan is ready on any stream.
+  DFGNN_CUDA(cudaStreamSynchronize(stream));
 }
 
 Plan::~Plan() = default;
@@ -532,7 +460,7 @@ void Plan::forward(const Call& call) const {
 void Plan::backward(const Call& call) const {
   visit_model(impl_->kind, [&](auto model) { detail::backward<decltype(model)>(*this, call); });
 }
-std::size_t Plan::device_bytes() const { return impl_->owned_bytes; }
+std::size_t Plan::device_bytes() const { return impl_->mem.bytes(); }
 ScoreKind Plan::kind() const { return impl_->kind; }
 int Plan::heads() const { return impl_->heads; }
 int Plan::dim() const { return impl_->dim; }

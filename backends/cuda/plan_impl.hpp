@@ -1,12 +1,13 @@
 #pragma once
 // What a cuda::Plan caches: the resolved strategy, the device's limits, the SMMF block list,
 // PMF's and Online's pieces of split rows, the batched graphs' offsets, Dense's adjacency and
-// buckets, and the workspace (scores, partials).
+// buckets, and the workspace (scores, partials); and what its constructors build it from.
 
 #include "backward.cuh"
 #include "dense.cuh"
 #include "merge.cuh"
 #include "pmf.cuh"
+#include "preprocess.cuh"
 #include "smmf.cuh"
 
 #include <dfgnn/cuda.hpp>
@@ -44,8 +45,7 @@ struct Plan::Impl {
   int device = 0;
   int sms = 0;
   std::size_t smem_optin = 0;      ///< bytes of dynamic shared memory a block may ask for
-  mutable std::vector<void*> owned;  ///< device allocations freed with the plan
-  mutable std::size_t owned_bytes = 0;
+  mutable detail::DeviceArrays mem;  ///< device allocations freed with the plan
 
   // SMMF: one block per entry.
   const detail::SmmfBlock* blocks = nullptr;
@@ -73,15 +73,12 @@ struct Plan::Impl {
   // Backward: built by the first backward, so forward-only plans hold no CSC.
   mutable std::unique_ptr<BackwardData> bwd;
 
-  Impl() = default;
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
-  ~Impl();
-
   /// Copies `n` elements to a new device allocation owned by the plan.
   template <class T>
-  T* upload(const T* host, std::size_t n) const;
-  float* workspace(std::size_t floats) const;
+  T* upload(const T* host, std::size_t n) const {
+    return mem.upload(host, n);
+  }
+  float* workspace(std::size_t floats) const { return mem.alloc<float>(floats); }
   /// The backward's data (built once, by the first backward).
   const BackwardData& backward() const;
   /// The graph with its destination per edge (`dst`), which only the edge-parallel SDDMM and
@@ -89,6 +86,19 @@ struct Plan::Impl {
   /// device at the first call for weights (docs/cuda.md, "Device memory").
   const DeviceGraph& with_destinations(cudaStream_t stream) const;
   mutable DeviceGraph graph_with_dst;  ///< with_destinations' graph, once filled
+};
+
+/// What a plan is built from, whichever constructor made it: the CSR on the device (a
+/// destination array only where the caller has one), the degree statistics, the batch's device
+/// offsets (null: the plan finds the graph's independent blocks where a strategy needs them) and
+/// the host copy of the graph, where there is one.
+struct Plan::Source {
+  node_t num_src_nodes = 0;
+  DeviceGraph device;
+  DegreeStats stats;
+  const node_t* batch = nullptr;
+  int num_graphs = 0;
+  const HostGraph* host = nullptr;
 };
 
 /// Warps per block of the SMMF kernel.

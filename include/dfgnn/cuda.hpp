@@ -12,6 +12,7 @@
 #include <dfgnn/dispatch.hpp>
 #include <dfgnn/dropout.hpp>
 
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 
@@ -28,6 +29,45 @@ struct DeviceGraph {
   const node_t* src = nullptr;      ///< [E]
   const node_t* dst = nullptr;      ///< [E]; an Online, Staged or Dense plan's own copy fills it for weights
   const edge_t* edge_id = nullptr;  ///< [E]; a plan's own copy holds none where it is the identity
+};
+
+/// A graph built on the device from the caller's device edge arrays (docs/cuda.md,
+/// "Preprocessing on the device"): what graph_from_edges builds on the host, the
+/// destination-major CSR (a stable sort by destination, so rows keep the caller's order; none
+/// when the edges come sorted), checked and with its degree statistics, and a batch's offsets.
+/// The host sees sizes, statistics and the first fault only. Plans made from it use its arrays,
+/// so it must outlive them.
+class Graph {
+ public:
+  /// Edges src[i] -> dst[i] (device int64 arrays of num_edges entries, PyTorch's index type):
+  /// sources in [0, num_src_nodes), destinations in [0, num_nodes). `batch`, when not null, is a
+  /// batch of square graphs' node offsets on the device [num_graphs + 1] (PyG's Batch.ptr): from 0
+  /// to num_nodes, non-decreasing, no edge between two graphs; Staged and Dense then read it
+  /// instead of searching the graph's independent blocks. Works on `stream` and waits for it to
+  /// read the checks. Throws Error naming the first edge id or offset out of range, or the first
+  /// edge between two graphs.
+  Graph(cudaStream_t stream, node_t num_src_nodes, node_t num_nodes, edge_t num_edges, const std::int64_t* src,
+        const std::int64_t* dst, const std::int64_t* batch = nullptr, std::int64_t num_graphs = 0);
+  ~Graph();
+  Graph(Graph&&) noexcept;
+  Graph& operator=(Graph&&) noexcept;
+
+  /// The CSR: no destinations (plans fill them where a pass reads them), no edge ids when the
+  /// edges came sorted by destination.
+  const DeviceGraph& device() const;
+  node_t num_src_nodes() const;
+  node_t num_nodes() const;
+  edge_t num_edges() const;
+  const DegreeStats& stats() const;
+  const node_t* batch() const;  ///< device node offsets [num_graphs + 1], or null
+  int num_graphs() const;
+  std::size_t device_bytes() const;
+  /// The same graph on the host, as graph_from_edges (and batch offsets) would have built it.
+  HostGraph host(cudaStream_t stream = nullptr) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// Optional per-edge score multipliers on the device: [E, heads], heads in {1, H}.
@@ -64,6 +104,17 @@ struct Options {
   float* edge_grad = nullptr;
 };
 
+/// Where graphs and plans get their device memory: cudaMalloc and cudaFree (which waits for
+/// the whole device) unless the application installs its own, as the Python package installs
+/// PyTorch's caching allocator (allocations then follow its stream rules: memory freed is
+/// reused in the order of the stream current at allocation). Set it before building graphs or
+/// plans; each allocation is freed by the allocator that made it.
+struct DeviceAllocator {
+  void* (*allocate)(std::size_t bytes) = nullptr;
+  void (*deallocate)(void* p) = nullptr;
+};
+void set_device_allocator(const DeviceAllocator& allocator);  ///< {} restores cudaMalloc
+
 /// True when a CUDA device is visible to this process.
 bool device_available();
 
@@ -89,6 +140,10 @@ class Plan final : public dfgnn::detail::Executor {
   /// Uses the caller's device copy of `g` (it must outlive the plan); `g` gives the degrees.
   Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
        Strategy strategy = Strategy::Auto);
+  /// Over a graph built on the device (it must outlive the plan), preprocessed on `stream` with
+  /// no host copy of the graph (an explicit SMMF copies the row offsets back to pack its blocks).
+  Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto,
+       cudaStream_t stream = nullptr);
   ~Plan() override;
   Plan(Plan&&) noexcept;
   Plan& operator=(Plan&&) noexcept;
@@ -113,6 +168,8 @@ class Plan final : public dfgnn::detail::Executor {
   struct ValidGraph {};  // the graph is a dfgnn Graph's host copy, validated when it was made
   Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim, Strategy strategy,
        ValidGraph);
+  struct Source;  // what every constructor builds from: the device arrays, the statistics, the batch
+  void build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream);
   friend std::shared_ptr<const dfgnn::detail::Executor> dfgnn::detail::native_executor(
       const HostGraph&, const edge_t*, const node_t*, const node_t*, const edge_t*, const Op&, Strategy);
 

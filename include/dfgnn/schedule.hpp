@@ -6,6 +6,7 @@
 #include <dfgnn/csr.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace dfgnn {
@@ -104,5 +105,8 @@ struct WholeDegrees {
   bool uneven() const { return cv > kUnevenDegrees; }
 };
 WholeDegrees whole_degrees(const std::vector<edge_t>& ptr, edge_t split);
+/// The same from the segments' count, sum of degrees and sum of squared degrees (exact integer
+/// sums, so the host's and the device's statistics agree bit for bit).
+WholeDegrees whole_degrees_of(std::uint64_t count, std::uint64_t sum, std::uint64_t squares);
 
 }  // namespace dfgnn

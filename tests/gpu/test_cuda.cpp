@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -686,7 +687,7 @@ TEST(DensePlan, RejectsIneligiblePlans) {
   // At D = 512 one region of a 128-node graph needs 272384 bytes (the H100 allows 232448).
   test::expect_error(plan(dense_graphs().at("sizes"), ScoreKind::GT, 1, 512), {"shared memory", "128 nodes"});
   const HostGraph heavy = graph_from_edges(2, std::vector<node_t>(70000, 0), std::vector<node_t>(70000, 1));
-  test::expect_error(plan(heavy, ScoreKind::GT, 1, 32), {"at most 65535 edges", "node 1"});
+  test::expect_error(plan(heavy, ScoreKind::GT, 1, 32), {"at most 65535 edges", "the largest has 70000"});
 }
 
 TEST(ForwardArgs, RejectsBadArguments) {
@@ -753,6 +754,175 @@ TEST(ForwardPlan, AutoPicksDenseOrOnline) {
   EXPECT_EQ(cuda::Plan(graphs().at("power_law"), ScoreKind::GAT, 4, 32).strategy(), Strategy::Online);
   EXPECT_EQ(cuda::Plan(graphs().at("super_node"), ScoreKind::AGNN, 1, 512).strategy(), Strategy::Online);
   EXPECT_EQ(parse_strategy("Dense"), Strategy::Dense);
+}
+
+/// The edges of g as given (edge_id order), as device int64 arrays, optionally with g's batch
+/// offsets, built into a graph on the device.
+struct DeviceEdges {
+  std::int64_t *src = nullptr, *dst = nullptr, *batch = nullptr;
+  edge_t E = 0;
+  std::int64_t graphs = 0;
+  explicit DeviceEdges(const HostGraph& g, bool with_batch = true) : E(g.num_edges()) {
+    std::vector<std::int64_t> s(static_cast<std::size_t>(E)), d(static_cast<std::size_t>(E));
+    for (edge_t e = 0; e < E; ++e) s[std::size_t(g.edge_id[e])] = g.src[e], d[std::size_t(g.edge_id[e])] = g.dst[e];
+    src = upload(s), dst = upload(d);
+    if (with_batch && !g.graph_ptr.empty()) {
+      batch = upload(std::vector<std::int64_t>(g.graph_ptr.begin(), g.graph_ptr.end()));
+      graphs = std::int64_t(g.graph_ptr.size()) - 1;
+    }
+  }
+  ~DeviceEdges() {
+    cudaFree(src), cudaFree(dst), cudaFree(batch);
+  }
+  DeviceEdges(const DeviceEdges&) = delete;
+  static std::int64_t* upload(const std::vector<std::int64_t>& h) {
+    std::int64_t* p = nullptr;
+    ok(cudaMalloc(&p, std::max<std::size_t>(1, h.size()) * sizeof(std::int64_t)));
+    if (!h.empty()) ok(cudaMemcpy(p, h.data(), h.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+    return p;
+  }
+  cuda::Graph build(const HostGraph& g, cudaStream_t stream = nullptr) const {
+    return cuda::Graph(stream, g.num_src_nodes, g.num_nodes, E, src, dst, batch, graphs);
+  }
+};
+
+void expect_same_graph(const HostGraph& a, const HostGraph& b) {
+  EXPECT_EQ(a.num_nodes, b.num_nodes);
+  EXPECT_EQ(a.num_src_nodes, b.num_src_nodes);
+  EXPECT_EQ(a.row_ptr, b.row_ptr);
+  EXPECT_EQ(a.src, b.src);
+  EXPECT_EQ(a.dst, b.dst);
+  EXPECT_EQ(a.edge_id, b.edge_id);
+  EXPECT_EQ(a.graph_ptr, b.graph_ptr);
+  EXPECT_EQ(a.stats.max, b.stats.max);
+  EXPECT_EQ(a.stats.mean, b.stats.mean);
+  EXPECT_EQ(a.stats.above_threshold, b.stats.above_threshold);
+  EXPECT_EQ(a.stats.empty_rows, b.stats.empty_rows);
+}
+
+/// Every test graph, a bipartite one, and each with its edges shuffled (so the device sorts them).
+std::vector<std::pair<std::string, HostGraph>> device_build_graphs() {
+  std::vector<std::pair<std::string, HostGraph>> out;
+  for (const auto* set : {&graphs(), &dense_graphs()})
+    for (const auto& [name, g] : *set) out.emplace_back(name, g);
+  std::mt19937 rng(5);
+  {
+    std::uniform_int_distribution<node_t> s(0, 299), d(0, 99);
+    std::vector<node_t> src(4000), dst(4000);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = s(rng), dst[i] = d(rng);
+    out.emplace_back("bipartite", graph_from_edges(300, 100, src, dst));
+  }
+  const std::size_t listed = out.size();
+  for (std::size_t i = 0; i < listed; ++i) {
+    const HostGraph& g = out[i].second;
+    std::vector<node_t> src(g.src), dst(g.dst);
+    std::vector<std::size_t> perm(src.size());
+    for (std::size_t e = 0; e < perm.size(); ++e) perm[e] = e;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<node_t> s2, d2;
+    for (std::size_t e : perm) s2.push_back(src[e]), d2.push_back(dst[e]);
+    HostGraph shuffled = graph_from_edges(g.num_src_nodes, g.num_nodes, s2, d2);
+    shuffled.graph_ptr = g.graph_ptr;
+    out.emplace_back(out[i].first + "_shuffled", std::move(shuffled));
+  }
+  return out;
+}
+
+// A graph built on the device is the one graph_from_edges builds on the host: same CSR, edge
+// ids, batch and statistics, whether the edges come sorted by destination or not, on any stream.
+TEST(DeviceGraph, BuildsWhatTheHostBuilds) {
+  if (!cuda::device_available()) GTEST_SKIP();
+  cudaStream_t stream;
+  ok(cudaStreamCreate(&stream));
+  for (const auto& [name, g] : device_build_graphs()) {
+    SCOPED_TRACE(name);
+    const DeviceEdges edges(g);
+    const cuda::Graph dg = edges.build(g, stream);
+    EXPECT_EQ(dg.num_edges(), g.num_edges());
+    EXPECT_EQ(dg.device().edge_id == nullptr, detail::edges_in_csr_order(g));  // no ids when sorted
+    expect_same_graph(dg.host(stream), g);
+  }
+  ok(cudaStreamDestroy(stream));
+}
+
+// Plans over a graph built on the device pick what plans over its host copy pick, and their
+// outputs, logsumexps and gradients are bitwise the same, for every strategy that runs the graph.
+TEST(DeviceGraph, PlansAsOverTheHostGraph) {
+  if (!cuda::device_available()) GTEST_SKIP();
+  for (const auto& [name, g] : device_build_graphs()) {
+    // Shuffled edges (edge ids kept) of a few graphs: a row graph, a batch, duplicates.
+    if (name.find("_shuffled") != std::string::npos && name != "empty_rows_shuffled" &&
+        name != "batch64_shuffled" && name != "pattern_dup_shuffled")
+      continue;
+    const DeviceEdges edges(g);
+    const cuda::Graph dg = edges.build(g);
+    for (const ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
+      if (kind == ScoreKind::AGNN && g.bipartite()) continue;
+      for (const Shape shape : {Shape{1, 128}, Shape{4, 32}, Shape{3, 7}})
+        for (const Strategy s : kStrategies) {
+          SCOPED_TRACE(name + " " + to_string(kind) + " " + std::to_string(shape.H) + "x" + std::to_string(shape.D) +
+                       " " + to_string(s));
+          const std::unique_ptr<cuda::Plan> host = make_plan(g, kind, shape, s);
+          std::unique_ptr<cuda::Plan> device;
+          try {
+            device = std::make_unique<cuda::Plan>(dg, kind, shape.H, shape.D, s);
+          } catch (const Error& e) {
+            EXPECT_EQ(host, nullptr) << e.what();
+          }
+          ASSERT_EQ(host == nullptr, device == nullptr);
+          if (!host) continue;
+          EXPECT_EQ(host->strategy(), device->strategy());
+          // The host plan holds its own copy of the graph (edge ids only out of CSR order) and batch.
+          const bool in_order = detail::edges_in_csr_order(g);
+          EXPECT_EQ(host->device_bytes(),
+                    device->device_bytes() + std::size_t(g.num_nodes + 1) * sizeof(edge_t) +
+                        std::size_t(g.num_edges()) * (sizeof(node_t) + (in_order ? 0 : sizeof(edge_t))) +
+                        g.graph_ptr.size() * sizeof(node_t));
+          // Case sizes every input by the destinations: runs on square graphs (bipartite ones:
+          // test_model_inputs_cuda.cpp); every strategy at two shapes, Auto at three.
+          if (g.bipartite() || (shape.H == 3 && s != Strategy::Auto)) continue;
+          BackwardCase c(kind, g, shape, s == Strategy::Auto ? 0 : 1, Dropout{}, 3);
+          c.training = true;
+          const auto a = c.run(*host).first, b = c.run(*device).first;
+          expect_same(a.out, b.out);
+          expect_same(a.lse, b.lse);
+          if (s != Strategy::Auto && s != Strategy::Online) continue;
+          const auto ga = c.gradients(*host), gb = c.gradients(*device);
+          for (std::size_t i = 0; i < ga[0].size(); ++i) expect_same(ga[0][i], gb[0][i]);
+        }
+    }
+  }
+}
+
+// Bad edges and offsets: an Error naming the first one, as the host's checks do.
+TEST(DeviceGraph, RejectsBadInput) {
+  if (!cuda::device_available()) GTEST_SKIP();
+  const auto build = [](node_t ns, node_t n, std::vector<std::int64_t> src, std::vector<std::int64_t> dst,
+                        std::vector<std::int64_t> batch = {}) {
+    return [=] {
+      std::int64_t* s = DeviceEdges::upload(src);
+      std::int64_t* d = DeviceEdges::upload(dst);
+      std::int64_t* b = batch.empty() ? nullptr : DeviceEdges::upload(batch);
+      try {
+        cuda::Graph(nullptr, ns, n, edge_t(src.size()), s, d, b, std::int64_t(batch.size()) - 1);
+      } catch (...) {
+        cudaFree(s), cudaFree(d), cudaFree(b);
+        throw;
+      }
+      cudaFree(s), cudaFree(d), cudaFree(b);
+    };
+  };
+  test::expect_error(build(4, 4, {0, 1, 4, 5}, {1, 2, 3, 0}), {"graph: source 4 of edge 2 is outside [0, 4)"});
+  test::expect_error(build(4, 4, {0, 1, 2}, {1, -1, 3}), {"graph: destination -1 of edge 1 is outside [0, 4)"});
+  test::expect_error(build(5, 3, {0, 4}, {2, 3}), {"destination 3 of edge 1", "[0, 3)"});  // bipartite
+  test::expect_error(build(6, 6, {0, 1, 4}, {1, 0, 5}, {1, 3, 6}), {"graph offsets", "offset 0 is 1"});
+  test::expect_error(build(6, 6, {0, 1, 4}, {1, 0, 5}, {0, 4, 3, 6}), {"graph offsets", "offset 2 is 3"});
+  test::expect_error(build(6, 6, {0, 1, 4}, {1, 0, 5}, {0, 3, 5}), {"graph offsets", "offset 2 is 5"});
+  test::expect_error(build(6, 6, {0, 1, 4}, {1, 4, 5}, {0, 3, 6}), {"graph: edge 1 joins two graphs", "(1 -> 4)"});
+  test::expect_error(build(6, 5, {0}, {1}, {0, 5}), {"need a square graph"});
+  EXPECT_NO_THROW(build(6, 6, {0, 1, 4}, {1, 0, 5}, {0, 3, 6})());
+  EXPECT_NO_THROW(build(0, 0, {}, {}, {0})());
+  EXPECT_NO_THROW(build(3, 3, {}, {})());
 }
 
 }  // namespace
