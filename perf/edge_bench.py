@@ -19,7 +19,6 @@ Usage: python3 perf/edge_bench.py --dfgnn BUILD/dfgnn [--graphs cora,tolokers,..
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -100,13 +99,7 @@ def main(argv=None):
     import dfgnn
     from torch_geometric import EdgeIndex
     copy_gbps = peers.copy_bandwidth()["read_write_GBps"]
-    out = open(a.json, "a") if a.json else None
-
-    def emit(record):
-        line = json.dumps(record)
-        print(line, flush=True)
-        if out:
-            out.write(line + "\n")
+    emit = peers.emitter(a.json)
     emit({"copy_gbps": copy_gbps, "gpu": torch.cuda.get_device_name()})
     h, c = a.heads, a.dim
     f = h * c

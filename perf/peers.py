@@ -101,6 +101,19 @@ def sorted_by_destination(src, dst):
     return src[order], dst[order]
 
 
+def emitter(path):
+    """emit(record): prints the record as one JSON line and appends it to `path` (if given)."""
+    out = open(path, "a") if path else None
+
+    def emit(record):
+        line = json.dumps(record)
+        print(line, flush=True)
+        if out:
+            out.write(line + "\n")
+            out.flush()
+    return emit
+
+
 def median_ms(fn, warmup, iters):
     import torch
 

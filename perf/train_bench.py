@@ -79,7 +79,7 @@ def pattern_graph(rng, pattern, pattern_features):
 
 def pattern_batches(num_batches, batch_size, seed):
     """Batches (edge_index, one-hot features [N, 3], labels) of block-diagonal unions; the
-    pattern is redrawn every 100 graphs, as in the recipe."""
+    pattern is redrawn every 100 graphs, as in the recipe. Graph g's nodes follow graph g-1's."""
     rng = np.random.default_rng(seed)
     batches = []
     for b in range(num_batches):

@@ -12,6 +12,8 @@
 #include <dfgnn/reorder.hpp>
 
 #ifdef DFGNN_ENABLE_CUDA
+#include <dfgnn/cuda.hpp>
+
 #include <cuda_runtime_api.h>
 #endif
 
@@ -128,11 +130,38 @@ class DeviceGuard {
 
 }  // namespace
 
+// A graph on the host, or one built on a CUDA device (`device` >= 0), whose host copy is made
+// by the first entry that reads it (csr, reorder, a host plan).
 struct dfgnn_graph {
-  dfgnn::Graph<HostMem> graph;
+  explicit dfgnn_graph(dfgnn::HostGraph g) : host_graph(std::make_unique<dfgnn::Graph<HostMem>>(std::move(g))) {}
+#ifdef DFGNN_ENABLE_CUDA
+  dfgnn_graph(int d, dfgnn::cuda::Graph g) : device(d), on_device(std::make_shared<dfgnn::cuda::Graph>(std::move(g))) {}
+#endif
+  const dfgnn::Graph<HostMem>& host() const;
+
+  int device = -1;
+#ifdef DFGNN_ENABLE_CUDA
+  std::shared_ptr<const dfgnn::cuda::Graph> on_device;  // shared with the plans that read it
+#endif
+
+ private:
+  mutable std::once_flag copied;
+  mutable std::unique_ptr<dfgnn::Graph<HostMem>> host_graph;
 };
 
+const dfgnn::Graph<HostMem>& dfgnn_graph::host() const {
+#ifdef DFGNN_ENABLE_CUDA
+  if (on_device)
+    std::call_once(copied, [&] {
+      DeviceGuard guard(device);
+      host_graph = std::make_unique<dfgnn::Graph<HostMem>>(on_device->host());
+    });
+#endif
+  return *host_graph;
+}
+
 struct dfgnn_plan {
+  std::shared_ptr<const void> graph;  // a graph built on the device, which the native plan reads (freed last)
   std::unique_ptr<dfgnn::Plan<HostExec>> host;  // a host plan (Kokkos), or
   std::shared_ptr<const dfgnn::detail::Executor> native;  // a CUDA-native one on `device`
   int device = 0;
@@ -184,6 +213,16 @@ extern "C" {
 
 const char* dfgnn_last_error(void) { return last_error.c_str(); }
 
+int dfgnn_set_device_allocator(void* (*allocate)(size_t bytes), void (*deallocate)(void* p)) {
+  return guarded([&] {
+#ifdef DFGNN_ENABLE_CUDA
+    dfgnn::cuda::set_device_allocator({allocate, deallocate});
+#else
+    (void)allocate, (void)deallocate;
+#endif
+  });
+}
+
 int dfgnn_has_cuda(void) {
 #ifdef DFGNN_ENABLE_CUDA
   return 1;
@@ -197,17 +236,39 @@ const char* src_count_name(int64_t num_src_nodes, int64_t num_dst_nodes) {
   return num_src_nodes == num_dst_nodes ? "num_nodes" : "num_src_nodes";
 }
 
-int dfgnn_graph_from_coo(int64_t num_src_nodes, int64_t num_dst_nodes, int64_t num_edges, const int64_t* src,
-                         const int64_t* dst, dfgnn_graph** graph) {
+int dfgnn_graph_from_coo(int device, intptr_t stream, int64_t num_src_nodes, int64_t num_dst_nodes,
+                         int64_t num_edges, const int64_t* src, const int64_t* dst, const int64_t* batch,
+                         int64_t num_graphs, dfgnn_graph** graph) {
   return guarded([&] {
     const node_t ns = checked_nodes(num_src_nodes, src_count_name(num_src_nodes, num_dst_nodes)),
                  n = checked_nodes(num_dst_nodes, "num_dst_nodes");
     if (num_edges < 0) throw dfgnn::Error("graph: num_edges must be >= 0");
     if (num_edges > 0 && (!src || !dst)) throw dfgnn::Error("graph: null edge arrays");
     if (!graph) throw dfgnn::Error("graph: null result pointer");
+    if (batch && (num_graphs < 0 || num_graphs >= int64_t(1) << 31))
+      throw dfgnn::Error("graph: the batch has " + std::to_string(num_graphs) + " graphs, outside [0, 2^31)");
     ensure_kokkos();
-    *graph = new dfgnn_graph{dfgnn::Graph<HostMem>(dfgnn::graph_from_edges(
-        ns, n, node_ids(src, num_edges, ns, "source"), node_ids(dst, num_edges, n, "destination")))};
+    if (device >= 0) {
+#ifdef DFGNN_ENABLE_CUDA
+      const DeviceGuard guard(device);
+      *graph = new dfgnn_graph(device, dfgnn::cuda::Graph(reinterpret_cast<cudaStream_t>(stream), ns, n, num_edges,
+                                                          src, dst, batch, num_graphs));
+      return;
+#else
+      (void)stream;
+      throw dfgnn::Error("dfgnn was built without CUDA (DFGNN_ENABLE_CUDA=OFF): CUDA tensors are not supported");
+#endif
+    }
+    dfgnn::HostGraph g = dfgnn::graph_from_edges(ns, n, node_ids(src, num_edges, ns, "source"),
+                                                 node_ids(dst, num_edges, n, "destination"));
+    if (batch) {
+      for (int64_t j = 0; j <= num_graphs; ++j)
+        if (batch[j] < 0 || batch[j] > n)
+          throw dfgnn::Error("graph: graph offset " + std::to_string(j) + " is " + std::to_string(batch[j]) +
+                             ", outside [0, " + std::to_string(n) + "]");
+      g.graph_ptr.assign(batch, batch + num_graphs + 1);
+    }
+    *graph = new dfgnn_graph(std::move(g));  // Graph validates the offsets
   });
 }
 
@@ -222,8 +283,8 @@ int dfgnn_graph_from_csr(int64_t num_src_nodes, int64_t num_dst_nodes, const int
     if (num_edges > 0 && !col) throw dfgnn::Error("graph: null col");
     if (!graph) throw dfgnn::Error("graph: null result pointer");
     ensure_kokkos();
-    *graph = new dfgnn_graph{dfgnn::Graph<HostMem>(dfgnn::graph_from_csr(
-        ns, n, std::vector<edge_t>(row_ptr, row_ptr + n + 1), node_ids(col, num_edges, ns, "source")))};
+    *graph = new dfgnn_graph(
+        dfgnn::graph_from_csr(ns, n, std::vector<edge_t>(row_ptr, row_ptr + n + 1), node_ids(col, num_edges, ns, "source")));
   });
 }
 
@@ -234,17 +295,25 @@ int dfgnn_graph_info(const dfgnn_graph* graph, int64_t* num_src_nodes, int64_t* 
   return guarded([&] {
     if (!graph || !num_src_nodes || !num_dst_nodes || !num_edges || !max_in_degree)
       throw dfgnn::Error("graph info: null argument");
-    *num_src_nodes = graph->graph.num_src_nodes();
-    *num_dst_nodes = graph->graph.num_nodes();
-    *num_edges = graph->graph.num_edges();
-    *max_in_degree = graph->graph.stats().max;
+#ifdef DFGNN_ENABLE_CUDA
+    if (const auto& g = graph->on_device) {
+      *num_src_nodes = g->num_src_nodes(), *num_dst_nodes = g->num_nodes(), *num_edges = g->num_edges();
+      *max_in_degree = g->stats().max;
+      return;
+    }
+#endif
+    const dfgnn::Graph<HostMem>& g = graph->host();
+    *num_src_nodes = g.num_src_nodes();
+    *num_dst_nodes = g.num_nodes();
+    *num_edges = g.num_edges();
+    *max_in_degree = g.stats().max;
   });
 }
 
 int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, int32_t* dst, int64_t* edge_id) {
   return guarded([&] {
     if (!graph || !row_ptr) throw dfgnn::Error("graph csr: null argument");
-    const dfgnn::HostGraph& h = graph->graph.host();
+    const dfgnn::HostGraph& h = graph->host().host();
     // The edge arrays may be null when there are no edges (an empty tensor's data pointer).
     if (h.num_edges() > 0 && (!src || !dst || !edge_id)) throw dfgnn::Error("graph csr: null argument");
     std::copy(h.row_ptr.begin(), h.row_ptr.end(), row_ptr);
@@ -257,9 +326,9 @@ int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, in
 int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t* order, dfgnn_graph** renumbered) {
   return guarded([&] {
     if (!graph || !ordering) throw dfgnn::Error("graph reorder: null graph or ordering");
-    dfgnn::Reordered r = dfgnn::reorder(graph->graph.host(), dfgnn::parse_ordering(ordering));
+    dfgnn::Reordered r = dfgnn::reorder(graph->host().host(), dfgnn::parse_ordering(ordering));
     std::copy(r.order.begin(), r.order.end(), order);
-    *renumbered = new dfgnn_graph{dfgnn::Graph<HostMem>(std::move(r.graph))};
+    *renumbered = new dfgnn_graph(std::move(r.graph));
   });
 }
 
@@ -267,7 +336,7 @@ int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, df
   return guarded([&] {
     if (!graph) throw dfgnn::Error("plan: null graph");
     auto p = std::make_unique<dfgnn_plan>();
-    p->host = std::make_unique<dfgnn::Plan<HostExec>>(HostExec(), graph->graph, score_kind(kind), heads, dim);
+    p->host = std::make_unique<dfgnn::Plan<HostExec>>(HostExec(), graph->host(), score_kind(kind), heads, dim);
     p->executor = &p->host->executor();
     p->strategy = dfgnn::to_string(p->host->strategy());
     *plan = p.release();
@@ -281,10 +350,18 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* 
     if (!graph) throw dfgnn::Error("plan: null graph");
 #ifdef DFGNN_ENABLE_CUDA
     const DeviceGuard guard(device);
-    const dfgnn::Graph<HostMem>& g = graph->graph;
-    const dfgnn::Op op{score_kind(kind), dfgnn::DType::F32, heads, dim, g.num_src_nodes(), g.num_nodes(), g.num_edges()};
     auto p = std::make_unique<dfgnn_plan>();
-    p->native = dfgnn::detail::native_executor(g.host(), row_ptr, src, dst, edge_id, op, dfgnn::Strategy::Auto);
+    if (graph->on_device) {
+      if (graph->device != device)
+        throw dfgnn::Error("plan: the graph was built on CUDA device " + std::to_string(graph->device) +
+                           ", the tensors are on device " + std::to_string(device));
+      p->native = std::make_shared<const dfgnn::cuda::Plan>(*graph->on_device, score_kind(kind), heads, dim);
+      p->graph = graph->on_device;
+    } else {
+      const dfgnn::Graph<HostMem>& g = graph->host();
+      const dfgnn::Op op{score_kind(kind), dfgnn::DType::F32, heads, dim, g.num_src_nodes(), g.num_nodes(), g.num_edges()};
+      p->native = dfgnn::detail::native_executor(g.host(), row_ptr, src, dst, edge_id, op, dfgnn::Strategy::Auto);
+    }
     p->device = device;
     p->executor = p->native.get();
     p->strategy = dfgnn::to_string(p->native->strategy());

@@ -19,6 +19,7 @@
 #ifndef DFGNN_CAPI_H
 #define DFGNN_CAPI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -34,14 +35,22 @@ typedef struct dfgnn_plan dfgnn_plan;
 enum { DFGNN_GT = 0, DFGNN_AGNN = 1, DFGNN_GAT = 2, DFGNN_GATV2 = 3 };
 
 DFGNN_CAPI const char* dfgnn_last_error(void);
+/* The device memory of graphs and plans built on CUDA devices from now on: `allocate` (bytes on
+ * the current device) and `deallocate`, e.g. PyTorch's caching allocator; both NULL: cudaMalloc
+ * and cudaFree. A no-op without CUDA. */
+DFGNN_CAPI int dfgnn_set_device_allocator(void* (*allocate)(size_t bytes), void (*deallocate)(void* p));
 /* 1 when built with the CUDA-native kernels (DFGNN_ENABLE_CUDA), else 0. */
 DFGNN_CAPI int dfgnn_has_cuda(void);
 
 /* Graphs have num_src_nodes sources and num_dst_nodes destinations (rows); equal counts make a
  * square graph, different ones a bipartite graph (include/dfgnn/csr.hpp, HostGraph). */
-/* Edges src[i] -> dst[i], i < num_edges (PyG's edge_index rows 0 and 1). */
-DFGNN_CAPI int dfgnn_graph_from_coo(int64_t num_src_nodes, int64_t num_dst_nodes, int64_t num_edges,
-                                    const int64_t* src, const int64_t* dst, dfgnn_graph** graph);
+/* Edges src[i] -> dst[i], i < num_edges (PyG's edge_index rows 0 and 1), on the host (device
+ * -1) or on CUDA device `device`, where the graph is built and stays (include/dfgnn/cuda.hpp,
+ * cuda::Graph; its work runs on `stream`). `batch`, when not NULL, holds a batch of square
+ * graphs' node offsets [num_graphs + 1] (PyG's Batch.ptr) where the edges are. */
+DFGNN_CAPI int dfgnn_graph_from_coo(int device, intptr_t stream, int64_t num_src_nodes, int64_t num_dst_nodes,
+                                    int64_t num_edges, const int64_t* src, const int64_t* dst,
+                                    const int64_t* batch, int64_t num_graphs, dfgnn_graph** graph);
 /* Destination-major CSR: the in-edges of node v come from col[row_ptr[v] .. row_ptr[v+1]). */
 DFGNN_CAPI int dfgnn_graph_from_csr(int64_t num_src_nodes, int64_t num_dst_nodes, const int64_t* row_ptr,
                                     const int64_t* col, dfgnn_graph** graph);
@@ -62,8 +71,10 @@ DFGNN_CAPI int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* orderin
 /* A host plan (Kokkos, DefaultHostExecutionSpace). */
 DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim,
                                  dfgnn_plan** plan);
-/* A CUDA-native plan on `device` over the caller's device copy of dfgnn_graph_csr's arrays,
- * which must outlive the plan. Fails unless built with DFGNN_ENABLE_CUDA. */
+/* A CUDA-native plan on `device`: over the graph's own arrays when it was built on that device
+ * (the array arguments are then ignored and may be NULL), else over the caller's device copy of
+ * dfgnn_graph_csr's arrays, which must outlive the plan. Fails unless built with
+ * DFGNN_ENABLE_CUDA. */
 DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* row_ptr,
                                       const int32_t* src, const int32_t* dst, const int64_t* edge_id,
                                       int kind, int heads, int dim, dfgnn_plan** plan);

@@ -45,7 +45,7 @@ lib.dfgnn_last_error.restype = ctypes.c_char_p
 lib.dfgnn_last_error.argtypes = []
 lib.dfgnn_has_cuda.restype = _i
 lib.dfgnn_has_cuda.argtypes = []
-lib.dfgnn_graph_from_coo.argtypes = [_i64, _i64, _i64, _p, _p, ctypes.POINTER(_p)]
+lib.dfgnn_graph_from_coo.argtypes = [_i, _ip, _i64, _i64, _i64, _p, _p, _p, _i64, ctypes.POINTER(_p)]
 lib.dfgnn_graph_from_csr.argtypes = [_i64, _i64, _p, _p, ctypes.POINTER(_p)]
 lib.dfgnn_graph_free.restype = None
 lib.dfgnn_graph_free.argtypes = [_p]
@@ -72,3 +72,9 @@ def call(function, *args):
     if status:
         message = lib.dfgnn_last_error().decode(errors="replace")
         raise (ValueError if status == 1 else RuntimeError)(message)
+
+
+# Graphs and plans on the GPU take their memory from PyTorch's caching allocator.
+lib.dfgnn_set_device_allocator.argtypes = [_p, _p]
+if has_cuda:
+    call(lib.dfgnn_set_device_allocator, *ops.allocator())

@@ -3,7 +3,9 @@
 A Graph holds the native destination-major CSR (built from a PyG edge_index or a CSR), and
 caches what calls on it need: the plan of each (device, model, heads, dim) — strategy, launch
 geometry, workspace, and after the first backward the transposed structure — and, per CUDA
-device, the device copy of the CSR the CUDA plans read. Layers given an edge_index tensor
+device, the device copy of the CSR the CUDA plans read. A graph made from a CUDA edge_index is
+built on that GPU and stays there (docs/python.md, "Graphs on the GPU"); its host copy is made
+only if something asks for it (csr, reorder, a CPU call). Layers given an edge_index tensor
 build its Graph once and find it again for the same tensor (`Graph.cached`).
 """
 
@@ -78,6 +80,8 @@ class Graph:
         s, n, e, d = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
         _lib.call(_lib.lib.dfgnn_graph_info, handle, *(ctypes.byref(x) for x in (s, n, e, d)))
         self.num_src_nodes, self.num_nodes, self.num_edges, self.max_in_degree = s.value, n.value, e.value, d.value
+        self.device = None  # the CUDA device a graph built there lives on
+        self._edges = None  # its edge_index as given (int64, on that device)
         self._plans = {}
         self._natives = {}  # (device index (-1: CPU), kind, heads, dim) -> plan(...).native: the ops' eager path
         self._device_csr = {}
@@ -88,18 +92,23 @@ class Graph:
         weakref.finalize(self, _registry.pop, self.id, None)
 
     @classmethod
-    def from_edge_index(cls, edge_index, num_nodes=None, size=None):
-        """From a PyG edge_index [2, E] (int64 or int32, any device): edge i is
-        edge_index[0, i] -> edge_index[1, i]. A square graph of num_nodes nodes (default: the
-        largest id + 1), or, with size=(num_src_nodes, num_dst_nodes), a bipartite one (a
-        size entry None: that row's largest id + 1)."""
+    def from_edge_index(cls, edge_index, num_nodes=None, size=None, ptr=None):
+        """From a PyG edge_index [2, E] (int64 or int32): edge i is edge_index[0, i] ->
+        edge_index[1, i]. A square graph of num_nodes nodes (default: the largest id + 1), or,
+        with size=(num_src_nodes, num_dst_nodes), a bipartite one (a size entry None: that row's
+        largest id + 1). A CUDA edge_index is built into a graph on its GPU, with no host copy.
+        ptr: a batch of square graphs' node offsets [G + 1] (PyG's Batch.ptr), where the batch's
+        graphs are: Staged and Dense read them instead of searching the graph for them."""
         if not isinstance(edge_index, torch.Tensor):
             raise TypeError(f"dfgnn.Graph: edge_index must be a torch.Tensor, got {type(edge_index).__name__}")
         if edge_index.dtype not in (torch.int64, torch.int32):
             raise TypeError(f"dfgnn.Graph: edge_index must be int64 or int32, got {edge_index.dtype}")
         if edge_index.dim() != 2 or edge_index.size(0) != 2:
             raise ValueError(f"dfgnn.Graph: edge_index must have shape [2, E], got {list(edge_index.shape)}")
-        edges = edge_index.detach().as_subclass(torch.Tensor).to("cpu", torch.int64)
+        device = edge_index.device if edge_index.is_cuda else None
+        edges = edge_index.detach().as_subclass(torch.Tensor).to(torch.int64)
+        if device is None:
+            edges = edges.cpu()
         if size is not None and num_nodes is not None:
             raise ValueError("dfgnn.Graph: give num_nodes (a square graph) or size (a bipartite one), not both")
         if size is None:
@@ -109,10 +118,38 @@ class Graph:
         else:
             ns, nd = (_count(f"size[{i}]", n, edges[i]) for i, n in enumerate(size))
         src, dst = edges[0].contiguous(), edges[1].contiguous()
+        offsets, num_graphs = None, 0
+        if ptr is not None:
+            if not isinstance(ptr, torch.Tensor) or ptr.dtype not in (torch.int64, torch.int32) or ptr.dim() != 1:
+                raise TypeError("dfgnn.Graph: ptr must be a one-dimensional int64 or int32 tensor of node offsets "
+                                "[G + 1]")
+            if ptr.numel() == 0:
+                raise ValueError("dfgnn.Graph: ptr needs G + 1 >= 1 node offsets")
+            offsets = ptr.detach().as_subclass(torch.Tensor).to(edges.device, torch.int64).contiguous()
+            num_graphs = offsets.numel() - 1
         handle = ctypes.c_void_p()
-        _lib.call(_lib.lib.dfgnn_graph_from_coo, ns, nd, src.numel(), src.data_ptr(), dst.data_ptr(),
-                  ctypes.byref(handle))
-        return cls(handle)
+        if device is None:
+            _lib.call(_lib.lib.dfgnn_graph_from_coo, -1, 0, ns, nd, src.numel(), src.data_ptr(), dst.data_ptr(),
+                      offsets.data_ptr() if offsets is not None else None, num_graphs, ctypes.byref(handle))
+        else:
+            with torch.cuda.device(device):
+                _lib.call(_lib.lib.dfgnn_graph_from_coo, device.index, torch.cuda.current_stream(device).cuda_stream,
+                          ns, nd, src.numel(), src.data_ptr(), dst.data_ptr(),
+                          offsets.data_ptr() if offsets is not None else None, num_graphs, ctypes.byref(handle))
+        graph = cls(handle)
+        if device is not None:  # kept for edge_index() and with_self_loops(); the caller's may change
+            graph.device = _device_key(device)
+            graph._edges = edges.clone() if edges.data_ptr() == edge_index.data_ptr() else edges
+        return graph
+
+    @classmethod
+    def from_batch(cls, data):
+        """From a torch_geometric Data or Batch: its edge_index, num_nodes and, for a Batch, its
+        graphs' node offsets (`ptr`), on the device the edges are on."""
+        edge_index = getattr(data, "edge_index", None)
+        if edge_index is None:
+            raise TypeError(f"dfgnn.Graph.from_batch: {type(data).__name__} has no edge_index")
+        return cls.from_edge_index(edge_index, num_nodes=data.num_nodes, ptr=getattr(data, "ptr", None))
 
     @classmethod
     def from_csr(cls, rowptr, col, num_src_nodes=None):
@@ -180,7 +217,10 @@ class Graph:
         return rowptr, src, dst, edge_id
 
     def edge_index(self):
-        """The edges as a [2, E] int64 CPU tensor, in the order they were given."""
+        """The edges as a [2, E] int64 tensor, in the order they were given: on the CPU, or on
+        the GPU for a graph built there."""
+        if self._edges is not None:
+            return self._edges
         _, src, dst, edge_id = self.csr()
         out = torch.empty(2, self.num_edges, dtype=torch.int64)
         out[0, edge_id] = src.long()
@@ -210,9 +250,10 @@ class Graph:
             return self._self_loops
         with self._lock:
             if self._self_loops is None:
-                edges = self.edge_index()
+                edges = self.edge_index()  # where the graph is: a graph on the GPU stays there
                 kept = edges[0] != edges[1]
-                loops = torch.arange(min(self.num_src_nodes, self.num_nodes), dtype=torch.int64).expand(2, -1)
+                loops = torch.arange(min(self.num_src_nodes, self.num_nodes), dtype=torch.int64,
+                                     device=edges.device).expand(2, -1)
                 graph = Graph.from_edge_index(torch.cat([edges[:, kept], loops], dim=1),
                                               size=(self.num_src_nodes, self.num_nodes))
                 graph._loop_free = kept, edges[1, kept]
@@ -264,9 +305,11 @@ class Graph:
                     arrays = None
                     _lib.call(_lib.lib.dfgnn_plan_create, self._handle, kind, heads, dim, ctypes.byref(handle))
                 elif device.type == "cuda":
-                    arrays = self._device_arrays(device)
+                    # A graph built on this GPU: the plan reads the graph's own arrays.
+                    arrays = () if device == self.device else self._device_arrays(device)
                     _lib.call(_lib.lib.dfgnn_plan_create_cuda, self._handle, device.index,
-                              *(a.data_ptr() for a in arrays), kind, heads, dim, ctypes.byref(handle))
+                              *([a.data_ptr() for a in arrays] or [None] * 4), kind, heads, dim,
+                              ctypes.byref(handle))
                 else:
                     raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")
                 plan = self._plans[key] = _Plan(handle, arrays, self.num_nodes, heads, dim)

@@ -39,6 +39,15 @@ void bind(int64_t forward, int64_t backward, int64_t last_error, int64_t plan_fr
   natives.plan_free = reinterpret_cast<decltype(natives.plan_free)>(plan_free);
 }
 
+// PyTorch's CUDA allocator (the caching one, on the current device and stream) for the
+// library's graphs and plans (dfgnn_set_device_allocator): no cudaMalloc, and no cudaFree that
+// waits for the whole device, per batch. Reached through c10's registry, so this module links no
+// CUDA library.
+void* torch_allocate(size_t bytes) {
+  return c10::GetAllocator(c10::DeviceType::CUDA)->raw_allocate(bytes);
+}
+void torch_deallocate(void* p) { c10::GetAllocator(c10::DeviceType::CUDA)->raw_deallocate(p); }
+
 // A native call's failure as Python sees it: ValueError for a user error (status 1), else
 // RuntimeError, with the library's message.
 void check(int status) {
@@ -317,6 +326,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   using EdgeValues = c10::optional<at::Tensor>;
   m.doc() = "dfgnn's attention calls from Python (python/ext/ops.cpp)";
   m.def("bind", &bind, "Takes the C ABI's dfgnn_forward, dfgnn_backward, dfgnn_last_error, dfgnn_plan_free");
+  m.def(
+      "allocator",
+      [] { return std::pair<int64_t, int64_t>(reinterpret_cast<int64_t>(&torch_allocate), reinterpret_cast<int64_t>(&torch_deallocate)); },
+      "Addresses of the functions that allocate and free through PyTorch's CUDA allocator");
   pybind11::class_<Plan>(m, "Plan");
   m.def("plan", &make_plan, "Takes over a plan handle: (handle, tensors it reads, N, H, D)");
   m.def(

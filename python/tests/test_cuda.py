@@ -1,6 +1,6 @@
 """CUDA-only checks (skipped without a GPU): the current stream, batched small graphs (the
 CUDA-native Dense / Staged / Online paths) against float64, the CPU and CUDA backends drawing
-the same dropout mask, torch.compile with inductor on the GPU."""
+the same dropout mask, torch.compile with inductor on the GPU, graphs built on the GPU."""
 
 import pytest
 import torch
@@ -90,3 +90,85 @@ def test_compile_inductor_cuda():
     torch._dynamo.reset()
     out = torch.compile(net, fullgraph=True)(x, graph)
     assert_close(out, expected, 1e-5, "out")
+
+
+def shuffled_batch(graphs, nodes, p, seed):
+    edge_index = batch(graphs, nodes, p, seed)
+    return edge_index[:, torch.randperm(edge_index.size(1), generator=torch.Generator().manual_seed(seed))]
+
+
+@pytest.mark.parametrize("kind", ["random", "sorted", "batch", "bipartite", "empty"])
+def test_graph_built_on_the_gpu(kind):
+    """A CUDA edge_index is built on the GPU into the graph the host builds: same CSR, edge ids,
+    plans, and bitwise the same outputs and gradients."""
+    size, ptr = None, None
+    if kind in ("random", "sorted"):
+        edge_index = ref.random_graph(300, 4000, 2)
+        if kind == "sorted":
+            edge_index = edge_index[:, torch.argsort(edge_index[1], stable=True)]
+    elif kind == "batch":
+        edge_index, ptr = shuffled_batch(24, 80, 0.5, 4), torch.arange(0, 24 * 80 + 1, 80)
+    elif kind == "bipartite":
+        edge_index, size = torch.stack([torch.randint(0, 50, (900,)), torch.randint(0, 30, (900,))]), (50, 30)
+    else:
+        edge_index = torch.empty(2, 0, dtype=torch.int64)
+    n = 24 * 80 if kind == "batch" else None if size else 300
+    host = dfgnn.Graph.from_edge_index(edge_index, n, size=size, ptr=ptr)
+    gpu = dfgnn.Graph.from_edge_index(edge_index.cuda(), n, size=size, ptr=None if ptr is None else ptr.cuda())
+    assert host.device is None and gpu.device == torch.device("cuda", torch.cuda.current_device())
+    assert (gpu.num_src_nodes, gpu.num_nodes, gpu.num_edges, gpu.max_in_degree) == \
+        (host.num_src_nodes, host.num_nodes, host.num_edges, host.max_in_degree)
+    for a, b in zip(host.csr(), gpu.csr()):
+        assert torch.equal(a, b)
+    assert gpu.edge_index().is_cuda and torch.equal(gpu.edge_index().cpu(), host.edge_index())
+    for model in ("gt", "gat", "gatv2"):
+        for heads, dim in ((1, 128), (4, 32), (3, 7)):
+            assert host.prepare(model, heads, dim, "cuda") == gpu.prepare(model, heads, dim, "cuda")
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(host.num_nodes, 4, 32, generator=g).cuda().requires_grad_()
+    k = torch.randn(host.num_src_nodes, 4, 32, generator=g).cuda().requires_grad_()
+    results = []
+    for graph in (host, gpu):
+        out = dfgnn.gt_attention(graph, q, k, k)
+        grads = torch.autograd.grad(out.square().sum(), (q, k))
+        results.append((out, *grads))
+    for a, b in zip(*results):
+        assert torch.equal(a, b)
+
+
+def test_gpu_graph_self_loops_and_layers():
+    """A layer's self loops on a graph built on the GPU are built there too, as on the host."""
+    edge_index = ref.random_graph(200, 2000, 3)
+    host, gpu = dfgnn.Graph.from_edge_index(edge_index, 200), dfgnn.Graph.from_edge_index(edge_index.cuda(), 200)
+    looped = gpu.with_self_loops()
+    assert looped.device == gpu.device and looped.edge_index().is_cuda
+    for a, b in zip(host.with_self_loops().csr(), looped.csr()):
+        assert torch.equal(a, b)
+    torch.manual_seed(0)
+    conv = dfgnn.nn.GATConv(16, 8, heads=2).cuda()
+    x = torch.randn(200, 16, device="cuda")
+    assert torch.equal(conv(x, host), conv(x, gpu))
+
+
+def test_gpu_graph_errors():
+    edge_index = torch.tensor([[0, 5], [1, 2]], device="cuda")
+    with pytest.raises(ValueError, match="source 5 of edge 1 is outside \\[0, 4\\)"):
+        dfgnn.Graph.from_edge_index(edge_index, 4)
+    with pytest.raises(ValueError, match="destination -1 of edge 1 is outside"):
+        dfgnn.Graph.from_edge_index(torch.tensor([[0, 1], [1, -1]], device="cuda"), 4)
+    crossing = torch.tensor([[0, 1, 4], [1, 4, 5]], device="cuda")
+    with pytest.raises(ValueError, match="edge 1 joins two graphs of the batch \\(1 -> 4\\)"):
+        dfgnn.Graph.from_edge_index(crossing, 6, ptr=torch.tensor([0, 3, 6], device="cuda"))
+    with pytest.raises(ValueError, match="graph offsets must run from 0 to num_nodes = 6"):
+        dfgnn.Graph.from_edge_index(crossing, 6, ptr=torch.tensor([0, 3, 5], device="cuda"))
+
+
+def test_from_batch_on_the_gpu():
+    from torch_geometric.data import Batch, Data
+    parts = [Data(edge_index=ref.random_graph(n, 3 * n, n), num_nodes=n) for n in (70, 90, 100, 64)]
+    batch_ = Batch.from_data_list(parts).cuda()
+    graph = dfgnn.Graph.from_batch(batch_)
+    host = dfgnn.Graph.from_edge_index(batch_.edge_index.cpu(), batch_.num_nodes, ptr=batch_.ptr.cpu())
+    assert graph.device is not None
+    for model, heads, dim in (("gt", 1, 128), ("gat", 4, 32), ("agnn", 2, 64)):
+        assert graph.prepare(model, heads, dim, "cuda") == host.prepare(model, heads, dim, "cuda")

@@ -88,6 +88,35 @@ def test_with_self_loops_as_pyg():
     assert graph.with_self_loops() is looped
 
 
+def test_batch_offsets():
+    """ptr (PyG's Batch.ptr) gives the batch's graphs; offsets that do not fit the edges are errors."""
+    edge_index = torch.tensor([[0, 1, 4], [1, 0, 5]])
+    graph = dfgnn.Graph.from_edge_index(edge_index, 6, ptr=torch.tensor([0, 3, 6]))
+    assert torch.equal(graph.edge_index(), edge_index)
+    with pytest.raises(ValueError, match="joins graph 1 of the batch"):
+        dfgnn.Graph.from_edge_index(torch.tensor([[0, 1, 4], [1, 4, 5]]), 6, ptr=torch.tensor([0, 3, 6]))
+    with pytest.raises(ValueError, match="graph offsets must run from 0 to num_nodes"):
+        dfgnn.Graph.from_edge_index(edge_index, 6, ptr=torch.tensor([0, 4, 3, 6]))
+    with pytest.raises(ValueError, match="graph offset 1 is 7, outside \\[0, 6\\]"):
+        dfgnn.Graph.from_edge_index(edge_index, 6, ptr=torch.tensor([0, 7, 6]))
+    with pytest.raises(TypeError, match="ptr must be a one-dimensional int64 or int32 tensor"):
+        dfgnn.Graph.from_edge_index(edge_index, 6, ptr=[0, 3, 6])
+
+
+def test_from_batch_as_from_edge_index():
+    from torch_geometric.data import Batch, Data
+    parts = [Data(edge_index=ref.random_graph(n, 3 * n, n), num_nodes=n) for n in (5, 9, 4)]
+    batch = Batch.from_data_list(parts)
+    graph = dfgnn.Graph.from_batch(batch)
+    plain = dfgnn.Graph.from_edge_index(batch.edge_index, batch.num_nodes)
+    for a, b in zip(graph.csr(), plain.csr()):
+        assert torch.equal(a, b)
+    q = torch.randn(batch.num_nodes, 2, 8)
+    assert torch.equal(dfgnn.gt_attention(graph, q, q, q), dfgnn.gt_attention(plain, q, q, q))
+    with pytest.raises(TypeError, match="has no edge_index"):
+        dfgnn.Graph.from_batch(object())
+
+
 def test_cached_per_tensor():
     edge_index = ref.random_graph(9, 30, 2)
     graph = dfgnn.Graph.cached(edge_index, 9)
