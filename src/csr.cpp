@@ -211,7 +211,24 @@ void symmetrize(std::vector<node_t>& src, std::vector<node_t>& dst) {
 
 std::vector<node_t> independent_blocks(const HostGraph& g) {
   validate(g);
-  return detail::independent_blocks_of_valid(g);
+  if (g.bipartite()) return {0, g.num_nodes};
+  // reach[i]: the highest node id joined to some node <= i by an edge; a block ends at i when
+  // nothing at or below i reaches past it.
+  std::vector<node_t> reach(std::size_t(g.num_nodes));
+  for (node_t v = 0; v < g.num_nodes; ++v) reach[v] = v;
+  parallel_ranges(g.num_nodes, g.num_edges(), [&](node_t first, node_t last) {  // threads own ranges of reach
+    for (edge_t e = 0; e < g.num_edges(); ++e) {
+      const node_t lo = std::min(g.src[e], g.dst[e]), hi = std::max(g.src[e], g.dst[e]);
+      if (lo >= first && lo < last) reach[lo] = std::max(reach[lo], hi);
+    }
+  });
+  std::vector<node_t> bounds{0};
+  node_t far = -1;
+  for (node_t v = 0; v < g.num_nodes; ++v) {
+    far = std::max(far, reach[v]);
+    if (far == v) bounds.push_back(v + 1);
+  }
+  return bounds;
 }
 
 HostCsc transpose(const HostGraph& g) {
@@ -247,27 +264,6 @@ RowSubgraph row_subgraph(const HostGraph& g, const std::vector<node_t>& rows) {
 }
 
 namespace detail {
-
-std::vector<node_t> independent_blocks_of_valid(const HostGraph& g) {
-  if (g.bipartite()) return {0, g.num_nodes};
-  // reach[i]: the highest node id joined to some node <= i by an edge; a block ends at i when
-  // nothing at or below i reaches past it.
-  std::vector<node_t> reach(std::size_t(g.num_nodes));
-  for (node_t v = 0; v < g.num_nodes; ++v) reach[v] = v;
-  parallel_ranges(g.num_nodes, g.num_edges(), [&](node_t first, node_t last) {  // threads own ranges of reach
-    for (edge_t e = 0; e < g.num_edges(); ++e) {
-      const node_t lo = std::min(g.src[e], g.dst[e]), hi = std::max(g.src[e], g.dst[e]);
-      if (lo >= first && lo < last) reach[lo] = std::max(reach[lo], hi);
-    }
-  });
-  std::vector<node_t> bounds{0};
-  node_t far = -1;
-  for (node_t v = 0; v < g.num_nodes; ++v) {
-    far = std::max(far, reach[v]);
-    if (far == v) bounds.push_back(v + 1);
-  }
-  return bounds;
-}
 
 HostCsc transpose_of_valid(const HostGraph& g) {
   HostCsc t;

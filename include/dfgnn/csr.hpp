@@ -99,9 +99,9 @@ std::vector<node_t> independent_blocks(const HostGraph& g);
 HostCsc transpose(const HostGraph& g);
 
 namespace detail {
-/// independent_blocks and transpose without validate, for a graph the caller has validated
-/// (the library's own callers: Graph, the CUDA plans), so that it is not checked again.
-std::vector<node_t> independent_blocks_of_valid(const HostGraph& g);
+/// transpose without validate, for a graph the caller has validated (the library's own callers:
+/// Graph, the message-passing plan, the CUDA plans where the device lacks the sort's scratch),
+/// so that it is not checked again.
 HostCsc transpose_of_valid(const HostGraph& g);
 /// True when edge_id is the identity: the caller's edges are in CSR order.
 bool edges_in_csr_order(const HostGraph& g);

@@ -120,7 +120,7 @@ bool device_available();
 
 /// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
 /// Staged and Dense are CUDA-native only (Online has a portable counterpart too). Both need a batch
-/// of square graphs (HostGraph::graph_ptr, or independent_blocks of the graph) with no edges
+/// of square graphs (HostGraph::graph_ptr, a cuda::Graph's batch, or the graph's independent blocks) with no edges
 /// between them, so neither runs a bipartite graph, nor does AGNN; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
 /// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the
 /// graph cannot run throws Error naming the reason; Auto only picks what can run (and where it
