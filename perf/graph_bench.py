@@ -58,15 +58,8 @@ def graphs(a):
     """(name, edge_index on the CPU, nodes, ptr or None) of each graph asked for."""
     for name in a.graphs.split(","):
         if name == "batch128":
-            edges, x, _ = train_bench.pattern_batches(1, 128, a.seed)[0]
-            # The batch's graphs are whole SBM graphs, their nodes consecutive: ptr from the
-            # nodes each graph's edges reach (every PATTERN-like node has an edge).
-            last = torch.zeros(x.size(0), dtype=torch.int64).scatter_reduce_(0, edges[1], edges[0], "amax")
-            far = torch.cummax(torch.maximum(last, torch.arange(x.size(0))), 0).values
-            ends = (far == torch.arange(x.size(0))).nonzero().flatten() + 1
-            ptr = torch.cat([torch.zeros(1, dtype=torch.int64), ends])
-            assert ptr.numel() == 129, "a PATTERN-like graph split in two"
-            yield name, coalesced(edges[0], edges[1]), x.size(0), ptr
+            batch = train_bench.pattern_batches(train_bench.pattern_dataset(128, a.seed), 128)[0]
+            yield name, coalesced(*batch.edge_index), batch.num_nodes, batch.ptr
         else:
             spec = run_bench.prepare_graph(name, a, a.work)
             yield name, coalesced(spec["src"], spec["dst"]), spec["nodes"], None

@@ -1,24 +1,34 @@
 #!/usr/bin/env python3
 """End-to-end training: dfgnn's layers against PyG's, same model, weights and data.
 
-Two workloads (docs/python.md, "Training benchmark"):
-  gt   a Graph Transformer (embedding, --layers TransformerConv layers of --heads heads with
-       root weight and ReLU, classifier) on a stream of PATTERN-like batches: --batches
-       batches of --batch-size stochastic-block-model graphs each (Benchmarking-GNNs' PATTERN
-       recipe, generated here), node classification (in the pattern or not);
-  gat  the standard 2-layer GAT (8 heads x 8, ELU, dropout 0.6, one output head) on Cora and
-       Pubmed, full graph, trained on the Planetoid split. Pubmed's features are not in the
-       data folder: random ones of Pubmed's width (500) stand in.
+Four workloads (docs/python.md, "Training benchmark"):
+  gt           a Graph Transformer (embedding, --layers TransformerConv layers of --heads heads
+               with root weight and ReLU, classifier) on PATTERN-like batches: --batches batches
+               of --batch-size stochastic-block-model graphs each (Benchmarking-GNNs' PATTERN
+               recipe, generated here), node classification (in the pattern or not); the
+               batches are formed once, and their graphs prepared once, before training;
+  gt-shuffled  the same model and graphs, batched anew every epoch by a shuffling
+               torch_geometric DataLoader (--workers processes), each batch's graph prepared
+               in the step that uses it;
+  gat          the standard 2-layer GAT (8 heads x 8, ELU, dropout 0.6, one output head) on
+               Cora and Pubmed, full graph, trained on the Planetoid split. Pubmed's features
+               are not in the data folder: random ones of Pubmed's width (500) stand in;
+  gat-sampled  the same GAT on --sampled-graph (web-NotreDame; `synthetic`: a small random
+               graph) with random features (--features) and labels: an epoch is --sample-steps
+               steps of --sample-size shuffled seed nodes, each step's subgraph drawn by
+               uniform neighbour sampling (--fanouts per hop, NeighbourSampler below) and its
+               graph prepared in the step, the loss over the seeds.
 Each model is built once with torch_geometric.nn layers and once with dfgnn.nn layers holding
 the same weights (load_state_dict), on the same data; both train with Adam (the fused one on
 the GPU), the GAT's loss over the training rows found once (indexing by the boolean mask would
 synchronise host and GPU every step, in both).
 
 Reported per implementation (median over --epochs after --warmup epochs):
-  preprocess_ms  building the graph structures once, before training: dfgnn.Graph from the
-                 edge_index plus its plans (and, for GAT, its self-loop graph); PyG: the
-                 edge_index on the device sorted by destination, as an EdgeIndex with
-                 sort_order="col" (PyG's fastest softmax path). For gt, all batches.
+  preprocess_ms  building the graph structures: dfgnn.Graph from the edge_index plus its plans
+                 (and, for GAT, its self-loop graph); PyG: the edge_index on the device sorted
+                 by destination, as an EdgeIndex with sort_order="col" (PyG's fastest softmax
+                 path). gt and gat: once, before training (gt: all batches); gt-shuffled and
+                 gat-sampled: summed over the epoch's steps (CUDA events), part of epoch_ms.
   forward_ms     forward + loss, summed over the epoch's batches (CUDA events, or wall clock
                  on the CPU)
   backward_ms    backward, likewise
@@ -27,10 +37,13 @@ A check first runs one eval-mode forward of both models and reports the largest 
 of their outputs relative to their magnitude (dropout differs in training: dfgnn draws its
 mask from a hash, PyG from torch's generator).
 
-Usage: python3 perf/train_bench.py [--data DIR] [--device cuda|cpu] [--workloads gt,gat]
-           [--datasets cora,pubmed,synthetic] [--epochs 10] [--warmup 2] [--json OUT.jsonl] [--tiny]
---data: the folder of shared/data (cora/, pubmed/); `synthetic` is a small random graph.
---tiny: two batches of four graphs, a 2-layer GT, 2 epochs (CPU smoke test).
+Usage: python3 perf/train_bench.py [--data DIR] [--device cuda|cpu]
+           [--workloads gt,gt-shuffled,gat,gat-sampled] [--datasets cora,pubmed,synthetic]
+           [--epochs 10] [--warmup 2] [--json OUT.jsonl] [--tiny]
+--data: the folder of shared/data (cora/, pubmed/, web-NotreDame/); `synthetic` is a small
+random graph.
+--tiny: two batches of four graphs, a 2-layer GT, 2 epochs, two sampled steps on a small random
+graph (CPU smoke test).
 """
 
 import argparse
@@ -46,9 +59,14 @@ import torch
 import torch.nn.functional as F
 import torch_geometric.nn as pyg_nn
 from torch_geometric import EdgeIndex
+from torch_geometric.data import Batch, Data
+from torch_geometric.loader import DataLoader
 
 import dfgnn
 import dfgnn.nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers  # noqa: E402
 
 
 # --- data ---------------------------------------------------------------------------------
@@ -77,27 +95,26 @@ def pattern_graph(rng, pattern, pattern_features):
     return np.stack([src, dst]), features, labels
 
 
-def pattern_batches(num_batches, batch_size, seed):
-    """Batches (edge_index, one-hot features [N, 3], labels) of block-diagonal unions; the
-    pattern is redrawn every 100 graphs, as in the recipe. Graph g's nodes follow graph g-1's."""
+def pattern_dataset(num_graphs, seed):
+    """PATTERN-like graphs as Data (edge_index, one-hot features x [n, 3], labels y); the
+    pattern is redrawn every 100 graphs, as in the recipe."""
     rng = np.random.default_rng(seed)
-    batches = []
-    for b in range(num_batches):
-        edges, feats, labels, offset = [], [], [], 0
-        for g in range(batch_size):
-            if (b * batch_size + g) % 100 == 0:
-                size = rng.integers(5, 35)
-                pattern = np.triu(rng.random((size, size)) < 0.5, 1)
-                pattern = pattern | pattern.T
-                pattern_features = rng.integers(0, 3, size=size)
-            e, f, y = pattern_graph(rng, pattern, pattern_features)
-            edges.append(e + offset)
-            feats.append(f)
-            labels.append(y)
-            offset += len(f)
-        x = F.one_hot(torch.from_numpy(np.concatenate(feats)), 3).float()
-        batches.append((torch.from_numpy(np.concatenate(edges, axis=1)), x, torch.from_numpy(np.concatenate(labels))))
-    return batches
+    graphs = []
+    for g in range(num_graphs):
+        if g % 100 == 0:
+            size = rng.integers(5, 35)
+            pattern = np.triu(rng.random((size, size)) < 0.5, 1)
+            pattern = pattern | pattern.T
+            pattern_features = rng.integers(0, 3, size=size)
+        e, f, y = pattern_graph(rng, pattern, pattern_features)
+        graphs.append(Data(edge_index=torch.from_numpy(e), x=F.one_hot(torch.from_numpy(f), 3).float(),
+                           y=torch.from_numpy(y)))
+    return graphs
+
+
+def pattern_batches(graphs, batch_size):
+    """Batches of consecutive graphs (torch_geometric Batch: edge_index, x, y, ptr)."""
+    return [Batch.from_data_list(graphs[b:b + batch_size]) for b in range(0, len(graphs), batch_size)]
 
 
 def _lines(path):
@@ -124,6 +141,60 @@ def citation_graph(data, name, seed):
     train = np.array([s == "train" for s in split]) & (labels >= 0)
     return (torch.from_numpy(np.ascontiguousarray(edge_index)), torch.from_numpy(x),
             torch.from_numpy(np.maximum(labels, 0)), torch.from_numpy(train))
+
+
+def sampled_graph(data, name, seed):
+    """(edge_index, num_nodes) of the graph gat-sampled trains on: a SNAP edge list of the data
+    folder (run_bench.py's file for it), or `synthetic`."""
+    if name == "synthetic":
+        g = torch.Generator().manual_seed(seed)
+        return torch.randint(0, 2000, (2, 20000), generator=g), 2000
+    import run_bench
+    spec = run_bench.GRAPHS[name]
+    src, dst, n = peers.read_edge_list(os.path.join(data, spec["file"]), spec.get("nodes"))
+    return torch.stack([torch.from_numpy(src), torch.from_numpy(dst)]), n
+
+
+class NeighbourSampler:
+    """Uniform neighbour sampling without replacement, hop by hop, on the edges' device, as
+    torch_geometric's NeighborLoader samples (which needs pyg-lib or torch-sparse, neither on
+    PyPI for this torch): each hop draws up to its fanout of the in-neighbours of each node the
+    previous hop added. The subgraph's nodes are the seeds, then each hop's new nodes; its edges
+    are the sampled ones, in local ids."""
+
+    def __init__(self, edge_index, num_nodes, fanouts, seed):
+        self.device = edge_index.device
+        self.col = edge_index[0, torch.argsort(edge_index[1], stable=True)]
+        self.rowptr = torch.cat([edge_index.new_zeros(1), torch.bincount(edge_index[1], minlength=num_nodes).cumsum(0)])
+        self.fanouts = fanouts
+        self.local = torch.full((num_nodes,), -1, dtype=torch.int64, device=self.device)  # -1: not in the subgraph
+        self.generator = torch.Generator(self.device).manual_seed(seed)
+
+    def sample(self, seeds):
+        """(the subgraph's nodes [n] as global ids, its edge_index [2, e] in local ids)."""
+        local, arange = self.local, lambda *a: torch.arange(*a, device=self.device)
+        local[seeds] = arange(seeds.numel())
+        nodes, frontier, src, dst, count = [seeds], seeds, [], [], seeds.numel()
+        for fanout in self.fanouts:
+            start = self.rowptr[frontier]
+            degree = self.rowptr[frontier + 1] - start
+            row = torch.repeat_interleave(arange(frontier.numel()), degree)
+            rank = arange(row.numel()) - (degree.cumsum(0) - degree)[row]  # each candidate's place in its row
+            # Rows stay in order and each is shuffled: sort by row + a uniform draw in [0, 1).
+            shuffled = torch.argsort(row.double() + torch.rand(row.numel(), dtype=torch.float64, device=self.device,
+                                                               generator=self.generator))
+            kept = shuffled[rank < fanout]
+            u = self.col[start[row[kept]] + rank[kept]]
+            new = torch.unique(u[local[u] < 0])
+            local[new] = arange(count, count + new.numel())
+            count += new.numel()
+            src.append(local[u])
+            dst.append(local[frontier[row[kept]]])
+            nodes.append(new)
+            frontier = new
+        nodes = torch.cat(nodes)
+        local[nodes] = -1
+        return nodes, torch.stack([torch.cat(src), torch.cat(dst)])
 
 
 def synthetic_citation_graph(seed):
@@ -200,10 +271,11 @@ class Clock:
             torch.cuda.synchronize()
 
 
-def train(model, steps, device, epochs, warmup):
-    """Runs warmup + epochs epochs over steps [(x, graph, y, rows)]: the loss is taken over the
-    output rows `rows` (an index tensor, or None for all) against labels y; per-epoch medians.
-    On the GPU, Adam is the fused one (one kernel for all parameters)."""
+def train(model, epoch_steps, prepare, device, epochs, warmup):
+    """Runs warmup + epochs epochs; each iterates epoch_steps() over (x, edges, y, rows): the
+    step's graph is prepare(edges), the loss is taken over the output rows `rows` (an index
+    tensor, or None for all) against labels y. Per-epoch medians, prepare's time as
+    preprocess_ms. On the GPU, Adam is the fused one (one kernel for all parameters)."""
     clock = Clock(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=device.type == "cuda")
     model.train()
@@ -212,7 +284,9 @@ def train(model, steps, device, epochs, warmup):
         marks = []
         clock.sync()
         start = time.perf_counter()
-        for x, graph, y, rows in steps:
+        for x, edges, y, rows in epoch_steps():
+            p = clock.mark()
+            graph = prepare(edges)
             t0 = clock.mark()
             out = model(x, graph)
             loss = F.cross_entropy(out if rows is None else out.index_select(0, rows), y)
@@ -221,13 +295,18 @@ def train(model, steps, device, epochs, warmup):
             loss.backward()
             t2 = clock.mark()
             opt.step()
-            marks.append((t0, t1, t2))
+            marks.append((p, t0, t1, t2))
         clock.sync()
         epoch_ms = 1e3 * (time.perf_counter() - start)
         if epoch >= warmup:
-            records.append({"forward_ms": sum(clock.ms(a, b) for a, b, _ in marks),
-                            "backward_ms": sum(clock.ms(b, c) for _, b, c in marks), "epoch_ms": epoch_ms})
+            records.append({"preprocess_ms": sum(clock.ms(p, a) for p, a, _, _ in marks),
+                            "forward_ms": sum(clock.ms(a, b) for _, a, b, _ in marks),
+                            "backward_ms": sum(clock.ms(b, c) for _, _, b, c in marks), "epoch_ms": epoch_ms})
     return {key: statistics.median(r[key] for r in records) for key in records[0]}
+
+
+def as_given(graph):
+    return graph
 
 
 def timed(device, fn):
@@ -249,37 +328,43 @@ def compare(theirs, ours, x, edge_index, graph):
     return ((a - b).abs().max() / a.abs().max().clamp_min(1e-30)).item()
 
 
-def bench_gt(args, device):
-    batches = pattern_batches(args.batches, args.batch_size, args.seed)
-    edges = sum(b[0].size(1) for b in batches)
-    nodes = sum(b[1].size(0) for b in batches)
+def bench_gt(args, device, shuffled):
+    dataset = pattern_dataset(args.batches * args.batch_size, args.seed)
+    batches = [b.to(device) for b in pattern_batches(dataset, args.batch_size)]
     torch.manual_seed(args.seed)
     theirs, ours = twin_models(lambda nn: GraphTransformer(nn, 3, args.hidden, args.heads, args.layers, 2))
     theirs.to(device)
     ours.to(device)
-    data = [(x.to(device), y.to(device)) for _, x, y in batches]
 
-    def pyg_prep():
-        return [pyg_graph(e, x.size(0), device) for e, x, _ in batches]
+    def pyg_prep(batch):
+        return pyg_graph(batch.edge_index, batch.num_nodes, device)
 
-    def ours_prep():
-        graphs = []
-        for e, x, _ in batches:
-            graph = dfgnn.Graph.from_edge_index(e.to(device), x.size(0))
-            graph.prepare("gt", args.heads, args.hidden // args.heads, device)
-            graphs.append(graph)
-        return graphs
+    def ours_prep(batch):
+        graph = dfgnn.Graph.from_batch(batch)
+        graph.prepare("gt", args.heads, args.hidden // args.heads, device)
+        return graph
 
-    pyg_graphs, pyg_prep_ms = timed(device, pyg_prep)
-    our_graphs, our_prep_ms = timed(device, ours_prep)
-    check = compare(theirs, ours, data[0][0], pyg_graphs[0], our_graphs[0])
-    meta = {"workload": "gt", "graph": f"PATTERN-like {args.batches}x{args.batch_size}", "nodes": nodes,
-            "edges": edges, "model": f"{args.layers} x TransformerConv({args.hidden}, {args.hidden // args.heads}, "
-                                     f"heads={args.heads})", "check_rel_diff": check}
+    meta = {"workload": "gt-shuffled" if shuffled else "gt", "graph": f"PATTERN-like {args.batches}x{args.batch_size}",
+            "nodes": sum(b.num_nodes for b in batches), "edges": sum(b.num_edges for b in batches),
+            "model": f"{args.layers} x TransformerConv({args.hidden}, {args.hidden // args.heads}, heads={args.heads})",
+            "check_rel_diff": compare(theirs, ours, batches[0].x, pyg_prep(batches[0]), ours_prep(batches[0]))}
     rows = []
-    for impl, model, graphs, prep in (("pyg", theirs, pyg_graphs, pyg_prep_ms), ("dfgnn", ours, our_graphs, our_prep_ms)):
-        steps = [(x, g, y, None) for (x, y), g in zip(data, graphs)]
-        rows.append({**meta, "impl": impl, "preprocess_ms": prep, **train(model, steps, device, args.epochs, args.warmup)})
+    for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep)):
+        if shuffled:
+            loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
+                                pin_memory=device.type == "cuda", persistent_workers=args.workers > 0)
+
+            def epoch(loader=loader):
+                for batch in loader:
+                    batch = batch.to(device, non_blocking=True)
+                    yield batch.x, batch, batch.y, None
+            result = train(model, epoch, prep, device, args.epochs, args.warmup)
+        else:
+            graphs, preprocess_ms = timed(device, lambda: [prep(b) for b in batches])
+            steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
+            result = {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup),
+                      "preprocess_ms": preprocess_ms}
+        rows.append({**meta, "impl": impl, **result})
     return rows
 
 
@@ -309,15 +394,56 @@ def bench_gat(args, device, name):
     rows = []
     for impl, model, g, prep in (("pyg", theirs, pyg_edges, pyg_prep_ms), ("dfgnn", ours, graph, our_prep_ms)):
         steps = [(x, g, y[train_rows], train_rows)] * args.steps_per_epoch
-        rows.append({**meta, "impl": impl, "preprocess_ms": prep, **train(model, steps, device, args.epochs, args.warmup)})
+        rows.append({**meta, "impl": impl, **train(model, lambda: steps, as_given, device, args.epochs, args.warmup),
+                     "preprocess_ms": prep})
     return rows
+
+
+def bench_gat_sampled(args, device):
+    edge_index, n = sampled_graph(args.data, args.sampled_graph, args.seed)
+    g = torch.Generator().manual_seed(args.seed)
+    x = torch.rand(n, args.features, generator=g).to(device)
+    classes = 8
+    y = torch.randint(0, classes, (n,), generator=g).to(device)
+    sampler = NeighbourSampler(edge_index.to(device), n, [int(f) for f in args.fanouts.split(",")], args.seed)
+    torch.manual_seed(args.seed)
+    theirs, ours = twin_models(lambda nn: GAT(nn, args.features, classes))
+    theirs.to(device)
+    ours.to(device)
+    size = min(args.sample_size, n)
+    seed_rows = torch.arange(size, device=device)  # the seeds lead the subgraph's nodes
+
+    def pyg_prep(edges):
+        return pyg_graph(edges[0], edges[1], device)
+
+    def ours_prep(edges):
+        graph = dfgnn.Graph.from_edge_index(edges[0], edges[1])
+        looped = graph.with_self_loops()  # the GAT layers' graph (add_self_loops)
+        looped.prepare("gat", 8, 8, device)
+        looped.prepare("gat", 1, classes, device)
+        return graph
+
+    def epoch():
+        order = torch.randperm(n, device=device)
+        for step in range(args.sample_steps):
+            seeds = order[step * size:(step + 1) * size]
+            nodes, sub = sampler.sample(seeds)
+            yield x[nodes], (sub, nodes.numel()), y[seeds], seed_rows[:seeds.numel()]
+
+    check_x, check_edges, _, _ = next(epoch())
+    meta = {"workload": "gat-sampled", "graph": f"{args.sampled_graph} ({args.sample_steps} x {size} seeds, "
+                                                f"fanouts {args.fanouts})", "nodes": n, "edges": edge_index.size(1),
+            "model": f"GATConv({args.features}, 8, heads=8) + GATConv(64, {classes})",
+            "check_rel_diff": compare(theirs, ours, check_x, pyg_prep(check_edges), ours_prep(check_edges))}
+    return [{**meta, "impl": impl, **train(model, epoch, prep, device, args.epochs, args.warmup)}
+            for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep))]
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--workloads", default="gt,gat")
+    p.add_argument("--workloads", default="gt,gt-shuffled,gat,gat-sampled")
     p.add_argument("--datasets", default="cora,pubmed")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
@@ -327,6 +453,12 @@ def main():
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--hidden", type=int, default=128)
     p.add_argument("--steps-per-epoch", type=int, default=1, help="gat: optimizer steps per epoch")
+    p.add_argument("--workers", type=int, help="gt-shuffled: DataLoader processes (default: 4 on the GPU, else 0)")
+    p.add_argument("--sampled-graph", default="web-NotreDame")
+    p.add_argument("--features", type=int, default=64, help="gat-sampled: random features per node")
+    p.add_argument("--sample-size", type=int, default=1024, help="gat-sampled: seed nodes per step")
+    p.add_argument("--sample-steps", type=int, default=32, help="gat-sampled: steps per epoch")
+    p.add_argument("--fanouts", default="10,10", help="gat-sampled: neighbours drawn per node, per hop")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json")
     p.add_argument("--tiny", action="store_true")
@@ -334,13 +466,23 @@ def main():
     if args.tiny:
         args.batches, args.batch_size, args.layers, args.hidden = 2, 4, 2, 32
         args.epochs, args.warmup = min(args.epochs, 2), min(args.warmup, 1)
+        args.sampled_graph, args.sample_size, args.sample_steps = "synthetic", 64, 2
     device = torch.device(args.device)
+    if args.workers is None:
+        args.workers = 4 if device.type == "cuda" else 0
+    workloads = args.workloads.split(",")
+    unknown = set(workloads) - {"gt", "gt-shuffled", "gat", "gat-sampled"}
+    if unknown:
+        p.error(f"unknown workloads {sorted(unknown)}")
     rows = []
-    if "gt" in args.workloads.split(","):
-        rows += bench_gt(args, device)
-    if "gat" in args.workloads.split(","):
+    for shuffled in (False, True):
+        if ("gt-shuffled" if shuffled else "gt") in workloads:
+            rows += bench_gt(args, device, shuffled)
+    if "gat" in workloads:
         for name in args.datasets.split(","):
             rows += bench_gat(args, device, name)
+    if "gat-sampled" in workloads:
+        rows += bench_gat_sampled(args, device)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"# {gpu}, torch {torch.__version__}, median of {args.epochs} epochs after {args.warmup} warm-up")
     print("| workload | graph | impl | preprocess ms | forward ms | backward ms | epoch ms | speedup/epoch | check |")

@@ -2,6 +2,9 @@
 // so that the plan's occupancy query and the launches see the same instantiations.
 #include "dense.cuh"
 
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <type_traits>
 
 namespace dfgnn::cuda::detail {
@@ -26,6 +29,18 @@ void with_score(ScoreKind kind, F&& f) {
 }  // namespace
 
 bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std::size_t optin) {
+  // Plans of new graphs of the same shapes (a batch per step) reuse the answer: the occupancy
+  // queries cost more than the rest of a Dense plan's host work.
+  using Key = std::tuple<int, ScoreKind, int, int, int, int, std::size_t>;
+  static std::mutex lock;
+  static std::map<Key, bool> known;
+  int device = 0;
+  DFGNN_CUDA(cudaGetDevice(&device));
+  const Key key{device, kind, b, max_nodes, H, D, optin};
+  {
+    const std::lock_guard<std::mutex> hold(lock);
+    if (const auto it = known.find(key); it != known.end()) return it->second;
+  }
   bool shared = true;
   with_score(kind, [&](auto score) {
     with_bucket(b, [&](auto warps) {
@@ -42,6 +57,8 @@ bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std
       shared = two == 0 || blocks_per_sm(true) > two;
     });
   });
+  const std::lock_guard<std::mutex> hold(lock);
+  known.emplace(key, shared);
   return shared;
 }
 

@@ -642,7 +642,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
 
 /// Whether bucket b's graphs (up to max_nodes nodes) stage K and V in one region: only when that
 /// fits more blocks on an SM (occupancy API) or two regions exceed `optin` bytes. Raises the
-/// kernels' shared-memory limit (dense.cu).
+/// kernels' shared-memory limit (dense.cu). Remembers each shape's answer per device.
 bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std::size_t optin);
 
 /// Whether a call needs the edge-wise kernel: it has edge values or dropout.

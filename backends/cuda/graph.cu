@@ -5,27 +5,25 @@
 
 #include "preprocess.cuh"
 
+#include <dfgnn/csr.hpp>
 #include <dfgnn/cuda.hpp>
 
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 namespace dfgnn::cuda {
 
 namespace {
 
-using detail::DeviceArrays;
 using detail::download;
+using detail::grid;
+using detail::kThreads;
 using detail::Scratch;
 
-constexpr int kThreads = 256;
 constexpr unsigned long long kNone = ~0ull;
-
-unsigned grid(std::int64_t n) {
-  return unsigned(std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, std::int64_t(1) << 16));
-}
 
 /// The first fault of each kind (kNone: none) and whether the edges come unsorted by destination.
 struct Faults {
@@ -75,22 +73,7 @@ __global__ void check_crossing(const node_t* __restrict__ src, const node_t* __r
   }
 }
 
-__global__ void gather(const node_t* __restrict__ from, const edge_t* __restrict__ index, edge_t n,
-                       node_t* __restrict__ to) {
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::int64_t(gridDim.x) * blockDim.x)
-    to[i] = from[index[i]];
-}
-
 }  // namespace
-
-struct Graph::Impl {
-  DeviceArrays arrays;
-  DeviceGraph graph;
-  node_t num_src_nodes = 0;
-  DegreeStats stats;
-  const node_t* batch = nullptr;
-  int num_graphs = 0;
-};
 
 Graph::Graph(cudaStream_t stream, node_t num_src_nodes, node_t num_nodes, edge_t num_edges, const std::int64_t* src,
              const std::int64_t* dst, const std::int64_t* batch, std::int64_t num_graphs)
@@ -118,8 +101,14 @@ Graph::Graph(cudaStream_t stream, node_t num_src_nodes, node_t num_nodes, edge_t
     if (E > 0 && num_graphs > 0)
       check_crossing<<<grid(E), kThreads, 0, stream>>>(src32, dst32, E, ptr32, num_graphs, faults);
   }
+  // The batch's sums (Staged's and Dense's rules) come back with the checks.
+  detail::BatchCounters* counters = batch != nullptr ? s.alloc<detail::BatchCounters>(1) : nullptr;
+  if (batch != nullptr) detail::count_batch(stream, ptr32, int(num_graphs), counters);
   DFGNN_CUDA(cudaGetLastError());
-  const Faults f = download(stream, faults, 1)[0];
+  detail::Readback checks(stream);
+  const Faults& f = *checks.add(faults);
+  const detail::BatchCounters* batch_counters = batch != nullptr ? checks.add(counters) : nullptr;
+  checks.wait();
   if (f.edge != kNone) {
     const std::int64_t u = download(stream, src + f.edge, 1)[0], v = download(stream, dst + f.edge, 1)[0];
     const bool bad_source = u < 0 || u >= num_src_nodes;
@@ -145,22 +134,25 @@ Graph::Graph(cudaStream_t stream, node_t num_src_nodes, node_t num_nodes, edge_t
     edge_id = g.arrays.alloc<edge_t>(std::size_t(E));
     csr_src = g.arrays.alloc<node_t>(std::size_t(E));
     detail::iota(stream, order, E);
-    std::size_t bytes = 0;
-    DFGNN_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, bytes, dst32, sorted, order, edge_id, E, 0,
-                                               detail::key_bits(num_nodes), stream));
-    DFGNN_CUDA(cub::DeviceRadixSort::SortPairs(s.alloc<unsigned char>(std::max<std::size_t>(bytes, 1)), bytes, dst32,
-                                               sorted, order, edge_id, E, 0, detail::key_bits(num_nodes), stream));
-    gather<<<grid(E), kThreads, 0, stream>>>(src32, edge_id, E, csr_src);
+    detail::cub_run(s, [&](void* tmp, std::size_t& bytes) {
+      return cub::DeviceRadixSort::SortPairs(tmp, bytes, dst32, sorted, order, edge_id, E, 0,
+                                             detail::key_bits(num_nodes), stream);
+    });
+    detail::gather(stream, src32, edge_id, E, csr_src);
     keys = sorted;
   }
   edge_t* row_ptr = g.arrays.alloc<edge_t>(std::size_t(num_nodes) + 1);
   detail::offsets_of_sorted(stream, keys, E, num_nodes, row_ptr);
   g.graph = {num_nodes, E, row_ptr, csr_src, nullptr, edge_id};
   g.num_src_nodes = num_src_nodes;
-  g.stats = detail::degree_stats(detail::row_sums(stream, row_ptr, num_nodes, kDefaultHeavyThreshold, 0), num_nodes, E,
-                                 kDefaultHeavyThreshold);
+  // Every row counts as walked whole: Dense's fallback reads those degrees.
+  const detail::RowSums rows = detail::row_sums(stream, row_ptr, num_nodes, kDefaultHeavyThreshold,
+                                                std::numeric_limits<edge_t>::max());
+  g.stats = detail::degree_stats(rows, num_nodes, E, kDefaultHeavyThreshold);
+  g.rows = detail::whole_degrees(rows);
   g.batch = ptr32;
   g.num_graphs = int(num_graphs);
+  if (batch_counters != nullptr) g.sums = detail::batch_sums(*batch_counters);
 }
 
 Graph::~Graph() = default;
@@ -179,22 +171,11 @@ std::size_t Graph::device_bytes() const { return impl_->arrays.bytes(); }
 HostGraph Graph::host(cudaStream_t stream) const {
   const Impl& g = *impl_;
   const std::size_t E = std::size_t(g.graph.num_edges);
-  HostGraph h;
-  h.num_nodes = g.graph.num_nodes;
-  h.num_src_nodes = g.num_src_nodes;
-  h.row_ptr = download(stream, g.graph.row_ptr, std::size_t(h.num_nodes) + 1);
-  h.src = download(stream, g.graph.src, E);
-  if (g.graph.edge_id != nullptr) {
-    h.edge_id = download(stream, g.graph.edge_id, E);
-  } else {
-    h.edge_id.resize(E);
-    for (std::size_t e = 0; e < E; ++e) h.edge_id[e] = edge_t(e);
-  }
-  h.dst.resize(E);
-  for (node_t v = 0; v < h.num_nodes; ++v)
-    std::fill(h.dst.begin() + h.row_ptr[v], h.dst.begin() + h.row_ptr[v + 1], v);
+  HostGraph h = graph_from_csr(g.num_src_nodes, g.graph.num_nodes,
+                               download(stream, g.graph.row_ptr, std::size_t(g.graph.num_nodes) + 1),
+                               download(stream, g.graph.src, E));
+  if (g.graph.edge_id != nullptr) h.edge_id = download(stream, g.graph.edge_id, E);
   if (g.batch != nullptr) h.graph_ptr = download(stream, g.batch, std::size_t(g.num_graphs) + 1);
-  h.stats = g.stats;
   return h;
 }
 

@@ -1,6 +1,7 @@
 // CUDA-native message passing (include/dfgnn/cuda_message_passing.hpp): the plan (pieces of
 // heavy CSR rows and CSC columns, degree factors, workspace), the entries' checks, launches.
 
+#include "device_memory.cuh"
 #include "message_passing.cuh"
 
 #include <dfgnn/cuda_message_passing.hpp>
@@ -17,12 +18,12 @@ namespace dfgnn::cuda {
 namespace {
 
 /// A device allocation that grows to the largest size asked for; freed with its owner.
-class Scratch {
+class GrowingBuffer {
  public:
-  Scratch() = default;
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { cudaFree(p_); }
+  GrowingBuffer() = default;
+  GrowingBuffer(const GrowingBuffer&) = delete;
+  GrowingBuffer& operator=(const GrowingBuffer&) = delete;
+  ~GrowingBuffer() { cudaFree(p_); }
   template <class T>
   T* get(std::size_t count) {
     const std::size_t bytes = std::max<std::size_t>(count, 1) * sizeof(T);
@@ -57,29 +58,17 @@ struct MessagePlan::Impl {
   edge_t split = 0;
   int spmm_threads = detail::kSpmmThreads;  // g-SpMM's block
   bool half_warp_rows = false;              // g-SpMM's tile at 64 < D <= 128
-  mutable std::vector<void*> owned;
+  mutable detail::DeviceArrays mem;  // the application's allocator where it set one
   const float* inv_degree = nullptr;  // [N] 1 / d_in(v), 0 for an empty row: mean's factor
   const float* gcn_in = nullptr;      // [N] 1 / sqrt(max(1, d_in))
   const float* gcn_out = nullptr;     // [N] 1 / sqrt(max(1, d_out))
   SegmentSet csr;
   mutable std::unique_ptr<SegmentSet> csc;
-  mutable Scratch part, part_arg, full;
-
-  Impl() = default;
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
-  ~Impl() {
-    for (void* p : owned) cudaFree(p);
-  }
+  mutable GrowingBuffer part, part_arg, full;
 
   template <class T>
   const T* upload(const std::vector<T>& host_data) const {
-    if (host_data.empty()) return nullptr;
-    void* d = nullptr;
-    DFGNN_CUDA(cudaMalloc(&d, host_data.size() * sizeof(T)));
-    owned.push_back(d);
-    DFGNN_CUDA(cudaMemcpy(d, host_data.data(), host_data.size() * sizeof(T), cudaMemcpyHostToDevice));
-    return static_cast<const T*>(d);
+    return mem.upload(host_data.data(), host_data.size());
   }
 
   /// Segments over offsets `ptr` (host) and the device arrays of their edges.

@@ -4,6 +4,7 @@
 // (preprocess.cuh), from whichever graph the plan was made of.
 
 #include "plan_impl.hpp"
+#include "preprocess.cuh"
 #include "staged.cuh"
 
 #include <algorithm>
@@ -15,6 +16,24 @@
 #include <utility>
 
 namespace dfgnn::cuda {
+
+/// What a plan is built from, whichever constructor made it: the CSR on the device (a
+/// destination array only where the caller has one), the degree statistics, the batch's device
+/// offsets (null: the plan finds the graph's independent blocks where a strategy needs them) and
+/// the host copy of the graph, where there is one.
+/// Where the graph's construction already summed the batch and the rows, `sums` and `rows`
+/// point to them.
+struct Plan::Source {
+  node_t num_src_nodes = 0;
+  DeviceGraph device;
+  DegreeStats stats;
+  const node_t* batch = nullptr;
+  int num_graphs = 0;
+  const detail::BatchSums* sums = nullptr;
+  const WholeDegrees* rows = nullptr;  ///< every row's degrees, as walked whole
+  const HostGraph* host = nullptr;
+};
+
 namespace detail {
 
 void check(cudaError_t e, const char* what) {
@@ -98,13 +117,11 @@ edge_t native_piece_edges(Strategy s, edge_t E, node_t N, int sms) {
   return std::max<edge_t>(shortest, E / (2 * kResidentWarps * edge_t(sms)));
 }
 
-/// Online's row statistic (plan_impl.hpp): rows of a warp wait for the heaviest, so with
-/// uneven degrees slices of one row balance better; with even ones several rows per warp waste
-/// nothing and save the slices' merge. Measured on the H100 at D = 16 and 32 (docs/cuda.md).
-double uneven_mean(cudaStream_t stream, const DeviceGraph& g, edge_t split) {
-  const WholeDegrees d = detail::whole_degrees(detail::row_sums(stream, g.row_ptr, g.num_nodes, 0, split));
-  return d.uneven() ? d.mean : 0;
-}
+/// Online's row statistic (plan_impl.hpp) of the rows it walks whole: rows of a warp wait for
+/// the heaviest, so with uneven degrees slices of one row balance better; with even ones
+/// several rows per warp waste nothing and save the slices' merge. Measured on the H100 at D =
+/// 16 and 32 (docs/cuda.md).
+double uneven_mean(const WholeDegrees& d) { return d.uneven() ? d.mean : 0; }
 
 /// What Auto (choose_strategy) reads of this device: every strategy but Dense and Staged,
 /// which only where their limits allow, and the shared memory a block may ask for, where any
@@ -235,7 +252,7 @@ const BackwardData& Plan::Impl::backward() const {
     seg->num_pieces = seg->slots = rp.num_pieces;
     seg->split = rp.rows;
     seg->num_split = rp.num_rows;
-    seg->uneven = detail::whole_degrees(detail::row_sums(stream, ptr, n, 0, b->split)).uneven();
+    seg->uneven = rp.whole.uneven();
   }
   const std::size_t EH = E * heads, NH = std::size_t(N) * heads;
   const bool agnn = kind == ScoreKind::AGNN;
@@ -320,6 +337,8 @@ Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy
   source.stats = g.stats();
   source.batch = g.batch();
   source.num_graphs = g.num_graphs();
+  source.sums = &g.impl().sums;
+  source.rows = &g.impl().rows;
   build(source, kind, heads, dim, strategy, stream);
 }
 
@@ -354,7 +373,9 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
   if (square && batched && batch.ptr == nullptr)
     batch = detail::independent_blocks(stream, blocks, g.device.row_ptr, g.device.src, N, E);
   const bool has_batch = square && batch.ptr != nullptr;
-  const detail::BatchSums sums = has_batch ? detail::batch_sums(stream, batch.ptr, batch.count) : detail::BatchSums{};
+  const detail::BatchSums sums = !has_batch           ? detail::BatchSums{}
+                                 : g.batch != nullptr && g.sums ? *g.sums
+                                                                : detail::batch_sums(stream, batch.ptr, batch.count);
   const std::size_t staged = staged_smem(has_batch, sums.widest, kind, heads, dim, p.smem_optin);
   const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
                              ? dense_fit(has_batch, sums, g.stats, N, E, kind, heads, dim, p.smem_optin)
@@ -400,7 +421,7 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
       p.num_split_rows = rp.num_rows;
       slots = p.num_pieces;
       if (strategy == Strategy::PMF) p.scores = p.workspace(std::size_t(E) * heads);
-      if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(stream, g.device, p.split);
+      if (strategy == Strategy::Online) p.online_uneven_mean = uneven_mean(rp.whole);
       break;
     }
     case Strategy::Unfused:
@@ -432,7 +453,8 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
       }
       // Online's data for unaligned tensors: whole rows, so no pieces and no merge.
       p.split = std::numeric_limits<edge_t>::max();
-      p.online_uneven_mean = uneven_mean(stream, g.device, p.split);
+      p.online_uneven_mean =
+          uneven_mean(g.rows ? *g.rows : detail::whole_degrees(detail::row_sums(stream, g.device.row_ptr, N, 0, p.split)));
       break;
     }
     case Strategy::Auto: break;

@@ -5,9 +5,9 @@
 
 #include "backward.cuh"
 #include "dense.cuh"
+#include "device_memory.cuh"
 #include "merge.cuh"
 #include "pmf.cuh"
-#include "preprocess.cuh"
 #include "smmf.cuh"
 
 #include <dfgnn/cuda.hpp>
@@ -86,19 +86,6 @@ struct Plan::Impl {
   /// device at the first call for weights (docs/cuda.md, "Device memory").
   const DeviceGraph& with_destinations(cudaStream_t stream) const;
   mutable DeviceGraph graph_with_dst;  ///< with_destinations' graph, once filled
-};
-
-/// What a plan is built from, whichever constructor made it: the CSR on the device (a
-/// destination array only where the caller has one), the degree statistics, the batch's device
-/// offsets (null: the plan finds the graph's independent blocks where a strategy needs them) and
-/// the host copy of the graph, where there is one.
-struct Plan::Source {
-  node_t num_src_nodes = 0;
-  DeviceGraph device;
-  DegreeStats stats;
-  const node_t* batch = nullptr;
-  int num_graphs = 0;
-  const HostGraph* host = nullptr;
 };
 
 /// Warps per block of the SMMF kernel.

@@ -1,5 +1,5 @@
 // The preprocessing steps of preprocess.cuh: grid-stride kernels over rows, edges or graphs,
-// CUB scans and sorts, and one download of the scalars each step needs.
+// CUB scans and sorts, and one readback of the scalars each step needs.
 
 #include "preprocess.cuh"
 
@@ -9,20 +9,10 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
-#include <cmath>
-#include <stdexcept>
-#include <string>
 
 namespace dfgnn::cuda::detail {
 
 namespace {
-
-constexpr int kThreads = 256;
-
-/// Blocks of a grid-stride launch over n items.
-unsigned grid(std::int64_t n) {
-  return unsigned(std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, std::int64_t(1) << 16));
-}
 
 __device__ __forceinline__ std::int64_t first_item() { return std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ __forceinline__ std::int64_t item_stride() { return std::int64_t(gridDim.x) * blockDim.x; }
@@ -82,8 +72,9 @@ struct Max {
   __device__ __forceinline__ node_t operator()(node_t a, node_t b) const { return a > b ? a : b; }
 };
 
-__global__ void iota_kernel(node_t* __restrict__ x, node_t n) {
-  for (std::int64_t i = first_item(); i < n; i += item_stride()) x[i] = node_t(i);
+template <class T>
+__global__ void iota_kernel(T* __restrict__ x, T n) {
+  for (std::int64_t i = first_item(); i < n; i += item_stride()) x[i] = T(i);
 }
 
 /// ends[v] = 1 where a block ends at v (nothing at or below v reaches past it); ends[n] = 0.
@@ -99,17 +90,13 @@ __global__ void block_bounds(const node_t* __restrict__ far, const int* __restri
   }
 }
 
-struct BatchCounters {
-  unsigned long long widest, first_too_large, squares, graphs;
-  int max_nodes[kDenseBuckets], count[kDenseBuckets];
-};
-
 __global__ void batch_sums_kernel(const node_t* __restrict__ ptr, int num_graphs, BatchCounters* __restrict__ c) {
   for (std::int64_t i = first_item(); i < num_graphs; i += item_stride()) {
     const int n = ptr[i + 1] - ptr[i];
     atomicMax(&c->widest, (unsigned long long)n);
+    atomicAdd(&c->mask_words, (unsigned long long)n * ((n + 31) / 32));
     if (n > kDenseMaxNodes) {
-      atomicMin(&c->first_too_large, (unsigned long long)i);
+      atomicMin(&c->first_too_large, (unsigned long long)i << 32 | unsigned(n));  // the first, with its size
     } else if (n > 0) {
       const int b = dense_bucket(n);
       atomicMax(&c->max_nodes[b], n);
@@ -121,14 +108,22 @@ __global__ void batch_sums_kernel(const node_t* __restrict__ ptr, int num_graphs
 }
 
 /// Pieces and split-row slots of each row (n + 1 entries, the last 0, so that exclusive sums end
-/// in the totals).
+/// in the totals), and the sums of the rows walked whole.
 __global__ void count_pieces(const edge_t* __restrict__ ptr, node_t n, edge_t split, int* __restrict__ pieces,
-                             int* __restrict__ rows) {
-  for (std::int64_t v = first_item(); v <= n; v += item_stride()) {
+                             int* __restrict__ rows, RowSums* __restrict__ whole) {
+  RowSums s;
+  // A block's threads share `base`, so whole warps run the loop and join the reductions.
+  for (std::int64_t base = std::int64_t(blockIdx.x) * blockDim.x; base <= n; base += item_stride()) {
+    const std::int64_t v = base + threadIdx.x;
+    if (v > n) continue;
     const edge_t d = v < n ? ptr[v + 1] - ptr[v] : 0;
     pieces[v] = d > split ? int((d + split - 1) / split) : 0;
     rows[v] = d > split;
+    if (v < n && d <= split) s.whole += 1, s.whole_sum += d, s.whole_squares += (unsigned long long)d * d;
   }
+  warp_add(&whole->whole, s.whole);
+  warp_add(&whole->whole_sum, s.whole_sum);
+  warp_add(&whole->whole_squares, s.whole_squares);
 }
 
 __global__ void fill_pieces(const edge_t* __restrict__ ptr, node_t n, edge_t split, const int* __restrict__ first,
@@ -234,14 +229,6 @@ __global__ void offsets_kernel(const node_t* __restrict__ keys, edge_t num_keys,
   }
 }
 
-__global__ void iota_edges(edge_t* __restrict__ x, edge_t n) {
-  for (std::int64_t i = first_item(); i < n; i += item_stride()) x[i] = i;
-}
-
-__global__ void copy_nodes(const node_t* __restrict__ from, edge_t n, node_t* __restrict__ to) {
-  for (std::int64_t i = first_item(); i < n; i += item_stride()) to[i] = from[i];
-}
-
 /// The destination of each CSC edge: the row holding its CSR position.
 __global__ void csc_destinations(const edge_t* __restrict__ row_ptr, node_t n, const edge_t* __restrict__ csr_edge,
                                  edge_t num_edges, node_t* __restrict__ dst) {
@@ -252,8 +239,9 @@ __global__ void invert_kernel(const edge_t* __restrict__ perm, edge_t n, edge_t*
   for (std::int64_t i = first_item(); i < n; i += item_stride()) inverse[perm[i]] = i;
 }
 
-__global__ void gather_kernel(const edge_t* __restrict__ from, const edge_t* __restrict__ index, edge_t n,
-                              edge_t* __restrict__ out) {
+template <class T>
+__global__ void gather_kernel(const T* __restrict__ from, const edge_t* __restrict__ index, edge_t n,
+                              T* __restrict__ out) {
   for (std::int64_t i = first_item(); i < n; i += item_stride()) out[i] = from[index[i]];
 }
 
@@ -267,14 +255,6 @@ int key_bits(node_t n) {
 
 namespace {
 
-/// Runs a CUB device algorithm: asks its scratch, then runs it on the stream.
-template <class F>
-void cub_run(Scratch& s, F f) {
-  std::size_t bytes = 0;
-  DFGNN_CUDA(f(nullptr, bytes));
-  DFGNN_CUDA(f(s.alloc<unsigned char>(std::max<std::size_t>(bytes, 1)), bytes));
-}
-
 template <class T>
 void exclusive_sum(Scratch& s, T* x, std::int64_t n) {
   cub_run(s, [&](void* tmp, std::size_t& bytes) {
@@ -284,73 +264,20 @@ void exclusive_sum(Scratch& s, T* x, std::int64_t n) {
 
 }  // namespace
 
-namespace {
-
-DeviceAllocator application_allocator;  // set once, before graphs and plans are built
-
-void free_device(void* p) { cudaFree(p); }  // no throw: called from destructors
-
-/// `bytes` from the application's allocator, with its deallocator; {null, null} when none is set.
-std::pair<void*, void (*)(void*)> application_alloc(std::size_t bytes) {
-  if (application_allocator.allocate == nullptr) return {nullptr, nullptr};
-  void* d = application_allocator.allocate(bytes);
-  if (d == nullptr)
-    throw std::runtime_error("dfgnn::cuda: the application's allocator failed for " + std::to_string(bytes) + " bytes");
-  return {d, application_allocator.deallocate};
-}
-
-}  // namespace
-
-DeviceArrays::~DeviceArrays() {
-  for (const auto& [p, deallocate] : ptrs_) deallocate(p);
-}
-
-void* DeviceArrays::alloc_bytes(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
-  auto a = application_alloc(bytes);
-  if (a.first == nullptr) {
-    DFGNN_CUDA(cudaMalloc(&a.first, bytes));
-    a.second = free_device;
-  }
-  ptrs_.push_back(a);
-  bytes_ += bytes;
-  return a.first;
-}
-
-void DeviceArrays::take(DeviceArrays& other) {
-  ptrs_.insert(ptrs_.end(), other.ptrs_.begin(), other.ptrs_.end());
-  bytes_ += other.bytes_;
-  other.ptrs_.clear();
-  other.bytes_ = 0;
-}
-
-Scratch::~Scratch() {
-  bool waited = false;
-  for (const auto& [p, deallocate] : ptrs_) {
-    if (deallocate == nullptr) {
-      cudaFreeAsync(p, stream_);
-      continue;
-    }
-    if (!waited) cudaStreamSynchronize(stream_), waited = true;  // its kernels may still read it
-    deallocate(p);
-  }
-}
-
-void* Scratch::alloc_bytes(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
-  auto a = application_alloc(bytes);
-  if (a.first == nullptr) DFGNN_CUDA(cudaMallocAsync(&a.first, bytes, stream_));  // freed by cudaFreeAsync
-  ptrs_.push_back(a);
-  return a.first;
+void sum_rows(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split, RowSums* out) {
+  DFGNN_CUDA(cudaMemsetAsync(out, 0, sizeof(RowSums), stream));
+  if (n > 0) row_sums_kernel<<<grid(n), kThreads, 0, stream>>>(ptr, n, threshold, split, out);
+  DFGNN_CUDA(cudaGetLastError());
 }
 
 RowSums row_sums(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split) {
   Scratch s(stream);
   RowSums* d = s.alloc<RowSums>(1);
-  DFGNN_CUDA(cudaMemsetAsync(d, 0, sizeof(RowSums), stream));
-  if (n > 0) row_sums_kernel<<<grid(n), kThreads, 0, stream>>>(ptr, n, threshold, split, d);
-  DFGNN_CUDA(cudaGetLastError());
-  return download(stream, d, 1)[0];
+  sum_rows(stream, ptr, n, threshold, split, d);
+  Readback r(stream);
+  const RowSums* sums = r.add(d);
+  r.wait();
+  return *sums;
 }
 
 DegreeStats degree_stats(const RowSums& s, node_t n, edge_t num_edges, edge_t threshold) {
@@ -371,7 +298,7 @@ Blocks independent_blocks(cudaStream_t stream, DeviceArrays& out, const edge_t* 
   node_t* reach = s.alloc<node_t>(std::size_t(n));
   node_t* far = s.alloc<node_t>(std::size_t(n));
   int* ends = s.alloc<int>(std::size_t(n) + 1);
-  iota_kernel<<<grid(n), kThreads, 0, stream>>>(reach, n);
+  iota(stream, reach, n);
   if (num_edges > 0) reach_kernel<<<grid(num_edges), kThreads, 0, stream>>>(row_ptr, src, n, num_edges, reach);
   if (n > 0)
     cub_run(s, [&](void* tmp, std::size_t& bytes) {
@@ -380,50 +307,67 @@ Blocks independent_blocks(cudaStream_t stream, DeviceArrays& out, const edge_t* 
   block_ends<<<grid(std::int64_t(n) + 1), kThreads, 0, stream>>>(far, n, ends);
   exclusive_sum(s, ends, std::int64_t(n) + 1);
   DFGNN_CUDA(cudaGetLastError());
-  const int count = download(stream, ends + n, 1)[0];
+  Readback r(stream);
+  const int* blocks = r.add(ends + n);
+  r.wait();
+  const int count = *blocks;
   node_t* bounds = out.alloc<node_t>(std::size_t(count) + 1);
   block_bounds<<<grid(std::int64_t(n) + 1), kThreads, 0, stream>>>(far, ends, n, bounds);
   DFGNN_CUDA(cudaGetLastError());
   return {bounds, count};
 }
 
-BatchSums batch_sums(cudaStream_t stream, const node_t* ptr, int num_graphs) {
-  Scratch s(stream);
-  BatchCounters* d = s.alloc<BatchCounters>(1);
-  DFGNN_CUDA(cudaMemsetAsync(d, 0, sizeof(BatchCounters), stream));
-  DFGNN_CUDA(cudaMemsetAsync(&d->first_too_large, 0xff, sizeof(d->first_too_large), stream));
-  if (num_graphs > 0) batch_sums_kernel<<<grid(num_graphs), kThreads, 0, stream>>>(ptr, num_graphs, d);
+void count_batch(cudaStream_t stream, const node_t* ptr, int num_graphs, BatchCounters* out) {
+  DFGNN_CUDA(cudaMemsetAsync(out, 0, sizeof(BatchCounters), stream));
+  DFGNN_CUDA(cudaMemsetAsync(&out->first_too_large, 0xff, sizeof(out->first_too_large), stream));
+  if (num_graphs > 0) batch_sums_kernel<<<grid(num_graphs), kThreads, 0, stream>>>(ptr, num_graphs, out);
   DFGNN_CUDA(cudaGetLastError());
-  const BatchCounters c = download(stream, d, 1)[0];
+}
+
+BatchSums batch_sums(const BatchCounters& c) {
   BatchSums b;
   b.widest = node_t(c.widest);
   b.squares = c.squares;
   b.graphs = c.graphs;
+  b.mask_words = c.mask_words;
   std::copy(std::begin(c.max_nodes), std::end(c.max_nodes), b.max_nodes);
   std::copy(std::begin(c.count), std::end(c.count), b.count);
   if (c.first_too_large != ~0ull) {
-    b.first_too_large = (long long)c.first_too_large;
-    const std::vector<node_t> ends = download(stream, ptr + c.first_too_large, 2);
-    b.too_large_nodes = ends[1] - ends[0];
+    b.first_too_large = (long long)(c.first_too_large >> 32);
+    b.too_large_nodes = node_t(c.first_too_large & 0xffffffffu);
   }
   return b;
+}
+
+BatchSums batch_sums(cudaStream_t stream, const node_t* ptr, int num_graphs) {
+  Scratch s(stream);
+  BatchCounters* d = s.alloc<BatchCounters>(1);
+  count_batch(stream, ptr, num_graphs, d);
+  Readback r(stream);
+  const BatchCounters* c = r.add(d);
+  r.wait();
+  return batch_sums(*c);
 }
 
 DevicePieces row_pieces(cudaStream_t stream, DeviceArrays& out, const edge_t* ptr, node_t n, edge_t split) {
   Scratch s(stream);
   int* first = s.alloc<int>(std::size_t(n) + 1);
   int* row_index = s.alloc<int>(std::size_t(n) + 1);
-  count_pieces<<<grid(std::int64_t(n) + 1), kThreads, 0, stream>>>(ptr, n, split, first, row_index);
+  RowSums* whole = s.alloc<RowSums>(1);
+  DFGNN_CUDA(cudaMemsetAsync(whole, 0, sizeof(RowSums), stream));
+  count_pieces<<<grid(std::int64_t(n) + 1), kThreads, 0, stream>>>(ptr, n, split, first, row_index, whole);
   exclusive_sum(s, first, std::int64_t(n) + 1);
   exclusive_sum(s, row_index, std::int64_t(n) + 1);
   DFGNN_CUDA(cudaGetLastError());
-  int totals[2];
-  DFGNN_CUDA(cudaMemcpyAsync(&totals[0], first + n, sizeof(int), cudaMemcpyDeviceToHost, stream));
-  DFGNN_CUDA(cudaMemcpyAsync(&totals[1], row_index + n, sizeof(int), cudaMemcpyDeviceToHost, stream));
-  DFGNN_CUDA(cudaStreamSynchronize(stream));
+  Readback r(stream);
+  const int* num_pieces = r.add(first + n);
+  const int* num_rows = r.add(row_index + n);
+  const RowSums* sums = r.add(whole);
+  r.wait();
   DevicePieces p;
-  p.num_pieces = totals[0];
-  p.num_rows = totals[1];
+  p.num_pieces = *num_pieces;
+  p.num_rows = *num_rows;
+  p.whole = whole_degrees(*sums);
   Piece* pieces = out.alloc<Piece>(std::size_t(p.num_pieces));
   SplitRow* rows = out.alloc<SplitRow>(std::size_t(p.num_rows));
   if (p.num_rows > 0) fill_pieces<<<grid(n), kThreads, 0, stream>>>(ptr, n, split, first, row_index, pieces, rows);
@@ -439,12 +383,12 @@ DenseArrays dense_arrays(cudaStream_t stream, DeviceArrays& out, const edge_t* r
   DenseArrays d;
   DenseGraphs& g = d.graphs;
   g.graph_ptr = ptr;
-  // The masks, at offsets of the words before them.
+  // The masks, at offsets of the words before them (sums.mask_words in all).
   std::int64_t* mask_off = out.alloc<std::int64_t>(std::size_t(G) + 1);
   mask_words<<<grid(std::int64_t(G) + 1), kThreads, 0, stream>>>(ptr, G, mask_off);
   exclusive_sum(s, mask_off, std::int64_t(G) + 1);
   DFGNN_CUDA(cudaGetLastError());
-  const std::int64_t words = download(stream, mask_off + G, 1)[0];
+  const std::int64_t words = std::int64_t(sums.mask_words);
   std::uint32_t* mask = out.alloc<std::uint32_t>(std::size_t(words));
   int* dup = s.alloc<int>(std::size_t(G) + 1);
   if (words > 0) DFGNN_CUDA(cudaMemsetAsync(mask, 0, std::size_t(words) * sizeof(std::uint32_t), stream));
@@ -456,7 +400,10 @@ DenseArrays dense_arrays(cudaStream_t stream, DeviceArrays& out, const edge_t* r
   first_entries<<<grid(std::int64_t(G) + 1), kThreads, 0, stream>>>(ptr, G, dup, first_off);
   exclusive_sum(s, first_off, std::int64_t(G) + 1);
   DFGNN_CUDA(cudaGetLastError());
-  const std::int64_t entries = download(stream, first_off + G, 1)[0];
+  Readback r(stream);
+  const std::int64_t* table_entries = r.add(first_off + G);
+  r.wait();
+  const std::int64_t entries = *table_entries;
   if (entries > 0) {
     std::int64_t* kept_off = out.alloc<std::int64_t>(std::size_t(G));
     DFGNN_CUDA(cudaMemcpyAsync(kept_off, first_off, std::size_t(G) * sizeof(std::int64_t), cudaMemcpyDeviceToDevice,
@@ -511,7 +458,7 @@ bool transpose(cudaStream_t stream, DeviceArrays& out, DeviceArrays& csr_edge_ou
   node_t* keys[2] = {s.alloc<node_t>(std::size_t(E)), s.alloc<node_t>(std::size_t(E))};
   edge_t* alt = s.alloc<edge_t>(std::size_t(E));
   if (E > 0) {
-    copy_nodes<<<grid(E), kThreads, 0, stream>>>(src, E, keys[0]);
+    DFGNN_CUDA(cudaMemcpyAsync(keys[0], src, std::size_t(E) * sizeof(node_t), cudaMemcpyDeviceToDevice, stream));
     iota(stream, order, E);
     cub::DoubleBuffer<node_t> k(keys[0], keys[1]);
     cub::DoubleBuffer<edge_t> v(order, alt);
@@ -530,10 +477,24 @@ bool transpose(cudaStream_t stream, DeviceArrays& out, DeviceArrays& csr_edge_ou
   return true;
 }
 
-void iota(cudaStream_t stream, edge_t* x, edge_t n) {
-  if (n > 0) iota_edges<<<grid(n), kThreads, 0, stream>>>(x, n);
+namespace {
+
+template <class T>
+void iota_of(cudaStream_t stream, T* x, T n) {
+  if (n > 0) iota_kernel<<<grid(n), kThreads, 0, stream>>>(x, n);
   DFGNN_CUDA(cudaGetLastError());
 }
+
+template <class T>
+void gather_of(cudaStream_t stream, const T* from, const edge_t* index, edge_t n, T* out) {
+  if (n > 0) gather_kernel<<<grid(n), kThreads, 0, stream>>>(from, index, n, out);
+  DFGNN_CUDA(cudaGetLastError());
+}
+
+}  // namespace
+
+void iota(cudaStream_t stream, edge_t* x, edge_t n) { iota_of(stream, x, n); }
+void iota(cudaStream_t stream, node_t* x, node_t n) { iota_of(stream, x, n); }
 
 void invert(cudaStream_t stream, const edge_t* perm, edge_t n, edge_t* inverse) {
   if (n > 0) invert_kernel<<<grid(n), kThreads, 0, stream>>>(perm, n, inverse);
@@ -541,8 +502,10 @@ void invert(cudaStream_t stream, const edge_t* perm, edge_t n, edge_t* inverse) 
 }
 
 void gather(cudaStream_t stream, const edge_t* from, const edge_t* index, edge_t n, edge_t* out) {
-  if (n > 0) gather_kernel<<<grid(n), kThreads, 0, stream>>>(from, index, n, out);
-  DFGNN_CUDA(cudaGetLastError());
+  gather_of(stream, from, index, n, out);
+}
+void gather(cudaStream_t stream, const node_t* from, const edge_t* index, edge_t n, node_t* out) {
+  gather_of(stream, from, index, n, out);
 }
 
 void fill_destinations(cudaStream_t stream, const edge_t* row_ptr, node_t n, edge_t num_edges, node_t* dst) {
@@ -552,13 +515,3 @@ void fill_destinations(cudaStream_t stream, const edge_t* row_ptr, node_t n, edg
 }
 
 }  // namespace dfgnn::cuda::detail
-
-namespace dfgnn::cuda {
-
-void set_device_allocator(const DeviceAllocator& allocator) {
-  if ((allocator.allocate == nullptr) != (allocator.deallocate == nullptr))
-    throw Error("cuda::set_device_allocator: give both functions, or neither");
-  detail::application_allocator = allocator;
-}
-
-}  // namespace dfgnn::cuda

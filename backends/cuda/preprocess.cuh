@@ -5,74 +5,34 @@
 // only the few scalars that size what comes next, so neither a graph built on the device nor a
 // plan over it reads an array on the host.
 
-#include "common.cuh"
 #include "dense.cuh"
+#include "device_memory.cuh"
 #include "merge.cuh"
 
 #include <dfgnn/schedule.hpp>
 
+#include <dfgnn/cuda.hpp>
+
+#include <algorithm>
 #include <cstddef>
-#include <utility>
-#include <vector>
+#include <cstdint>
 
 namespace dfgnn::cuda::detail {
 
-/// Device allocations freed together (a plan's, a device graph's), with their bytes.
-class DeviceArrays {
- public:
-  DeviceArrays() = default;
-  DeviceArrays(const DeviceArrays&) = delete;
-  DeviceArrays& operator=(const DeviceArrays&) = delete;
-  ~DeviceArrays();
-  /// n uninitialised elements (null for n = 0).
-  template <class T>
-  T* alloc(std::size_t n) {
-    return static_cast<T*>(alloc_bytes(n * sizeof(T)));
-  }
-  /// A copy of n host elements.
-  template <class T>
-  T* upload(const T* host, std::size_t n) {
-    T* d = alloc<T>(n);
-    if (n > 0) DFGNN_CUDA(cudaMemcpy(d, host, n * sizeof(T), cudaMemcpyHostToDevice));
-    return d;
-  }
-  std::size_t bytes() const { return bytes_; }
-  /// Takes over `other`'s allocations.
-  void take(DeviceArrays& other);
+/// Threads per block of the grid-stride steps.
+inline constexpr int kThreads = 256;
 
- private:
-  void* alloc_bytes(std::size_t bytes);
-  std::vector<std::pair<void*, void (*)(void*)>> ptrs_;  // each with the deallocator of its allocator
-  std::size_t bytes_ = 0;
-};
+/// Blocks of a grid-stride launch over n items.
+inline unsigned grid(std::int64_t n) {
+  return unsigned(std::clamp<std::int64_t>((n + kThreads - 1) / kThreads, 1, std::int64_t(1) << 16));
+}
 
-/// Scratch for one preprocessing step, released when it goes: stream-ordered (cudaMallocAsync),
-/// or from the application's allocator after waiting for the stream.
-class Scratch {
- public:
-  explicit Scratch(cudaStream_t stream) : stream_(stream) {}
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch();
-  template <class T>
-  T* alloc(std::size_t n) {
-    return static_cast<T*>(alloc_bytes(n * sizeof(T)));
-  }
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  void* alloc_bytes(std::size_t bytes);
-  cudaStream_t stream_;
-  std::vector<std::pair<void*, void (*)(void*)>> ptrs_;  // deallocator null: cudaFreeAsync
-};
-
-/// Copies n device elements to the host and waits for the stream: the only host round trip.
-template <class T>
-std::vector<T> download(cudaStream_t stream, const T* device, std::size_t n) {
-  std::vector<T> host(n);
-  if (n > 0) DFGNN_CUDA(cudaMemcpyAsync(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost, stream));
-  DFGNN_CUDA(cudaStreamSynchronize(stream));
-  return host;
+/// Runs a CUB device algorithm: asks its scratch, then runs it on the stream.
+template <class F>
+void cub_run(Scratch& s, F f) {
+  std::size_t bytes = 0;
+  DFGNN_CUDA(f(nullptr, bytes));
+  DFGNN_CUDA(f(s.alloc<unsigned char>(std::max<std::size_t>(bytes, 1)), bytes));
 }
 
 /// Sums over rows (or columns) of a pointer array: the degree statistics (DegreeStats, above
@@ -80,6 +40,9 @@ std::vector<T> download(cudaStream_t stream, const T* device, std::size_t n) {
 struct RowSums {
   unsigned long long max = 0, above = 0, empty = 0, whole = 0, whole_sum = 0, whole_squares = 0;
 };
+/// Queues the sums into `out` (device; zeroed here).
+void sum_rows(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split, RowSums* out);
+/// The sums, after one wait.
 RowSums row_sums(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split);
 DegreeStats degree_stats(const RowSums& s, node_t n, edge_t num_edges, edge_t threshold);
 WholeDegrees whole_degrees(const RowSums& s);
@@ -95,24 +58,34 @@ Blocks independent_blocks(cudaStream_t stream, DeviceArrays& out, const edge_t* 
 
 /// What Staged's and Dense's rules read of a batch: its widest graph, the first graph above
 /// kDenseMaxNodes (-1: none) and, of the others, each Dense bucket's largest graph and count,
-/// the sum of n^2 and the non-empty graphs.
+/// the sum of n^2, the non-empty graphs, and the words of Dense's masks (n x ceil(n / 32) per graph).
 struct BatchSums {
   node_t widest = 0;
   long long first_too_large = -1;
   node_t too_large_nodes = 0;
   int max_nodes[kDenseBuckets] = {};
   int count[kDenseBuckets] = {};
-  unsigned long long squares = 0, graphs = 0;
+  unsigned long long squares = 0, graphs = 0, mask_words = 0;
 };
+/// BatchSums as the device counts them.
+struct BatchCounters {
+  unsigned long long widest, first_too_large, squares, graphs, mask_words;  // first_too_large: id << 32 | nodes
+  int max_nodes[kDenseBuckets], count[kDenseBuckets];
+};
+/// Queues the counts of the batch with node offsets `ptr` into `out` (device; set here).
+void count_batch(cudaStream_t stream, const node_t* ptr, int num_graphs, BatchCounters* out);
+BatchSums batch_sums(const BatchCounters& c);
+/// The sums, after one wait.
 BatchSums batch_sums(cudaStream_t stream, const node_t* ptr, int num_graphs);
 
 /// PMF's and Online's pieces of the rows above `split` edges (schedule.hpp's row_pieces), in
-/// `out`'s arrays.
+/// `out`'s arrays, and the degrees of the rows walked whole (Online's statistic).
 struct DevicePieces {
   const Piece* pieces = nullptr;
   int num_pieces = 0;
   const SplitRow* rows = nullptr;
   int num_rows = 0;
+  WholeDegrees whole;
 };
 DevicePieces row_pieces(cudaStream_t stream, DeviceArrays& out, const edge_t* ptr, node_t n, edge_t split);
 
@@ -142,11 +115,13 @@ bool transpose(cudaStream_t stream, DeviceArrays& out, DeviceArrays& csr_edge_ou
 void invert(cudaStream_t stream, const edge_t* perm, edge_t n, edge_t* inverse);
 /// out[i] = from[index[i]].
 void gather(cudaStream_t stream, const edge_t* from, const edge_t* index, edge_t n, edge_t* out);
+void gather(cudaStream_t stream, const node_t* from, const edge_t* index, edge_t n, node_t* out);
 
 /// Bits a radix sort of node ids below n reads.
 int key_bits(node_t n);
 /// x[i] = i.
 void iota(cudaStream_t stream, edge_t* x, edge_t n);
+void iota(cudaStream_t stream, node_t* x, node_t n);
 
 /// Offsets of the segments of sorted keys [n + 1]: segment v starts at the first key >= v.
 void offsets_of_sorted(cudaStream_t stream, const node_t* keys, edge_t num_keys, node_t n, edge_t* ptr);
@@ -155,3 +130,20 @@ void offsets_of_sorted(cudaStream_t stream, const node_t* keys, edge_t num_keys,
 void fill_destinations(cudaStream_t stream, const edge_t* row_ptr, node_t n, edge_t num_edges, node_t* dst);
 
 }  // namespace dfgnn::cuda::detail
+
+namespace dfgnn::cuda {
+
+/// A graph built on the device: its arrays, and what its construction learnt that plans read
+/// (a batch's sums; the degrees of all rows, walked whole, which Dense's fallback reads).
+struct Graph::Impl {
+  detail::DeviceArrays arrays;
+  DeviceGraph graph;
+  node_t num_src_nodes = 0;
+  DegreeStats stats;
+  WholeDegrees rows;
+  const node_t* batch = nullptr;
+  int num_graphs = 0;
+  detail::BatchSums sums;
+};
+
+}  // namespace dfgnn::cuda

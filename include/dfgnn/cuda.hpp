@@ -65,8 +65,10 @@ class Graph {
   /// The same graph on the host, as graph_from_edges (and batch offsets) would have built it.
   HostGraph host(cudaStream_t stream = nullptr) const;
 
- private:
   struct Impl;
+  const Impl& impl() const { return *impl_; }
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

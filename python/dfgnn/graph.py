@@ -92,13 +92,16 @@ class Graph:
         weakref.finalize(self, _registry.pop, self.id, None)
 
     @classmethod
-    def from_edge_index(cls, edge_index, num_nodes=None, size=None, ptr=None):
+    def from_edge_index(cls, edge_index, num_nodes=None, size=None, ptr=None, batch=None, batch_num_nodes=None):
         """From a PyG edge_index [2, E] (int64 or int32): edge i is edge_index[0, i] ->
         edge_index[1, i]. A square graph of num_nodes nodes (default: the largest id + 1), or,
         with size=(num_src_nodes, num_dst_nodes), a bipartite one (a size entry None: that row's
         largest id + 1). A CUDA edge_index is built into a graph on its GPU, with no host copy.
-        ptr: a batch of square graphs' node offsets [G + 1] (PyG's Batch.ptr), where the batch's
-        graphs are: Staged and Dense read them instead of searching the graph for them."""
+        A batch of square graphs, each graph's nodes consecutive, says where its graphs are in
+        one of three ways (Staged and Dense then read them instead of searching the graph):
+        ptr, the node offsets [G + 1] (PyG's Batch.ptr); batch, each node's graph [N] (PyG's
+        Batch.batch, non-decreasing); or batch_num_nodes, each graph's node count [G] (DGL's
+        batch_num_nodes())."""
         if not isinstance(edge_index, torch.Tensor):
             raise TypeError(f"dfgnn.Graph: edge_index must be a torch.Tensor, got {type(edge_index).__name__}")
         if edge_index.dtype not in (torch.int64, torch.int32):
@@ -118,15 +121,8 @@ class Graph:
         else:
             ns, nd = (_count(f"size[{i}]", n, edges[i]) for i, n in enumerate(size))
         src, dst = edges[0].contiguous(), edges[1].contiguous()
-        offsets, num_graphs = None, 0
-        if ptr is not None:
-            if not isinstance(ptr, torch.Tensor) or ptr.dtype not in (torch.int64, torch.int32) or ptr.dim() != 1:
-                raise TypeError("dfgnn.Graph: ptr must be a one-dimensional int64 or int32 tensor of node offsets "
-                                "[G + 1]")
-            if ptr.numel() == 0:
-                raise ValueError("dfgnn.Graph: ptr needs G + 1 >= 1 node offsets")
-            offsets = ptr.detach().as_subclass(torch.Tensor).to(edges.device, torch.int64).contiguous()
-            num_graphs = offsets.numel() - 1
+        offsets = _offsets(ptr, batch, batch_num_nodes, edges.device)
+        num_graphs = 0 if offsets is None else offsets.numel() - 1
         handle = ctypes.c_void_p()
         if device is None:
             _lib.call(_lib.lib.dfgnn_graph_from_coo, -1, 0, ns, nd, src.numel(), src.data_ptr(), dst.data_ptr(),
@@ -145,11 +141,13 @@ class Graph:
     @classmethod
     def from_batch(cls, data):
         """From a torch_geometric Data or Batch: its edge_index, num_nodes and, for a Batch, its
-        graphs' node offsets (`ptr`), on the device the edges are on."""
+        graphs (`ptr`, else the `batch` vector), on the device the edges are on."""
         edge_index = getattr(data, "edge_index", None)
         if edge_index is None:
             raise TypeError(f"dfgnn.Graph.from_batch: {type(data).__name__} has no edge_index")
-        return cls.from_edge_index(edge_index, num_nodes=data.num_nodes, ptr=getattr(data, "ptr", None))
+        ptr = getattr(data, "ptr", None)
+        return cls.from_edge_index(edge_index, num_nodes=data.num_nodes, ptr=ptr,
+                                   batch=getattr(data, "batch", None) if ptr is None else None)
 
     @classmethod
     def from_csr(cls, rowptr, col, num_src_nodes=None):
@@ -333,6 +331,43 @@ class Graph:
             return (f"dfgnn.Graph(num_src_nodes={self.num_src_nodes}, num_nodes={self.num_nodes}, "
                     f"num_edges={self.num_edges})")
         return f"dfgnn.Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges})"
+
+
+def _index_vector(name, t, meaning):
+    if not isinstance(t, torch.Tensor) or t.dtype not in (torch.int64, torch.int32) or t.dim() != 1:
+        raise TypeError(f"dfgnn.Graph: {name} must be a one-dimensional int64 or int32 tensor of {meaning}")
+    return t.detach().as_subclass(torch.Tensor).long()
+
+
+def _offsets(ptr, batch, batch_num_nodes, device):
+    """The batch's node offsets [G + 1] (int64, on `device`) from whichever of ptr, batch and
+    batch_num_nodes is given, or None; the native graph checks them against the edges."""
+    given = [name for name, t in (("ptr", ptr), ("batch", batch), ("batch_num_nodes", batch_num_nodes))
+             if t is not None]
+    if len(given) > 1:
+        raise ValueError(f"dfgnn.Graph: give one of ptr, batch and batch_num_nodes, not {' and '.join(given)}")
+    if ptr is not None:
+        offsets = _index_vector("ptr", ptr, "node offsets [G + 1]")
+        if offsets.numel() == 0:
+            raise ValueError("dfgnn.Graph: ptr needs G + 1 >= 1 node offsets")
+    elif batch_num_nodes is not None:
+        if isinstance(batch_num_nodes, (list, tuple)):
+            batch_num_nodes = torch.tensor(batch_num_nodes, dtype=torch.int64)
+        counts = _index_vector("batch_num_nodes", batch_num_nodes, "node counts [G]").to(device)
+        offsets = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    elif batch is not None:
+        graph_of = _index_vector("batch", batch, "graph ids [N]").to(device)
+        if graph_of.numel() == 0:
+            return torch.zeros(1, dtype=torch.int64, device=device)
+        # One wait for both: the graph count and whether the ids ever decrease.
+        first, last, decreases = torch.stack([graph_of[0], graph_of[-1], (graph_of[1:] < graph_of[:-1]).any()]).tolist()
+        if first < 0 or decreases:
+            raise ValueError("dfgnn.Graph: batch must be non-decreasing from 0 (each graph's nodes consecutive, "
+                             "as PyG's Batch numbers them)")
+        offsets = torch.searchsorted(graph_of, torch.arange(last + 2, device=device))
+    else:
+        return None
+    return offsets.to(device).contiguous()
 
 
 def _count(name, n, ids):

@@ -172,3 +172,8 @@ def test_from_batch_on_the_gpu():
     assert graph.device is not None
     for model, heads, dim in (("gt", 1, 128), ("gat", 4, 32), ("agnn", 2, 64)):
         assert graph.prepare(model, heads, dim, "cuda") == host.prepare(model, heads, dim, "cuda")
+    by_vector = dfgnn.Graph.from_edge_index(batch_.edge_index, batch_.num_nodes, batch=batch_.batch)
+    by_sizes = dfgnn.Graph.from_edge_index(batch_.edge_index, batch_.num_nodes,
+                                           batch_num_nodes=batch_.ptr.diff())
+    for other in (by_vector, by_sizes):
+        assert other.prepare("gt", 1, 128, "cuda") == graph.prepare("gt", 1, 128, "cuda")

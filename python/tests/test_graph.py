@@ -103,6 +103,32 @@ def test_batch_offsets():
         dfgnn.Graph.from_edge_index(edge_index, 6, ptr=[0, 3, 6])
 
 
+def test_batch_vector_and_sizes():
+    """PyG's batch vector and DGL's node counts give the same batch as ptr; a batch vector that
+    decreases, or two ways at once, are errors."""
+    # Graphs of 4, 5 and 3 nodes; the second's edge 4 -> 8 joins its first and last nodes.
+    edge_index = torch.cat([ref.random_graph(4, 10, 1), ref.random_graph(5, 12, 2) + 4, torch.tensor([[4], [8]]),
+                            ref.random_graph(3, 6, 3) + 9], 1)
+    by_ptr = dfgnn.Graph.from_edge_index(edge_index, 12, ptr=torch.tensor([0, 4, 9, 12]))
+    by_batch = dfgnn.Graph.from_edge_index(edge_index, 12, batch=torch.tensor([0] * 4 + [1] * 5 + [2] * 3))
+    by_sizes = dfgnn.Graph.from_edge_index(edge_index, 12, batch_num_nodes=[4, 5, 3])
+    q = torch.randn(12, 2, 32)
+    expected = dfgnn.gt_attention(by_ptr, q, q, q)
+    for graph in (by_batch, by_sizes):
+        assert graph.prepare("gt", 2, 32) == by_ptr.prepare("gt", 2, 32)
+        assert torch.equal(dfgnn.gt_attention(graph, q, q, q), expected)
+    with pytest.raises(ValueError, match="joins graph 1 of the batch"):  # the batch says 4 | 4 | 4 nodes
+        dfgnn.Graph.from_edge_index(edge_index, 12, batch=torch.tensor([0] * 4 + [1] * 4 + [2] * 4))
+    with pytest.raises(ValueError, match="batch must be non-decreasing from 0"):
+        dfgnn.Graph.from_edge_index(edge_index, 12, batch=torch.tensor([0] * 4 + [2] * 5 + [1] * 3))
+    with pytest.raises(ValueError, match="graph offsets must run from 0 to num_nodes"):
+        dfgnn.Graph.from_edge_index(edge_index, 12, batch_num_nodes=torch.tensor([4, 5, 2]))
+    with pytest.raises(ValueError, match="give one of ptr, batch and batch_num_nodes, not ptr and batch"):
+        dfgnn.Graph.from_edge_index(edge_index, 12, ptr=torch.tensor([0, 12]), batch=torch.zeros(12, dtype=torch.long))
+    with pytest.raises(TypeError, match="batch must be a one-dimensional int64 or int32 tensor of graph ids"):
+        dfgnn.Graph.from_edge_index(edge_index, 12, batch=torch.zeros(12))
+
+
 def test_from_batch_as_from_edge_index():
     from torch_geometric.data import Batch, Data
     parts = [Data(edge_index=ref.random_graph(n, 3 * n, n), num_nodes=n) for n in (5, 9, 4)]
@@ -111,6 +137,8 @@ def test_from_batch_as_from_edge_index():
     plain = dfgnn.Graph.from_edge_index(batch.edge_index, batch.num_nodes)
     for a, b in zip(graph.csr(), plain.csr()):
         assert torch.equal(a, b)
+    del batch.ptr  # a Batch without offsets: its batch vector says the same
+    assert dfgnn.Graph.from_batch(batch).prepare("gt", 2, 32) == graph.prepare("gt", 2, 32)
     q = torch.randn(batch.num_nodes, 2, 8)
     assert torch.equal(dfgnn.gt_attention(graph, q, q, q), dfgnn.gt_attention(plain, q, q, q))
     with pytest.raises(TypeError, match="has no edge_index"):

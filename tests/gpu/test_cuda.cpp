@@ -925,4 +925,21 @@ TEST(DeviceGraph, RejectsBadInput) {
   EXPECT_NO_THROW(build(3, 3, {}, {})());
 }
 
+// Dense names the first graph of a batch too large for it, whether the batch's sums come from
+// the graph's construction on the device or from the plan's.
+TEST(DeviceGraph, DenseNamesTheFirstGraphTooLarge) {
+  if (!cuda::device_available()) GTEST_SKIP();
+  const std::vector<node_t> bounds{0, 10, 210, 410, 415};  // graphs 1 and 2 exceed 192 nodes
+  std::vector<node_t> src, dst;
+  for (std::size_t i = 0; i + 1 < bounds.size(); ++i)
+    for (node_t v = bounds[i]; v < bounds[i + 1]; ++v)
+      src.push_back(v + 1 < bounds[i + 1] ? v + 1 : bounds[i]), dst.push_back(v);  // a ring per graph
+  HostGraph g = graph_from_edges(bounds.back(), src, dst);
+  g.graph_ptr = bounds;
+  const DeviceEdges edges(g);
+  const cuda::Graph dg = edges.build(g);
+  test::expect_error([&] { cuda::Plan(g, ScoreKind::GT, 1, 32, Strategy::Dense); }, {"at most 192 nodes", "graph 1 has 200"});
+  test::expect_error([&] { cuda::Plan(dg, ScoreKind::GT, 1, 32, Strategy::Dense); }, {"at most 192 nodes", "graph 1 has 200"});
+}
+
 }  // namespace
