@@ -215,7 +215,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const bool edges = sc.edge != nullptr;
   const bool cols_first = columns_first<S>(o.backward_order, p.kind, g, edges);
   if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
-  const BackwardData& b = p.backward();
+  const BackwardData& b = p.backward(st);
   const BackwardWork& wk = b.work;
   // The scoring walk's edge values and dropout, by its own positions.
   const edge_t* edge_id = cols_first ? b.col_edge_id : g.edge_id;

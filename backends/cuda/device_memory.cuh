@@ -93,4 +93,13 @@ class Readback {
   std::size_t first_;  // the arena's offset when this readback began
 };
 
+/// One device scalar on the host, after one wait (a Readback of one).
+template <class T>
+T read_back(cudaStream_t stream, const T* device) {
+  Readback r(stream);
+  const T* host = r.add(device);
+  r.wait();
+  return *host;
+}
+
 }  // namespace dfgnn::cuda::detail

@@ -194,10 +194,9 @@ SmmfPartition smmf_partition(const std::vector<edge_t>& row_ptr, int H, int D, i
 /// The first backward transposes the graph on the device (preprocess.cuh; on the host when the
 /// device lacks the sort's scratch, 16 bytes per edge): forward-only plans skip it and its 12
 /// (rows first), 20 (columns first) or 28 (GT, both) bytes per edge on the device.
-const BackwardData& Plan::Impl::backward() const {
+const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
   if (bwd) return *bwd;
   auto b = std::make_unique<BackwardData>();
-  const cudaStream_t stream = nullptr;  // waited for below: the call's stream sees the results
   const node_t N = graph.num_nodes, NS = op.src_nodes;
   const std::size_t E = std::size_t(graph.num_edges);
   detail::DeviceArrays csr_edge;  // kept where a pass reads it
@@ -267,7 +266,7 @@ const BackwardData& Plan::Impl::backward() const {
   b->work.param = workspace(units * heads * need.param_width);
   b->work.param_slices =
       workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * need.param_width);
-  DFGNN_CUDA(cudaStreamSynchronize(stream));
+  DFGNN_CUDA(cudaStreamSynchronize(stream));  // so that calls on any stream see the data
   bwd = std::move(b);
   return *bwd;
 }
@@ -337,7 +336,7 @@ Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy
   source.stats = g.stats();
   source.batch = g.batch();
   source.num_graphs = g.num_graphs();
-  source.sums = &g.impl().sums;
+  if (g.batch() != nullptr) source.sums = &g.impl().sums;
   source.rows = &g.impl().rows;
   build(source, kind, heads, dim, strategy, stream);
 }
@@ -374,7 +373,7 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
     batch = detail::independent_blocks(stream, blocks, g.device.row_ptr, g.device.src, N, E);
   const bool has_batch = square && batch.ptr != nullptr;
   const detail::BatchSums sums = !has_batch           ? detail::BatchSums{}
-                                 : g.batch != nullptr && g.sums ? *g.sums
+                                 : g.sums != nullptr            ? *g.sums
                                                                 : detail::batch_sums(stream, batch.ptr, batch.count);
   const std::size_t staged = staged_smem(has_batch, sums.widest, kind, heads, dim, p.smem_optin);
   const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
@@ -482,6 +481,8 @@ void Plan::forward(const Call& call) const {
 void Plan::backward(const Call& call) const {
   visit_model(impl_->kind, [&](auto model) { detail::backward<decltype(model)>(*this, call); });
 }
+
+void Plan::prepare_backward(void* stream) const { impl_->backward(static_cast<cudaStream_t>(stream)); }
 std::size_t Plan::device_bytes() const { return impl_->mem.bytes(); }
 ScoreKind Plan::kind() const { return impl_->kind; }
 int Plan::heads() const { return impl_->heads; }

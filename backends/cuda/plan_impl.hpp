@@ -79,8 +79,9 @@ struct Plan::Impl {
     return mem.upload(host, n);
   }
   float* workspace(std::size_t floats) const { return mem.alloc<float>(floats); }
-  /// The backward's data (built once, by the first backward).
-  const BackwardData& backward() const;
+  /// The backward's data, built once on `stream` (by the first backward or prepare_backward)
+  /// and waited for.
+  const BackwardData& backward(cudaStream_t stream) const;
   /// The graph with its destination per edge (`dst`), which only the edge-parallel SDDMM and
   /// the attention weights read: an Online, Staged or Dense plan's own copy fills it on the
   /// device at the first call for weights (docs/cuda.md, "Device memory").

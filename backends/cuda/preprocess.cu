@@ -264,20 +264,13 @@ void exclusive_sum(Scratch& s, T* x, std::int64_t n) {
 
 }  // namespace
 
-void sum_rows(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split, RowSums* out) {
-  DFGNN_CUDA(cudaMemsetAsync(out, 0, sizeof(RowSums), stream));
-  if (n > 0) row_sums_kernel<<<grid(n), kThreads, 0, stream>>>(ptr, n, threshold, split, out);
-  DFGNN_CUDA(cudaGetLastError());
-}
-
 RowSums row_sums(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split) {
   Scratch s(stream);
   RowSums* d = s.alloc<RowSums>(1);
-  sum_rows(stream, ptr, n, threshold, split, d);
-  Readback r(stream);
-  const RowSums* sums = r.add(d);
-  r.wait();
-  return *sums;
+  DFGNN_CUDA(cudaMemsetAsync(d, 0, sizeof(RowSums), stream));
+  if (n > 0) row_sums_kernel<<<grid(n), kThreads, 0, stream>>>(ptr, n, threshold, split, d);
+  DFGNN_CUDA(cudaGetLastError());
+  return read_back(stream, d);
 }
 
 DegreeStats degree_stats(const RowSums& s, node_t n, edge_t num_edges, edge_t threshold) {
@@ -307,10 +300,7 @@ Blocks independent_blocks(cudaStream_t stream, DeviceArrays& out, const edge_t* 
   block_ends<<<grid(std::int64_t(n) + 1), kThreads, 0, stream>>>(far, n, ends);
   exclusive_sum(s, ends, std::int64_t(n) + 1);
   DFGNN_CUDA(cudaGetLastError());
-  Readback r(stream);
-  const int* blocks = r.add(ends + n);
-  r.wait();
-  const int count = *blocks;
+  const int count = read_back(stream, ends + n);
   node_t* bounds = out.alloc<node_t>(std::size_t(count) + 1);
   block_bounds<<<grid(std::int64_t(n) + 1), kThreads, 0, stream>>>(far, ends, n, bounds);
   DFGNN_CUDA(cudaGetLastError());
@@ -343,10 +333,7 @@ BatchSums batch_sums(cudaStream_t stream, const node_t* ptr, int num_graphs) {
   Scratch s(stream);
   BatchCounters* d = s.alloc<BatchCounters>(1);
   count_batch(stream, ptr, num_graphs, d);
-  Readback r(stream);
-  const BatchCounters* c = r.add(d);
-  r.wait();
-  return batch_sums(*c);
+  return batch_sums(read_back(stream, d));
 }
 
 DevicePieces row_pieces(cudaStream_t stream, DeviceArrays& out, const edge_t* ptr, node_t n, edge_t split) {
@@ -400,10 +387,7 @@ DenseArrays dense_arrays(cudaStream_t stream, DeviceArrays& out, const edge_t* r
   first_entries<<<grid(std::int64_t(G) + 1), kThreads, 0, stream>>>(ptr, G, dup, first_off);
   exclusive_sum(s, first_off, std::int64_t(G) + 1);
   DFGNN_CUDA(cudaGetLastError());
-  Readback r(stream);
-  const std::int64_t* table_entries = r.add(first_off + G);
-  r.wait();
-  const std::int64_t entries = *table_entries;
+  const std::int64_t entries = read_back(stream, first_off + G);
   if (entries > 0) {
     std::int64_t* kept_off = out.alloc<std::int64_t>(std::size_t(G));
     DFGNN_CUDA(cudaMemcpyAsync(kept_off, first_off, std::size_t(G) * sizeof(std::int64_t), cudaMemcpyDeviceToDevice,

@@ -40,8 +40,6 @@ void cub_run(Scratch& s, F f) {
 struct RowSums {
   unsigned long long max = 0, above = 0, empty = 0, whole = 0, whole_sum = 0, whole_squares = 0;
 };
-/// Queues the sums into `out` (device; zeroed here).
-void sum_rows(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split, RowSums* out);
 /// The sums, after one wait.
 RowSums row_sums(cudaStream_t stream, const edge_t* ptr, node_t n, edge_t threshold, edge_t split);
 DegreeStats degree_stats(const RowSums& s, node_t n, edge_t num_edges, edge_t threshold);
@@ -143,7 +141,7 @@ struct Graph::Impl {
   WholeDegrees rows;
   const node_t* batch = nullptr;
   int num_graphs = 0;
-  detail::BatchSums sums;
+  detail::BatchSums sums;  ///< the batch's sums (meaningful where `batch` is set)
 };
 
 }  // namespace dfgnn::cuda

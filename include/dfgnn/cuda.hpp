@@ -155,6 +155,9 @@ class Plan final : public dfgnn::detail::Executor {
   /// Run a call the dispatch checked (Call::stream: the cudaStream_t).
   void forward(const Call& call) const override;
   void backward(const Call& call) const override;
+  /// The backward's data (the transposed graph, its pieces, the workspaces), built on `stream`
+  /// (a cudaStream_t) and waited for, unless a backward or an earlier call built it.
+  void prepare_backward(void* stream) const override;
   /// Bytes of device memory the plan holds: its graph copy (unless the caller's), partitions,
   /// the CSC, the workspaces (the backward's once a backward ran).
   std::size_t device_bytes() const;

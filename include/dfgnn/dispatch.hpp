@@ -23,6 +23,11 @@ class Executor {
   virtual Strategy strategy() const = 0;
   virtual void forward(const Call& call) const = 0;
   virtual void backward(const Call& call) const = 0;
+  /// Builds now what the first backward call would build (a CUDA-native plan: the transposed
+  /// graph, its pieces and the backward's workspaces, on the cudaStream_t `stream`), so that a
+  /// training step's preparation can run ahead of the step, e.g. in a data loader's thread.
+  /// The portable plans build nothing ahead.
+  virtual void prepare_backward(void* stream) const { (void)stream; }
 };
 
 /// Throws Error naming `who` unless a plan can be built for `op`: H and D >= 1, the bytes of

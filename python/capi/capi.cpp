@@ -343,7 +343,7 @@ int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, df
   });
 }
 
-int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* row_ptr,
+int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream, const int64_t* row_ptr,
                            const int32_t* src, const int32_t* dst, const int64_t* edge_id, int kind,
                            int heads, int dim, dfgnn_plan** plan) {
   return guarded([&] {
@@ -355,7 +355,9 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* 
       if (graph->device != device)
         throw dfgnn::Error("plan: the graph was built on CUDA device " + std::to_string(graph->device) +
                            ", the tensors are on device " + std::to_string(device));
-      p->native = std::make_shared<const dfgnn::cuda::Plan>(*graph->on_device, score_kind(kind), heads, dim);
+      p->native = std::make_shared<const dfgnn::cuda::Plan>(*graph->on_device, score_kind(kind), heads, dim,
+                                                            dfgnn::Strategy::Auto,
+                                                            reinterpret_cast<cudaStream_t>(stream));
       p->graph = graph->on_device;
     } else {
       const dfgnn::Graph<HostMem>& g = graph->host();
@@ -367,7 +369,7 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* 
     p->strategy = dfgnn::to_string(p->native->strategy());
     *plan = p.release();
 #else
-    (void)device, (void)row_ptr, (void)src, (void)dst, (void)edge_id, (void)kind, (void)heads, (void)dim,
+    (void)device, (void)stream, (void)row_ptr, (void)src, (void)dst, (void)edge_id, (void)kind, (void)heads, (void)dim,
         (void)plan;
     throw dfgnn::Error("dfgnn was built without CUDA (DFGNN_ENABLE_CUDA=OFF): CUDA tensors are not supported");
 #endif
@@ -391,6 +393,13 @@ const char* dfgnn_plan_strategy(const dfgnn_plan* plan) {
     return nullptr;
   }
   return plan->strategy;
+}
+
+int dfgnn_plan_prepare_backward(const dfgnn_plan* plan, intptr_t stream) {
+  return guarded([&] {
+    const dfgnn_plan& p = checked(plan);
+    if (!p.host) DFGNN_ON_DEVICE(&p, p.executor->prepare_backward(reinterpret_cast<void*>(stream)));
+  });
 }
 
 int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call) {

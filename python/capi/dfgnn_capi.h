@@ -72,12 +72,16 @@ DFGNN_CAPI int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* orderin
 DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim,
                                  dfgnn_plan** plan);
 /* A CUDA-native plan on `device`: over the graph's own arrays when it was built on that device
- * (the array arguments are then ignored and may be NULL), else over the caller's device copy of
- * dfgnn_graph_csr's arrays, which must outlive the plan. Fails unless built with
- * DFGNN_ENABLE_CUDA. */
-DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, const int64_t* row_ptr,
+ * (the array arguments are then ignored and may be NULL; the plan is built on `stream`, a
+ * cudaStream_t, and waited for), else over the caller's device copy of dfgnn_graph_csr's
+ * arrays, which must outlive the plan. Fails unless built with DFGNN_ENABLE_CUDA. */
+DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream, const int64_t* row_ptr,
                                       const int32_t* src, const int32_t* dst, const int64_t* edge_id,
                                       int kind, int heads, int dim, dfgnn_plan** plan);
+/* Builds now, on `stream`, what the plan's first backward call would build (a CUDA plan: the
+ * transposed graph and the backward's workspaces; a host plan: nothing), so that a training
+ * step can be prepared ahead of it. */
+DFGNN_CAPI int dfgnn_plan_prepare_backward(const dfgnn_plan* plan, intptr_t stream);
 DFGNN_CAPI void dfgnn_plan_free(dfgnn_plan* plan);
 /* The strategy the plan's forward runs ("smmf", "online", ...); NULL for a null plan (then
  * dfgnn_last_error() says so). */

@@ -280,13 +280,21 @@ class Graph:
             raise ValueError(f"dfgnn: fill_value must be 'mean', 'add' or a number, got {fill_value!r}")
         return torch.cat([rows, loops])
 
-    def prepare(self, model, heads, dim, device="cpu"):
+    def prepare(self, model, heads, dim, device="cpu", backward=False):
         """Builds (or finds) the plan of `model` ('gt', 'agnn', 'gat', 'gatv2') for `heads` x
-        `dim` features on `device`, as the first call would; returns the strategy its forward
-        runs. Lets preprocessing happen before, and be timed apart from, the first call."""
+        `dim` features on `device`, as the first call would, and with backward=True what its
+        first backward would (on the GPU the transposed graph); returns the strategy its forward
+        runs. Lets preprocessing happen before, and be timed apart from, the first call, e.g. a
+        step ahead in a data loader's thread on its own stream (GPU work runs on the current
+        stream)."""
         if model not in _lib.MODELS:
             raise ValueError(f"dfgnn: model must be one of {sorted(_lib.MODELS)}, got {model!r}")
-        return self.plan(torch.device(device), _lib.MODELS[model], int(heads), int(dim)).strategy
+        device = torch.device(device)
+        plan = self.plan(device, _lib.MODELS[model], int(heads), int(dim))
+        if backward and device.type == "cuda":
+            _lib.call(_lib.lib.dfgnn_plan_prepare_backward, plan.handle,
+                      torch.cuda.current_stream(device).cuda_stream)
+        return plan.strategy
 
     def plan(self, device, kind, heads, dim):
         """The cached native plan for (device, kind, heads, dim)."""
@@ -306,6 +314,7 @@ class Graph:
                     # A graph built on this GPU: the plan reads the graph's own arrays.
                     arrays = () if device == self.device else self._device_arrays(device)
                     _lib.call(_lib.lib.dfgnn_plan_create_cuda, self._handle, device.index,
+                              torch.cuda.current_stream(device).cuda_stream,
                               *([a.data_ptr() for a in arrays] or [None] * 4), kind, heads, dim,
                               ctypes.byref(handle))
                 else:

@@ -163,6 +163,27 @@ def test_gpu_graph_errors():
         dfgnn.Graph.from_edge_index(crossing, 6, ptr=torch.tensor([0, 3, 5], device="cuda"))
 
 
+def test_prepared_ahead_on_a_side_stream():
+    """A graph built and prepared for training (backward=True) on a side stream behind a long
+    kernel, as a data loader's thread would: its plan and the backward's data are built there,
+    and its forward and backward equal those of a graph its first calls prepared, bit for bit."""
+    edge_index = ref.random_graph(500, 5000, 2).cuda()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(50_000_000)
+        ahead = dfgnn.Graph.from_edge_index(edge_index, 500)
+        ahead.prepare("gt", 2, 32, "cuda", backward=True)
+    torch.cuda.current_stream().wait_stream(side)
+    lazy = dfgnn.Graph.from_edge_index(edge_index, 500)
+    q = torch.randn(500, 2, 32, device="cuda", requires_grad=True)
+    results = []
+    for graph in (ahead, lazy):
+        out = dfgnn.gt_attention(graph, q, q, q)
+        results.append((out, *torch.autograd.grad(out.square().sum(), q)))
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+
+
 def test_from_batch_on_the_gpu():
     from torch_geometric.data import Batch, Data
     parts = [Data(edge_index=ref.random_graph(n, 3 * n, n), num_nodes=n) for n in (70, 90, 100, 64)]

@@ -170,6 +170,7 @@ def test_cached_inference_tensor():
 def test_plans_cached():
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(9, 30, 2), 9)
     assert graph.prepare("gat", 2, 8) == "online"  # Auto on the host: the portable Online
+    assert graph.prepare("gat", 2, 8, backward=True) == "online"  # the host plans build nothing ahead
     assert graph.plan(torch.device("cpu"), 2, 2, 8) is graph.plan(torch.device("cpu"), 2, 2, 8)
     with pytest.raises(ValueError, match="model must be one of"):
         graph.prepare("gcn", 2, 8)

@@ -846,9 +846,12 @@ TEST(DeviceGraph, BuildsWhatTheHostBuilds) {
 }
 
 // Plans over a graph built on the device pick what plans over its host copy pick, and their
-// outputs, logsumexps and gradients are bitwise the same, for every strategy that runs the graph.
+// outputs, logsumexps and gradients are bitwise the same, for every strategy that runs the graph
+// (Auto's with its backward's data prepared ahead).
 TEST(DeviceGraph, PlansAsOverTheHostGraph) {
   if (!cuda::device_available()) GTEST_SKIP();
+  cudaStream_t stream;
+  ok(cudaStreamCreate(&stream));
   for (const auto& [name, g] : device_build_graphs()) {
     // Shuffled edges (edge ids kept) of a few graphs: a row graph, a batch, duplicates.
     if (name.find("_shuffled") != std::string::npos && name != "empty_rows_shuffled" &&
@@ -887,11 +890,18 @@ TEST(DeviceGraph, PlansAsOverTheHostGraph) {
           expect_same(a.out, b.out);
           expect_same(a.lse, b.lse);
           if (s != Strategy::Auto && s != Strategy::Online) continue;
+          // Auto's device plan builds its backward's data ahead, on a stream of its own.
+          if (s == Strategy::Auto) {
+            const std::size_t before = device->device_bytes();
+            device->prepare_backward(stream);
+            if (g.num_edges() > 0) EXPECT_GT(device->device_bytes(), before);
+          }
           const auto ga = c.gradients(*host), gb = c.gradients(*device);
           for (std::size_t i = 0; i < ga[0].size(); ++i) expect_same(ga[0][i], gb[0][i]);
         }
     }
   }
+  ok(cudaStreamDestroy(stream));
 }
 
 // Bad edges and offsets: an Error naming the first one, as the host's checks do.
