@@ -1,23 +1,29 @@
 #!/usr/bin/env python3
 """End-to-end training: dfgnn's layers against PyG's, same model, weights and data.
 
-Four workloads (docs/python.md, "Training benchmark"):
+Five workloads (docs/python.md, "Training benchmark"):
   gt           a Graph Transformer (embedding, --layers TransformerConv layers of --heads heads
                with root weight and ReLU, classifier) on PATTERN-like batches: --batches batches
                of --batch-size stochastic-block-model graphs each (Benchmarking-GNNs' PATTERN
                recipe, generated here), node classification (in the pattern or not); the
                batches are formed once, and their graphs prepared once, before training;
   gt-shuffled  the same model and graphs, batched anew every epoch by a shuffling
-               torch_geometric DataLoader (--workers processes), each batch's graph prepared
-               in the step that uses it;
+               torch_geometric DataLoader (--workers processes);
+  gt-shuffled-gpu  the same, the batches formed anew every epoch on the device from the graphs
+               held there (DeviceBatcher below: no loader processes, no host copies);
   gat          the standard 2-layer GAT (8 heads x 8, ELU, dropout 0.6, one output head) on
                Cora and Pubmed, full graph, trained on the Planetoid split. Pubmed's features
                are not in the data folder: random ones of Pubmed's width (500) stand in;
   gat-sampled  the same GAT on --sampled-graph (web-NotreDame; `synthetic`: a small random
                graph) with random features (--features) and labels: an epoch is --sample-steps
                steps of --sample-size shuffled seed nodes, each step's subgraph drawn by
-               uniform neighbour sampling (--fanouts per hop, NeighbourSampler below) and its
-               graph prepared in the step, the loss over the seeds.
+               uniform neighbour sampling (--fanouts per hop, NeighbourSampler below), the loss
+               over the seeds.
+The workloads of --ahead (default gat-sampled) make each step's batch or subgraph, and prepare
+its graph, one step ahead by a thread on a side stream (Ahead below), as a DataLoader's workers
+run ahead of training; the others make and prepare them in the training loop. Ahead pays where
+the making waits on the GPU (the sampling) and costs where it is Python alone, which then
+competes with the training loop for the interpreter (docs/performance.md).
 Each model is built once with torch_geometric.nn layers and once with dfgnn.nn layers holding
 the same weights (load_state_dict), on the same data; both train with Adam (the fused one on
 the GPU), the GAT's loss over the training rows found once (indexing by the boolean mask would
@@ -25,10 +31,12 @@ synchronise host and GPU every step, in both).
 
 Reported per implementation (median over --epochs after --warmup epochs):
   preprocess_ms  building the graph structures: dfgnn.Graph from the edge_index plus its plans
-                 (and, for GAT, its self-loop graph); PyG: the edge_index on the device sorted
-                 by destination, as an EdgeIndex with sort_order="col" (PyG's fastest softmax
-                 path). gt and gat: once, before training (gt: all batches); gt-shuffled and
-                 gat-sampled: summed over the epoch's steps (CUDA events), part of epoch_ms.
+                 and their backward's data (and, for GAT, its self-loop graph); PyG: the
+                 edge_index on the device sorted by destination, as an EdgeIndex with
+                 sort_order="col" (PyG's fastest softmax path). gt and gat: once, before
+                 training (gt: all batches); the workloads that prepare a graph per step: summed
+                 over the epoch's steps (CUDA events, on the side stream when ahead), part of
+                 epoch_ms.
   forward_ms     forward + loss, summed over the epoch's batches (CUDA events, or wall clock
                  on the CPU)
   backward_ms    backward, likewise
@@ -38,8 +46,8 @@ of their outputs relative to their magnitude (dropout differs in training: dfgnn
 mask from a hash, PyG from torch's generator).
 
 Usage: python3 perf/train_bench.py [--data DIR] [--device cuda|cpu]
-           [--workloads gt,gt-shuffled,gat,gat-sampled] [--datasets cora,pubmed,synthetic]
-           [--epochs 10] [--warmup 2] [--json OUT.jsonl] [--tiny]
+           [--workloads gt,gt-shuffled,gt-shuffled-gpu,gat,gat-sampled] [--datasets cora,pubmed,synthetic]
+           [--epochs 10] [--warmup 2] [--ahead gat-sampled] [--json OUT.jsonl] [--tiny]
 --data: the folder of shared/data (cora/, pubmed/, web-NotreDame/); `synthetic` is a small
 random graph.
 --tiny: two batches of four graphs, a 2-layer GT, 2 epochs, two sampled steps on a small random
@@ -50,9 +58,12 @@ import argparse
 import gzip
 import json
 import os
+import queue
 import statistics
 import sys
+import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -115,6 +126,42 @@ def pattern_dataset(num_graphs, seed):
 def pattern_batches(graphs, batch_size):
     """Batches of consecutive graphs (torch_geometric Batch: edge_index, x, y, ptr)."""
     return [Batch.from_data_list(graphs[b:b + batch_size]) for b in range(0, len(graphs), batch_size)]
+
+
+class DeviceBatcher:
+    """Batches of a fixed set of graphs, formed anew every epoch on the device as a shuffling
+    DataLoader forms them (same contents, same order of nodes and edges), from the graphs held
+    there once: the epoch's shuffled order is drawn on the host and copied once, then each
+    batch is a few gathers with sizes known on the host: no loader processes, no host round
+    trip. Yields objects with a Batch's x, y, edge_index, ptr and num_nodes."""
+
+    def __init__(self, graphs, batch_size, device, seed):
+        self.nodes = torch.tensor([g.num_nodes for g in graphs])
+        self.edges = torch.tensor([g.num_edges for g in graphs])
+        starts = [(c.cumsum(0) - c).to(device) for c in (self.nodes, self.edges)]
+        self.node_start, self.edge_start = starts
+        self.device_nodes, self.device_edges = self.nodes.to(device), self.edges.to(device)
+        self.x = torch.cat([g.x for g in graphs]).to(device)
+        self.y = torch.cat([g.y for g in graphs]).to(device)
+        self.edge_index = torch.cat([g.edge_index for g in graphs], 1).to(device)  # each graph's own ids
+        self.batch_size, self.device = batch_size, device
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.nodes), generator=self.generator)
+        device_order = order.to(self.device)
+        arange = lambda n: torch.arange(n, device=self.device)  # noqa: E731
+        for b in range(0, len(order), self.batch_size):
+            ids, device_ids = order[b:b + self.batch_size], device_order[b:b + self.batch_size]
+            n, e = int(self.nodes[ids].sum()), int(self.edges[ids].sum())
+            nodes, edges = self.device_nodes[device_ids], self.device_edges[device_ids]
+            ptr = F.pad(nodes.cumsum(0), (1, 0))
+            node_graph = arange(ids.numel()).repeat_interleave(nodes, output_size=n)
+            edge_graph = arange(ids.numel()).repeat_interleave(edges, output_size=e)
+            node = self.node_start[device_ids][node_graph] + arange(n) - ptr[node_graph]
+            edge = self.edge_start[device_ids][edge_graph] + arange(e) - (edges.cumsum(0) - edges)[edge_graph]
+            yield SimpleNamespace(x=self.x[node], y=self.y[node], edge_index=self.edge_index[:, edge] + ptr[edge_graph],
+                                  ptr=ptr, num_nodes=n)
 
 
 def _lines(path):
@@ -197,6 +244,49 @@ class NeighbourSampler:
         return nodes, torch.stack([torch.cat(src), torch.cat(dst)])
 
 
+class Ahead:
+    """The steps of steps() made one ahead of their use, by a thread on a side stream, as a
+    DataLoader's workers run ahead of training: a step's sampling or batching and its graph's
+    preparation, which wait on the GPU, then overlap the previous step's training instead of
+    draining it. The training stream waits for each step's event; the steps stay referenced
+    until it has finished them all (their memory belongs to the side stream). On the CPU the
+    steps come as made."""
+
+    def __init__(self, steps, device):
+        self.steps, self.device = steps, device
+
+    def __call__(self):
+        if self.device.type != "cuda":
+            yield from self.steps()
+            return
+        made = queue.Queue(maxsize=1)
+        main, side = torch.cuda.current_stream(self.device), torch.cuda.Stream(self.device)
+        side.wait_stream(main)  # the inputs the steps read were made on the training stream
+
+        def work():
+            try:
+                with torch.cuda.stream(side):
+                    for step in self.steps():
+                        ready = torch.cuda.Event()
+                        ready.record(side)
+                        made.put((step, ready))
+                made.put(None)
+            except BaseException as e:  # raised again in the training thread
+                made.put(e)
+        worker = threading.Thread(target=work, daemon=True)
+        worker.start()
+        kept = []
+        while (item := made.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            step, ready = item
+            main.wait_event(ready)
+            kept.append(step)
+            yield step
+        worker.join()
+        main.synchronize()
+
+
 def synthetic_citation_graph(seed):
     g = torch.Generator().manual_seed(seed)
     n, e = 200, 800
@@ -271,22 +361,29 @@ class Clock:
             torch.cuda.synchronize()
 
 
-def train(model, epoch_steps, prepare, device, epochs, warmup):
+def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False):
     """Runs warmup + epochs epochs; each iterates epoch_steps() over (x, edges, y, rows): the
     step's graph is prepare(edges), the loss is taken over the output rows `rows` (an index
     tensor, or None for all) against labels y. Per-epoch medians, prepare's time as
-    preprocess_ms. On the GPU, Adam is the fused one (one kernel for all parameters)."""
+    preprocess_ms. ahead: each step made and prepared one step ahead (Ahead), on the GPU on a
+    side stream, where prepare's time is then measured. On the GPU, Adam is the fused one (one
+    kernel for all parameters)."""
     clock = Clock(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=device.type == "cuda")
     model.train()
+
+    def prepared():
+        for x, edges, y, rows in epoch_steps():
+            p = clock.mark()
+            graph = prepare(edges)
+            yield x, graph, y, rows, p, clock.mark()
+    steps = Ahead(prepared, device) if ahead else prepared
     records = []
     for epoch in range(warmup + epochs):
         marks = []
         clock.sync()
         start = time.perf_counter()
-        for x, edges, y, rows in epoch_steps():
-            p = clock.mark()
-            graph = prepare(edges)
+        for x, graph, y, rows, p, q in steps():
             t0 = clock.mark()
             out = model(x, graph)
             loss = F.cross_entropy(out if rows is None else out.index_select(0, rows), y)
@@ -295,13 +392,13 @@ def train(model, epoch_steps, prepare, device, epochs, warmup):
             loss.backward()
             t2 = clock.mark()
             opt.step()
-            marks.append((p, t0, t1, t2))
+            marks.append((p, q, t0, t1, t2))
         clock.sync()
         epoch_ms = 1e3 * (time.perf_counter() - start)
         if epoch >= warmup:
-            records.append({"preprocess_ms": sum(clock.ms(p, a) for p, a, _, _ in marks),
-                            "forward_ms": sum(clock.ms(a, b) for _, a, b, _ in marks),
-                            "backward_ms": sum(clock.ms(b, c) for _, _, b, c in marks), "epoch_ms": epoch_ms})
+            records.append({"preprocess_ms": sum(clock.ms(p, q) for p, q, _, _, _ in marks),
+                            "forward_ms": sum(clock.ms(a, b) for _, _, a, b, _ in marks),
+                            "backward_ms": sum(clock.ms(b, c) for _, _, _, b, c in marks), "epoch_ms": epoch_ms})
     return {key: statistics.median(r[key] for r in records) for key in records[0]}
 
 
@@ -328,9 +425,9 @@ def compare(theirs, ours, x, edge_index, graph):
     return ((a - b).abs().max() / a.abs().max().clamp_min(1e-30)).item()
 
 
-def bench_gt(args, device, shuffled):
+def bench_gt(args, device, workload):
     dataset = pattern_dataset(args.batches * args.batch_size, args.seed)
-    batches = [b.to(device) for b in pattern_batches(dataset, args.batch_size)]
+    batches = pattern_batches(dataset, args.batch_size)  # on the host: only gt trains on them as formed here
     torch.manual_seed(args.seed)
     theirs, ours = twin_models(lambda nn: GraphTransformer(nn, 3, args.hidden, args.heads, args.layers, 2))
     theirs.to(device)
@@ -341,16 +438,17 @@ def bench_gt(args, device, shuffled):
 
     def ours_prep(batch):
         graph = dfgnn.Graph.from_batch(batch)
-        graph.prepare("gt", args.heads, args.hidden // args.heads, device)
+        graph.prepare("gt", args.heads, args.hidden // args.heads, device, backward=True)
         return graph
 
-    meta = {"workload": "gt-shuffled" if shuffled else "gt", "graph": f"PATTERN-like {args.batches}x{args.batch_size}",
+    first = batches[0].to(device)
+    meta = {"workload": workload, "graph": f"PATTERN-like {args.batches}x{args.batch_size}",
             "nodes": sum(b.num_nodes for b in batches), "edges": sum(b.num_edges for b in batches),
             "model": f"{args.layers} x TransformerConv({args.hidden}, {args.hidden // args.heads}, heads={args.heads})",
-            "check_rel_diff": compare(theirs, ours, batches[0].x, pyg_prep(batches[0]), ours_prep(batches[0]))}
+            "check_rel_diff": compare(theirs, ours, first.x, pyg_prep(first), ours_prep(first))}
     rows = []
     for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep)):
-        if shuffled:
+        if workload == "gt-shuffled":
             loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                                 pin_memory=device.type == "cuda", persistent_workers=args.workers > 0)
 
@@ -358,8 +456,13 @@ def bench_gt(args, device, shuffled):
                 for batch in loader:
                     batch = batch.to(device, non_blocking=True)
                     yield batch.x, batch, batch.y, None
-            result = train(model, epoch, prep, device, args.epochs, args.warmup)
+            result = train(model, epoch, prep, device, args.epochs, args.warmup, workload in args.ahead)
+        elif workload == "gt-shuffled-gpu":
+            batcher = DeviceBatcher(dataset, args.batch_size, device, args.seed)
+            result = train(model, lambda: ((b.x, b, b.y, None) for b in batcher), prep, device, args.epochs,
+                           args.warmup, workload in args.ahead)
         else:
+            batches = [b.to(device) for b in batches]
             graphs, preprocess_ms = timed(device, lambda: [prep(b) for b in batches])
             steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
             result = {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup),
@@ -382,8 +485,8 @@ def bench_gat(args, device, name):
     def ours_prep():
         graph = dfgnn.Graph.from_edge_index(edge_index.to(device), x.size(0))
         looped = graph.with_self_loops()  # the GAT layers' graph (add_self_loops)
-        looped.prepare("gat", 8, 8, device)
-        looped.prepare("gat", 1, classes, device)
+        looped.prepare("gat", 8, 8, device, backward=True)
+        looped.prepare("gat", 1, classes, device, backward=True)
         return graph
 
     pyg_edges, pyg_prep_ms = timed(device, lambda: pyg_graph(edge_index, x.size(0), device))
@@ -419,8 +522,8 @@ def bench_gat_sampled(args, device):
     def ours_prep(edges):
         graph = dfgnn.Graph.from_edge_index(edges[0], edges[1])
         looped = graph.with_self_loops()  # the GAT layers' graph (add_self_loops)
-        looped.prepare("gat", 8, 8, device)
-        looped.prepare("gat", 1, classes, device)
+        looped.prepare("gat", 8, 8, device, backward=True)
+        looped.prepare("gat", 1, classes, device, backward=True)
         return graph
 
     def epoch():
@@ -435,7 +538,8 @@ def bench_gat_sampled(args, device):
                                                 f"fanouts {args.fanouts})", "nodes": n, "edges": edge_index.size(1),
             "model": f"GATConv({args.features}, 8, heads=8) + GATConv(64, {classes})",
             "check_rel_diff": compare(theirs, ours, check_x, pyg_prep(check_edges), ours_prep(check_edges))}
-    return [{**meta, "impl": impl, **train(model, epoch, prep, device, args.epochs, args.warmup)}
+    ahead = "gat-sampled" in args.ahead
+    return [{**meta, "impl": impl, **train(model, epoch, prep, device, args.epochs, args.warmup, ahead)}
             for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep))]
 
 
@@ -443,7 +547,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--workloads", default="gt,gt-shuffled,gat,gat-sampled")
+    p.add_argument("--workloads", default="gt,gt-shuffled,gt-shuffled-gpu,gat,gat-sampled")
     p.add_argument("--datasets", default="cora,pubmed")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
@@ -459,6 +563,9 @@ def main():
     p.add_argument("--sample-size", type=int, default=1024, help="gat-sampled: seed nodes per step")
     p.add_argument("--sample-steps", type=int, default=32, help="gat-sampled: steps per epoch")
     p.add_argument("--fanouts", default="10,10", help="gat-sampled: neighbours drawn per node, per hop")
+    p.add_argument("--ahead", default="gat-sampled",
+                   help="workloads (of gt-shuffled, gt-shuffled-gpu, gat-sampled) whose steps are made and prepared "
+                        "one step ahead on a side stream")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json")
     p.add_argument("--tiny", action="store_true")
@@ -471,13 +578,17 @@ def main():
     if args.workers is None:
         args.workers = 4 if device.type == "cuda" else 0
     workloads = args.workloads.split(",")
-    unknown = set(workloads) - {"gt", "gt-shuffled", "gat", "gat-sampled"}
+    gt_workloads = ("gt", "gt-shuffled", "gt-shuffled-gpu")
+    unknown = set(workloads) - {*gt_workloads, "gat", "gat-sampled"}
     if unknown:
         p.error(f"unknown workloads {sorted(unknown)}")
+    args.ahead = set(filter(None, args.ahead.split(",")))
+    if args.ahead - {"gt-shuffled", "gt-shuffled-gpu", "gat-sampled"}:
+        p.error(f"--ahead takes workloads that prepare a graph per step, not {sorted(args.ahead)}")
     rows = []
-    for shuffled in (False, True):
-        if ("gt-shuffled" if shuffled else "gt") in workloads:
-            rows += bench_gt(args, device, shuffled)
+    for workload in gt_workloads:
+        if workload in workloads:
+            rows += bench_gt(args, device, workload)
     if "gat" in workloads:
         for name in args.datasets.split(","):
             rows += bench_gat(args, device, name)
