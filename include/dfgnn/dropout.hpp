@@ -4,13 +4,8 @@
 /// pure function of (seed, edge, head), so the backward regenerates the mask instead of
 /// storing it, and every backend draws the same mask. The edge is the caller's edge index.
 
+#include <dfgnn/host_device.hpp>
 #include <dfgnn/types.hpp>
-
-#if defined(__CUDACC__) || defined(__HIPCC__)
-#define DFGNN_HOST_DEVICE __host__ __device__
-#else
-#define DFGNN_HOST_DEVICE
-#endif
 
 namespace dfgnn {
 
