@@ -6,12 +6,10 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
-#include <vector>
 
 namespace {
 
@@ -34,6 +32,10 @@ struct Format {
   int exponent_bits, mantissa_bits;
   float (*to_float)(std::uint16_t);
   std::uint16_t (*from_float)(float);
+
+  double value(std::uint32_t bits) const { return value_of(bits, exponent_bits, mantissa_bits); }
+  std::uint32_t inf() const { return ((1u << exponent_bits) - 1) << mantissa_bits; }
+  std::uint32_t sign_bit() const { return 1u << (exponent_bits + mantissa_bits); }
 };
 
 const Format kBf16{8, 7, [](std::uint16_t b) { return dfgnn::to_float(bf16{b}); },
@@ -44,23 +46,22 @@ const Format kF16{5, 10, [](std::uint16_t b) { return dfgnn::to_float(f16{b}); }
 // The expected rounding of x: the nearest finite value (ties to the even pattern), or infinity
 // from the largest value plus half its step on.
 std::uint16_t nearest(const Format& f, double x) {
-  const int total = 1 + f.exponent_bits + f.mantissa_bits;
-  const std::uint32_t inf = ((1u << f.exponent_bits) - 1) << f.mantissa_bits;
-  const std::uint32_t sign = std::signbit(x) ? 1u << (total - 1) : 0u;
+  const std::uint32_t inf = f.inf();
+  const std::uint32_t sign = std::signbit(x) ? f.sign_bit() : 0u;
   const double a = std::fabs(x);
-  const double largest = value_of(inf - 1, f.exponent_bits, f.mantissa_bits);
-  const double step = largest - value_of(inf - 2, f.exponent_bits, f.mantissa_bits);
+  const double largest = f.value(inf - 1);
+  const double step = largest - f.value(inf - 2);
   if (a >= largest + step / 2) return std::uint16_t(sign | inf);
   // Magnitudes grow with the pattern: bisect over 0 .. inf - 1.
   std::uint32_t lo = 0, hi = inf - 1;
   while (lo < hi) {
     const std::uint32_t mid = (lo + hi + 1) / 2;
-    if (value_of(mid, f.exponent_bits, f.mantissa_bits) <= a) lo = mid; else hi = mid - 1;
+    if (f.value(mid) <= a) lo = mid; else hi = mid - 1;
   }
   std::uint32_t best = lo;
   if (lo < inf - 1) {
-    const double below = a - value_of(lo, f.exponent_bits, f.mantissa_bits);
-    const double above = value_of(lo + 1, f.exponent_bits, f.mantissa_bits) - a;
+    const double below = a - f.value(lo);
+    const double above = f.value(lo + 1) - a;
     if (above < below || (above == below && (lo & 1))) best = lo + 1;
   }
   return std::uint16_t(sign | best);
@@ -68,7 +69,7 @@ std::uint16_t nearest(const Format& f, double x) {
 
 void expect_every_pattern_exact(const Format& f) {
   for (std::uint32_t b = 0; b < 65536; ++b) {
-    const double want = value_of(b, f.exponent_bits, f.mantissa_bits);
+    const double want = f.value(b);
     const float got = f.to_float(std::uint16_t(b));
     if (std::isnan(want)) {
       ASSERT_TRUE(std::isnan(got)) << b;
@@ -81,13 +82,10 @@ void expect_every_pattern_exact(const Format& f) {
 }
 
 void expect_rounding(const Format& f) {
-  const std::uint32_t inf = ((1u << f.exponent_bits) - 1) << f.mantissa_bits;
-  const int total = 1 + f.exponent_bits + f.mantissa_bits;
-  for (const std::uint32_t sign : {0u, 1u << (total - 1)})
-    for (std::uint32_t b = 0; b + 1 < inf; ++b) {
+  for (const std::uint32_t sign : {0u, f.sign_bit()})
+    for (std::uint32_t b = 0; b + 1 < f.inf(); ++b) {
       // The midpoint of b and b + 1 is a float (a few more significant bits than either).
-      const double lo = value_of(b, f.exponent_bits, f.mantissa_bits);
-      const double hi = value_of(b + 1, f.exponent_bits, f.mantissa_bits);
+      const double lo = f.value(b), hi = f.value(b + 1);
       const float mid = float((lo + hi) / 2);
       ASSERT_EQ(double(mid), (lo + hi) / 2) << b;
       const float signed_mid = sign ? -mid : mid;
