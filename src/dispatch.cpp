@@ -8,6 +8,21 @@
 
 namespace dfgnn {
 
+const char* to_string(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::BF16: return "bf16";
+    case DType::F16: return "f16";
+  }
+  return "?";
+}
+
+DType parse_dtype(const std::string& text) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16})
+    if (text == to_string(t)) return t;
+  throw Error("unknown element type '" + text + "' (expected f32, bf16 or f16)");
+}
+
 const ModelArgs& model_args(ScoreKind kind) {
   return visit_model(kind, [](auto model) -> const ModelArgs& { return decltype(model)::args; });
 }
@@ -24,6 +39,7 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
                     D = std::size_t(op.dim);
   TensorRef t;
   t.data = data;
+  t.dtype = op.dtype;
   const auto set = [&](std::initializer_list<std::size_t> e) {
     for (std::size_t x : e) t.extents[t.rank++] = x;
   };
@@ -47,7 +63,7 @@ void check_op(const char* who, const Op& op) {
   if (op.heads < 1) throw Error(w + ": heads must be >= 1, got " + std::to_string(op.heads));
   if (op.dim < 1) throw Error(w + ": dim must be >= 1, got " + std::to_string(op.dim));
   for (const node_t nodes : {op.src_nodes, op.dst_nodes})
-    checked_product(w + ": nodes x heads x dim x 4 bytes",
+    checked_product(w + ": nodes x heads x dim x element bytes",
                     {std::uint64_t(nodes), std::uint64_t(op.heads), std::uint64_t(op.dim), size_of(op.dtype)});
   if (op.kind == ScoreKind::AGNN && op.src_nodes != op.dst_nodes)
     throw Error(w + ": AGNN's cosine reads one X for both ends of an edge, so it needs a square graph, not a "
@@ -61,7 +77,15 @@ namespace {
 TensorRef per_edge(const void* data, const Op& op, std::size_t width) {
   TensorRef t;
   t.data = data;
+  t.dtype = op.dtype;
   t.rank = 2, t.extents[0] = std::size_t(op.edges), t.extents[1] = width;
+  return t;
+}
+
+/// The logsumexp [N,H] of `op` at `data`: float32 whatever the op's element type.
+TensorRef statistic(const void* data, const Op& op) {
+  TensorRef t = TensorRef::shaped(data, op, Extent::DstScalars);
+  t.dtype = DType::F32;
   return t;
 }
 
@@ -75,7 +99,7 @@ std::string shape_of(const TensorRef& t) {
 struct Region {
   const char* name;
   const TensorRef* t;
-  std::size_t bytes() const { return t->entries() * size_of(DType::F32); }
+  std::size_t bytes() const { return t->entries() * size_of(t->dtype); }
   bool overlaps(const Region& o) const {
     const char *x = static_cast<const char*>(t->data), *y = static_cast<const char*>(o.t->data);
     return x && y && bytes() > 0 && o.bytes() > 0 && x < y + o.bytes() && y < x + bytes();
@@ -95,9 +119,10 @@ class Checker {
 
   [[noreturn]] void fail(const std::string& what) const { throw Error(std::string(who_) + ": " + what); }
 
-  /// t has the shape `extent` gives it in the op.
+  /// t has the shape `extent` gives it in the op, and the op's element type.
   void argument(const char* name, const TensorRef& t, Extent extent) const {
     if (extent != Extent::HeadVector) return shape(name, t, TensorRef::shaped(nullptr, op_, extent), dims(extent));
+    element(name, t, op_.dtype);
     const std::size_t n = t.rank == 1 ? t.extents[0] : 0;
     if ((n != 1 && n != std::size_t(op_.heads)) || !t.data)
       fail(std::string(name) + " has " + std::to_string(n) + (t.data ? "" : " unallocated") +
@@ -112,7 +137,15 @@ class Checker {
     if (!ok)
       fail(std::string(name) + " has shape " + shape_of(t) + ", expected " + dims + " = " + shape_of(want));
     if (!t.data && t.entries() > 0) fail(std::string(name) + " is null");
+    element(name, t, want.dtype);
     contiguous(name, t);
+  }
+
+  /// Mixed element types: the tensor that differs is named.
+  void element(const char* name, const TensorRef& t, DType want) const {
+    if (t.dtype != want)
+      fail(std::string(name) + " is " + to_string(t.dtype) + ", expected " + to_string(want) +
+           (want == op_.dtype ? " (the plan's element type)" : " (always)"));
   }
 
   void contiguous(const char* name, const TensorRef& t) const {
@@ -128,6 +161,7 @@ class Checker {
       if (w.rank != 2 || w.extents[0] != E || (w.extents[1] != 1 && w.extents[1] != H))
         fail("edge_values has shape " + shape_of(w) + ", expected [E,1] or [E,H] with E = " + std::to_string(E) +
              ", H = " + std::to_string(H));
+      element("edge_values", w, op_.dtype);
       contiguous("edge_values", w);
     }
     const TensorRef& ef = call_.edge_features;
@@ -190,7 +224,7 @@ void check_forward(const char* who, const Op& op, ScoreKind model, const Call& c
   const Checker check(who, op, model, call);
   check.argument("out", call.out, Extent::DstFeatures);
   const bool lse = call.logsumexp.data || call.logsumexp.entries() > 0;
-  if (lse) check.argument("logsumexp", call.logsumexp, Extent::DstScalars);
+  if (lse) check.shape("logsumexp", call.logsumexp, statistic(nullptr, op), "[N,H]");
   if (call.weights.data || call.weights.entries() > 0) {
     if (!lse) check.fail("weights are computed from the logsumexp: pass logsumexp too");
     check.shape("weights", call.weights, per_edge(nullptr, op, std::size_t(op.heads)), "[E,H]");
@@ -204,13 +238,14 @@ void check_forward(const char* who, const Op& op, ScoreKind model, const Call& c
 void check_backward(const char* who, const Op& op, ScoreKind model, const Call& call) {
   const Checker check(who, op, model, call);
   check.argument("out", call.out, Extent::DstFeatures);
-  check.argument("logsumexp", call.logsumexp, Extent::DstScalars);
+  check.shape("logsumexp", call.logsumexp, statistic(nullptr, op), "[N,H]");
   check.argument("dOut", call.dout, Extent::DstFeatures);
   check.options();
   const ModelArgs& args = check.args();
   for (int i = 0; i < args.count; ++i) {
     if (args.inputs[i].extent == Extent::HeadVector) {  // as long as the input it is the gradient of
       TensorRef want;
+      want.dtype = op.dtype;
       want.rank = 1, want.extents[0] = call.inputs[i].extents[0];
       check.shape(args.gradients[i], call.grads[i], want, "[beta's length]");
     } else {
@@ -233,8 +268,8 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
                   edge_input(check, call)});
 }
 
-Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std::size_t count,
-                  const float* edge_values, int edge_heads, const Dropout& dropout, const float* edge_features) {
+Call pointer_call(const Op& op, ScoreKind model, const void* const* inputs, std::size_t count,
+                  const void* edge_values, int edge_heads, const Dropout& dropout, const void* edge_features) {
   const ModelArgs& args = model_args(model);
   Call c;
   for (int i = 0; i < args.count; ++i) c.inputs[i] = TensorRef::shaped(inputs[i], op, args.inputs[i].extent, count);
@@ -244,18 +279,18 @@ Call pointer_call(const Op& op, ScoreKind model, const float* const* inputs, std
   return c;
 }
 
-void set_outputs(Call& c, const Op& op, float* out, float* logsumexp, float* weights) {
+void set_outputs(Call& c, const Op& op, void* out, float* logsumexp, void* weights) {
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
-  if (logsumexp) c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
+  if (logsumexp) c.logsumexp = statistic(logsumexp, op);
   if (weights) c.weights = per_edge(weights, op, std::size_t(op.heads));
 }
 
-void set_upstream(Call& c, const Op& op, ScoreKind model, const float* out, const float* logsumexp,
-                  const float* dout, float* const* grads, float* edge_grad) {
+void set_upstream(Call& c, const Op& op, ScoreKind model, const void* out, const float* logsumexp,
+                  const void* dout, void* const* grads, void* edge_grad) {
   const ModelArgs& args = model_args(model);
   if (edge_grad) c.edge_grad = TensorRef::shaped(edge_grad, op, args.edge.extent);
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
-  c.logsumexp = TensorRef::shaped(logsumexp, op, Extent::DstScalars);
+  c.logsumexp = statistic(logsumexp, op);
   c.dout = TensorRef::shaped(dout, op, Extent::DstFeatures);
   for (int i = 0; i < args.count; ++i)
     c.grads[i] = TensorRef::shaped(grads[i], op, args.inputs[i].extent, c.inputs[i].extents[0]);

@@ -530,10 +530,23 @@ TEST_F(CliTest, BenchTrainingWithDropout) {
   while (std::getline(json, line)) {
     const bool fwd = line.find("\"pass\": \"fwd\"") != std::string::npos;
     (fwd ? forward : training) += 1;
-    EXPECT_NE(line.find(fwd ? "\"dropout\": 0}" : "\"dropout\": 0.2}"), std::string::npos) << line;
+    EXPECT_NE(line.find(fwd ? "\"dropout\": 0," : "\"dropout\": 0.2,"), std::string::npos) << line;
+    EXPECT_NE(line.find("\"dtype\": \"f32\"}"), std::string::npos) << line;
   }
   EXPECT_EQ(forward, 2);  // auto and online
   EXPECT_EQ(training, 2);
+}
+
+// --dtype: the two-byte types run on the CUDA-native kernels only so far; an unknown name is an
+// error naming it.
+TEST_F(CliTest, TwoByteTypesNeedTheNativeBackend) {
+  const std::string g = "--graph " + quote(tiny_graph()) + " --model gt --heads 2 --dim 8";
+  expect_user_error("attention " + g + " --backend kokkos --dtype bf16",
+                    {"--dtype bf16 runs on --backend cuda only so far (the portable kernels take float32)"});
+  expect_user_error("bench " + g + " --backend kokkos --dtype f16", {"--dtype f16 runs on --backend cuda only so far"});
+  expect_user_error("attention " + g + " --dtype f64", {"unknown element type 'f64' (expected f32, bf16 or f16)"});
+  const Result r = run("attention " + g + " --backend kokkos --dtype f32 --reference");
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
 }
 
 // bench --reorder checks the renumbered graph's output and says so in its header and JSON.

@@ -337,7 +337,7 @@ TEST_F(ErrorsTest, PlanDimensions) {
 TEST_F(ErrorsTest, CountsThatOverflow) {
   constexpr int kMax = std::numeric_limits<int>::max();
   expect_error([&] { (void)Plan<Exec>(exec_, graph_, ScoreKind::GT, kMax, kMax); },
-               {"plan: nodes x heads x dim x 4 bytes", std::to_string(kMax), "overflows 64 bits"});
+               {"plan: nodes x heads x dim x element bytes", std::to_string(kMax), "overflows 64 bits"});
   expect_error([&] { checked_product("n:", {std::uint64_t(1) << 32, std::uint64_t(1) << 32}); },
                {"n: 4294967296 x 4294967296 overflows 64 bits"});
   EXPECT_EQ(checked_product("n:", {3, 5, 7}), 105u);

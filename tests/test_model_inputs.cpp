@@ -306,7 +306,7 @@ TEST(EdgeFeatureErrors, ShapesAndModels) {
   const HeadScalars<Mem> beta(q.data(), 2);
   test::expect_error([&] { attention(exec, agnn, AGNN{}, tensors(Q, beta, E), out); },
                      {"attention: 3 tensors, the model takes 2 and no edge argument"});
-  Call c = detail::pointer_call(agnn.op(), ScoreKind::AGNN, std::vector<const float*>{q.data(), q.data()}.data(), 2,
+  Call c = detail::pointer_call(agnn.op(), ScoreKind::AGNN, std::vector<const void*>{q.data(), q.data()}.data(), 2,
                                 nullptr, 0, Dropout{}, e.data());
   detail::set_outputs(c, agnn.op(), out.data(), nullptr);
   test::expect_error([&] { detail::check_forward("cuda::attention", agnn.op(), ScoreKind::AGNN, c); },
@@ -362,6 +362,48 @@ TEST(BipartiteErrors, PortableHasNoBatchedStrategies) {
   for (Strategy s : {Strategy::Staged, Strategy::Dense})
     test::expect_error([&] { (void)Plan<Exec>(Exec(), g, ScoreKind::GT, 1, 32, s, Backend::Portable); },
                        {"CUDA-native only"});
+}
+
+// The element type is part of the op: the one check names a tensor of another type than the
+// plan's (the logsumexp is float32 whatever the type), whichever entry made the call.
+TEST(ElementTypes, MixedTypesNameTheArgument) {
+  const Op op{ScoreKind::GT, DType::BF16, 2, 4, 3, 3, 2};
+  std::vector<std::vector<float>> b(12, std::vector<float>(64));  // distinct buffers, large enough
+  Call c = detail::pointer_call(op, ScoreKind::GT, std::vector<const void*>{b[0].data(), b[1].data(), b[2].data()}.data(),
+                                0, b[3].data(), 1, Dropout{});
+  detail::set_outputs(c, op, b[4].data(), b[5].data(), b[6].data());
+  detail::check_forward("f", op, ScoreKind::GT, c);  // every tensor bf16, the logsumexp f32
+  const auto expect = [&](TensorRef& t, DType wrong, const std::string& message) {
+    const DType right = t.dtype;
+    t.dtype = wrong;
+    test::expect_error([&] { detail::check_forward("f", op, ScoreKind::GT, c); }, {message});
+    t.dtype = right;
+  };
+  expect(c.inputs[1], DType::F32, "f: K is f32, expected bf16 (the plan's element type)");
+  expect(c.out, DType::F16, "f: out is f16, expected bf16 (the plan's element type)");
+  expect(c.logsumexp, DType::BF16, "f: logsumexp is bf16, expected f32 (always)");
+  expect(c.edge_values, DType::F32, "f: edge_values is f32, expected bf16 (the plan's element type)");
+  expect(c.weights, DType::F16, "f: weights is f16, expected bf16 (the plan's element type)");
+  std::vector<void*> grads{b[7].data(), b[8].data(), b[9].data()};
+  Call back = detail::pointer_call(op, ScoreKind::GT, std::vector<const void*>{b[0].data(), b[1].data(), b[2].data()}.data(),
+                                   0, nullptr, 0, Dropout{});
+  detail::set_upstream(back, op, ScoreKind::GT, b[4].data(), b[5].data(), b[10].data(), grads.data());
+  detail::check_backward("b", op, ScoreKind::GT, back);
+  back.grads[2].dtype = DType::F32;
+  test::expect_error([&] { detail::check_backward("b", op, ScoreKind::GT, back); },
+                     {"b: dV is f32, expected bf16 (the plan's element type)"});
+  // AGNN's beta (a per-head vector) and its gradient have the op's type too.
+  const Op agnn{ScoreKind::AGNN, DType::F16, 2, 4, 3, 3, 2};
+  Call a = detail::pointer_call(agnn, ScoreKind::AGNN, std::vector<const void*>{b[0].data(), b[1].data()}.data(), 2,
+                                nullptr, 0, Dropout{});
+  detail::set_outputs(a, agnn, b[4].data(), nullptr);
+  detail::check_forward("a", agnn, ScoreKind::AGNN, a);
+  a.inputs[1].dtype = DType::F32;
+  test::expect_error([&] { detail::check_forward("a", agnn, ScoreKind::AGNN, a); },
+                     {"a: beta is f32, expected f16 (the plan's element type)"});
+  EXPECT_EQ(parse_dtype("bf16"), DType::BF16);
+  EXPECT_EQ(size_of(DType::F16), 2u);
+  test::expect_error([] { parse_dtype("f64"); }, {"unknown element type 'f64' (expected f32, bf16 or f16)"});
 }
 
 TEST(BipartiteGraph, TransposeHasAColumnPerSource) {

@@ -21,13 +21,18 @@ void check(cudaError_t e, const char* what) {
 struct DeviceFree {
   void operator()(void* p) const { cudaFree(p); }
 };
-using Buffer = std::unique_ptr<float, DeviceFree>;
+using Buffer = std::unique_ptr<void, DeviceFree>;
 
-Buffer upload(const std::vector<float>& host) {
-  float* p = nullptr;
-  check(cudaMalloc(reinterpret_cast<void**>(&p), std::max<std::size_t>(host.size(), 1) * sizeof(float)), "cudaMalloc");
+/// A device copy of `host` as elements of type t (the floats hold t's values: Inputs::dtype).
+Buffer upload(const std::vector<float>& host, DType t = DType::F32) {
+  std::vector<std::uint16_t> two;
+  if (t != DType::F32)
+    for (float x : host) two.push_back(bits_of(t, x));
+  const void* from = t == DType::F32 ? static_cast<const void*>(host.data()) : two.data();
+  void* p = nullptr;
+  check(cudaMalloc(&p, std::max<std::size_t>(host.size(), 1) * size_of(t)), "cudaMalloc");
   Buffer b(p);
-  check(cudaMemcpy(p, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaMemcpy(p, from, host.size() * size_of(t), cudaMemcpyHostToDevice), "cudaMemcpy");
   return b;
 }
 
@@ -36,49 +41,59 @@ Buffer upload(const std::vector<float>& host) {
 // gradients (one per input, in the model's order).
 struct Launcher {
   std::vector<Buffer> tensors, grads;
-  std::vector<const float*> inputs;
-  std::vector<float*> outputs;
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
   Buffer edge_values, edge_features, edge_grad, out, lse, dout, weights;
   std::function<void(cudaStream_t)> run, backward;
+  DType dtype;  // of every tensor but the logsumexp
 
-  Launcher(const cuda::Plan& plan, const Inputs& in, bool training = false) {
-    for (const auto& t : in.tensors) inputs.push_back(tensors.emplace_back(upload(t)).get());
-    edge_values = upload(in.edge_values);
-    out = upload(std::vector<float>(in.out_size()));
+  Launcher(const cuda::Plan& plan, const Inputs& in, bool training = false) : dtype(in.dtype) {
+    for (const auto& t : in.tensors) inputs.push_back(tensors.emplace_back(upload(t, dtype)).get());
+    edge_values = upload(in.edge_values, dtype);
+    out = upload(std::vector<float>(in.out_size()), dtype);
     lse = upload(std::vector<float>(training || in.weights ? in.N * in.H : 0));  // the weights are computed from it
-    weights = upload(std::vector<float>(in.weights ? in.E * in.H : 0));
+    weights = upload(std::vector<float>(in.weights ? in.E * in.H : 0), dtype);
     cuda::Options o(cuda::DeviceEdgeValues{in.edge_value_heads ? edge_values.get() : nullptr, in.edge_value_heads});
-    o.logsumexp = training || in.weights ? lse.get() : nullptr;
+    o.logsumexp = training || in.weights ? static_cast<float*>(lse.get()) : nullptr;
     o.attention_weights = in.weights ? weights.get() : nullptr;
-    edge_features = upload(in.edge_features);
+    edge_features = upload(in.edge_features, dtype);
     o.edge_features = in.edges() ? edge_features.get() : nullptr;
     if (training) o.dropout = in.dropout;
     const ScoreKind kind = in.kind;
     const float param = in.param;
     const std::size_t count = in.count();
-    float* y = out.get();
+    void* y = out.get();
     run = [this, &plan, kind, param, count, y, o](cudaStream_t s) {
-      cuda::detail::attention(s, plan, kind, param, inputs.data(), count, y, o);
+      cuda::detail::attention(s, plan, kind, param, dtype, inputs.data(), count, y, o);
     };
     if (!training) return;
-    for (const auto& t : in.tensors) outputs.push_back(grads.emplace_back(upload(std::vector<float>(t.size()))).get());
-    edge_grad = upload(std::vector<float>(in.edge_features.size()));
+    for (const auto& t : in.tensors)
+      outputs.push_back(grads.emplace_back(upload(std::vector<float>(t.size()), dtype)).get());
+    edge_grad = upload(std::vector<float>(in.edge_features.size()), dtype);
     o.edge_grad = in.edges() ? edge_grad.get() : nullptr;
     backward = [this, &plan, kind, param, count, o](cudaStream_t s) {
-      cuda::detail::attention_backward(s, plan, kind, param, inputs.data(), count, out.get(), lse.get(), dout.get(),
-                                       outputs.data(), o);
+      cuda::detail::attention_backward(s, plan, kind, param, dtype, inputs.data(), count, out.get(),
+                                       static_cast<const float*>(lse.get()), dout.get(), outputs.data(), o);
     };
   }
   Launcher(const Launcher&) = delete;  // the calls capture this
   Launcher& operator=(const Launcher&) = delete;
 
-  void set_dout(const std::vector<float>& host) { dout = upload(host); }
+  void set_dout(const std::vector<float>& host) { dout = upload(host, dtype); }
 
-  static std::vector<float> download(const Buffer& b, std::size_t n) {
+  /// n elements of type t, as floats.
+  static std::vector<float> download(const Buffer& b, std::size_t n, DType t) {
     std::vector<float> host(n);
-    check(cudaMemcpy(host.data(), b.get(), n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    if (t == DType::F32) {
+      check(cudaMemcpy(host.data(), b.get(), n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+      return host;
+    }
+    std::vector<std::uint16_t> two(n);
+    check(cudaMemcpy(two.data(), b.get(), n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    for (std::size_t i = 0; i < n; ++i) host[i] = value_of(t, two[i]);
     return host;
   }
+  std::vector<float> download(const Buffer& b, std::size_t n) const { return download(b, n, dtype); }
   std::vector<std::vector<float>> gradients(const Inputs& in) const {
     std::vector<std::vector<float>> r;
     for (std::size_t i = 0; i < grads.size(); ++i) r.push_back(download(grads[i], in.tensors[i].size()));
@@ -126,19 +141,19 @@ void report_memory(const cuda::Plan& plan, const Inputs& in, const char* what) {
 
 std::vector<float> run_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
                             std::vector<float>* weights) {
-  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
+  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy, in.dtype);
   used = plan.strategy();
   Launcher launch(plan, in);
   launch.run(nullptr);
   check(cudaDeviceSynchronize(), "attention");
   report_memory(plan, in, "forward");
-  if (in.weights) *weights = Launcher::download(launch.weights, in.E * in.H);
-  return Launcher::download(launch.out, in.out_size());
+  if (in.weights) *weights = launch.download(launch.weights, in.E * in.H);
+  return launch.download(launch.out, in.out_size());
 }
 
 std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy,
                                                   const std::vector<float>& dout) {
-  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
+  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy, in.dtype);
   Launcher launch(plan, in, /*training=*/true);
   launch.set_dout(dout);
   launch.run(nullptr);
@@ -150,7 +165,7 @@ std::vector<std::vector<float>> run_cuda_backward(const HostGraph& g, const Inpu
 
 Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, int warmup, int iters, Strategy& used,
                  std::vector<float>* out) {
-  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
+  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy, in.dtype);
   used = plan.strategy();
   Launcher launch(plan, in);
   Events ev(2);
@@ -162,7 +177,7 @@ Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, int wa
     ev.mark(1);
     ms.push_back(ev.elapsed(0, 1));
   }
-  if (out) *out = Launcher::download(launch.out, in.out_size());
+  if (out) *out = launch.download(launch.out, in.out_size());
   Timing t = summary(ms);
   t.plan_mib = double(plan.device_bytes()) / (1 << 20);
   return t;
@@ -170,7 +185,7 @@ Timing time_cuda(const HostGraph& g, const Inputs& in, Strategy strategy, int wa
 
 TrainTiming time_cuda_backward(const HostGraph& g, const Inputs& in, Strategy strategy, const std::vector<float>& dout,
                                int warmup, int iters, Strategy& used, std::vector<std::vector<float>>* grads) {
-  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy);
+  const cuda::Plan plan(g, in.kind, int(in.H), int(in.D), strategy, in.dtype);
   used = plan.strategy();
   Launcher launch(plan, in, /*training=*/true);
   launch.set_dout(dout);

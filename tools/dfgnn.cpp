@@ -38,6 +38,7 @@ namespace {
 using namespace dfgnn;
 using cli::Inputs;
 using cli::node_rows;
+using cli::rounded;
 
 #ifndef DFGNN_GIT_COMMIT
 #define DFGNN_GIT_COMMIT "unknown"
@@ -53,7 +54,7 @@ constexpr const char* kUsage = R"(usage:
   dfgnn gen knn --graphs G [--k K] [--seed S] --out FILE
   dfgnn bench --graph FILE --model M [--heads H] [--dim D] [--inputs DIR] [--backend cuda|kokkos|all]
               [--strategy all|S1,S2,..] [--warmup 5] [--iters 20] [--check] [--backward]
-              [--dropout P] [--reorder none|rcm|degree] [--name NAME] [--json F]
+              [--dropout P] [--reorder none|rcm|degree] [--dtype f32|bf16|f16] [--name NAME] [--json F]
 
 graph files (or --graph rmat:SCALE:EDGE_FACTOR[:SEED], the graph of `dfgnn gen rmat`
   generated in process): edge lists `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas; an
@@ -79,8 +80,12 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
                         times dropout factor; --reference checks them too)
   --strategy auto|smmf|pmf|unfused|online (any backend) | staged|dense (cuda)
   --backend auto|kokkos|cuda    auto: cuda when built with it and a GPU is visible
-  --reference           also run the float64 reference, print the max relative error and
-                        fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta and da)
+  --dtype f32|bf16|f16  the tensors' element type (default f32; bf16 and f16: backend cuda,
+                        the forward only so far): every input is rounded to it (nearest even)
+                        and computed in float32; the .npy outputs stay float32, holding its values
+  --reference           also run the float64 reference (on the rounded inputs), print the max
+                        relative error and fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta
+                        and da; bf16 1e-2, f16 2e-3, gradients twice that)
   --reference-sample K  the same on a sample, for graphs too large for the whole reference:
                         K random rows and the row of most in-edges (with --grad-out also K
                         random sources), the reference run on the rows they depend on; it
@@ -114,7 +119,7 @@ spmm / sddmm (generalized message passing, docs/message_passing.md):
 bench: times the forward per backend and strategy (CUDA events on cuda, the host clock after a
   fence on kokkos; median of --iters after --warmup; the plan is built and inputs uploaded
   beforehand), with bandwidth against the bytes it must move and, on CUDA, the device copy
-  bandwidth measured in the same run. Inputs come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where
+  bandwidth measured in the same run (bytes of the --dtype elements). Inputs come from DIR/{q,k,v,x,el,er,xl,xr,a}.npy where
   present, else random. --check compares each output with the float64 reference. --backward
   also times, per backend and strategy, the training forward plus the fused backward
   ("fwd+bwd") and, on CUDA, the backward alone ("bwd", whose gradients --check compares with
@@ -294,7 +299,19 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
     if (!(rate >= 0.0f && rate < 1.0f)) throw Error("--dropout must be in [0, 1), got " + a.get("dropout"));
     in.dropout = {rate, seed};
   }
+  in.dtype = parse_dtype(a.get("dtype", "f32"));
+  for (auto* v : {&in.edge_values, &in.edge_features})
+    for (float& x : *v) x = rounded(in.dtype, x);
+  for (auto& t : in.tensors)
+    for (float& x : t) x = rounded(in.dtype, x);
   return in;
+}
+
+// The two-byte types run on the CUDA-native kernels only so far.
+void require_native(const Inputs& in, Backend backend) {
+  if (in.dtype != DType::F32 && backend == Backend::Portable)
+    throw Error(std::string("--dtype ") + to_string(in.dtype) + " runs on --backend cuda only so far (the portable "
+                "kernels take float32)");
 }
 
 /// The file's graph and the one a run uses: its renumbering by an Ordering (reorder.hpp), or
@@ -498,11 +515,24 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
   return {};
 }
 
+// The largest relative error of out (and the attention weights) against the float64 reference
+// on the same inputs: float32's rounding, or the accuracy contract of a two-byte type
+// (docs/design.md, "Element types").
+double output_tolerance(const Inputs& in) {
+  switch (in.dtype) {
+    case DType::BF16: return 1e-2;
+    case DType::F16: return 2e-3;
+    case DType::F32: break;
+  }
+  return 1e-4;
+}
+
 // The largest relative error the gradient of argument i may have against the float64
 // reference: gradients of per-head parameters (AGNN's dbeta, GATv2's da) sum cancelling terms
 // over all edges (docs/backward.md).
 double gradient_tolerance(const Inputs& in, std::size_t i) {
   const Extent e = gradient_extent(in, i);
+  if (in.dtype != DType::F32) return 2 * output_tolerance(in);
   return e == Extent::HeadFeatures || e == Extent::HeadVector ? 1e-3 : 1e-4;
 }
 
@@ -695,7 +725,7 @@ void reject_non_finite(const Args& a, const Inputs& in) {
 int cmd_attention(int argc, char** argv) {
   std::set<std::string> accepted{"graph", "nodes", "src-nodes", "model", "heads", "dim", "edge-values", "edge-features",
                                  "out", "strategy", "backend", "seed", "grad-out", "grad-prefix", "dropout", "reorder",
-                                 "attention-out"};
+                                 "attention-out", "dtype"};
   for (const auto& option : model_options()) accepted.insert(option.first);
   accepted.insert("reference-sample");
   const Args a = parse_args(argc, argv, 2, accepted, {"reference", "symmetrize"});
@@ -711,11 +741,13 @@ int cmd_attention(int argc, char** argv) {
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
   if (a.flags.count("reference") || a.has("reference-sample")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
+  require_native(in, backend);
   // dOut's shape and the output paths before any compute: a typo fails now, not after the run.
   const std::string dout_path = a.get("grad-out");
-  const std::vector<float> dout =
+  std::vector<float> dout =
       a.has("grad-out") ? checked(io::read_npy_f32(dout_path), dout_path, {{in.N, in.H, in.D}, {in.N, in.H * in.D}})
                         : std::vector<float>{};
+  for (float& x : dout) x = rounded(in.dtype, x);
   if (a.has("out")) io::check_writable(a.get("out"));
   if (a.has("attention-out")) io::check_writable(a.get("attention-out"));
   if (a.has("grad-out"))
@@ -743,8 +775,9 @@ int cmd_attention(int argc, char** argv) {
   if (check) {
     std::vector<double> ref_weights;
     std::vector<double> ref = run_reference(*check->graph, check->in, in.weights ? &ref_weights : nullptr);
-    bool ok = within(*check, "out", out, std::move(ref), Extent::DstFeatures, 1e-4);
-    if (in.weights) ok = within(*check, "the attention weights", weights, std::move(ref_weights), Extent::EdgeScalars, 1e-4) && ok;
+    const double tol = output_tolerance(in);
+    bool ok = within(*check, "out", out, std::move(ref), Extent::DstFeatures, tol);
+    if (in.weights) ok = within(*check, "the attention weights", weights, std::move(ref_weights), Extent::EdgeScalars, tol) && ok;
     if (!ok) return 1;
   }
   if (!a.has("grad-out")) return 0;
@@ -810,17 +843,18 @@ struct Traffic {
 };
 Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
   const double NS = double(in.NS), N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
+  const double es = double(size_of(in.dtype));  // bytes of an element
   // Feature rows at the sources and at the destinations, and one gathered row per edge.
-  const double graph = (N + 1) * 8 + E * 4, src = NS * H * D * 4, dst = N * H * D * 4, row = E * H * D * 4;
+  const double graph = (N + 1) * 8 + E * 4, src = NS * H * D * es, dst = N * H * D * es, row = E * H * D * es;
   switch (in.kind) {
     case ScoreKind::GT: return {graph + 2 * src + 2 * dst, graph + 2 * src + 2 * dst + 2 * row};  // Q K V; out
     case ScoreKind::AGNN: return {graph + 2 * dst, graph + 2 * dst + row};  // X; out (square)
     case ScoreKind::GAT: {  // el V; er; out
-      const double c = graph + src + dst + (NS + N) * H * 4;
+      const double c = graph + src + dst + (NS + N) * H * es;
       return {c, c + row};
     }
     case ScoreKind::GATv2: {  // XL; XR out; a
-      const double c = graph + src + 2 * dst + H * D * 4;
+      const double c = graph + src + 2 * dst + H * D * es;
       return {c, c + row};
     }
   }
@@ -869,7 +903,7 @@ cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy,
 int cmd_bench(int argc, char** argv) {
   Args a = parse_args(argc, argv, 2,
                       {"graph", "nodes", "src-nodes", "model", "heads", "dim", "inputs", "backend", "strategy", "warmup", "iters",
-                       "json", "name", "seed", "slope", "scale", "dropout", "reorder"},
+                       "json", "name", "seed", "slope", "scale", "dropout", "reorder", "dtype"},
                       {"symmetrize", "check", "backward"});
   if (a.has("dropout") && !a.flags.count("backward")) throw Error("--dropout applies to training: it needs --backward");
   reject_foreign_options(a, parse_score_kind(a.need("model")));
@@ -906,9 +940,11 @@ int cmd_bench(int argc, char** argv) {
   std::vector<Backend> backends;  // --backend all: the CUDA-native kernels where they run, then the portable ones
   if (a.get("backend", "all") != "all") {
     backends.push_back(backend_option(a));
+    require_native(in, backends.back());
   } else {
     if (native_unavailable().empty()) backends.push_back(Backend::Native);
-    backends.push_back(Backend::Portable);
+    if (in.dtype == DType::F32) backends.push_back(Backend::Portable);
+    if (backends.empty()) require_native(in, Backend::Portable);
   }
   std::string device = std::string("kokkos ") + Kokkos::DefaultExecutionSpace::name();
   double copy_gbs = 0;
@@ -941,13 +977,14 @@ int cmd_bench(int argc, char** argv) {
                    "\"resolved\": \"%s\", \"pass\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                    "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
                    "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g, \"plan_mib\": %.2f, "
-                   "\"dropout\": %g}\n",
+                   "\"dropout\": %g, \"dtype\": \"%s\"}\n",
                    cli::json_escaped(a.get("name", a.get("graph"))).c_str(), cli::json_escaped(device).c_str(),
                    DFGNN_GIT_COMMIT, to_string(in.kind),
                    g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering), reorder_ms, backend_name(b), to_string(s),
                    to_string(used), pass,
                    t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib,
-                   std::strcmp(pass, "fwd") == 0 ? 0.0f : in.dropout.rate);  // inference runs without
+                   std::strcmp(pass, "fwd") == 0 ? 0.0f : in.dropout.rate,  // inference runs without
+                   to_string(in.dtype));
   };
   for (const Backend b : backends)
     for (Strategy s : strategies) {
@@ -966,7 +1003,7 @@ int cmd_bench(int argc, char** argv) {
       const double err = ref.empty() ? -1.0 : max_relative_error(out.data(), ref);
       const auto [comp, gath] = fractions(bytes, t.median_ms);
       report(b, s, used, t, "fwd", bytes, comp, gath, err);
-      if (!ref.empty() && !(err <= 1e-4)) {
+      if (!ref.empty() && !(err <= output_tolerance(in))) {
         std::fprintf(stderr, "dfgnn: error: %s %s output differs from the reference (%.3g)\n", backend_name(b),
                      to_string(used), err);
         return 1;

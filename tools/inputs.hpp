@@ -2,8 +2,10 @@
 // The inputs of one CLI attention run and its timing, shared by the Kokkos and CUDA runners.
 
 #include <dfgnn/dropout.hpp>
+#include <dfgnn/half.hpp>
 #include <dfgnn/op.hpp>
 
+#include <cstdint>
 #include <vector>
 
 namespace dfgnn::cli {
@@ -20,6 +22,7 @@ struct Inputs {
   Dropout dropout;  // of the training forward and backward (--dropout), keyed on --seed
   std::size_t E = 0;     // edges
   bool weights = false;  // the forward also writes the attention weights [E,H] (--attention-out)
+  DType dtype = DType::F32;  // the tensors' element type on the device (--dtype); the floats here hold its values
 
   const ModelArgs& args() const { return model_args(kind); }
   bool edges() const { return !edge_features.empty(); }
@@ -56,6 +59,14 @@ struct Inputs {
 inline bool node_rows(Extent e) {
   return e != Extent::HeadFeatures && e != Extent::HeadVector && e != Extent::EdgeFeatures && e != Extent::EdgeScalars;
 }
+
+/// x in the two-byte type t (bf16 or f16), rounded to nearest even, and back.
+inline std::uint16_t bits_of(DType t, float x) { return t == DType::BF16 ? to_bf16(x).bits : to_f16(x).bits; }
+inline float value_of(DType t, std::uint16_t bits) {
+  return t == DType::BF16 ? to_float(bf16{bits}) : to_float(f16{bits});
+}
+/// x rounded to the nearest value of type t (x itself for f32).
+inline float rounded(DType t, float x) { return t == DType::F32 ? x : value_of(t, bits_of(t, x)); }
 
 /// Milliseconds of repeated runs.
 struct Timing {

@@ -4,18 +4,21 @@
 namespace dfgnn::cuda::detail {
 
 namespace {
-AGNNScore score(const Call& c) { return {c.input(0), c.input(0), c.input(1), int(c.inputs[1].extents[0])}; }
+template <class E>
+AGNNScore<E> score(const Call& c) {
+  return {c.input<E>(0), c.input<E>(0), c.input<E>(1), int(c.inputs[1].extents[0])};
+}
 }  // namespace
 
 template <>
 void forward<AGNN>(const Plan& plan, const Call& c) {
-  run(plan, score(c), c);
+  with_element(plan.op().dtype, [&](auto e) { run(plan, score<decltype(e)>(c), c); });
 }
 
 // X is both sides' input: its gradient gathers at destinations and at sources.
 template <>
 void backward<AGNN>(const Plan& plan, const Call& c) {
-  run_backward(plan, score(c), c, {c.grad(0), c.grad(0), nullptr}, c.grad(1), int(c.inputs[1].extents[0]));
+  run_backward(plan, score<float>(c), c, {c.grad(0), c.grad(0), nullptr}, c.grad(1), int(c.inputs[1].extents[0]));
 }
 
 }  // namespace dfgnn::cuda::detail

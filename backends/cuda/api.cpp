@@ -13,25 +13,37 @@ constexpr const char* kForward = "cuda::attention";
 constexpr const char* kBackward = "cuda::attention_backward";
 }  // namespace
 
-void detail::attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param,
-                       const float* const* inputs, std::size_t count, float* out, const Options& o) {
+namespace {
+/// Stamps the call's tensors with the caller's element type, for the check to compare with the
+/// plan's (the logsumexp stays float32).
+void stamp(Call& c, DType dtype) {
+  for (TensorRef* t : {&c.inputs[0], &c.inputs[1], &c.inputs[2], &c.edge_values, &c.edge_features, &c.edge_grad,
+                       &c.out, &c.weights, &c.dout, &c.grads[0], &c.grads[1], &c.grads[2]})
+    t->dtype = dtype;
+}
+}  // namespace
+
+void detail::attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, DType dtype,
+                       const void* const* inputs, std::size_t count, void* out, const Options& o) {
   Call c = dfgnn::detail::pointer_call(plan.op(), kind, inputs, count, o.edge_values.data, o.edge_values.heads,
                                        o.dropout, o.edge_features);
   c.param = param;
   c.stream = stream;
   dfgnn::detail::set_outputs(c, plan.op(), out, o.logsumexp, o.attention_weights);
+  stamp(c, dtype);
   dfgnn::detail::forward(kForward, plan, kind, c);
 }
 
-void detail::attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param,
-                                const float* const* inputs, std::size_t count, const float* out,
-                                const float* logsumexp, const float* dOut, float* const* grads, const Options& o) {
+void detail::attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, DType dtype,
+                                const void* const* inputs, std::size_t count, const void* out,
+                                const float* logsumexp, const void* dOut, void* const* grads, const Options& o) {
   Call c = dfgnn::detail::pointer_call(plan.op(), kind, inputs, count, o.edge_values.data, o.edge_values.heads,
                                        o.dropout, o.edge_features);
   c.param = param;
   c.backward_order = o.backward_order;
   c.stream = stream;
   dfgnn::detail::set_upstream(c, plan.op(), kind, out, logsumexp, dOut, grads, o.edge_grad);
+  stamp(c, dtype);
   dfgnn::detail::backward(kBackward, plan, kind, c);
 }
 

@@ -20,9 +20,9 @@ namespace dfgnn::cuda::detail {
 /// The call's options as the launch path reads them.
 inline Options options_of(const Call& c) {
   const TensorRef& w = c.edge_values;
-  Options o(DeviceEdgeValues{static_cast<const float*>(w.data), w.data ? int(w.extents[1]) : 0});
+  Options o(DeviceEdgeValues{w.data, w.data ? int(w.extents[1]) : 0});
   o.logsumexp = static_cast<float*>(const_cast<void*>(c.logsumexp.data));
-  o.attention_weights = static_cast<float*>(const_cast<void*>(c.weights.data));
+  o.attention_weights = const_cast<void*>(c.weights.data);
   o.dropout = c.dropout;
   o.backward_order = c.backward_order;
   return o;
@@ -30,9 +30,20 @@ inline Options options_of(const Call& c) {
 
 inline cudaStream_t stream_of(const Call& c) { return static_cast<cudaStream_t>(c.stream); }
 
-/// Whether the tensors whose rows are D floats (features, an [H,D], edge features) are all
+/// Calls f(E{}) with the element type of `dtype`.
+template <class F>
+void with_element(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::BF16: return f(bf16{});
+    case DType::F16: return f(f16{});
+    case DType::F32: break;
+  }
+  f(float{});
+}
+
+/// Whether the tensors whose rows are D elements (features, an [H,D], edge features) are all
 /// 16-byte aligned: the model's such inputs, and in the backward their gradients, out and dOut too. The walks
-/// then move 4 features a load (the 16-byte tile).
+/// then move 16 bytes a load (the 16-byte tile).
 inline bool rows_aligned16(ScoreKind kind, const Call& c, bool backward) {
   const ModelArgs& m = model_args(kind);
   bool ok = !backward || aligned16({c.out.data, c.dout.data});
@@ -64,7 +75,7 @@ inline unsigned blocks_for(std::int64_t threads, int block) {
 /// multiple of 32); returns false, and launches nothing, for the others.
 template <class S, class T>
 bool dense(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScale& w, const Train& tr, float* out) {
-  constexpr bool kRuns = !std::is_same_v<S, GATv2Score> && T::VEC == 4;
+  constexpr bool kRuns = S::kKind != ScoreKind::GATv2 && T::VEC == 4;
   if constexpr (kRuns) launch_dense(st, p.dense, sc, w, tr, p.graph.row_ptr, p.heads, p.dim, out);
   return kRuns;
 }
@@ -78,82 +89,94 @@ unsigned edge_blocks(const Plan::Impl& p) {
                     256);
 }
 
+/// The Online kernel over the plan's rows and pieces.
 template <class S, class T>
-void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScale w, const Train& tr, float* out) {
+void online(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScaleOf<typename S::Elem>& w,
+            const Train& tr, typename S::Elem* out) {
+  const int H = p.heads, D = p.dim;
+  // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as
+  // many as still give a slice U edges a step on an average row.
+  const int slots = T::GROUPS / std::min(H, T::GROUPS);
+  const bool uneven = p.online_uneven_mean > 0;
+  const int ep = uneven ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots)) : 1;
+  const std::int64_t warps = p.num_pieces + (p.graph.num_nodes + slots / ep - 1) / (slots / ep);
+  const int block = online_threads(uneven);
+  const auto run = [&](auto drop, auto exact, auto edge) {
+    online_kernel<S, T, drop, exact, edge><<<blocks_for(warps * kWarp, block), block, 0, st>>>(
+        sc, p.graph, w, tr, H, D, p.split, ep, p.pieces, p.num_pieces, out, p.part);
+  };
+  with_dropout(tr, [&](auto drop) {
+    if constexpr (kHasEdge<S>) {  // edge features: one variant, any D
+      if (sc.edge != nullptr) return run(drop, std::false_type{}, std::true_type{});
+    }
+    if constexpr (T::VEC > 1) {  // the fast path: rows that fill the tile
+      if (D == T::MAX_D) return run(drop, std::true_type{}, std::false_type{});
+    }
+    run(drop, std::false_type{}, std::false_type{});
+  });
+}
+
+template <class S, class T>
+void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typename S::Elem> w, const Train& tr,
+            typename S::Elem* out) {
   const int H = p.heads, D = p.dim;
   const DeviceGraph& g = p.graph;
   if (g.num_nodes == 0) return;
-  const std::int64_t E = g.num_edges, N = g.num_nodes;
-  auto sddmm = [&] {
-    if (E > 0) sddmm_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, g, w, H, D, p.scores);
-  };
-  const int passes = head_passes(H, T::GROUPS);
-  switch (p.strategy) {
-    case Strategy::SMMF: {
-      constexpr auto kernel = smmf_kernel<S, T, kSmmfWarps>;
-      allow_smem<kernel>(p.smmf_smem);
-      kernel<<<p.num_blocks, kSmmfWarps * kWarp, p.smmf_smem, st>>>(sc, g, w, tr, p.blocks, H, D, out, p.part);
-      break;
-    }
-    case Strategy::PMF:
-      sddmm();
-      with_dropout(tr, [&](auto drop) {
-        pmf_kernel<S, T, drop><<<blocks_for((N + p.num_pieces) * passes * kWarp, 256), 256, 0, st>>>(
-            sc, g, tr, p.scores, H, D, p.split, p.pieces, p.num_pieces, out, p.part);
-      });
-      break;
-    case Strategy::Unfused:
-      sddmm();
-      launch_softmax(st, g, H, p.scores, tr);
-      spmm_kernel<S, T><<<blocks_for(N * passes * kWarp, 256), 256, 0, st>>>(sc, g, p.scores, H, D, out);
-      break;
-    case Strategy::Staged:
-      with_dropout(tr, [&](auto drop) {
-        constexpr auto kernel = staged_kernel<S, T, drop>;
-        allow_smem<kernel>(p.staged_smem);
-        kernel<<<p.num_graphs, kStagedWarps<T> * kWarp, p.staged_smem, st>>>(sc, g, w, tr, p.graph_ptr, H, D, out);
-      });
-      break;
-    case Strategy::Dense:
-      if (!(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr)) && dense<S, T>(st, p, sc, w, tr, out))
+  if constexpr (!kFloat<S>) {  // two-byte elements: Online only (the plan saw to it)
+    online<S, T>(st, p, sc, w, tr, out);
+  } else {
+    const std::int64_t E = g.num_edges, N = g.num_nodes;
+    auto sddmm = [&] {
+      if (E > 0) sddmm_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, g, w, H, D, p.scores);
+    };
+    const int passes = head_passes(H, T::GROUPS);
+    switch (p.strategy) {
+      case Strategy::SMMF: {
+        constexpr auto kernel = smmf_kernel<S, T, kSmmfWarps>;
+        allow_smem<kernel>(p.smmf_smem);
+        kernel<<<p.num_blocks, kSmmfWarps * kWarp, p.smmf_smem, st>>>(sc, g, w, tr, p.blocks, H, D, out, p.part);
         break;
-      [[fallthrough]];  // unaligned tensors, Auto's edge-wise calls, edge features: Online on whole rows (no pieces)
-    case Strategy::Online: {
-      // A warp's free slots take further rows, or, for uneven degrees, slices of each row: as
-      // many as still give a slice U edges a step on an average row.
-      const int slots = T::GROUPS / std::min(H, T::GROUPS);
-      const bool uneven = p.online_uneven_mean > 0;
-      const int ep = uneven ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots)) : 1;
-      const std::int64_t warps = p.num_pieces + (N + slots / ep - 1) / (slots / ep);
-      const int block = online_threads(uneven);
-      const auto online = [&](auto drop, auto exact, auto edge) {
-        online_kernel<S, T, drop, exact, edge><<<blocks_for(warps * kWarp, block), block, 0, st>>>(
-            sc, g, w, tr, H, D, p.split, ep, p.pieces, p.num_pieces, out, p.part);
-      };
-      with_dropout(tr, [&](auto drop) {
-        if constexpr (kHasEdge<S>) {  // edge features: one variant, any D
-          if (sc.edge != nullptr) return online(drop, std::false_type{}, std::true_type{});
-        }
-        if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile
-          if (D == T::MAX_D) return online(drop, std::true_type{}, std::false_type{});
-        }
-        online(drop, std::false_type{}, std::false_type{});
-      });
-      break;
+      }
+      case Strategy::PMF:
+        sddmm();
+        with_dropout(tr, [&](auto drop) {
+          pmf_kernel<S, T, drop><<<blocks_for((N + p.num_pieces) * passes * kWarp, 256), 256, 0, st>>>(
+              sc, g, tr, p.scores, H, D, p.split, p.pieces, p.num_pieces, out, p.part);
+        });
+        break;
+      case Strategy::Unfused:
+        sddmm();
+        launch_softmax(st, g, H, p.scores, tr);
+        spmm_kernel<S, T><<<blocks_for(N * passes * kWarp, 256), 256, 0, st>>>(sc, g, p.scores, H, D, out);
+        break;
+      case Strategy::Staged:
+        with_dropout(tr, [&](auto drop) {
+          constexpr auto kernel = staged_kernel<S, T, drop>;
+          allow_smem<kernel>(p.staged_smem);
+          kernel<<<p.num_graphs, kStagedWarps<T> * kWarp, p.staged_smem, st>>>(sc, g, w, tr, p.graph_ptr, H, D, out);
+        });
+        break;
+      case Strategy::Dense:
+        if (!(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr)) && dense<S, T>(st, p, sc, w, tr, out))
+          break;
+        [[fallthrough]];  // unaligned tensors, Auto's edge-wise calls, edge features: Online on whole rows (no pieces)
+      case Strategy::Online: online<S, T>(st, p, sc, w, tr, out); break;
+      default: throw Error("cuda::attention: plan without a strategy");
     }
-    default: throw Error("cuda::attention: plan without a strategy");
   }
   launch_merge(st, p.split_rows, p.num_split_rows, H, D, p.part, out, tr.lse);
   DFGNN_CUDA(cudaGetLastError());
 }
 
-/// The widest scalar tile of with_tile covers 256 floats a row: wider rows (up to 512, the plan's
-/// limit) need the 16-byte tile, i.e. aligned tensors.
-inline void require_tile(int D, bool vec4, const char* entry) {
-  constexpr int kScalarMaxD = Tile<1, 32, 8>::MAX_D;
-  if (D > kScalarMaxD && !vec4)
+/// The widest scalar tile of with_tile covers 256 elements a row: wider rows (up to 512, the
+/// plan's limit) need the 16-byte tile, i.e. aligned tensors (and, of two-byte elements, D a
+/// multiple of 8).
+template <class E = float>
+void require_tile(int D, bool vec16, const char* entry) {
+  constexpr int kScalarMaxD = Tile<1, 32, 8>::MAX_D, kVec = 16 / sizeof(E);
+  if (D > kScalarMaxD && !(vec16 && D % kVec == 0))
     throw Error(std::string(entry) + ": dim " + std::to_string(D) + " above " + std::to_string(kScalarMaxD) +
-                " needs 16-byte aligned tensors");
+                " needs 16-byte aligned tensors" + (kVec == 8 ? " and a multiple of 8" : ""));
 }
 
 /// Edge features run on Online (Auto's pick, and Dense's fallback where Auto picked Dense); an
@@ -166,22 +189,23 @@ inline void require_online(const Plan::Impl& p, bool edges) {
 
 /// Picks the tile and launches.
 template <class S>
-void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, float* out, bool vec4) {
+void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, typename S::Elem* out, bool vec16) {
+  using E = typename S::Elem;
   const Plan::Impl& p = plan.impl();
   require_online(p, sc.edge != nullptr);
-  const EdgeScale scale{o.edge_values.data, p.graph.edge_id, o.edge_values.heads};
+  const EdgeScaleOf<E> scale{static_cast<const E*>(o.edge_values.data), p.graph.edge_id, o.edge_values.heads};
   const Train tr{o.logsumexp, p.graph.edge_id, o.dropout};
   // A scalar key (GAT) leaves a lane group little but the value gather per edge: on even
   // degrees a warp then does better walking two rows (half a warp each) than one.
   const bool pair = pair_rows(p.strategy == Strategy::Online && p.online_uneven_mean == 0, p.heads, p.dim);
-  vec4 = vec4 && aligned16({out});
-  require_tile(p.dim, vec4, "cuda::attention");
-  with_tile<!S::kRowKey>(p.dim, vec4, [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); }, pair);
+  vec16 = vec16 && aligned16({out});
+  require_tile<E>(p.dim, vec16, "cuda::attention");
+  with_tile<!S::kRowKey, E>(p.dim, vec16, [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); }, pair);
   if (o.attention_weights == nullptr || p.graph.num_edges == 0) return;
-  with_tile<!S::kRowKey>(p.dim, vec4, [&](auto tile) {
+  with_tile<!S::kRowKey, E>(p.dim, vec16, [&](auto tile) {
     using T = decltype(tile);
     weights_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, p.with_destinations(st), scale, tr, p.heads,
-                                                              p.dim, o.attention_weights);
+                                                              p.dim, static_cast<E*>(o.attention_weights));
   });
   DFGNN_CUDA(cudaGetLastError());
 }
@@ -219,7 +243,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const BackwardWork& wk = b.work;
   // The scoring walk's edge values and dropout, by its own positions.
   const edge_t* edge_id = cols_first ? b.col_edge_id : g.edge_id;
-  const EdgeScale scale{o.edge_values.data, edge_id, o.edge_values.heads};
+  const EdgeScale scale{static_cast<const float*>(o.edge_values.data), edge_id, o.edge_values.heads};
   const Train tr{nullptr, edge_id, o.dropout};
   const Segments rows{g.row_ptr, g.src, N, b.split, b.rows.pieces, b.rows.num_pieces, g.edge_id};
   const Segments cols{b.col_ptr, b.col_dst, NS, b.split, b.cols.pieces, b.cols.num_pieces, b.col_edge_id};
@@ -249,7 +273,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
                                       gr, wk, b.csr_pos, H, D);
             };
             if (!edges) return scored(backward_scored_cols<S, T, kDrop, kExact>);
-            if constexpr (std::is_same_v<S, GATScore> && !kExact) scored(backward_scored_cols<S, T, kDrop, false, true>);
+            if constexpr (S::kKind == ScoreKind::GAT && !kExact) scored(backward_scored_cols<S, T, kDrop, false, true>);
           });
           merge(std::true_type{}, b.cols, wk.col_part);
           launch_dependent_blocks(backward_summed_rows<S, T, kExact>, blocks(rows, row_threads), row_threads, 0, st,
@@ -269,7 +293,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
         const auto cols_walk = [&](auto kernel) {
           launch_dependent_blocks(kernel, blocks(cols, col_threads), col_threads, 0, st, sc, cols, up, gr, wk, H, D);
         };
-        if constexpr (std::is_same_v<S, GATv2Score> && !kExact) {
+        if constexpr (S::kKind == ScoreKind::GATv2 && !kExact) {
           if (edges) cols_walk(backward_cols<S, T, false, true>);
           else cols_walk(backward_cols<S, T, kExact>);
         } else {
@@ -293,7 +317,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
 /// A checked forward call with score functor `sc`.
 template <class S>
 void run(const Plan& plan, const S& sc, const Call& c) {
-  run(stream_of(c), plan, sc, options_of(c), static_cast<float*>(const_cast<void*>(c.out.data)),
+  run(stream_of(c), plan, sc, options_of(c), static_cast<typename S::Elem*>(const_cast<void*>(c.out.data)),
       rows_aligned16(plan.kind(), c, false));
 }
 

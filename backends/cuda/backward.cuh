@@ -66,9 +66,9 @@ struct BackwardWork {
 /// row walk gathers x_u (XL_u) for its own gradient either way, so columns first would save
 /// them nothing.
 template <class S>
-inline constexpr bool kColsFirst = std::is_same_v<S, GTScore> || std::is_same_v<S, GATScore>;
+inline constexpr bool kColsFirst = S::kKind == ScoreKind::GT || S::kKind == ScoreKind::GAT;
 template <class S>
-inline constexpr bool kRowsFirst = !std::is_same_v<S, GATScore>;
+inline constexpr bool kRowsFirst = S::kKind != ScoreKind::GAT;
 
 /// Mean in-degree from which Auto runs GT columns first: below it the rows' second gather
 /// mostly hits L1, or the degree is too low to pay for the Delta pass. GT backward, H100
@@ -125,17 +125,17 @@ struct Unit {
 /// Floats per (slot, head) of the partials: the widest gather of a side, padded to 16 bytes.
 template <class S>
 __host__ __device__ constexpr int row_width(int D) {
-  return std::is_same_v<S, GATScore> ? 1 : D;
+  return S::kKind == ScoreKind::GAT ? 1 : D;
 }
 template <class S>
 __host__ __device__ constexpr int col_width(int D) {
-  return std::is_same_v<S, GTScore> ? 2 * D : std::is_same_v<S, GATScore> ? D + 1 : D;
+  return S::kKind == ScoreKind::GT ? 2 * D : S::kKind == ScoreKind::GAT ? D + 1 : D;
 }
 __host__ __device__ constexpr int pad4(int w) { return (w + 3) / 4 * 4; }
 /// Floats per (row unit, head) of the parameter partials.
 template <class S>
 __host__ __device__ constexpr int param_width(int D) {
-  return std::is_same_v<S, AGNNScore> ? 1 : std::is_same_v<S, GATv2Score> ? D : 0;
+  return S::kKind == ScoreKind::AGNN ? 1 : S::kKind == ScoreKind::GATv2 ? D : 0;
 }
 
 template <class T>
@@ -209,7 +209,7 @@ struct WalkLane {
 /// its backward up to 7% faster (GATv2's, which spills as much, got 2-5% slower; docs/backward.md).
 template <class S, class T, bool kDrop>
 inline constexpr int kRowWalkMinBlocks =
-    std::is_same_v<S, AGNNScore> && kOnlineEdges<T> == 4 ? 3 : kOnlineRowMinBlocks<S, T, kDrop>;
+    S::kKind == ScoreKind::AGNN && kOnlineEdges<T> == 4 ? 3 : kOnlineRowMinBlocks<S, T, kDrop>;
 
 // ---------------------------------------------------------------------------------------------
 // Rows first (GT, AGNN, GATv2)
@@ -222,11 +222,11 @@ template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>)
     backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                   const edge_t* __restrict__ csc_pos, int H, int D) {
-  static_assert(kRowsFirst<S> && (!kEdge || !std::is_same_v<S, AGNNScore>));
+  static_assert(kRowsFirst<S> && (!kEdge || S::kKind != ScoreKind::AGNN));
   allow_dependents();  // the merge of split rows, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
-  constexpr bool kAGNN = std::is_same_v<S, AGNNScore>, kGATv2 = std::is_same_v<S, GATv2Score>;
+  constexpr bool kAGNN = S::kKind == ScoreKind::AGNN, kGATv2 = S::kKind == ScoreKind::GATv2;
   const WalkLane<T> wl(rows, H);
   if (wl.past) return;  // whole warps only
   const int l = wl.l, grp = wl.grp, hp = wl.hp, own = l / (L / U);
@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     if constexpr (kGATv2) store_row<T>(slot_row(wk.param, unit, h, H, D), acc_param, D, l);
     if (!u.gathers) continue;
     float* dst = u.slot < 0 ? slot_row(gr.at_dst, v, h, H, D) : slot_row(wk.row_part, u.slot, h, H, pad4(D));
-    if constexpr (std::is_same_v<S, GTScore>) {
+    if constexpr (S::kKind == ScoreKind::GT) {
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
     }
@@ -388,11 +388,11 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
 template <class S, class T, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
-  static_assert(kRowsFirst<S> && (!kEdge || std::is_same_v<S, GATv2Score>));
+  static_assert(kRowsFirst<S> && (!kEdge || S::kKind == ScoreKind::GATv2));
   allow_dependents();  // the merge of split columns, else the parameter sums, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
-  constexpr bool kGT = std::is_same_v<S, GTScore>, kAGNN = std::is_same_v<S, AGNNScore>;
+  constexpr bool kGT = S::kKind == ScoreKind::GT, kAGNN = S::kKind == ScoreKind::AGNN;
   const WalkLane<T> wl(cols, H);
   if (wl.past) return;  // whole warps only
   const int l = wl.l, grp = wl.grp, hp = wl.hp, own = l / (L / U);
@@ -402,7 +402,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
   // The destination rows an edge's term reads besides dOut_v: GT Q_v, AGNN x_v, GATv2 XR_v.
   const float* feature = sc.key;
   if constexpr (kGT) feature = sc.q;
-  if constexpr (std::is_same_v<S, GATv2Score>) feature = sc.xr;
+  if constexpr (S::kKind == ScoreKind::GATv2) feature = sc.xr;
 
   for (int pass = 0; pass * hp < H; ++pass) {
     const GroupWork<U> gw(u, pass, hp, grp, H);
@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       inv_norm_u = inverse_norm<L>(self);
       beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
     }
-    if constexpr (std::is_same_v<S, GATv2Score>) load_global<T>(a, sc.a + std::size_t(h) * D, D, l);
+    if constexpr (S::kKind == ScoreKind::GATv2) load_global<T>(a, sc.a + std::size_t(h) * D, D, l);
     const HeadColumns<T> features(feature, H, D, h, l), douts(up.dout, H, D, h, l);
     Frag<T> acc, acc_value;  // GT dK and dV; AGNN and GATv2 the whole term in acc
     zero(acc), zero(acc_value);
@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         const float cj = __shfl_sync(kFull, coef, j * (L / U), L), qj = __shfl_sync(kFull, q, j * (L / U), L);
         if constexpr (kEdge) {
           add(acc, ff[j]);
-        } else if constexpr (std::is_same_v<S, GATv2Score>) {
+        } else if constexpr (S::kKind == ScoreKind::GATv2) {
 #pragma unroll
           for (int i = 0; i < T::PER_LANE; ++i)
             acc.x[i] = fmaf(cj * a.x[i], leaky_relu_grad(self.x[i] + ff[j].x[i], sc.slope), acc.x[i]);
@@ -522,7 +522,7 @@ __global__ void __launch_bounds__(256) row_deltas(Upstream up, float* __restrict
 /// sparse graphs of high degree; 2 blocks 3-9% slower.
 template <class S, class T>
 inline constexpr int kScoredColsMinBlocks =
-    std::is_same_v<S, GTScore> && T::PER_LANE == 4 && kOnlineEdges<T> == 4 ? 3 : kOnlineMinBlocks<T>;
+    S::kKind == ScoreKind::GT && T::PER_LANE == 4 && kOnlineEdges<T> == 4 ? 3 : kOnlineMinBlocks<T>;
 
 /// Step 1, the columns: recomputes each in-edge's score from the column's own K_u (GAT el_u)
 /// and the gathered Q_v (er_v), dq_e from its own V_u and the gathered dOut_v, and sums dK, dV
@@ -533,11 +533,11 @@ template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
     backward_scored_cols(S sc, Segments cols, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
                          const edge_t* __restrict__ csr_pos, int H, int D) {
-  static_assert(kColsFirst<S> && (!kEdge || std::is_same_v<S, GATScore>));
+  static_assert(kColsFirst<S> && (!kEdge || S::kKind == ScoreKind::GAT));
   allow_dependents();  // the merge of split columns, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
-  constexpr bool kGT = std::is_same_v<S, GTScore>;
+  constexpr bool kGT = S::kKind == ScoreKind::GT;
   const WalkLane<T> wl(cols, H);
   if (wl.past) return;  // whole warps only
   const int l = wl.l, grp = wl.grp, hp = wl.hp, own = l / (L / U);
@@ -668,7 +668,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     const GroupWork<U> gw(u, pass, hp, grp, H);
     const int h = gw.h;
     const bool whole = u.slot < 0;
-    if constexpr (std::is_same_v<S, GTScore>) {
+    if constexpr (S::kKind == ScoreKind::GT) {
       const int own = l / (L / U);
       const HeadColumns<T> keys(sc.key, H, D, h, l);
       Frag<T> acc;
@@ -729,14 +729,14 @@ __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ s
     const int f = f0 + c;
     if constexpr (!kCols) {
       gr.at_dst[node_head * W + f] = sum[c];
-    } else if constexpr (std::is_same_v<S, GTScore>) {
+    } else if constexpr (S::kKind == ScoreKind::GT) {
       (f < D ? gr.at_src : gr.value)[node_head * D + f % D] = sum[c];
-    } else if constexpr (std::is_same_v<S, GATScore>) {
+    } else if constexpr (S::kKind == ScoreKind::GAT) {
       if (f < D)
         gr.value[node_head * D + f] = sum[c];
       else
         gr.at_src[node_head] = sum[c];
-    } else if constexpr (std::is_same_v<S, AGNNScore>) {
+    } else if constexpr (S::kKind == ScoreKind::AGNN) {
       gr.at_src[node_head * D + f] += sum[c];
     } else {
       gr.at_src[node_head * D + f] = sum[c];

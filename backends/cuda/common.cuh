@@ -2,6 +2,8 @@
 // Shared device vocabulary: error checks, the shared-memory opt-in, the lane tile of one head
 // row, warp reductions, fragment loads. Every kernel family builds on these.
 
+#include "element.cuh"
+
 #include <dfgnn/dropout.hpp>
 
 #include <cuda_runtime.h>
@@ -74,9 +76,10 @@ void launch_dependent(void (*kernel)(Params...), std::size_t threads, cudaStream
   launch_dependent_blocks(kernel, dim3(unsigned((threads + 255) / 256)), dim3(256), 0, stream, args...);
 }
 
-/// How the lanes of a warp cover one head row of D floats: LANES lanes per (edge, head) pair,
-/// each holding CHUNKS loads of VEC floats (VEC = 4: 16-byte loads). A warp holds 32 / LANES
-/// pairs at once, so at small D it works on several edges or heads without idle lanes.
+/// How the lanes of a warp cover one head row of D elements: LANES lanes per (edge, head) pair,
+/// each holding CHUNKS loads of VEC elements (16-byte loads: VEC = 4 floats or 8 two-byte
+/// elements), widened to floats. A warp holds 32 / LANES pairs at once, so at small D it works
+/// on several edges or heads without idle lanes.
 template <int VEC_, int LANES_, int CHUNKS_>
 struct Tile {
   static constexpr int VEC = VEC_;
@@ -92,15 +95,25 @@ struct Tile {
 /// per warp already, pairing made the backward 15-22% slower).
 inline bool pair_rows(bool even, int H, int D) { return even && (D > 32 || H >= 4); }
 
-/// Calls f(Tile{}) with the tile for head width D: 16-byte lanes when D % 4 == 0 and the rows
-/// are aligned, else one float per lane. Lanes per head grow with D up to a warp; larger D
-/// gives each lane several chunks. kMayPair and `pair` (pair_rows): 16 lanes x 2 chunks instead
-/// of 32 x 1 at 64 < D <= 128, 4 x 2 instead of 8 x 1 at 16 < D <= 32, so that a warp walks
-/// two rows at once (Online and the backward walks: faster only for scalar keys on even
-/// degrees, docs/cuda.md).
-template <bool kMayPair = false, class F>
-void with_tile(int D, bool vec4, F&& f, bool pair = false) {
-  if (vec4 && D % 4 == 0) {
+/// Calls f(Tile{}) with the tile for head width D of elements E: 16-byte lanes when D is a
+/// multiple of their elements (4 floats, 8 two-byte ones) and the rows are 16-byte aligned
+/// (`vec16`), else one element per lane. Lanes per head grow with D up to a warp; larger D
+/// gives each lane several chunks. kMayPair and `pair` (pair_rows, floats): 16 lanes x 2
+/// chunks instead of 32 x 1 at 64 < D <= 128, 4 x 2 instead of 8 x 1 at 16 < D <= 32, so that
+/// a warp walks two rows at once (Online and the backward walks: faster only for scalar keys
+/// on even degrees, docs/cuda.md).
+template <bool kMayPair = false, class E = float, class F>
+void with_tile(int D, bool vec16, F&& f, bool pair = false) {
+  if constexpr (sizeof(E) == 2) {
+    if (vec16 && D % 8 == 0) {
+      if (D <= 16) return f(Tile<8, 2, 1>{});
+      if (D <= 32) return f(Tile<8, 4, 1>{});
+      if (D <= 64) return f(Tile<8, 8, 1>{});
+      if (D <= 128) return f(Tile<8, 16, 1>{});
+      if (D <= 256) return f(Tile<8, 32, 1>{});
+      return f(Tile<8, 32, 2>{});
+    }
+  } else if (vec16 && D % 4 == 0) {
     if (D <= 8) return f(Tile<4, 2, 1>{});
     if (D <= 16) return f(Tile<4, 4, 1>{});
     if (D <= 32) {
@@ -176,35 +189,27 @@ __device__ __forceinline__ int frag_col(int c, int l) {
 /// kernel parameters at every load of an unrolled loop.
 __device__ __forceinline__ void keep_in_register(const char*& base) { asm("" : "+l"(base)); }
 
-/// Row r of a table whose rows are `stride` bytes apart: one wide multiply-add of the 32-bit
-/// row and stride (the compiler otherwise widens both and multiplies in 64 bits).
-__device__ __forceinline__ const float* row_at(const char* base, unsigned r, unsigned stride) {
+/// Row r of a table of E whose rows are `stride` bytes apart: one wide multiply-add of the
+/// 32-bit row and stride (the compiler otherwise widens both and multiplies in 64 bits).
+template <class E = float>
+__device__ __forceinline__ const E* row_at(const char* base, unsigned r, unsigned stride) {
   const char* row;
   asm("mad.wide.u32 %0, %1, %2, %3;" : "=l"(row) : "r"(r), "r"(stride), "l"(base));
-  return reinterpret_cast<const float*>(row);
+  return reinterpret_cast<const E*>(row);
 }
 
 /// Loads a lane's fragment through the read-only path: chunk c at lane_row + c * LANES * VEC
 /// (lane_row: the lane's first column), 0 where !in(c).
-template <class T, class In>
-__device__ __forceinline__ void load_chunks(Frag<T>& f, const float* lane_row, In in) {
+template <class T, class E, class In>
+__device__ __forceinline__ void load_chunks(Frag<T>& f, const E* lane_row, In in) {
 #pragma unroll
-  for (int c = 0; c < T::CHUNKS; ++c) {
-    const float* p = lane_row + c * T::LANES * T::VEC;
-    if constexpr (T::VEC == 4) {
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (in(c)) v = __ldg(reinterpret_cast<const float4*>(p));
-      f.x[4 * c] = v.x, f.x[4 * c + 1] = v.y, f.x[4 * c + 2] = v.z, f.x[4 * c + 3] = v.w;
-    } else {
-      f.x[c] = in(c) ? __ldg(p) : 0.f;
-    }
-  }
+  for (int c = 0; c < T::CHUNKS; ++c) load_vec<T::VEC>(lane_row + c * T::LANES * T::VEC, in(c), f.x + T::VEC * c);
 }
 
-/// Loads a lane's slice of the head row at `row` (D floats) from global memory; columns at or
-/// past D read as 0. Rows are 16-byte aligned when VEC = 4.
-template <class T>
-__device__ __forceinline__ void load_global(Frag<T>& f, const float* __restrict__ row, int D, int l) {
+/// Loads a lane's slice of the head row at `row` (D elements) from global memory; columns at or
+/// past D read as 0. Rows are 16-byte aligned when VEC > 1.
+template <class T, class E>
+__device__ __forceinline__ void load_global(Frag<T>& f, const E* __restrict__ row, int D, int l) {
   load_chunks<T>(f, row + frag_col<T>(0, l), [&](int c) { return frag_col<T>(c, l) < D; });
 }
 
@@ -224,16 +229,12 @@ __device__ __forceinline__ void load_shared(Frag<T>& f, const float* row, int D,
   }
 }
 
-template <class T>
-__device__ __forceinline__ void store_row(float* row, const Frag<T>& f, int D, int l) {
+template <class T, class E>
+__device__ __forceinline__ void store_row(E* row, const Frag<T>& f, int D, int l) {
 #pragma unroll
   for (int c = 0; c < T::CHUNKS; ++c) {
     const int d = frag_col<T>(c, l);
-    if (d >= D) continue;
-    if constexpr (T::VEC == 4)
-      *reinterpret_cast<float4*>(row + d) = make_float4(f.x[4 * c], f.x[4 * c + 1], f.x[4 * c + 2], f.x[4 * c + 3]);
-    else
-      row[d] = f.x[c];
+    if (d < D) store_vec<T::VEC>(row + d, f.x + T::VEC * c);
   }
 }
 
@@ -273,16 +274,19 @@ __host__ __device__ inline int head_passes(int H, int groups) {
 /// because the caller's edges are in CSR order (DeviceGraph::edge_id, docs/cuda.md "Device memory").
 __device__ __forceinline__ edge_t caller_edge(const edge_t* ids, edge_t e) { return ids ? __ldg(ids + e) : e; }
 
-/// Optional per-edge multipliers in the caller's edge order; `data == nullptr` means none.
-struct EdgeScale {
-  const float* data = nullptr;
+/// Optional per-edge multipliers of element type E in the caller's edge order; `data ==
+/// nullptr` means none.
+template <class E>
+struct EdgeScaleOf {
+  const E* data = nullptr;
   const edge_t* edge_id = nullptr;
   int heads = 0;  ///< 1 or H
   __device__ __forceinline__ float operator()(edge_t e, int h) const {
     if (data == nullptr) return 1.f;
-    return __ldg(data + caller_edge(edge_id, e) * heads + (heads == 1 ? 0 : h));
+    return load_one(data + caller_edge(edge_id, e) * heads + (heads == 1 ? 0 : h));
   }
 };
+using EdgeScale = EdgeScaleOf<float>;
 
 /// Training mode: the per-row statistic logsumexp = max + log(sum) [N,H] (0 for a row without
 /// edges; null: inference) and attention dropout, whose factor multiplies each probability in
@@ -313,24 +317,21 @@ struct Partials {
 
 /// Ends every row: a whole row (slot < 0) goes to out as acc / sum (0 for a row without
 /// edges) with its logsumexp; a piece of a split row goes to its partial slot with its (max, sum).
-template <class T>
+template <class T, class E>
 __device__ __forceinline__ void finish_row(const Frag<T>& acc, float m, float s, int slot, node_t v,
-                                           int h, int H, int D, int l, float* __restrict__ out,
+                                           int h, int H, int D, int l, E* __restrict__ out,
                                            const Partials& part, const Train& tr) {
-  float* dst;
-  float scale = 1.f;
   if (slot < 0) {
-    dst = out + (std::size_t(v) * H + h) * D;
-    scale = s > 0.f ? 1.f / s : 0.f;
+    const float scale = s > 0.f ? 1.f / s : 0.f;
     if (l == 0) tr.store(v, h, H, m, s);
-  } else {
-    dst = part.acc + (std::size_t(slot) * H + h) * D;
-    if (l == 0) part.max[std::size_t(slot) * H + h] = m, part.sum[std::size_t(slot) * H + h] = s;
-  }
-  Frag<T> r;
+    Frag<T> r;
 #pragma unroll
-  for (int i = 0; i < T::PER_LANE; ++i) r.x[i] = acc.x[i] * scale;
-  store_row<T>(dst, r, D, l);
+    for (int i = 0; i < T::PER_LANE; ++i) r.x[i] = acc.x[i] * scale;
+    store_row<T>(out + (std::size_t(v) * H + h) * D, r, D, l);
+  } else {  // partials stay float whatever E is
+    if (l == 0) part.max[std::size_t(slot) * H + h] = m, part.sum[std::size_t(slot) * H + h] = s;
+    store_row<T>(part.acc + (std::size_t(slot) * H + h) * D, acc, D, l);
+  }
 }
 
 }  // namespace dfgnn::cuda::detail

@@ -21,9 +21,9 @@ void with_bucket(int b, F&& f) {
 /// Calls f(S{}) with the score type of `kind` (GT, AGNN or GAT).
 template <class F>
 void with_score(ScoreKind kind, F&& f) {
-  if (kind == ScoreKind::GT) return f(GTScore{});
-  if (kind == ScoreKind::AGNN) return f(AGNNScore{});
-  f(GATScore{});
+  if (kind == ScoreKind::GT) return f(GTScore<>{});
+  if (kind == ScoreKind::AGNN) return f(AGNNScore<>{});
+  f(GATScore<>{});
 }
 
 }  // namespace
@@ -65,7 +65,7 @@ bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std
 template <class S>
 void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScale& w, const Train& tr,
                   const edge_t* row_ptr, int H, int D, float* out) {
-  const bool edge_wise = dense_edge_wise(w, tr), chunked = !edge_wise && dense_chunked(kDenseKind<S>, D);
+  const bool edge_wise = dense_edge_wise(w, tr), chunked = !edge_wise && dense_chunked(S::kKind, D);
   bool first = true;  // the buckets after the first run as dependents (dense.cuh)
   for (int b = kDenseBuckets - 1; b >= 0; --b) {  // largest graphs first: the long blocks start early
     const DenseBucket& k = d.bucket[b];
@@ -85,7 +85,7 @@ void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeSc
         run(std::true_type{}, std::false_type{});
       else if (!chunked)
         run(std::false_type{}, std::false_type{});
-      else if constexpr (!dense_stages_keys(kDenseKind<S>))
+      else if constexpr (!dense_stages_keys(S::kKind))
         run(std::false_type{}, std::true_type{});
     });
   }
@@ -94,9 +94,9 @@ void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeSc
 #define DFGNN_DENSE(S)                                                                                         \
   template void launch_dense<S>(cudaStream_t, const DenseData&, const S&, const EdgeScale&, const Train&, \
                                 const edge_t*, int, int, float*);
-DFGNN_DENSE(GTScore)
-DFGNN_DENSE(AGNNScore)
-DFGNN_DENSE(GATScore)
+DFGNN_DENSE(GTScore<>)
+DFGNN_DENSE(AGNNScore<>)
+DFGNN_DENSE(GATScore<>)
 #undef DFGNN_DENSE
 
 }  // namespace dfgnn::cuda::detail

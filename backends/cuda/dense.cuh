@@ -157,10 +157,6 @@ inline constexpr int kDenseMinBlocks = kChunked ? (WARPS <= 4 ? 6 : WARPS <= 8 ?
 /// inverse norms of the graph's rows, which its cosine divides by.
 __host__ __device__ constexpr bool dense_stages_keys(ScoreKind kind) { return kind != ScoreKind::GAT; }
 __host__ __device__ constexpr bool dense_keeps_norms(ScoreKind kind) { return kind == ScoreKind::AGNN; }
-template <class S>
-inline constexpr ScoreKind kDenseKind = std::is_same_v<S, GTScore>     ? ScoreKind::GT
-                                        : std::is_same_v<S, AGNNScore> ? ScoreKind::AGNN
-                                                                       : ScoreKind::GAT;
 
 /// Whether a plan's plain kernel (no edge values, no dropout) walks each row's keys in chunks of
 /// 4 tiles (32 keys, one mask word) with an online softmax, its one 32-column output block kept
@@ -248,13 +244,13 @@ __device__ __forceinline__ void dense_stage(float* dst, int stride, const float*
 /// kChunked: the keys in passes of 4 tiles with an online softmax (dense_chunked).
 template <class S, int WARPS, bool kEdgeWise, bool kChunked>
 __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked>) dense_kernel(DenseArgs<S> a) {
-  static_assert(!(kChunked && (kEdgeWise || dense_stages_keys(kDenseKind<S>))),
+  static_assert(!(kChunked && (kEdgeWise || dense_stages_keys(S::kKind))),
                 "key chunks: GAT's plain softmax only (dense_chunked)");
   constexpr int NKT = 2 * WARPS;          // key tiles of 8 (graphs of at most 16 * WARPS nodes)
   constexpr int KT = kChunked ? 4 : NKT;  // key tiles of a pass
   constexpr int MW = (KT + 3) / 4;        // mask words per row and pass
   constexpr int TG = kDenseTileGroup<WARPS>;
-  constexpr bool kKeys = dense_stages_keys(kDenseKind<S>), kCosine = dense_keeps_norms(kDenseKind<S>);
+  constexpr bool kKeys = dense_stages_keys(S::kKind), kCosine = dense_keeps_norms(S::kKind);
   constexpr float kLog2e = 1.4426950408889634f;  // the softmax runs in base 2
   extern __shared__ float4 dense_smem4[];
   float* smem = reinterpret_cast<float*>(dense_smem4);
@@ -304,7 +300,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
   }
 
   const float* q = a.sc.key;  // AGNN: X
-  if constexpr (std::is_same_v<S, GTScore>) q = a.sc.q;
+  if constexpr (S::kKind == ScoreKind::GT) q = a.sc.q;
   auto load_q = [&](int r, int col) {
     return r < n ? __ldg(reinterpret_cast<const float4*>(q + (std::size_t(n0) + r) * HD + col))
                  : make_float4(0.f, 0.f, 0.f, 0.f);

@@ -4,18 +4,21 @@
 namespace dfgnn::cuda::detail {
 
 namespace {
-GATScore score(const Call& c) { return {c.input(0), c.input(1), c.input(2), c.param, c.edges()}; }
+template <class E>
+GATScore<E> score(const Call& c) {
+  return {c.input<E>(0), c.input<E>(1), c.input<E>(2), c.param, c.edges<E>()};
+}
 }  // namespace
 
 template <>
 void forward<GAT>(const Plan& plan, const Call& c) {
-  run(plan, score(c), c);
+  with_element(plan.op().dtype, [&](auto e) { run(plan, score<decltype(e)>(c), c); });
 }
 
 // er is the destination's input, el the source's.
 template <>
 void backward<GAT>(const Plan& plan, const Call& c) {
-  run_backward(plan, score(c), c, {c.grad(1), c.grad(0), c.grad(2), c.edges_grad()}, nullptr, 0);
+  run_backward(plan, score<float>(c), c, {c.grad(1), c.grad(0), c.grad(2), c.edges_grad()}, nullptr, 0);
 }
 
 }  // namespace dfgnn::cuda::detail

@@ -4,18 +4,21 @@
 namespace dfgnn::cuda::detail {
 
 namespace {
-GATv2Score score(const Call& c) { return {c.input(0), c.input(0), c.input(1), c.input(2), c.param, c.edges()}; }
+template <class E>
+GATv2Score<E> score(const Call& c) {
+  return {c.input<E>(0), c.input<E>(0), c.input<E>(1), c.input<E>(2), c.param, c.edges<E>()};
+}
 }  // namespace
 
 template <>
 void forward<GATv2>(const Plan& plan, const Call& c) {
-  run(plan, score(c), c);
+  with_element(plan.op().dtype, [&](auto e) { run(plan, score<decltype(e)>(c), c); });
 }
 
 // XR is the destination's input, XL the source's (and the values); da sums over the edges.
 template <>
 void backward<GATv2>(const Plan& plan, const Call& c) {
-  run_backward(plan, score(c), c, {c.grad(1), c.grad(0), nullptr, c.edges_grad()}, c.grad(2), plan.heads() * plan.dim());
+  run_backward(plan, score<float>(c), c, {c.grad(1), c.grad(0), nullptr, c.edges_grad()}, c.grad(2), plan.heads() * plan.dim());
 }
 
 }  // namespace dfgnn::cuda::detail

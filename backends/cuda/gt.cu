@@ -4,19 +4,20 @@
 namespace dfgnn::cuda::detail {
 
 namespace {
-GTScore score(const Plan& plan, const Call& c) {
-  return {c.input(0), c.input(1), c.input(2), GT{c.param}.scale_for(plan.dim()), c.edges()};
+template <class E>
+GTScore<E> score(const Plan& plan, const Call& c) {
+  return {c.input<E>(0), c.input<E>(1), c.input<E>(2), GT{c.param}.scale_for(plan.dim()), c.edges<E>()};
 }
 }  // namespace
 
 template <>
 void forward<GT>(const Plan& plan, const Call& c) {
-  run(plan, score(plan, c), c);
+  with_element(plan.op().dtype, [&](auto e) { run(plan, score<decltype(e)>(plan, c), c); });
 }
 
 template <>
 void backward<GT>(const Plan& plan, const Call& c) {
-  run_backward(plan, score(plan, c), c, {c.grad(0), c.grad(1), c.grad(2), c.edges_grad()}, nullptr, 0);
+  run_backward(plan, score<float>(plan, c), c, {c.grad(0), c.grad(1), c.grad(2), c.edges_grad()}, nullptr, 0);
 }
 
 }  // namespace dfgnn::cuda::detail

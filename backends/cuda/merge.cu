@@ -4,10 +4,11 @@
 namespace dfgnn::cuda::detail {
 namespace {
 
-/// VEC consecutive entries of a head per thread (16-byte accesses when VEC = 4).
-template <int VEC>
+/// VEC consecutive entries of a head per thread (16-byte partial loads when VEC = 4), written
+/// to out as E.
+template <int VEC, class E>
 __global__ void __launch_bounds__(256) merge_kernel(const SplitRow* __restrict__ rows, int num_rows, int H,
-                                                    int D, Partials part, float* __restrict__ out,
+                                                    int D, Partials part, E* __restrict__ out,
                                                     float* __restrict__ lse) {
   using T = Tile<VEC, 1, 1>;
   const std::size_t W = std::size_t(H) * D;
@@ -49,14 +50,20 @@ __global__ void __launch_bounds__(256) merge_kernel(const SplitRow* __restrict__
 
 }  // namespace
 
+template <class E>
 void launch_merge(cudaStream_t stream, const SplitRow* rows, int num_rows, int H, int D, const Partials& part,
-                  float* out, float* lse) {
+                  E* out, float* lse) {
   const std::size_t threads = std::size_t(num_rows) * H * D;
   if (threads == 0) return;
-  if (D % 4 == 0 && aligned16({out}))  // the slots are aligned (cudaMalloc)
-    launch_dependent(merge_kernel<4>, threads / 4, stream, rows, num_rows, H, D, part, out, lse);
+  // The slots are aligned (cudaMalloc); out's four entries of a thread take 16 or 8 bytes.
+  if (D % 4 == 0 && reinterpret_cast<std::uintptr_t>(out) % (4 * sizeof(E)) == 0)
+    launch_dependent(merge_kernel<4, E>, threads / 4, stream, rows, num_rows, H, D, part, out, lse);
   else
-    launch_dependent(merge_kernel<1>, threads, stream, rows, num_rows, H, D, part, out, lse);
+    launch_dependent(merge_kernel<1, E>, threads, stream, rows, num_rows, H, D, part, out, lse);
 }
+
+template void launch_merge(cudaStream_t, const SplitRow*, int, int, int, const Partials&, float*, float*);
+template void launch_merge(cudaStream_t, const SplitRow*, int, int, int, const Partials&, bf16*, float*);
+template void launch_merge(cudaStream_t, const SplitRow*, int, int, int, const Partials&, f16*, float*);
 
 }  // namespace dfgnn::cuda::detail

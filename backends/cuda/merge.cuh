@@ -48,9 +48,10 @@ __device__ __forceinline__ void for_slots(int count, Load load, Fold fold) {
   }
 }
 
-/// Launches the merge of `num_rows` split rows into out, and their logsumexp into lse when it is
-/// not null (defined in merge.cu).
+/// Launches the merge of `num_rows` split rows into out (float, bf16 or f16), and their
+/// logsumexp into lse when it is not null (defined in merge.cu).
+template <class E>
 void launch_merge(cudaStream_t stream, const SplitRow* rows, int num_rows, int H, int D, const Partials& part,
-                  float* out, float* lse);
+                  E* out, float* lse);
 
 }  // namespace dfgnn::cuda::detail

@@ -57,17 +57,17 @@ __host__ __device__ inline int floor_pow2(int x) {
   return p;
 }
 
-/// A lane's columns of one head of a node tensor [N, H, width]: node u's fragment is at
+/// A lane's columns of one head of a node tensor [N, H, width] of E: node u's fragment is at
 /// base + u * stride bytes, one wide multiply-add per row address.
-template <class T>
+template <class T, class E = float>
 struct HeadColumns {
   const char* base;  ///< node 0, head h, the lane's first column
   unsigned stride;   ///< bytes per node
   bool inside[T::CHUNKS];
 
-  __device__ HeadColumns(const float* t, int H, int width, int h, int l)
+  __device__ HeadColumns(const E* t, int H, int width, int h, int l)
       : base(reinterpret_cast<const char*>(t + std::size_t(h) * width + frag_col<T>(0, l))),
-        stride(unsigned(H) * unsigned(width) * 4u) {
+        stride(unsigned(H) * unsigned(width) * unsigned(sizeof(E))) {
     keep_in_register(base);
 #pragma unroll
     for (int c = 0; c < T::CHUNKS; ++c) inside[c] = frag_col<T>(c, l) < width;
@@ -76,19 +76,19 @@ struct HeadColumns {
   /// the loads need neither a predicate nor zeros; else zeros where !ok or outside.
   template <bool kAll>
   __device__ __forceinline__ void load(Frag<T>& f, node_t u, bool ok) const {
-    load_chunks<T>(f, row_at(base, unsigned(u), stride), [&](int c) { return kAll || (ok && inside[c]); });
+    load_chunks<T>(f, row_at<E>(base, unsigned(u), stride), [&](int c) { return kAll || (ok && inside[c]); });
   }
 };
 
 /// A lane's columns of one head of an edge tensor [E, H, D] (a model's edge argument, types.hpp),
 /// rows by the caller's edge id in 64 bits: E may pass 2^32 where node ids cannot.
-template <class T>
+template <class T, class E = float>
 struct EdgeColumns {
-  const float* base;  ///< edge 0, head h, the lane's first column
-  std::size_t stride;  ///< floats per edge
+  const E* base;  ///< edge 0, head h, the lane's first column
+  std::size_t stride;  ///< elements per edge
   bool inside[T::CHUNKS];
 
-  __device__ EdgeColumns(const float* t, int H, int D, int h, int l)
+  __device__ EdgeColumns(const E* t, int H, int D, int h, int l)
       : base(t + std::size_t(h) * D + frag_col<T>(0, l)), stride(std::size_t(H) * D) {
 #pragma unroll
     for (int c = 0; c < T::CHUNKS; ++c) inside[c] = frag_col<T>(c, l) < D;
@@ -190,8 +190,10 @@ __device__ __forceinline__ float across_edges(float x, Op op) {
 /// has edge features (score.cuh), added to each edge's key (and GT's value) as they load.
 template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDrop>)
-    online_kernel(S sc, DeviceGraph g, EdgeScale w, Train tr, int H, int D, edge_t split, int ep_rows,
-                  const Piece* __restrict__ pieces, int num_pieces, float* __restrict__ out, Partials part) {
+    online_kernel(S sc, DeviceGraph g, EdgeScaleOf<typename S::Elem> w, Train tr, int H, int D, edge_t split,
+                  int ep_rows, const Piece* __restrict__ pieces, int num_pieces, typename S::Elem* __restrict__ out,
+                  Partials part) {
+  using E = typename S::Elem;
   allow_dependents();  // the merge of split rows (launch_dependent) may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -235,7 +237,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
     const int steps = int(__reduce_max_sync(kFull, unsigned((len + U - 1) / U)));
     const int full = min(steps, int(__reduce_min_sync(kFull, active ? unsigned(len / U) : ~0u >> 1)));
     const auto q = sc.template query<T>(v, h, H, D, l);
-    const HeadColumns<T> keys(sc.key, H, key_width<S>(D), h, l), values(sc.value, H, D, h, l);
+    const HeadColumns<T, E> keys(sc.key, H, key_width<S>(D), h, l), values(sc.value, H, D, h, l);
     float m = -INFINITY, s = 0.f;  // s: this lane's share, the sum of its own edges' exponentials
     Frag<T> acc;
 #pragma unroll
@@ -264,7 +266,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
       }
       if constexpr (kEdge && S::kRowKey) {
         edge_ids.advance(pos);
-        const EdgeColumns<T> edges(sc.edge, H, D, h, l);
+        const EdgeColumns<T, E> edges(sc.edge, H, D, h, l);
 #pragma unroll
         for (int j = 0; j < U; ++j) {
           Frag<T> ef;
@@ -292,7 +294,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
         score = sc.combine(q, total);
       } else {  // a scalar key: each lane loads only its own edge's
         Frag<T> k1;
-        k1.x[0] = ok ? __ldg(sc.key + std::size_t(unsigned(u_own)) * H + h) : 0.f;
+        k1.x[0] = ok ? load_one(sc.key + std::size_t(unsigned(u_own)) * H + h) : 0.f;
         if constexpr (kEdge) {
           edge_ids.advance(pos);
           const edge_t id = edge_ids.at(pos + own);

@@ -287,15 +287,15 @@ bool device_available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-Plan::Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy)
-    : Plan(g, DeviceGraph{}, kind, heads, dim, strategy) {}
+Plan::Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy, DType dtype)
+    : Plan(g, DeviceGraph{}, kind, heads, dim, strategy, dtype) {}
 
 Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
-           Strategy strategy)
-    : Plan((validate(g), g), device_graph, kind, heads, dim, strategy, ValidGraph{}) {}
+           Strategy strategy, DType dtype)
+    : Plan((validate(g), g), device_graph, kind, heads, dim, strategy, dtype, ValidGraph{}) {}
 
 Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
-           Strategy strategy, ValidGraph)
+           Strategy strategy, DType dtype, ValidGraph)
     : impl_(std::make_unique<Impl>()) {
   Impl& p = *impl_;
   const node_t N = g.num_nodes;
@@ -325,10 +325,10 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     source.batch = p.upload(g.graph_ptr.data(), g.graph_ptr.size());
     source.num_graphs = int(g.graph_ptr.size()) - 1;
   }
-  build(source, kind, heads, dim, strategy, nullptr);
+  build(source, kind, heads, dim, strategy, dtype, nullptr);
 }
 
-Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream)
+Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream, DType dtype)
     : impl_(std::make_unique<Impl>()) {
   Source source;
   source.num_src_nodes = g.num_src_nodes();
@@ -338,17 +338,26 @@ Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy
   source.num_graphs = g.num_graphs();
   if (g.batch() != nullptr) source.sums = &g.impl().sums;
   source.rows = &g.impl().rows;
-  build(source, kind, heads, dim, strategy, stream);
+  build(source, kind, heads, dim, strategy, dtype, stream);
 }
 
-void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream) {
+void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, DType dtype,
+                 cudaStream_t stream) {
   Impl& p = *impl_;
   check_named("cuda::Plan", strategy, kind);
   const node_t N = g.device.num_nodes;
   const edge_t E = g.device.num_edges;
   p.kind = kind, p.heads = heads, p.dim = dim;
-  p.op = {kind, DType::F32, heads, dim, g.num_src_nodes, N, E};
+  p.op = {kind, dtype, heads, dim, g.num_src_nodes, N, E};
   dfgnn::detail::check_op("cuda::Plan", p.op);
+  // Two-byte elements run Online only so far (docs/cuda.md, "Element types").
+  if (dtype != DType::F32) {
+    if (strategy == Strategy::Auto)
+      strategy = Strategy::Online;
+    else if (strategy != Strategy::Online)
+      throw Error(std::string("cuda::Plan: the ") + to_string(strategy) + " strategy runs float32 tensors only; " +
+                  to_string(dtype) + " ones run Online (Auto picks it)");
+  }
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
   // The kernels' per-node byte stride H*D*4 is 32-bit (online.cuh, message_passing.cuh).
@@ -479,6 +488,9 @@ void Plan::forward(const Call& call) const {
 }
 
 void Plan::backward(const Call& call) const {
+  if (impl_->op.dtype != DType::F32)
+    throw Error(std::string("cuda::attention_backward: ") + to_string(impl_->op.dtype) +
+                " tensors: the backward runs float32 only so far (docs/cuda.md, \"Element types\")");
   visit_model(impl_->kind, [&](auto model) { detail::backward<decltype(model)>(*this, call); });
 }
 
@@ -504,7 +516,7 @@ std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t
                                                 Strategy strategy) {
   const cuda::DeviceGraph device{g.num_nodes, g.num_edges(), row_ptr, src, dst, edge_id};
   return std::shared_ptr<const cuda::Plan>(
-      new cuda::Plan(g, device, op.kind, op.heads, op.dim, strategy, cuda::Plan::ValidGraph{}));
+      new cuda::Plan(g, device, op.kind, op.heads, op.dim, strategy, op.dtype, cuda::Plan::ValidGraph{}));
 }
 
 }  // namespace dfgnn::detail

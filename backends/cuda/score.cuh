@@ -11,6 +11,9 @@
 // the source's key row before the score (`edge`, read by the caller's edge id; null: none), and
 // GT to the value too (kEdgeInValue): every score's edge term is key-side, so the kernels add it
 // where they load the key (add_edge_row, EdgeColumns) and the functors stay as they are.
+//
+// Each functor is a template on its tensors' element type E (element.cuh): float, bf16 or f16.
+// kKind names the model for the kernels that differ per model.
 
 #include "common.cuh"
 
@@ -18,10 +21,10 @@
 
 namespace dfgnn::cuda::detail {
 
-template <class T, bool kShared>
-__device__ __forceinline__ void load_frag(Frag<T>& f, const float* row, int D, int l) {
+template <class T, bool kShared, class E>
+__device__ __forceinline__ void load_frag(Frag<T>& f, const E* row, int D, int l) {
   if constexpr (kShared)
-    load_shared<T>(f, row, D, l);
+    load_shared<T>(f, row, D, l);  // staged rows are float
   else
     load_global<T>(f, row, D, l);
 }
@@ -30,28 +33,31 @@ __device__ __forceinline__ float leaky_relu(float x, float slope) { return x > 0
 
 /// Adds row (id, h) of an edge tensor [E, H, width] to a lane's fragment: a row of D floats
 /// (kRow), or one scalar held by every lane.
-template <bool kRow, class T>
-__device__ __forceinline__ void add_edge_row(Frag<T>& f, const float* edge, edge_t id, int h, int H, int D, int l) {
+template <bool kRow, class T, class E>
+__device__ __forceinline__ void add_edge_row(Frag<T>& f, const E* edge, edge_t id, int h, int H, int D, int l) {
   if constexpr (kRow) {
     Frag<T> e;
     load_global<T>(e, edge + (std::size_t(id) * H + h) * D, D, l);
 #pragma unroll
     for (int i = 0; i < T::PER_LANE; ++i) f.x[i] += e.x[i];
   } else {
-    f.x[0] += __ldg(edge + std::size_t(id) * H + h);
+    f.x[0] += load_one(edge + std::size_t(id) * H + h);
   }
 }
 
 /// GT: scale * <Q[v,h], K[u,h] (+ E[e,h])>; values V (+ E[e,h]).
+template <class E = float>
 struct GTScore {
-  static constexpr bool kRowKey = true;     // the key is a row of D floats (else one scalar)
+  using Elem = E;
+  static constexpr ScoreKind kKind = ScoreKind::GT;
+  static constexpr bool kRowKey = true;     // the key is a row of D elements (else one scalar)
   static constexpr bool kValueIsKey = false;
   static constexpr bool kEdgeInValue = true;
-  const float* q;
-  const float* key;
-  const float* value;
+  const E* q;
+  const E* key;
+  const E* value;
   float scale;
-  const float* edge = nullptr;  // E [E,H,D]
+  const E* edge = nullptr;  // E [E,H,D]
 
   template <class T>
   struct Query {
@@ -65,8 +71,8 @@ struct GTScore {
     for (int i = 0; i < T::PER_LANE; ++i) r.x.x[i] *= scale;
     return r;
   }
-  template <class T, bool kShared>
-  __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
+  template <class T, bool kShared, class R>
+  __device__ void load_key(Frag<T>& k, const R* row, int D, int l) const {
     load_frag<T, kShared>(k, row, D, l);
   }
   static constexpr int kParts = 1;
@@ -83,14 +89,17 @@ struct GTScore {
 };
 
 /// AGNN: beta[h] * cos(X[v,h], X[u,h]), 0 when either vector is zero; values X.
+template <class E = float>
 struct AGNNScore {
+  using Elem = E;
+  static constexpr ScoreKind kKind = ScoreKind::AGNN;
   static constexpr bool kRowKey = true;
   static constexpr bool kValueIsKey = true;
   static constexpr bool kEdgeInValue = false;
-  static constexpr const float* edge = nullptr;  // no edge argument
-  const float* key;  // X
-  const float* value;
-  const float* beta;
+  static constexpr const E* edge = nullptr;  // no edge argument
+  const E* key;  // X
+  const E* value;
+  const E* beta;
   int beta_count;
 
   template <class T>
@@ -106,11 +115,11 @@ struct AGNNScore {
 #pragma unroll
     for (int i = 0; i < T::PER_LANE; ++i) n2 = fmaf(r.x.x[i], r.x.x[i], n2);
     n2 = group_sum<T::LANES>(n2);
-    r.factor = n2 > 0.f ? __ldg(beta + (beta_count == 1 ? 0 : h)) / sqrtf(n2) : 0.f;
+    r.factor = n2 > 0.f ? load_one(beta + (beta_count == 1 ? 0 : h)) / sqrtf(n2) : 0.f;
     return r;
   }
-  template <class T, bool kShared>
-  __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
+  template <class T, bool kShared, class R>
+  __device__ void load_key(Frag<T>& k, const R* row, int D, int l) const {
     load_frag<T, kShared>(k, row, D, l);
   }
   static constexpr int kParts = 2;  // <x_v, x_u>, |x_u|^2
@@ -127,15 +136,18 @@ struct AGNNScore {
 };
 
 /// GAT: LeakyReLU(el[u,h] + er[v,h] (+ ee[e,h])); the key is the scalar el[u,h]; values V.
+template <class E = float>
 struct GATScore {
+  using Elem = E;
+  static constexpr ScoreKind kKind = ScoreKind::GAT;
   static constexpr bool kRowKey = false;
   static constexpr bool kValueIsKey = false;
   static constexpr bool kEdgeInValue = false;
-  const float* key;  // el [N,H]
-  const float* er;   // [N,H]
-  const float* value;
+  const E* key;  // el [N,H]
+  const E* er;   // [N,H]
+  const E* value;
   float slope;
-  const float* edge = nullptr;  // ee [E,H]
+  const E* edge = nullptr;  // ee [E,H]
 
   template <class T>
   struct Query {
@@ -143,11 +155,14 @@ struct GATScore {
   };
   template <class T>
   __device__ Query<T> query(node_t v, int h, int H, int, int) const {
-    return {__ldg(er + std::size_t(v) * H + h)};
+    return {load_one(er + std::size_t(v) * H + h)};
   }
-  template <class T, bool kShared>
-  __device__ void load_key(Frag<T>& k, const float* at, int, int) const {
-    k.x[0] = kShared ? *at : __ldg(at);  // every lane of the group holds the scalar
+  template <class T, bool kShared, class R>
+  __device__ void load_key(Frag<T>& k, const R* at, int, int) const {
+    if constexpr (kShared)
+      k.x[0] = *at;  // every lane of the group holds the scalar
+    else
+      k.x[0] = load_one(at);
   }
   static constexpr int kParts = 1;  // el[u,h] itself: nothing to add up
   template <class T>
@@ -161,16 +176,19 @@ struct GATScore {
 };
 
 /// GATv2: sum_d a[h,d] * LeakyReLU(XL[u,h,d] + XR[v,h,d] (+ E[e,h,d])); values XL.
+template <class E = float>
 struct GATv2Score {
+  using Elem = E;
+  static constexpr ScoreKind kKind = ScoreKind::GATv2;
   static constexpr bool kRowKey = true;
   static constexpr bool kValueIsKey = true;
   static constexpr bool kEdgeInValue = false;
-  const float* key;  // XL
-  const float* value;
-  const float* xr;
-  const float* a;  // [H,D]
+  const E* key;  // XL
+  const E* value;
+  const E* xr;
+  const E* a;  // [H,D]
   float slope;
-  const float* edge = nullptr;  // E [E,H,D]
+  const E* edge = nullptr;  // E [E,H,D]
 
   template <class T>
   struct Query {
@@ -183,8 +201,8 @@ struct GATv2Score {
     load_global<T>(r.a, a + std::size_t(h) * D, D, l);
     return r;
   }
-  template <class T, bool kShared>
-  __device__ void load_key(Frag<T>& k, const float* row, int D, int l) const {
+  template <class T, bool kShared, class R>
+  __device__ void load_key(Frag<T>& k, const R* row, int D, int l) const {
     load_frag<T, kShared>(k, row, D, l);
   }
   static constexpr int kParts = 1;
@@ -202,16 +220,24 @@ struct GATv2Score {
 
 /// Each model's score functor (a new model adds its functor above and its line here); declared
 /// only, for ScoreOf.
-GTScore score_type(GT);
-AGNNScore score_type(AGNN);
-GATScore score_type(GAT);
-GATv2Score score_type(GATv2);
-template <class Model>
-using ScoreOf = decltype(score_type(Model{}));
+template <class E>
+GTScore<E> score_type(GT, E);
+template <class E>
+AGNNScore<E> score_type(AGNN, E);
+template <class E>
+GATScore<E> score_type(GAT, E);
+template <class E>
+GATv2Score<E> score_type(GATv2, E);
+template <class Model, class E = float>
+using ScoreOf = decltype(score_type(Model{}, E{}));
 
 /// Whether a score functor takes edge features (AGNN has no edge argument).
 template <class S>
-inline constexpr bool kHasEdge = !std::is_same_v<S, AGNNScore>;
+inline constexpr bool kHasEdge = S::kKind != ScoreKind::AGNN;
+
+/// Whether S reads float tensors (every strategy runs it) or two-byte ones (Online only).
+template <class S>
+inline constexpr bool kFloat = std::is_same_v<typename S::Elem, float>;
 
 /// The score of one (edge, head) pair from its key: the partials summed over the lane group
 /// (a row key; a scalar key is whole in every lane), then combined.

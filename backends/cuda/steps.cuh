@@ -19,8 +19,8 @@ __device__ __forceinline__ std::int64_t last_valid(std::int64_t i, std::int64_t 
 /// store(i, e, h, score) once per item. U items per group are in flight, and the next step's
 /// edge ends are fetched while this step's rows load. All lanes of a warp run the same
 /// number of iterations, so the groups' shuffles stay converged.
-template <class ST, class S, class Store>
-__device__ __forceinline__ void sddmm_items(const S& sc, const DeviceGraph& g, const EdgeScale& w,
+template <class ST, class S, class W, class Store>
+__device__ __forceinline__ void sddmm_items(const S& sc, const DeviceGraph& g, const W& w,
                                             edge_t e_base, std::int64_t items, int H, int D,
                                             std::int64_t group, std::int64_t groups, int l, Store store) {
   constexpr int U = ST::PER_LANE >= 8 ? 2 : 4;

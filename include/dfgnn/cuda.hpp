@@ -5,16 +5,23 @@
 /// Available when dfgnn is built with DFGNN_ENABLE_CUDA (target dfgnn::dfgnn_cuda).
 ///
 /// Layouts as everywhere in dfgnn: node features [N,H,D], node scalars [N,H], a [H,D], all
-/// row-major float32; edge values [E, 1 or H] in the caller's edge order. On a bipartite graph
+/// row-major; edge values [E, 1 or H] in the caller's edge order. On a bipartite graph
 /// (HostGraph) the source-side tensors (K, V; el, V; XL) and their gradients have NS rows.
+/// Tensors are of the plan's element type (float32 by default; bf16 or f16 of half.hpp, for
+/// the Online strategy's forward so far), the logsumexp float32 always. The typed entries take
+/// float32; the generic ones (attention(stream, plan, GT{}, {Q, K, V}, out)) any element type.
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/dispatch.hpp>
 #include <dfgnn/dropout.hpp>
+#include <dfgnn/half.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <type_traits>
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -74,7 +81,7 @@ class Graph {
 
 /// Optional per-edge score multipliers on the device: [E, heads], heads in {1, H}.
 struct DeviceEdgeValues {
-  const float* data = nullptr;
+  const void* data = nullptr;  ///< of the plan's element type
   int heads = 0;
 };
 
@@ -97,13 +104,13 @@ struct Options {
   /// edge's probability times its dropout factor, Call::weights); needs logsumexp. The first
   /// such call through an Online, Staged or Dense plan that owns its graph copy allocates and
   /// fills the destination of each edge (4 bytes per edge), which their other passes do not read.
-  float* attention_weights = nullptr;
+  void* attention_weights = nullptr;  ///< of the plan's element type
   /// The model's edge argument in the caller's edge order (GT and GATv2 E [E,H,D], GAT ee
   /// [E,H]; types.hpp), null: none. The Online strategy takes it (Auto's pick, and Dense's
   /// fallback); an explicit other strategy throws Error.
-  const float* edge_features = nullptr;
+  const void* edge_features = nullptr;  ///< of the plan's element type
   /// Backward: receives the edge argument's gradient (dE, dee); needed with edge_features.
-  float* edge_grad = nullptr;
+  void* edge_grad = nullptr;
 };
 
 /// Where graphs and plans get their device memory: cudaMalloc and cudaFree (which waits for
@@ -130,6 +137,9 @@ bool device_available();
 /// them).
 /// D up to 256, or up to 512 when a multiple of 4 (a call with D > 256 needs 16-byte aligned
 /// tensors, and throws Error otherwise).
+/// `dtype`: the element type of its calls' tensors (op.hpp). bf16 and f16 run the Online
+/// strategy's forward (Auto picks it for them; an explicit other strategy throws Error); their
+/// backward is float32 only so far and throws Error.
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
 /// a plan does no host work beyond the kernel launches. It is the CUDA-native executor of the
 /// dispatch (dispatch.hpp): the typed entries below, the Kokkos API on Kokkos::Cuda and the C
@@ -138,14 +148,15 @@ class Plan final : public dfgnn::detail::Executor {
  public:
   /// Uploads `g` to the current device and owns that copy: only the arrays its passes read
   /// (docs/cuda.md, "Device memory").
-  Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto);
+  Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto,
+       DType dtype = DType::F32);
   /// Uses the caller's device copy of `g` (it must outlive the plan); `g` gives the degrees.
   Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
-       Strategy strategy = Strategy::Auto);
+       Strategy strategy = Strategy::Auto, DType dtype = DType::F32);
   /// Over a graph built on the device (it must outlive the plan), preprocessed on `stream` with
   /// no host copy of the graph (an explicit SMMF copies the row offsets back to pack its blocks).
   Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto,
-       cudaStream_t stream = nullptr);
+       cudaStream_t stream = nullptr, DType dtype = DType::F32);
   ~Plan() override;
   Plan(Plan&&) noexcept;
   Plan& operator=(Plan&&) noexcept;
@@ -172,9 +183,10 @@ class Plan final : public dfgnn::detail::Executor {
  private:
   struct ValidGraph {};  // the graph is a dfgnn Graph's host copy, validated when it was made
   Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim, Strategy strategy,
-       ValidGraph);
+       DType dtype, ValidGraph);
   struct Source;  // what every constructor builds from: the device arrays, the statistics, the batch
-  void build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream);
+  void build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, DType dtype,
+             cudaStream_t stream);
   friend std::shared_ptr<const dfgnn::detail::Executor> dfgnn::detail::native_executor(
       const HostGraph&, const edge_t*, const node_t*, const node_t*, const edge_t*, const Op&, Strategy);
 
@@ -188,31 +200,49 @@ void check_shape(const Plan& plan, int heads, int dim);
 
 namespace detail {
 /// The generic entries' calls: `kind`'s model with scale or slope `param` on its inputs in
-/// order (`count`: entries of a HeadVector input).
-void attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, const float* const* inputs,
-               std::size_t count, float* out, const Options& options);
-void attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param,
-                        const float* const* inputs, std::size_t count, const float* out, const float* logsumexp,
-                        const float* dOut, float* const* grads, const Options& options);
+/// order (`count`: entries of a HeadVector input), all of element type `dtype`.
+void attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, DType dtype,
+               const void* const* inputs, std::size_t count, void* out, const Options& options);
+void attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, DType dtype,
+                        const void* const* inputs, std::size_t count, const void* out, const float* logsumexp,
+                        const void* dOut, void* const* grads, const Options& options);
+
+template <class E>
+constexpr DType dtype_of() {
+  static_assert(std::is_same_v<E, float> || std::is_same_v<E, bf16> || std::is_same_v<E, f16>,
+                "tensors are float, bf16 or f16");
+  return std::is_same_v<E, float> ? DType::F32 : std::is_same_v<E, bf16> ? DType::BF16 : DType::F16;
+}
+
+/// A list's pointers as void pointers (at most 4: a model's inputs and its edge argument).
+template <class P, class Q>
+std::array<P, 4> untyped(std::initializer_list<Q> list) {
+  std::array<P, 4> a{};
+  std::copy_n(list.begin(), std::min<std::size_t>(list.size(), 4), a.begin());
+  return a;
+}
 }  // namespace detail
 
 /// Any model (a traits type of types.hpp) on its inputs in order, e.g. attention(stream, plan,
-/// GT{}, {Q, K, V}, out); a HeadVector input (AGNN's beta) has `count` entries. What the typed
-/// entries below call, and all a new model needs.
-template <class Model>
-void attention(cudaStream_t stream, const Plan& plan, const Model& model, std::initializer_list<const float*> inputs,
-               float* out, const Options& options = {}, std::size_t count = 0) {
-  detail::attention(stream, plan, Model::kind, model.param(), inputs.begin(), count, out, options);
+/// GT{}, {Q, K, V}, out); a HeadVector input (AGNN's beta) has `count` entries. Tensors of
+/// element type E: float, bf16 or f16, the plan's (Error otherwise). What the typed entries
+/// below call, and all a new model needs.
+template <class Model, class E>
+void attention(cudaStream_t stream, const Plan& plan, const Model& model, std::initializer_list<const E*> inputs,
+               E* out, const Options& options = {}, std::size_t count = 0) {
+  const auto in = detail::untyped<const void*>(inputs);
+  detail::attention(stream, plan, Model::kind, model.param(), detail::dtype_of<E>(), in.data(), count, out, options);
 }
 
 /// The backward of any model: its inputs and gradients in order (see attention_backward below).
-template <class Model>
+template <class Model, class E>
 void attention_backward(cudaStream_t stream, const Plan& plan, const Model& model,
-                        std::initializer_list<const float*> inputs, const float* out, const float* logsumexp,
-                        const float* dOut, std::initializer_list<float*> grads, const Options& options = {},
-                        std::size_t count = 0) {
-  detail::attention_backward(stream, plan, Model::kind, model.param(), inputs.begin(), count, out, logsumexp, dOut,
-                             grads.begin(), options);
+                        std::initializer_list<const E*> inputs, const E* out, const float* logsumexp, const E* dOut,
+                        std::initializer_list<E*> grads, const Options& options = {}, std::size_t count = 0) {
+  const auto in = detail::untyped<const void*>(inputs);
+  const auto gr = detail::untyped<void*>(grads);
+  detail::attention_backward(stream, plan, Model::kind, model.param(), detail::dtype_of<E>(), in.data(), count, out,
+                             logsumexp, dOut, gr.data(), options);
 }
 
 /// Launches the forward on `stream`: out[v,h,:] = sum over u -> v of softmax_u(score) V[u,h,:].

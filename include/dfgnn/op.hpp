@@ -12,14 +12,22 @@
 #include <dfgnn/types.hpp>
 
 #include <cstddef>
+#include <string>
 
 namespace dfgnn {
 
-/// The element type of an op's tensors; float32 only for now.
-enum class DType { F32 };
+/// The element type of an op's tensors (half.hpp's storage types for the two-byte ones): every
+/// tensor of a call has it but the logsumexp, which is float32 always. Sums, the softmax
+/// statistics included, are float32 whatever it is (docs/design.md, "Element types").
+enum class DType { F32, BF16, F16 };
 
 /// Bytes of one element.
-inline std::size_t size_of(DType) { return 4; }
+inline std::size_t size_of(DType t) { return t == DType::F32 ? 4 : 2; }
+
+/// "f32", "bf16", "f16": the CLI's --dtype names.
+const char* to_string(DType t);
+/// The DType of such a name; Error for another.
+DType parse_dtype(const std::string& text);
 
 /// Which walk of the backward recomputes the scores (docs/backward.md, "Two orders"): RowsFirst
 /// (GT, AGNN, GATv2) or ColumnsFirst (GT, GAT; fewer gathered rows per edge, plus a pass over
@@ -48,12 +56,14 @@ const ModelArgs& model_args(ScoreKind kind);
 /// and only tests for null.
 struct TensorRef {
   const void* data = nullptr;
+  DType dtype = DType::F32;
   int rank = 0;
   std::size_t extents[3] = {};
   bool strided = false;  ///< a View with gaps: the kernels index every tensor densely
 
   std::size_t entries() const;
-  /// A bare pointer with the extents `extent` has in `op` (`count` entries for a HeadVector).
+  /// A bare pointer with the extents `extent` has in `op` (`count` entries for a HeadVector)
+  /// and its element type.
   static TensorRef shaped(const void* data, const Op& op, Extent extent, std::size_t count = 0);
 };
 
@@ -88,10 +98,15 @@ struct Call {
   const void* space = nullptr;
   void* stream = nullptr;
 
-  const float* input(int i) const { return static_cast<const float*>(inputs[i].data); }
-  const float* edges() const { return static_cast<const float*>(edge_features.data); }
-  float* edges_grad() const { return static_cast<float*>(const_cast<void*>(edge_grad.data)); }
-  float* grad(int i) const { return static_cast<float*>(const_cast<void*>(grads[i].data)); }
+  /// The tensors as their element type E (the op's: the check saw to it).
+  template <class E = float>
+  const E* input(int i) const { return static_cast<const E*>(inputs[i].data); }
+  template <class E = float>
+  const E* edges() const { return static_cast<const E*>(edge_features.data); }
+  template <class E = float>
+  E* edges_grad() const { return static_cast<E*>(const_cast<void*>(edge_grad.data)); }
+  template <class E = float>
+  E* grad(int i) const { return static_cast<E*>(const_cast<void*>(grads[i].data)); }
 };
 
 }  // namespace dfgnn

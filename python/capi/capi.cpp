@@ -97,6 +97,11 @@ dfgnn::ScoreKind score_kind(int kind) {
   return dfgnn::ScoreKind(kind);
 }
 
+dfgnn::DType element_type(int dtype) {
+  if (dtype < DFGNN_F32 || dtype > DFGNN_F16) throw dfgnn::Error("plan: unknown element type " + std::to_string(dtype));
+  return dfgnn::DType(dtype);
+}
+
 #ifdef DFGNN_ENABLE_CUDA
 void cuda_check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
@@ -345,7 +350,7 @@ int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, df
 
 int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream, const int64_t* row_ptr,
                            const int32_t* src, const int32_t* dst, const int64_t* edge_id, int kind,
-                           int heads, int dim, dfgnn_plan** plan) {
+                           int heads, int dim, int dtype, dfgnn_plan** plan) {
   return guarded([&] {
     if (!graph) throw dfgnn::Error("plan: null graph");
 #ifdef DFGNN_ENABLE_CUDA
@@ -357,11 +362,12 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream
                            ", the tensors are on device " + std::to_string(device));
       p->native = std::make_shared<const dfgnn::cuda::Plan>(*graph->on_device, score_kind(kind), heads, dim,
                                                             dfgnn::Strategy::Auto,
-                                                            reinterpret_cast<cudaStream_t>(stream));
+                                                            reinterpret_cast<cudaStream_t>(stream), element_type(dtype));
       p->graph = graph->on_device;
     } else {
       const dfgnn::Graph<HostMem>& g = graph->host();
-      const dfgnn::Op op{score_kind(kind), dfgnn::DType::F32, heads, dim, g.num_src_nodes(), g.num_nodes(), g.num_edges()};
+      const dfgnn::Op op{score_kind(kind), element_type(dtype), heads, dim, g.num_src_nodes(), g.num_nodes(),
+                         g.num_edges()};
       p->native = dfgnn::detail::native_executor(g.host(), row_ptr, src, dst, edge_id, op, dfgnn::Strategy::Auto);
     }
     p->device = device;
@@ -370,7 +376,7 @@ int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream
     *plan = p.release();
 #else
     (void)device, (void)stream, (void)row_ptr, (void)src, (void)dst, (void)edge_id, (void)kind, (void)heads, (void)dim,
-        (void)plan;
+        (void)dtype, (void)plan;
     throw dfgnn::Error("dfgnn was built without CUDA (DFGNN_ENABLE_CUDA=OFF): CUDA tensors are not supported");
 #endif
   });

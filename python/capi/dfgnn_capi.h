@@ -6,8 +6,9 @@
  * message (thread-local, valid until the next failing call of that thread). No C++ exception
  * crosses this boundary.
  *
- * Tensors are raw pointers to contiguous row-major float32 memory whose shapes come from the
- * plan: node features [N,H,D], node scalars and logsumexp [N,H], GATv2's a [H,D], AGNN's beta
+ * Tensors are raw pointers to contiguous row-major memory of the plan's element type (float32,
+ * or for a CUDA plan bf16 or f16: DFGNN_F32, ...; the logsumexp is float32 always) whose shapes
+ * come from the plan: node features [N,H,D], node scalars and logsumexp [N,H], GATv2's a [H,D], AGNN's beta
  * [beta_count] (1 or H); optional edge values [E, edge_heads] (edge_heads 1 or H; null: none)
  * in the order the graph's edges were given. A plan made by dfgnn_plan_create runs the Kokkos
  * kernels on the host (stream is ignored); one made by dfgnn_plan_create_cuda runs the
@@ -33,6 +34,8 @@ typedef struct dfgnn_plan dfgnn_plan;
 
 /* Score kinds (the models), as dfgnn::ScoreKind. */
 enum { DFGNN_GT = 0, DFGNN_AGNN = 1, DFGNN_GAT = 2, DFGNN_GATV2 = 3 };
+/* Element types of a plan's tensors, as dfgnn::DType. */
+enum { DFGNN_F32 = 0, DFGNN_BF16 = 1, DFGNN_F16 = 2 };
 
 DFGNN_CAPI const char* dfgnn_last_error(void);
 /* The device memory of graphs and plans built on CUDA devices from now on: `allocate` (bytes on
@@ -74,10 +77,12 @@ DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, 
 /* A CUDA-native plan on `device`: over the graph's own arrays when it was built on that device
  * (the array arguments are then ignored and may be NULL; the plan is built on `stream`, a
  * cudaStream_t, and waited for), else over the caller's device copy of dfgnn_graph_csr's
- * arrays, which must outlive the plan. Fails unless built with DFGNN_ENABLE_CUDA. */
+ * arrays, which must outlive the plan. `dtype`: its tensors' element type (DFGNN_F32, DFGNN_BF16,
+ * DFGNN_F16; the two-byte ones run the forward only so far). Fails unless built with
+ * DFGNN_ENABLE_CUDA. */
 DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream, const int64_t* row_ptr,
                                       const int32_t* src, const int32_t* dst, const int64_t* edge_id,
-                                      int kind, int heads, int dim, dfgnn_plan** plan);
+                                      int kind, int heads, int dim, int dtype, dfgnn_plan** plan);
 /* Builds now, on `stream`, what the plan's first backward call would build (a CUDA plan: the
  * transposed graph and the backward's workspaces; a host plan: nothing), so that a training
  * step can be prepared ahead of it. */
@@ -95,21 +100,21 @@ DFGNN_CAPI const char* dfgnn_plan_strategy(const dfgnn_plan* plan);
  * with values V (GT, GAT), X (AGNN) or XL (GATv2); inputs past the model's count are ignored. */
 typedef struct dfgnn_call {
   float param;
-  const float* inputs[3];
+  const void* inputs[3];
   int64_t count;             /* entries of a per-head input (AGNN's beta): 1 or H */
-  const float* edge_values;  /* [E, edge_heads], edge_heads 1 or H; null: none */
+  const void* edge_values;  /* [E, edge_heads], edge_heads 1 or H; null: none */
   int edge_heads;
   float dropout;             /* rate in [0, 1); the forward's and its backward's (rate, seed) agree */
   uint64_t seed;
-  float* out;                /* forward: written; backward: the forward's */
+  void* out;                 /* forward: written; backward: the forward's */
   float* logsumexp;          /* forward: written, or null (inference); backward: the forward's */
-  const float* dout;         /* backward: dLoss/dout */
-  float* grads[3];           /* backward: written, the gradient of each input */
-  float* attention_weights;  /* forward: written when set, [E, H] in the caller's edge order (probability
+  const void* dout;          /* backward: dLoss/dout */
+  void* grads[3];            /* backward: written, the gradient of each input */
+  void* attention_weights;   /* forward: written when set, [E, H] in the caller's edge order (probability
                                 times dropout factor); needs logsumexp */
-  const float* edge_features; /* the model's edge argument in the caller's edge order (GT, GATv2: E [E, H, D];
+  const void* edge_features; /* the model's edge argument in the caller's edge order (GT, GATv2: E [E, H, D];
                                  GAT: ee [E, H]); null: none */
-  float* edge_grad;           /* backward: written, its gradient (needed with edge_features) */
+  void* edge_grad;           /* backward: written, its gradient (needed with edge_features) */
 } dfgnn_call;
 
 DFGNN_CAPI int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call);

@@ -83,7 +83,7 @@ class Graph:
         self.device = None  # the CUDA device a graph built there lives on
         self._edges = None  # its edge_index as given (int64, on that device)
         self._plans = {}
-        self._natives = {}  # (device index (-1: CPU), kind, heads, dim) -> plan(...).native: the ops' eager path
+        self._natives = {}  # (device index (-1: CPU), kind, heads, dim, dtype) -> plan(...).native: the ops' eager path
         self._device_csr = {}
         self._self_loops = None
         self._lock = threading.Lock()
@@ -280,26 +280,28 @@ class Graph:
             raise ValueError(f"dfgnn: fill_value must be 'mean', 'add' or a number, got {fill_value!r}")
         return torch.cat([rows, loops])
 
-    def prepare(self, model, heads, dim, device="cpu", backward=False):
+    def prepare(self, model, heads, dim, device="cpu", backward=False, dtype=torch.float32):
         """Builds (or finds) the plan of `model` ('gt', 'agnn', 'gat', 'gatv2') for `heads` x
-        `dim` features on `device`, as the first call would, and with backward=True what its
-        first backward would (on the GPU the transposed graph); returns the strategy its forward
-        runs. Lets preprocessing happen before, and be timed apart from, the first call, e.g. a
-        step ahead in a data loader's thread on its own stream (GPU work runs on the current
-        stream)."""
+        `dim` features of `dtype` (float32; on CUDA also bfloat16, float16) on `device`, as the
+        first call would, and with backward=True what its first backward would (on the GPU the
+        transposed graph); returns the strategy its forward runs. Lets preprocessing happen
+        before, and be timed apart from, the first call, e.g. a step ahead in a data loader's
+        thread on its own stream (GPU work runs on the current stream)."""
         if model not in _lib.MODELS:
             raise ValueError(f"dfgnn: model must be one of {sorted(_lib.MODELS)}, got {model!r}")
+        if dtype not in _lib.DTYPES:
+            raise TypeError(f"dfgnn: dtype must be one of {list(_lib.DTYPES)}, got {dtype}")
         device = torch.device(device)
-        plan = self.plan(device, _lib.MODELS[model], int(heads), int(dim))
+        plan = self.plan(device, _lib.MODELS[model], int(heads), int(dim), _lib.DTYPES[dtype])
         if backward and device.type == "cuda":
             _lib.call(_lib.lib.dfgnn_plan_prepare_backward, plan.handle,
                       torch.cuda.current_stream(device).cuda_stream)
         return plan.strategy
 
-    def plan(self, device, kind, heads, dim):
-        """The cached native plan for (device, kind, heads, dim)."""
+    def plan(self, device, kind, heads, dim, dtype=0):
+        """The cached native plan for (device, kind, heads, dim, element type: _lib.DTYPES' code)."""
         device = _device_key(device)
-        key = (device, kind, heads, dim)
+        key = (device, kind, heads, dim, dtype)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -308,6 +310,9 @@ class Graph:
             if plan is None:
                 handle = ctypes.c_void_p()
                 if device.type == "cpu":
+                    if dtype != 0:
+                        raise TypeError("dfgnn: bfloat16 and float16 tensors run on CUDA only so far (the "
+                                        "portable kernels take float32)")
                     arrays = None
                     _lib.call(_lib.lib.dfgnn_plan_create, self._handle, kind, heads, dim, ctypes.byref(handle))
                 elif device.type == "cuda":
@@ -315,7 +320,7 @@ class Graph:
                     arrays = () if device == self.device else self._device_arrays(device)
                     _lib.call(_lib.lib.dfgnn_plan_create_cuda, self._handle, device.index,
                               torch.cuda.current_stream(device).cuda_stream,
-                              *([a.data_ptr() for a in arrays] or [None] * 4), kind, heads, dim,
+                              *([a.data_ptr() for a in arrays] or [None] * 4), kind, heads, dim, dtype,
                               ctypes.byref(handle))
                 else:
                     raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")

@@ -1,7 +1,8 @@
 """The fused attention ops, with autograd, as torch.library custom ops.
 
-Public functions (all float32, tensors on one device: CPU runs the Kokkos host kernels, CUDA the
-CUDA-native kernels on the current stream):
+Public functions (tensors on one device: CPU runs the Kokkos host kernels, CUDA the CUDA-native
+kernels on the current stream; all float32, or on CUDA all bfloat16 or all float16, computed in
+float32 and rounded to that type; the two-byte types have no backward yet):
 
   gt_attention(graph, q, k, v)            out[v] = sum_u softmax_u(scale <q_v, k_u>) v_u
   agnn_attention(graph, x, beta)          score beta_h cos(x_v, x_u), values x
@@ -48,9 +49,10 @@ HD, BETA, EW, EHD, EH = ("H", "D"), ("B",), ("E", "W"), ("E", "H", "D"), ("E", "
 
 def _check(op, graph_id, tensors, edge_values, dropout, seed):
     """Checks the tensors [(name, tensor, dims)] against each other and the graph; the first
-    one fixes H, D and the device. Returns (N, H, D, device)."""
+    one fixes H, D, the device and the element type (the logsumexp is float32 always). Returns
+    (N, H, D, device)."""
     sizes, origin = {}, {}  # dimension -> size, and the tensor (or graph) that fixed it
-    device = tensors[0][1].device
+    first, device, dtype = tensors[0][0], tensors[0][1].device, tensors[0][1].dtype
     if device.type not in ("cpu", "cuda"):
         raise ValueError(f"{op}: tensors must be on cpu or cuda, got {device}")
     if device.type == "cuda" and not _lib.has_cuda:
@@ -64,8 +66,10 @@ def _check(op, graph_id, tensors, edge_values, dropout, seed):
     for name, t, dims in named:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dtype != torch.float32:
-            raise TypeError(f"{op}: {name} must be float32, got {t.dtype}")
+        want = torch.float32 if name == "logsumexp" else dtype
+        if t.dtype != want:
+            raise TypeError(f"{op}: {name} is {t.dtype}, expected {want}"
+                            + ("" if name == "logsumexp" or name == first else f" as {first}"))
         if t.device != device:
             raise ValueError(f"{op}: {name} is on {t.device} but {tensors[0][0]} is on {device}")
         if t.dim() != len(dims):
@@ -82,12 +86,20 @@ def _check(op, graph_id, tensors, edge_values, dropout, seed):
                                  f"({name} must have shape [{', '.join(dims)}], got {list(t.shape)})")
         if not t.is_contiguous():
             raise ValueError(f"{op}: {name} must be contiguous")
+    _check_dtype(op, first, dtype, device)
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"{op}: dropout must be in [0, 1), got {dropout}")
     if dropout > 0.0 and (seed is None or seed.device.type != "cpu" or seed.dtype != torch.int64
                           or seed.numel() != 1):
         raise ValueError(f"{op}: dropout needs seed, a one-element int64 CPU tensor")
     return sizes["N"], sizes["H"], sizes["D"], device
+
+
+def _check_dtype(op, name, dtype, device):
+    if dtype not in _lib.DTYPES:
+        raise TypeError(f"{op}: {name} must be float32, bfloat16 or float16, got {dtype}")
+    if dtype is not torch.float32 and device.type != "cuda":
+        raise TypeError(f"{op}: {dtype} tensors run on CUDA only so far (the portable kernels take float32)")
 
 
 def _seed(dropout, seed):
@@ -97,13 +109,13 @@ def _seed(dropout, seed):
 def _plan(op, kind, graph, tensors, edge_values, dropout, seed):
     """Checks, then finds the plan (as dfgnn._ops takes it)."""
     _, h, d, device = _check(op, graph, tensors, edge_values, dropout, seed)
-    return lookup(graph).plan(device, kind, h, d).native
+    return lookup(graph).plan(device, kind, h, d, _lib.DTYPES[tensors[0][1].dtype]).native
 
 
 def _fake_forward(op, graph, tensors, edge_values, dropout, seed):
     n, h, d, _ = _check(op, graph, tensors, edge_values, dropout, seed)
     first = tensors[0][1]
-    return first.new_empty((n, h, d)), first.new_empty((n, h))
+    return first.new_empty((n, h, d)), first.new_empty((n, h), dtype=torch.float32)
 
 
 def _hold_graph(ctx, graph_id):
@@ -339,9 +351,10 @@ def _eager_mode(tensors, edge_values=None):
     return edge_values is None or type(edge_values) in _PLAIN
 
 
-def _native(graph, first, kind, dims):
-    """The plan of (first's device, kind, H, D) from the Graph's cache, as dfgnn._ops takes it."""
-    key = (first.get_device(), kind, *dims)
+def _native(graph, first, kind, dims, dtype=0):
+    """The plan of (first's device, kind, H, D, element type) from the Graph's cache, as
+    dfgnn._ops takes it."""
+    key = (first.get_device(), kind, *dims, dtype)
     plan = graph._natives.get(key)
     return graph._native(first.device, key) if plan is None else plan
 
@@ -408,19 +421,26 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=F
     # The same seed as above, as an int.
     seed = 0 if dropout == 0.0 else _draw_seed() if seed is None else seed
     first = tensors[0]
-    device = first.device
+    device, dtype = first.device, first.dtype
     dims = spec.dims(graph, *tensors)
     if (dims is None or not (first.is_cpu or first.is_cuda and _lib.has_cuda)
-            or any(t.device != device for t in tensors[1:])
+            or dtype is not _F32 and not first.is_cuda
+            or any(t.device != device or t.dtype != dtype for t in tensors[1:])
+            or edge_values is not None and edge_values.dtype != dtype
+            or edges is not None and edges.dtype != dtype
             or edge_values is not None and not (edge_values.dim() == 2 and edge_values.size(0) == graph.num_edges
                                                 and edge_values.size(1) in (1, dims[0])
                                                 and edge_values.device == device)
             or edges is not None and not (edges.shape == spec.edge_shape(graph, dims) and edges.device == device)):
         named = spec.named(tensors) + ([("edge_features", edges, spec.edge_dims)] if edges is not None else [])
         _, *dims, _ = _check(spec.name, graph.id, named, edge_values, 0.0, None)  # raises
+    if dtype is not _F32 and torch.is_grad_enabled() and any(
+            t.requires_grad for t in (*tensors, *(() if edges is None else (edges,)))):
+        raise ValueError(f"{op}: {dtype} tensors have no backward yet (float32 only so far): call it under "
+                         f"torch.no_grad(), or in float32 for training")
     count = 0 if spec.scalar else tensors[1].numel()  # AGNN's beta: 1 or H entries
-    w = torch.empty(graph.num_edges, dims[0], dtype=_F32, device=device) if weights else None
-    out = _attention(_native(graph, first, spec.kind, dims), tensors, scalar or 0.0, count, edge_values, dropout,
+    w = torch.empty(graph.num_edges, dims[0], dtype=dtype, device=device) if weights else None
+    out = _attention(_native(graph, first, spec.kind, dims, _lib.DTYPES[dtype]), tensors, scalar or 0.0, count, edge_values, dropout,
                      seed, _forward_ad._current_level, w, edges)
     return (out, w) if weights else out
 
@@ -455,8 +475,8 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
 def _input(op, name, t):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
-    if t.dtype != torch.float32:
-        raise TypeError(f"{op}: {name} must be float32, got {t.dtype}")
+    if t.dtype not in _lib.DTYPES:
+        raise TypeError(f"{op}: {name} must be float32, bfloat16 or float16, got {t.dtype}")
     return t.contiguous()
 
 

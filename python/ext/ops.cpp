@@ -108,8 +108,9 @@ Pointer fill(Pointer* slots, const std::vector<at::Tensor>& tensors, const Optio
   const std::size_t n = tensors.size() - (o.edges ? 1 : 0);
   int i = 0;
   for (std::size_t k = 0; k < n; ++k) {
-    const auto p = static_cast<Pointer>(tensors[k].data_ptr());
-    if (o.packed && i == 0) slots[i++] = p, slots[i++] = p + tensors[k].numel() / 2;
+    const at::Tensor& t = tensors[k];
+    char* p = static_cast<char*>(t.data_ptr());
+    if (o.packed && i == 0) slots[i++] = p, slots[i++] = p + t.numel() / 2 * t.element_size();
     else slots[i++] = p;
   }
   return o.edges ? static_cast<Pointer>(tensors.back().data_ptr()) : nullptr;
@@ -121,7 +122,7 @@ dfgnn_call call_of(const std::vector<at::Tensor>& tensors, const Options& o) {
   c.edge_features = fill(c.inputs, tensors, o);
   c.count = o.count;
   if (o.edge_values.defined()) {
-    c.edge_values = o.edge_values.data_ptr<float>();
+    c.edge_values = o.edge_values.data_ptr();
     c.edge_heads = int(o.edge_values.size(1));
   }
   c.dropout = float(o.dropout);
@@ -129,18 +130,18 @@ dfgnn_call call_of(const std::vector<at::Tensor>& tensors, const Options& o) {
   return c;
 }
 
-// The forward: out [N, H, D] and, in training or when it writes the attention weights (they
-// are computed from it), logsumexp [N, H] (else undefined).
+// The forward: out [N, H, D] of the inputs' type and, in training or when it writes the
+// attention weights (they are computed from it), logsumexp [N, H] in float32 (else undefined).
 std::pair<at::Tensor, at::Tensor> run_forward(const PlanState& plan, const std::vector<at::Tensor>& tensors,
                                               const Options& o, bool train) {
   const at::Tensor& first = tensors[0];
   const bool stats = train || o.weights.defined();
   at::Tensor out = at::empty({plan.nodes, plan.heads, plan.dim}, first.options());
-  at::Tensor lse = stats ? at::empty({plan.nodes, plan.heads}, first.options()) : at::Tensor();
+  at::Tensor lse = stats ? at::empty({plan.nodes, plan.heads}, first.options().dtype(at::kFloat)) : at::Tensor();
   dfgnn_call c = call_of(tensors, o);
-  c.out = out.data_ptr<float>();
+  c.out = out.data_ptr();
   c.logsumexp = stats ? lse.data_ptr<float>() : nullptr;
-  c.attention_weights = o.weights.defined() ? o.weights.data_ptr<float>() : nullptr;
+  c.attention_weights = o.weights.defined() ? o.weights.data_ptr() : nullptr;
   check(natives.forward(plan.handle, stream_of(first), &c));
   return {std::move(out), std::move(lse)};
 }
@@ -153,9 +154,9 @@ std::vector<at::Tensor> run_backward(const PlanState& plan, const std::vector<at
   for (const at::Tensor& t : tensors) grads.push_back(at::empty_like(t));
   const at::Tensor dout = grad.contiguous();
   dfgnn_call c = call_of(tensors, o);
-  c.out = const_cast<float*>(out.data_ptr<float>());
+  c.out = const_cast<void*>(out.data_ptr());
   c.logsumexp = const_cast<float*>(lse.data_ptr<float>());
-  c.dout = dout.data_ptr<float>();
+  c.dout = dout.data_ptr();
   c.edge_grad = fill(c.grads, grads, o);
   check(natives.backward(plan.handle, stream_of(out), &c));
   return grads;

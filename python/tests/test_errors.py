@@ -26,7 +26,7 @@ def test_graph_argument(graph):
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda g, x: dfgnn.gt_attention(g, x.double(), x, x), TypeError, "q must be float32, got torch.float64"),
+    (lambda g, x: dfgnn.gt_attention(g, x.double(), x, x), TypeError, "q must be float32, bfloat16 or float16, got torch.float64"),
     (lambda g, x: dfgnn.gt_attention(g, x, x.tolist(), x), TypeError, "k must be a torch.Tensor, got list"),
     (lambda g, x: dfgnn.gt_attention(g, x, x, x[:, :, :3]), ValueError, "v has D = 3 but q has D = 4"),
     (lambda g, x: dfgnn.gt_attention(g, x, x[:, :1], x), ValueError, "k has H = 1 but q has H = 2"),

@@ -365,3 +365,46 @@ def test_gat_layer_equals_gat_attention(device, heads):
     (first,) = torch.autograd.grad(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0).sum(), h, create_graph=True)
     with pytest.raises(RuntimeError, match="no double backward"):
         first.sum().backward()
+
+
+# bfloat16 and float16 (issue 39: the forward on CUDA so far). The accuracy contract against
+# float64 on the same rounded inputs, normwise (the largest error over the largest entry).
+TWO_BYTE = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", list(TWO_BYTE))
+@pytest.mark.parametrize("variant", ["plain", "edge_features", "weights"])
+@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
+def test_two_byte_forward(model, variant, dtype, device):
+    if model == "agnn" and variant == "edge_features":
+        pytest.skip("AGNN has no edge argument")
+    n, heads, dim = 64, 2, 24
+    edge_index = ref.random_graph(n, 600, 3, 2000)
+    graph = dfgnn.Graph.from_edge_index(edge_index.to(device), n)
+    gen = torch.Generator().manual_seed(zlib.crc32(f"{model} {variant} {dtype}".encode()))
+    rounded = {k: v.to(dtype) for k, v in inputs(model, n, heads, dim, gen).items()}
+    ours = {k: v.to(device) for k, v in rounded.items()}
+    ours_kw, ref_kw = {}, {}
+    if variant == "edge_features":
+        e = edge_features(model, edge_index.size(1), heads, dim, gen).to(dtype)
+        ours_kw["edge_features"], ref_kw["edges"] = e.to(device), e.double()
+    if variant == "weights":
+        ours_kw["return_attention_weights"] = ref_kw["return_weights"] = True
+    if device == "cpu":
+        with pytest.raises(TypeError, match=f"{dtype} tensors run on CUDA only so far"):
+            run_ours(model, graph, ours, **ours_kw)
+        return
+    result = run_ours(model, graph, ours, **ours_kw)
+    expected = run_reference(model, edge_index, {k: v.double() for k, v in rounded.items()}, **ref_kw)
+    for got, want, what in zip(*((result, expected) if variant == "weights" else ((result,), (expected,))),
+                               ("out", "attention weights")):
+        assert got.dtype == dtype and got.device.type == "cuda"
+        err = (got.double().cpu() - want).abs().max() / want.abs().max()
+        assert err <= TWO_BYTE[dtype], f"{model} {what}: normwise error {err:.3g}"
+    # Mixed types name the argument; a two-byte call that autograd would record is refused.
+    first, second = list(ours)[:2]
+    with pytest.raises(TypeError, match=f"{second} is torch.float32, expected {dtype}"):
+        run_ours(model, graph, {**ours, second: ours[second].float()})
+    with pytest.raises(ValueError, match=f"{dtype} tensors have no backward yet"):
+        run_ours(model, graph, {**ours, first: ours[first].clone().requires_grad_()})

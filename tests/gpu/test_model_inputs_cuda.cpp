@@ -106,8 +106,8 @@ void expect_matches(ScoreKind kind, Strategy strategy, int H, int D, const test:
   const ModelArgs& m = model_args(kind);
   std::vector<std::vector<float>> host;
   std::vector<std::unique_ptr<Buf>> in, grads;
-  std::vector<const float*> inputs;
-  std::vector<float*> outputs;
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
   for (int i = 0; i < m.count; ++i) {
     auto x = test::random_values(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), seed * 10 + unsigned(i));
     if (m.inputs[i].extent == Extent::HeadFeatures)
@@ -132,14 +132,15 @@ void expect_matches(ScoreKind kind, Strategy strategy, int H, int D, const test:
   ro.dropout = o.dropout;
   ro.edge_features = edges ? e.data() : nullptr;
   const float param = visit_model(kind, [](auto model) { return model.param(); });
-  const auto forward = [&] { cuda::detail::attention(nullptr, plan, kind, param, inputs.data(), 0, out.p, o); };
+  const auto forward = [&] { cuda::detail::attention(nullptr, plan, kind, param, DType::F32, inputs.data(), 0, out.p, o); };
   // An empty edge tensor (no edges) is no edge features: every strategy runs such a call.
   if (edges && g.num_edges() > 0 && plan.strategy() != Strategy::Online && strategy != Strategy::Auto) {
     test::expect_error(forward, {"cuda::attention: the", "strategy takes no edge features; Online does"});
     return;
   }
   forward();
-  cuda::detail::attention_backward(nullptr, plan, kind, param, inputs.data(), 0, out.p, lse.p, dy.p, outputs.data(), o);
+  cuda::detail::attention_backward(nullptr, plan, kind, param, DType::F32, inputs.data(), 0, out.p, lse.p, dy.p,
+                                   outputs.data(), o);
   ok(cudaDeviceSynchronize());
   std::vector<double> ref_weights;
   const auto ref = reference(kind, g, H, D, host, dout, ro, ref_weights);

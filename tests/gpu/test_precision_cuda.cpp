@@ -1,0 +1,271 @@
+// Two-byte element types (bf16, f16; half.hpp) on the CUDA-native forward: every model through
+// Online, Auto's pick for them, against the float64 reference on the same rounded inputs. The
+// output must be within the accuracy contract (normwise relative error: bf16 1e-2, f16 2e-3)
+// and within one rounding of a float32-accurate result (the type's unit roundoff: what sums
+// in the type itself would miss), the float32 logsumexp within 1e-5, and two runs bitwise the
+// same. Graphs: the suite's shapes (empty rows, one node, no edges, self loops, a super node
+// beyond shared memory, a batch, a power law) and a bipartite one; H x D of the suite, odd D
+// included; edge values, dropout, the attention weights, edge features; unaligned tensors (the
+// scalar tile). Then the refusals: another strategy, the backward, a call of another type.
+// Needs a CUDA device; skips otherwise.
+
+#include "../expect_error.hpp"
+#include "../graphs.hpp"
+
+#include <dfgnn/cuda.hpp>
+#include <dfgnn/half.hpp>
+#include <dfgnn/reference.hpp>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+
+void ok(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
+
+bool no_device() {
+  int devices = 0;
+  return cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0;
+}
+
+/// What a two-byte type promises: the contract's bound and its unit roundoff 2^-p (p bits of
+/// precision), the largest relative error of one rounding to nearest.
+struct Precision {
+  DType dtype;
+  double contract, unit;
+};
+constexpr Precision kBf16{DType::BF16, 1e-2, 1.0 / 256}, kF16{DType::F16, 2e-3, 1.0 / 2048};
+
+std::uint16_t bits_of(DType t, float x) { return t == DType::BF16 ? to_bf16(x).bits : to_f16(x).bits; }
+float value_of(DType t, std::uint16_t b) { return t == DType::BF16 ? to_float(bf16{b}) : to_float(f16{b}); }
+
+/// n elements of a two-byte type on the device, `offset` elements past a 16-byte boundary:
+/// a copy of host floats (which must hold the type's values), or NaN to be overwritten.
+class Device {
+ public:
+  Device(std::size_t n, DType t, int offset = 0) : n_(n), t_(t) {
+    ok(cudaMalloc(&base_, (n + std::size_t(offset) + 1) * 2));
+    p_ = base_ + offset;
+    ok(cudaMemset(base_, 0xff, (n + std::size_t(offset) + 1) * 2));
+  }
+  Device(const std::vector<float>& host, DType t, int offset = 0) : Device(host.size(), t, offset) {
+    std::vector<std::uint16_t> b(host.size());
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = bits_of(t, host[i]);
+    ok(cudaMemcpy(p_, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+  }
+  ~Device() { cudaFree(base_); }
+  Device(const Device&) = delete;
+  void* get() const { return n_ ? p_ : nullptr; }
+  std::vector<float> host() const {
+    std::vector<std::uint16_t> b(n_);
+    ok(cudaMemcpy(b.data(), p_, n_ * 2, cudaMemcpyDeviceToHost));
+    std::vector<float> r(n_);
+    for (std::size_t i = 0; i < n_; ++i) r[i] = value_of(t_, b[i]);
+    return r;
+  }
+  std::vector<std::uint16_t> bits() const {
+    std::vector<std::uint16_t> b(n_);
+    ok(cudaMemcpy(b.data(), p_, n_ * 2, cudaMemcpyDeviceToHost));
+    return b;
+  }
+
+ private:
+  std::uint16_t* base_ = nullptr;
+  std::uint16_t* p_ = nullptr;
+  std::size_t n_;
+  DType t_;
+};
+
+/// A float32 array on the device (the logsumexp).
+class Floats {
+ public:
+  explicit Floats(std::size_t n) : n_(n) {
+    ok(cudaMalloc(&p_, std::max<std::size_t>(n, 1) * 4));
+    ok(cudaMemset(p_, 0xff, std::max<std::size_t>(n, 1) * 4));
+  }
+  ~Floats() { cudaFree(p_); }
+  Floats(const Floats&) = delete;
+  float* get() const { return p_; }
+  std::vector<float> host() const {
+    std::vector<float> h(n_);
+    ok(cudaMemcpy(h.data(), p_, n_ * 4, cudaMemcpyDeviceToHost));
+    return h;
+  }
+
+ private:
+  float* p_ = nullptr;
+  std::size_t n_;
+};
+
+/// Random values of the type (never zero), in [lo, hi].
+std::vector<float> values(std::size_t n, DType t, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::vector<float> v = test::random_values(n, seed, lo, hi);
+  for (float& x : v) {
+    x = value_of(t, bits_of(t, x));
+    if (x == 0.f) x = value_of(t, bits_of(t, 0.5f));
+  }
+  return v;
+}
+
+const std::vector<test::NamedGraph>& graphs() {
+  static const std::vector<test::NamedGraph> gs = [] {
+    std::vector<test::NamedGraph> g = test::test_graphs(20000);
+    g.push_back({"bipartite", test::random_bipartite(4000, 1500, 3500, 1200, 30000, 5)});
+    return g;
+  }();
+  return gs;
+}
+
+/// What a case runs besides the inputs: edge values, dropout and the attention weights
+/// (training), the model's edge argument, tensors off the 16-byte boundary.
+struct Variant {
+  bool training = false, edges = false, unaligned = false;
+};
+
+void expect_forward(ScoreKind kind, const Precision& prec, const test::NamedGraph& named, int H, int D, Variant var,
+                    unsigned seed) {
+  const HostGraph& g = named.graph;
+  const DType t = prec.dtype;
+  const cuda::Plan plan(g, kind, H, D, Strategy::Auto, t);
+  ASSERT_EQ(plan.strategy(), Strategy::Online);
+  const Op& op = plan.op();
+  const ModelArgs& m = model_args(kind);
+  const int offset = var.unaligned ? 1 : 0;
+  std::vector<std::vector<float>> host;
+  std::vector<std::unique_ptr<Device>> in;
+  for (int i = 0; i < m.count; ++i) {
+    const Extent x = m.inputs[i].extent;
+    const std::size_t n = x == Extent::HeadVector ? std::size_t(H) : TensorRef::shaped(nullptr, op, x).entries();
+    host.push_back(x == Extent::HeadVector ? values(n, t, seed + 1, 0.5f, 3.f) : values(n, t, seed + unsigned(i)));
+    in.push_back(std::make_unique<Device>(host.back(), t, offset));
+  }
+  const std::size_t E = std::size_t(g.num_edges()), rows = std::size_t(g.num_nodes) * H;
+  const std::vector<float> w = var.training ? values(E * H, t, seed + 7, 0.5f, 1.5f) : std::vector<float>();
+  const std::vector<float> e =
+      var.edges ? values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), t, seed + 8) : std::vector<float>();
+  Device dw(w, t), de(e, t), out(rows * D, t, offset), weights(var.training ? E * H : 0, t);
+  Floats lse(var.training ? rows : 0);
+  cuda::Options o(cuda::DeviceEdgeValues{var.training ? dw.get() : nullptr, var.training ? H : 0});
+  if (var.training) o.logsumexp = lse.get(), o.attention_weights = weights.get(), o.dropout = Dropout{0.25f, 11};
+  o.edge_features = var.edges ? de.get() : nullptr;
+  const float param = visit_model(kind, [](auto model) { return model.param(); });
+  const void* ptrs[3] = {in[0]->get(), in[1]->get(), m.count > 2 ? in[2]->get() : nullptr};
+  const auto run = [&] {
+    cuda::detail::attention(nullptr, plan, kind, param, t, ptrs, std::size_t(H), out.get(), o);
+    ok(cudaDeviceSynchronize());
+  };
+  run();
+  const std::vector<std::uint16_t> first = out.bits();
+  const std::vector<float> first_lse = lse.host();
+  run();
+  EXPECT_EQ(first, out.bits()) << "two runs differ";
+  EXPECT_EQ(0, std::memcmp(first_lse.data(), lse.host().data(), first_lse.size() * 4)) << "two runs differ";
+
+  ReferenceOptions ro(HostEdgeValues{var.training ? w.data() : nullptr, var.training ? H : 0});
+  std::vector<double> ref_lse, ref_weights;
+  if (var.training) ro.dropout = o.dropout, ro.logsumexp = &ref_lse, ro.weights = &ref_weights;
+  ro.edge_features = var.edges ? e.data() : nullptr;
+  const std::vector<double> ref = visit_model(kind, [&](auto model) {
+    if constexpr (decltype(model)::kind == ScoreKind::AGNN)
+      return reference_attention(g, H, D, model, host[0].data(), host[1].data(), H, ro);
+    else
+      return reference_attention(g, H, D, model, host[0].data(), host[1].data(), host[2].data(), ro);
+  });
+  // One rounding of a float32-accurate result: at most the unit roundoff, relative to the
+  // largest entry, and float32's own error besides.
+  const double rounding = prec.unit * (1 + 1e-3) + 1e-5;
+  const std::string where = std::string(to_string(t)) + " " + named.name;
+  const double err = max_relative_error(out.host().data(), ref);
+  EXPECT_LE(err, prec.contract) << where << " out";
+  EXPECT_LE(err, rounding) << where << " out";
+  if (!var.training) return;
+  EXPECT_LT(max_relative_error(lse.host().data(), ref_lse), 1e-5) << where << " logsumexp";
+  const double werr = max_relative_error(weights.host().data(), ref_weights);
+  EXPECT_LE(werr, rounding) << where << " attention weights";
+}
+
+using Param = std::tuple<ScoreKind, bool, std::pair<int, int>, int>;
+
+class TwoByteForward : public ::testing::TestWithParam<Param> {};
+
+TEST_P(TwoByteForward, MatchesFloat64ReferenceWithinOneRounding) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const auto [kind, f16, hd, index] = GetParam();
+  const test::NamedGraph& named = graphs()[std::size_t(index)];
+  if (kind == ScoreKind::AGNN && named.graph.bipartite()) GTEST_SKIP() << "AGNN takes square graphs";
+  const Precision& prec = f16 ? kF16 : kBf16;
+  const unsigned seed = unsigned(index) * 31 + unsigned(hd.second);
+  expect_forward(kind, prec, named, hd.first, hd.second, {}, seed);
+  // Training options, edge features and unaligned tensors on the graphs' first shapes.
+  if (hd.second > 64) return;
+  expect_forward(kind, prec, named, hd.first, hd.second, {true, false, false}, seed + 1);
+  if (kind != ScoreKind::AGNN) expect_forward(kind, prec, named, hd.first, hd.second, {false, true, false}, seed + 2);
+  expect_forward(kind, prec, named, hd.first, hd.second, {false, false, true}, seed + 3);
+}
+
+std::string name_of(const ::testing::TestParamInfo<Param>& info) {
+  const auto [kind, f16, hd, graph] = info.param;
+  return std::string(to_string(kind)) + (f16 ? "_f16" : "_bf16") + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, TwoByteForward,
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
+                       ::testing::Bool(),
+                       ::testing::Values(std::pair{1, 32}, std::pair{4, 16}, std::pair{8, 8}, std::pair{2, 64},
+                                         std::pair{1, 7}, std::pair{3, 12}, std::pair{1, 128}, std::pair{2, 256},
+                                         std::pair{1, 512}),
+                       ::testing::Range(0, 9)),
+    name_of);
+
+TEST(TwoByte, RefusedWhereNotRun) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const HostGraph g = test::random_graph(100, 600, 1);
+  test::expect_error([&] { cuda::Plan(g, ScoreKind::GT, 2, 32, Strategy::SMMF, DType::BF16); },
+                     {"cuda::Plan: the smmf strategy runs float32 tensors only; bf16 ones run Online (Auto picks it)"});
+  test::expect_error([&] { cuda::Plan(g, ScoreKind::GAT, 2, 32, Strategy::Dense, DType::F16); },
+                     {"cuda::Plan: the dense strategy runs float32 tensors only; f16 ones run Online"});
+  const cuda::Plan plan(g, ScoreKind::GT, 2, 32, Strategy::Auto, DType::BF16);
+  const std::size_t n = std::size_t(g.num_nodes) * 2 * 32;
+  const std::vector<float> x = values(n, DType::BF16, 3);
+  Device q(x, DType::BF16), k(x, DType::BF16), v(x, DType::BF16), out(n, DType::BF16), dout(x, DType::BF16);
+  Device dq(n, DType::BF16), dk(n, DType::BF16), dv(n, DType::BF16);
+  Floats lse(std::size_t(g.num_nodes) * 2), f(n);
+  const auto* qb = static_cast<const bf16*>(q.get());
+  const auto* kb = static_cast<const bf16*>(k.get());
+  const auto* vb = static_cast<const bf16*>(v.get());
+  auto* ob = static_cast<bf16*>(out.get());
+  cuda::Options o;
+  o.logsumexp = lse.get();
+  cuda::attention(nullptr, plan, GT{}, {qb, kb, vb}, ob, o);  // the generic entry on bf16 pointers
+  ok(cudaDeviceSynchronize());
+  test::expect_error(
+      [&] {
+        cuda::attention_backward(nullptr, plan, GT{}, {qb, kb, vb}, ob, lse.get(), static_cast<const bf16*>(dout.get()),
+                                 {static_cast<bf16*>(dq.get()), static_cast<bf16*>(dk.get()), static_cast<bf16*>(dv.get())});
+      },
+      {"cuda::attention_backward: bf16 tensors: the backward runs float32 only so far"});
+  // A float32 call through a bf16 plan: the check names the first tensor.
+  test::expect_error([&] { cuda::attention(nullptr, plan, GT{}, {f.get(), f.get(), f.get()}, f.get()); },
+                     {"cuda::attention: Q is f32, expected bf16 (the plan's element type)"});
+  // Rows above 256 elements need the 16-byte tile: a multiple of 8 two-byte elements.
+  const cuda::Plan wide(g, ScoreKind::GT, 1, 260, Strategy::Auto, DType::F16);
+  const std::size_t nw = std::size_t(g.num_nodes) * 260;
+  Device w(values(nw, DType::F16, 4), DType::F16), wo(nw, DType::F16);
+  const auto* wf = static_cast<const f16*>(w.get());
+  test::expect_error([&] { cuda::attention(nullptr, wide, GT{}, {wf, wf, wf}, static_cast<f16*>(wo.get())); },
+                     {"cuda::attention: dim 260 above 256 needs 16-byte aligned tensors and a multiple of 8"});
+}
+
+}  // namespace
