@@ -98,7 +98,7 @@ void online(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScaleOf
   // many as still give a slice U edges a step on an average row.
   const int slots = T::GROUPS / std::min(H, T::GROUPS);
   const bool uneven = p.online_uneven_mean > 0;
-  const int ep = uneven ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineEdges<T>), 1, slots)) : 1;
+  const int ep = uneven ? floor_pow2(std::clamp(int(p.online_uneven_mean / kOnlineStepEdges<S, T>), 1, slots)) : 1;
   const std::int64_t warps = p.num_pieces + (p.graph.num_nodes + slots / ep - 1) / (slots / ep);
   const int block = online_threads(uneven);
   const auto run = [&](auto drop, auto exact, auto edge) {

@@ -24,6 +24,15 @@ namespace dfgnn::cuda::detail {
 template <class T>
 inline constexpr int kOnlineEdges = T::LANES < 4 ? T::LANES : T::PER_LANE <= 4 ? 4 : T::PER_LANE <= 8 ? 2 : 1;
 
+/// Edges a lane group of Online has in flight per step for score S: kOnlineEdges<T>, but 4 for
+/// a scalar key (GAT) on 16-byte lanes of 8 two-byte elements (at least 4 lanes: one edge a lane
+/// for the transposed reduction), whose 4 value rows still fit the registers of 4 blocks:
+/// 1.1-1.3x faster on every benchmark graph. GT at 4 (2 blocks) was up to 10% slower on
+/// web-NotreDame, R-MAT and PATTERN-like (docs/cuda.md, "Element types").
+template <class S, class T>
+inline constexpr int kOnlineStepEdges =
+    !S::kRowKey && T::VEC == 8 && T::PER_LANE == 8 && T::LANES >= 4 ? 4 : kOnlineEdges<T>;
+
 /// Threads per block at most (the launch bounds).
 inline constexpr int kOnlineThreads = 256;
 
@@ -195,7 +204,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
                   Partials part) {
   using E = typename S::Elem;
   allow_dependents();  // the merge of split rows (launch_dependent) may get resident
-  constexpr int U = kOnlineEdges<T>;
+  constexpr int U = kOnlineStepEdges<S, T>;
   constexpr int L = T::LANES;
   const int lane = threadIdx.x % kWarp, grp = lane / L, l = lane % L;
   const std::int64_t unit = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / kWarp;
