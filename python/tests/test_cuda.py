@@ -198,3 +198,30 @@ def test_from_batch_on_the_gpu():
                                            batch_num_nodes=batch_.ptr.diff())
     for other in (by_vector, by_sizes):
         assert other.prepare("gt", 1, 128, "cuda") == graph.prepare("gt", 1, 128, "cuda")
+
+
+LAYERS = {"transformer": lambda: dfgnn.nn.TransformerConv(32, 16, heads=2),
+          "agnn": lambda: dfgnn.nn.AGNNConv(),
+          "gat": lambda: dfgnn.nn.GATConv(32, 16, heads=2),
+          "gatv2": lambda: dfgnn.nn.GATv2Conv(32, 16, heads=2)}
+
+
+@pytest.mark.parametrize("dtype,bound", [(torch.bfloat16, 2e-2), (torch.float16, 4e-3)])
+@pytest.mark.parametrize("layer", list(LAYERS))
+def test_layers_in_two_byte_types(layer, dtype, bound):
+    """A layer converted with .to(dtype) runs its attention in that type under no_grad: out of
+    that type, within twice the op's contract (the projections round once more) of the same
+    layer in float32 on the same rounded weights and input; with gradients it refuses."""
+    torch.manual_seed(0)
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(300, 3000, 4).cuda(), 300)
+    low = LAYERS[layer]().cuda().to(dtype)
+    full = LAYERS[layer]().cuda()
+    full.load_state_dict({k: v.float() for k, v in low.state_dict().items()})
+    x = torch.randn(300, 32, device="cuda").to(dtype)
+    with torch.no_grad():
+        got, want = low(x, graph), full(x.float(), graph)
+    assert got.dtype == dtype
+    err = (got.double() - want.double()).abs().max() / want.abs().max()
+    assert err <= bound, f"{layer} {dtype}: normwise error {err:.3g}"
+    with pytest.raises(ValueError, match="tensors have no backward yet"):
+        low(x, graph)
