@@ -27,7 +27,7 @@ using Buffer = std::unique_ptr<void, DeviceFree>;
 Buffer upload(const std::vector<float>& host, DType t = DType::F32) {
   std::vector<std::uint16_t> two;
   if (t != DType::F32)
-    for (float x : host) two.push_back(bits_of(t, x));
+    for (float x : host) two.push_back(to_bits(t, x));
   const void* from = t == DType::F32 ? static_cast<const void*>(host.data()) : two.data();
   void* p = nullptr;
   check(cudaMalloc(&p, std::max<std::size_t>(host.size(), 1) * size_of(t)), "cudaMalloc");
@@ -81,19 +81,18 @@ struct Launcher {
 
   void set_dout(const std::vector<float>& host) { dout = upload(host, dtype); }
 
-  /// n elements of type t, as floats.
-  static std::vector<float> download(const Buffer& b, std::size_t n, DType t) {
+  /// n elements of the call's type, as floats.
+  std::vector<float> download(const Buffer& b, std::size_t n) const {
     std::vector<float> host(n);
-    if (t == DType::F32) {
+    if (dtype == DType::F32) {
       check(cudaMemcpy(host.data(), b.get(), n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
       return host;
     }
     std::vector<std::uint16_t> two(n);
     check(cudaMemcpy(two.data(), b.get(), n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    for (std::size_t i = 0; i < n; ++i) host[i] = value_of(t, two[i]);
+    for (std::size_t i = 0; i < n; ++i) host[i] = from_bits(dtype, two[i]);
     return host;
   }
-  std::vector<float> download(const Buffer& b, std::size_t n) const { return download(b, n, dtype); }
   std::vector<std::vector<float>> gradients(const Inputs& in) const {
     std::vector<std::vector<float>> r;
     for (std::size_t i = 0; i < grads.size(); ++i) r.push_back(download(grads[i], in.tensors[i].size()));

@@ -38,7 +38,6 @@ namespace {
 using namespace dfgnn;
 using cli::Inputs;
 using cli::node_rows;
-using cli::rounded;
 
 #ifndef DFGNN_GIT_COMMIT
 #define DFGNN_GIT_COMMIT "unknown"

@@ -2,10 +2,8 @@
 // The inputs of one CLI attention run and its timing, shared by the Kokkos and CUDA runners.
 
 #include <dfgnn/dropout.hpp>
-#include <dfgnn/half.hpp>
 #include <dfgnn/op.hpp>
 
-#include <cstdint>
 #include <vector>
 
 namespace dfgnn::cli {
@@ -59,14 +57,6 @@ struct Inputs {
 inline bool node_rows(Extent e) {
   return e != Extent::HeadFeatures && e != Extent::HeadVector && e != Extent::EdgeFeatures && e != Extent::EdgeScalars;
 }
-
-/// x in the two-byte type t (bf16 or f16), rounded to nearest even, and back.
-inline std::uint16_t bits_of(DType t, float x) { return t == DType::BF16 ? to_bf16(x).bits : to_f16(x).bits; }
-inline float value_of(DType t, std::uint16_t bits) {
-  return t == DType::BF16 ? to_float(bf16{bits}) : to_float(f16{bits});
-}
-/// x rounded to the nearest value of type t (x itself for f32).
-inline float rounded(DType t, float x) { return t == DType::F32 ? x : value_of(t, bits_of(t, x)); }
 
 /// Milliseconds of repeated runs.
 struct Timing {

@@ -9,9 +9,11 @@
 /// the one check (dispatch.hpp) and the executors, not every entry.
 
 #include <dfgnn/dropout.hpp>
+#include <dfgnn/half.hpp>
 #include <dfgnn/types.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace dfgnn {
@@ -28,6 +30,15 @@ inline std::size_t size_of(DType t) { return t == DType::F32 ? 4 : 2; }
 const char* to_string(DType t);
 /// The DType of such a name; Error for another.
 DType parse_dtype(const std::string& text);
+
+/// x in the two-byte type t (BF16 or F16), rounded to nearest even (half.hpp), and back: what
+/// a host's floats become in a tensor of that type (the CLI's --dtype, the tests' inputs).
+inline std::uint16_t to_bits(DType t, float x) { return t == DType::BF16 ? to_bf16(x).bits : to_f16(x).bits; }
+inline float from_bits(DType t, std::uint16_t bits) {
+  return t == DType::BF16 ? to_float(bf16{bits}) : to_float(f16{bits});
+}
+/// x rounded to the nearest value of type t (x itself for F32).
+inline float rounded(DType t, float x) { return t == DType::F32 ? x : from_bits(t, to_bits(t, x)); }
 
 /// Which walk of the backward recomputes the scores (docs/backward.md, "Two orders"): RowsFirst
 /// (GT, AGNN, GATv2) or ColumnsFirst (GT, GAT; fewer gathered rows per edge, plus a pass over

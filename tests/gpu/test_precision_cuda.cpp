@@ -46,9 +46,6 @@ struct Precision {
 };
 constexpr Precision kBf16{DType::BF16, 1e-2, 1.0 / 256}, kF16{DType::F16, 2e-3, 1.0 / 2048};
 
-std::uint16_t bits_of(DType t, float x) { return t == DType::BF16 ? to_bf16(x).bits : to_f16(x).bits; }
-float value_of(DType t, std::uint16_t b) { return t == DType::BF16 ? to_float(bf16{b}) : to_float(f16{b}); }
-
 /// n elements of a two-byte type on the device, `offset` elements past a 16-byte boundary:
 /// a copy of host floats (which must hold the type's values), or NaN to be overwritten.
 class Device {
@@ -60,7 +57,7 @@ class Device {
   }
   Device(const std::vector<float>& host, DType t, int offset = 0) : Device(host.size(), t, offset) {
     std::vector<std::uint16_t> b(host.size());
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] = bits_of(t, host[i]);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = to_bits(t, host[i]);
     ok(cudaMemcpy(p_, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
   }
   ~Device() { cudaFree(base_); }
@@ -70,7 +67,7 @@ class Device {
     std::vector<std::uint16_t> b(n_);
     ok(cudaMemcpy(b.data(), p_, n_ * 2, cudaMemcpyDeviceToHost));
     std::vector<float> r(n_);
-    for (std::size_t i = 0; i < n_; ++i) r[i] = value_of(t_, b[i]);
+    for (std::size_t i = 0; i < n_; ++i) r[i] = from_bits(t_, b[i]);
     return r;
   }
   std::vector<std::uint16_t> bits() const {
@@ -111,8 +108,8 @@ class Floats {
 std::vector<float> values(std::size_t n, DType t, unsigned seed, float lo = -1.f, float hi = 1.f) {
   std::vector<float> v = test::random_values(n, seed, lo, hi);
   for (float& x : v) {
-    x = value_of(t, bits_of(t, x));
-    if (x == 0.f) x = value_of(t, bits_of(t, 0.5f));
+    x = rounded(t, x);
+    if (x == 0.f) x = rounded(t, 0.5f);
   }
   return v;
 }
