@@ -34,7 +34,8 @@ void backprop(const HostGraph& g, int H, int D, const float* values, const float
       const std::size_t vh = std::size_t(v) * H + h;
       const float* dout = dOut + vh * D;
       double delta = 0;
-      for (int d = 0; d < D; ++d) delta += dout[d] * out[vh * D + d];
+      for (int d = 0; d < D; ++d)
+        delta += dout[d] * (options.backward_out ? double(options.backward_out[vh * D + d]) : out[vh * D + d]);
       for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e) {
         const node_t u = g.src[e];
         const edge_t x = g.edge_id[e];

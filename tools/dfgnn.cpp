@@ -79,9 +79,9 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
                         times dropout factor; --reference checks them too)
   --strategy auto|smmf|pmf|unfused|online (any backend) | staged|dense (cuda)
   --backend auto|kokkos|cuda    auto: cuda when built with it and a GPU is visible
-  --dtype f32|bf16|f16  the tensors' element type (default f32; bf16 and f16: backend cuda,
-                        the forward only so far): every input is rounded to it (nearest even)
-                        and computed in float32; the .npy outputs stay float32, holding its values
+  --dtype f32|bf16|f16  the tensors' element type (default f32; bf16 and f16: backend cuda):
+                        every input (and dOut) is rounded to it (nearest even) and computed in
+                        float32; the .npy outputs and gradients stay float32, holding its values
   --reference           also run the float64 reference (on the rounded inputs), print the max
                         relative error and fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta
                         and da; bf16 1e-2, f16 2e-3, gradients twice that)

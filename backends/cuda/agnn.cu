@@ -18,7 +18,11 @@ void forward<AGNN>(const Plan& plan, const Call& c) {
 // X is both sides' input: its gradient gathers at destinations and at sources.
 template <>
 void backward<AGNN>(const Plan& plan, const Call& c) {
-  run_backward(plan, score<float>(c), c, {c.grad(0), c.grad(0), nullptr}, c.grad(1), int(c.inputs[1].extents[0]));
+  with_element(plan.op().dtype, [&](auto e) {
+    using E = decltype(e);
+    run_backward(plan, score<E>(c), c, Grads<E>{c.grad<E>(0), c.grad<E>(0), nullptr}, c.grad<E>(1),
+                 int(c.inputs[1].extents[0]));
+  });
 }
 
 }  // namespace dfgnn::cuda::detail

@@ -228,14 +228,14 @@ bool columns_first(BackwardOrder order, ScoreKind kind, const DeviceGraph& g, bo
 /// Launches the backward (backward.cuh): rows first, the merge of split rows, columns, the
 /// merge of split columns, then the parameter sums into `param` (`param_count` outputs; null
 /// for GT and GAT); or columns first: Delta, columns, their merge, rows, their merge.
-template <class S>
-void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, const Upstream& up,
-                  const Grads& gr, float* param, int param_count, bool vec4) {
+template <class S, class E = typename S::Elem>
+void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, const Upstream<E>& up,
+                  const Grads<E>& gr, E* param, int param_count, bool vec16) {
   const Plan::Impl& p = plan.impl();
   const DeviceGraph& g = p.graph;
   const int H = p.heads, D = p.dim;
   const node_t N = g.num_nodes, NS = p.op.src_nodes;  // rows (destinations), columns (sources)
-  require_tile(D, vec4, "cuda::attention_backward");
+  require_tile<E>(D, vec16, "cuda::attention_backward");
   const bool edges = sc.edge != nullptr;
   const bool cols_first = columns_first<S>(o.backward_order, p.kind, g, edges);
   if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
@@ -243,7 +243,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const BackwardWork& wk = b.work;
   // The scoring walk's edge values and dropout, by its own positions.
   const edge_t* edge_id = cols_first ? b.col_edge_id : g.edge_id;
-  const EdgeScale scale{static_cast<const float*>(o.edge_values.data), edge_id, o.edge_values.heads};
+  const EdgeScaleOf<E> scale{static_cast<const E*>(o.edge_values.data), edge_id, o.edge_values.heads};
   const Train tr{nullptr, edge_id, o.dropout};
   const Segments rows{g.row_ptr, g.src, N, b.split, b.rows.pieces, b.rows.num_pieces, g.edge_id};
   const Segments cols{b.col_ptr, b.col_dst, NS, b.split, b.cols.pieces, b.cols.num_pieces, b.col_edge_id};
@@ -253,7 +253,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     if (threads == 0) return;
     launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr);
   };
-  with_tile<!S::kRowKey>(D, vec4, [&](auto tile) {
+  with_tile<!S::kRowKey, E>(D, vec16, [&](auto tile) {
     using T = decltype(tile);
     const int slots = T::GROUPS / std::min(H, T::GROUPS);
     const int row_threads = online_threads(b.rows.uneven), col_threads = online_threads(b.cols.uneven);
@@ -265,7 +265,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
       if (cols_first) {
         if constexpr (kColsFirst<S>) {
           const std::int64_t NH = std::int64_t(N) * H;
-          row_deltas<T><<<blocks_for(NH * T::LANES, 256), 256, 0, st>>>(up, wk.delta, NH, D);
+          row_deltas<T, E><<<blocks_for(NH * T::LANES, 256), 256, 0, st>>>(up, wk.delta, NH, D);
           with_dropout(tr, [&](auto drop) {
             constexpr bool kDrop = decltype(drop)::value;
             const auto scored = [&](auto kernel) {
@@ -302,7 +302,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
         merge(std::true_type{}, b.cols, wk.col_part);
       }
     };
-    if constexpr (T::VEC == 4) {  // the fast path: rows that fill the tile (without edge features)
+    if constexpr (T::VEC == 4) {  // the fast path (float): rows that fill the tile (without edge features)
       if (D == T::MAX_D && !edges) return walks(std::true_type{});
     }
     walks(std::false_type{});
@@ -322,11 +322,11 @@ void run(const Plan& plan, const S& sc, const Call& c) {
 }
 
 /// A checked backward call with score functor `sc`, its gradients `gr` and parameter gradient
-/// `param` (`param_count` floats; null for GT and GAT).
-template <class S>
-void run_backward(const Plan& plan, const S& sc, const Call& c, const Grads& gr, float* param, int param_count) {
-  const Upstream up{static_cast<const float*>(c.out.data), static_cast<const float*>(c.logsumexp.data),
-                    static_cast<const float*>(c.dout.data)};
+/// `param` (`param_count` entries; null for GT and GAT), all of the functor's element type.
+template <class S, class E = typename S::Elem>
+void run_backward(const Plan& plan, const S& sc, const Call& c, const Grads<E>& gr, E* param, int param_count) {
+  const Upstream<E> up{static_cast<const E*>(c.out.data), static_cast<const float*>(c.logsumexp.data),
+                       static_cast<const E*>(c.dout.data)};
   run_backward(stream_of(c), plan, sc, options_of(c), up, gr, param, param_count, rows_aligned16(plan.kind(), c, true));
 }
 

@@ -24,28 +24,34 @@ __global__ void __launch_bounds__(256) param_slices(const float* __restrict__ pa
 }
 
 /// Second level: output i sums the slices of its entries in order; `fold` entries (all heads
-/// of a shared AGNN beta) go to each output.
+/// of a shared AGNN beta) go to each output, rounded once to E.
+template <class E>
 __global__ void __launch_bounds__(256) param_total(const float* __restrict__ slices, int num_slices, int entries,
-                                                   int fold, float* __restrict__ out) {
+                                                   int fold, E* __restrict__ out) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   wait_for_previous();
   if (i * fold >= entries) return;
   float s = 0.f;
   for (int k = 0; k < fold; ++k)
     for (int y = 0; y < num_slices; ++y) s += slices[std::size_t(y) * entries + i * fold + k];
-  out[i] = s;
+  out[i] = narrow<E>(s);
 }
 
 }  // namespace
 
+template <class E>
 void launch_param_sums(cudaStream_t stream, const float* param, std::int64_t units, int entries, float* slices,
-                       float* out, int outputs) {
+                       E* out, int outputs) {
   const ParamSlicing s(units);
   // Both are programmatic dependents (common.cuh): after the column walk they cost mostly launch.
   launch_dependent_blocks(param_slices, dim3(unsigned((entries + 31) / 32), s.count), dim3(32, 8), 0, stream, param,
                           units, s.per, entries, slices);
-  launch_dependent(param_total, std::size_t(outputs), stream, slices, int(s.count), entries, entries / outputs, out);
+  launch_dependent(param_total<E>, std::size_t(outputs), stream, slices, int(s.count), entries, entries / outputs, out);
   DFGNN_CUDA(cudaGetLastError());
 }
+
+template void launch_param_sums(cudaStream_t, const float*, std::int64_t, int, float*, float*, int);
+template void launch_param_sums(cudaStream_t, const float*, std::int64_t, int, float*, bf16*, int);
+template void launch_param_sums(cudaStream_t, const float*, std::int64_t, int, float*, f16*, int);
 
 }  // namespace dfgnn::cuda::detail

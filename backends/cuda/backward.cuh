@@ -27,22 +27,27 @@ namespace dfgnn::cuda::detail {
 /// dLeakyReLU(x)/dx with the forward's `x > 0` branch.
 __device__ __forceinline__ float leaky_relu_grad(float x, float slope) { return x > 0.f ? 1.f : slope; }
 
-/// What the forward left: its output, row statistics and dLoss/dout.
+/// What the forward left: its output, row statistics (float32 always) and dLoss/dout, of the
+/// call's element type E.
+template <class E = float>
 struct Upstream {
-  const float* out;
+  const E* out;
   const float* lse;
-  const float* dout;
+  const E* dout;
 };
 
 /// The gradients: at destinations (GT dQ, AGNN dX, GAT der, GATv2 dXR), at sources (GT dK,
 /// AGNN dX again, GAT del, GATv2 dXL), the value gradient where the values are their own
 /// tensor (GT and GAT dV; else null), and the edge argument's (GT and GATv2 dE, GAT dee, by the
-/// caller's edge id; null without edge features).
+/// caller's edge id; null without edge features). Of the call's element type E; every sum
+/// behind them runs in float32 and is rounded once where it is stored (the workspaces below are
+/// float32 whatever E is).
+template <class E = float>
 struct Grads {
-  float* at_dst;
-  float* at_src;
-  float* value;
-  float* edge = nullptr;
+  E* at_dst;
+  E* at_src;
+  E* value;
+  E* edge = nullptr;
 };
 
 /// The workspace of one backward: per (edge, head) at position c of the walk that reads it back,
@@ -168,8 +173,27 @@ __device__ __forceinline__ float inverse_norm(const Frag<T>& x) {
 }
 
 /// A row or partial slot of a [*, H, width] tensor.
-__device__ __forceinline__ float* slot_row(float* base, std::int64_t index, int h, int H, int width) {
+template <class P>
+__device__ __forceinline__ P* slot_row(P* base, std::int64_t index, int h, int H, int width) {
   return base + (std::size_t(index) * H + h) * width;
+}
+
+/// Stores a unit's sum: a whole segment's in its gradient row (rounded to E once), a piece's in
+/// its float32 partial slot for merge_sums.
+template <class T, class E>
+__device__ __forceinline__ void store_sum(bool whole, E* grad, float* part, const Frag<T>& f, int D, int l) {
+  if (whole)
+    store_row<T>(grad, f, D, l);
+  else
+    store_row<T>(part, f, D, l);
+}
+/// The same for one scalar.
+template <class E>
+__device__ __forceinline__ void store_sum(bool whole, E* grad, float* part, float x) {
+  if (whole)
+    *grad = narrow<E>(x);
+  else
+    *part = x;
 }
 
 /// The lane group's (unit, head) for `pass` and the warp's step counts, as in the Online kernel.
@@ -220,9 +244,10 @@ inline constexpr int kRowWalkMinBlocks =
 /// per-feature term, which step 2 then reads for dXL instead of recomputing it.
 template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>)
-    backward_rows(S sc, Segments rows, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
-                  const edge_t* __restrict__ csc_pos, int H, int D) {
+    backward_rows(S sc, Segments rows, EdgeScaleOf<typename S::Elem> w, Train tr, Upstream<typename S::Elem> up,
+                  Grads<typename S::Elem> gr, BackwardWork wk, const edge_t* __restrict__ csc_pos, int H, int D) {
   static_assert(kRowsFirst<S> && (!kEdge || S::kKind != ScoreKind::AGNN));
+  using E = typename S::Elem;
   allow_dependents();  // the merge of split rows, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -243,7 +268,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     const float delta = group_sum<L>(dot(dout, o)), lse = __ldg(up.lse + std::size_t(v) * H + h);
     float inv_norm_v = 0.f;
     if constexpr (kAGNN) inv_norm_v = inverse_norm<L>(qv.x);
-    const HeadColumns<T> keys(sc.key, H, D, h, l), values(sc.value, H, D, h, l);
+    const HeadColumns<T, E> keys(sc.key, H, D, h, l), values(sc.value, H, D, h, l);
     Frag<T> acc, acc_param;  // the destination-side sum; GATv2: the row's share of da
     zero(acc), zero(acc_param);
     float acc_s = 0.f;  // this lane's edges: AGNN sum dr c
@@ -269,7 +294,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
       [[maybe_unused]] edge_t id[U];
       if constexpr (kEdge) {
         edge_ids.advance(pos);
-        const EdgeColumns<T> edges(sc.edge, H, D, h, l);
+        const EdgeColumns<T, E> edges(sc.edge, H, D, h, l);
 #pragma unroll
         for (int j = 0; j < U; ++j) {
           id[j] = edge_ids.at(pos + j);
@@ -365,19 +390,18 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     }
     if constexpr (kGATv2) store_row<T>(slot_row(wk.param, unit, h, H, D), acc_param, D, l);
     if (!u.gathers) continue;
-    float* dst = u.slot < 0 ? slot_row(gr.at_dst, v, h, H, D) : slot_row(wk.row_part, u.slot, h, H, pad4(D));
     if constexpr (S::kKind == ScoreKind::GT) {
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
     }
     if constexpr (kAGNN) {
       // dX_v = beta (n_v sum dr n_u x_u - n_v^2 (sum dr c) x_v)
-      const float beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
+      const float beta = load_one(sc.beta + (sc.beta_count == 1 ? 0 : h));
       const float scale = beta * inv_norm_v, self = beta * inv_norm_v * inv_norm_v * acc_s;
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(-self, qv.x.x[i], acc.x[i] * scale);
     }
-    store_row<T>(dst, acc, D, l);
+    store_sum(u.slot < 0, slot_row(gr.at_dst, v, h, H, D), slot_row(wk.row_part, u.slot, h, H, pad4(D)), acc, D, l);
   }
 }
 
@@ -387,8 +411,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
 /// recomputed from XR_v and E_e.
 template <class S, class T, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
-    backward_cols(S sc, Segments cols, Upstream up, Grads gr, BackwardWork wk, int H, int D) {
+    backward_cols(S sc, Segments cols, Upstream<typename S::Elem> up, Grads<typename S::Elem> gr, BackwardWork wk,
+                  int H, int D) {
   static_assert(kRowsFirst<S> && (!kEdge || S::kKind == ScoreKind::GATv2));
+  using E = typename S::Elem;
   allow_dependents();  // the merge of split columns, else the parameter sums, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -400,7 +426,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
   const node_t src = u.node;
   wait_for_previous();  // below, step 1's outputs: (dr, q), AGNN's cos, norms and dX
   // The destination rows an edge's term reads besides dOut_v: GT Q_v, AGNN x_v, GATv2 XR_v.
-  const float* feature = sc.key;
+  const E* feature = sc.key;
   if constexpr (kGT) feature = sc.q;
   if constexpr (S::kKind == ScoreKind::GATv2) feature = sc.xr;
 
@@ -412,10 +438,10 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     if constexpr (!kGT) load_global<T>(self, sc.key + (std::size_t(src) * H + h) * D, D, l);
     if constexpr (kAGNN) {
       inv_norm_u = inverse_norm<L>(self);
-      beta = __ldg(sc.beta + (sc.beta_count == 1 ? 0 : h));
+      beta = load_one(sc.beta + (sc.beta_count == 1 ? 0 : h));
     }
     if constexpr (S::kKind == ScoreKind::GATv2) load_global<T>(a, sc.a + std::size_t(h) * D, D, l);
-    const HeadColumns<T> features(feature, H, D, h, l), douts(up.dout, H, D, h, l);
+    const HeadColumns<T, E> features(feature, H, D, h, l), douts(up.dout, H, D, h, l);
     Frag<T> acc, acc_value;  // GT dK and dV; AGNN and GATv2 the whole term in acc
     zero(acc), zero(acc_value);
     float acc_s = 0.f;  // this lane's edges: AGNN sum beta dr c
@@ -435,7 +461,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         if (j == own) v_own = dst;
         const bool ok = !kChecked || pos + j < gw.len;
         if constexpr (kEdge)  // the edge's dE in place of XR_v
-          EdgeColumns<T>(gr.edge, H, D, h, l).load(ff[j], edge_ids.at(pos + j), ok);
+          EdgeColumns<T, E>(gr.edge, H, D, h, l).load(ff[j], edge_ids.at(pos + j), ok);
         else
           features.template load<kExact && !kChecked>(ff[j], dst, ok);
         douts.template load<kExact && !kChecked>(of[j], dst, ok);
@@ -476,8 +502,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       float* part = slot_row(wk.col_part, u.slot, h, H, pad4(col_width<S>(D)));
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
-      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc, D, l);
-      store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part + D, acc_value, D, l);
+      store_sum(whole, slot_row(gr.at_src, src, h, H, D), part, acc, D, l);
+      store_sum(whole, slot_row(gr.value, src, h, H, D), part + D, acc_value, D, l);
       continue;
     }
     if constexpr (kAGNN) {  // dX_u += beta sum dr (n_u n_v x_v - c n_u^2 x_u) + q dOut_v
@@ -491,8 +517,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] += before.x[i];
       }
     }
-    store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : slot_row(wk.col_part, u.slot, h, H, pad4(D)), acc, D,
-                 l);
+    store_sum(whole, slot_row(gr.at_src, src, h, H, D), slot_row(wk.col_part, u.slot, h, H, pad4(D)), acc, D, l);
   }
 }
 
@@ -500,8 +525,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
 // Columns first (GT, GAT)
 
 /// Step 0: Delta_v = <dOut_v, out_v> for every (row, head), a lane group each.
-template <class T>
-__global__ void __launch_bounds__(256) row_deltas(Upstream up, float* __restrict__ delta, std::int64_t rows, int D) {
+template <class T, class E>
+__global__ void __launch_bounds__(256) row_deltas(Upstream<E> up, float* __restrict__ delta, std::int64_t rows, int D) {
   allow_dependents();  // step 1 loads its columns' own rows meanwhile
   constexpr int L = T::LANES;
   const std::int64_t thread = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, i = thread / L;
@@ -520,9 +545,15 @@ __global__ void __launch_bounds__(256) row_deltas(Upstream up, float* __restrict
 /// 7 graphs, 1x128 and 4x32; docs/backward.md, "Two orders"): 4 blocks spilled 96-144
 /// bytes and was 10-45% slower; 4 blocks with 2 edges in flight 1-7% slower on the batches and
 /// sparse graphs of high degree; 2 blocks 3-9% slower.
+/// GT's on two-byte elements' 16-byte lanes of 8 (fewer than 32 lanes): 2 (128 registers),
+/// where 64 spilled 300-400 bytes: its bf16 backward 1.15-1.5x faster on tolokers and R-MAT
+/// (H200). The other two-byte walks spill 60-500 bytes at 64 registers too, yet 2 blocks made
+/// them 5-17% slower (GAT's scoring columns, the row walk on web-NotreDame; docs/cuda.md).
 template <class S, class T>
 inline constexpr int kScoredColsMinBlocks =
-    S::kKind == ScoreKind::GT && T::PER_LANE == 4 && kOnlineEdges<T> == 4 ? 3 : kOnlineMinBlocks<T>;
+    S::kKind == ScoreKind::GT && T::VEC == 8                              ? 2
+    : S::kKind == ScoreKind::GT && T::PER_LANE == 4 && kOnlineEdges<T> == 4 ? 3
+                                                                            : kOnlineMinBlocks<T>;
 
 /// Step 1, the columns: recomputes each in-edge's score from the column's own K_u (GAT el_u)
 /// and the gathered Q_v (er_v), dq_e from its own V_u and the gathered dOut_v, and sums dK, dV
@@ -531,9 +562,11 @@ inline constexpr int kScoredColsMinBlocks =
 /// kEdge (GAT): ee_e joins the LeakyReLU's argument, and dee_e = dr_e L'_e is written per edge.
 template <class S, class T, bool kDrop, bool kExact, bool kEdge = false>
 __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
-    backward_scored_cols(S sc, Segments cols, EdgeScale w, Train tr, Upstream up, Grads gr, BackwardWork wk,
+    backward_scored_cols(S sc, Segments cols, EdgeScaleOf<typename S::Elem> w, Train tr,
+                         Upstream<typename S::Elem> up, Grads<typename S::Elem> gr, BackwardWork wk,
                          const edge_t* __restrict__ csr_pos, int H, int D) {
   static_assert(kColsFirst<S> && (!kEdge || S::kKind == ScoreKind::GAT));
+  using E = typename S::Elem;
   allow_dependents();  // the merge of split columns, else step 2, may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -554,13 +587,13 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) key.x[i] *= sc.scale;
     } else {
-      el_u = __ldg(sc.key + std::size_t(src) * H + h);
+      el_u = load_one(sc.key + std::size_t(src) * H + h);
     }
     load_global<T>(value, sc.value + (std::size_t(src) * H + h) * D, D, l);
     if (pass == 0) wait_for_previous();  // below, step 0's Delta
-    const float* query_rows = up.dout;  // GAT gathers no query row
+    const E* query_rows = up.dout;  // GAT gathers no query row
     if constexpr (kGT) query_rows = sc.q;
-    const HeadColumns<T> queries(query_rows, H, D, h, l), douts(up.dout, H, D, h, l);
+    const HeadColumns<T, E> queries(query_rows, H, D, h, l), douts(up.dout, H, D, h, l);
     Frag<T> acc_key, acc_value;  // GT dK / scale; dV
     zero(acc_key), zero(acc_value);
     float acc_s = 0.f;  // GAT: this lane's edges' sum dr L' (del)
@@ -591,8 +624,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
       const std::size_t vh = std::size_t(v_own) * H + h;
       const float lse = ok ? __ldg(up.lse + vh) : 0.f, delta = ok ? __ldg(wk.delta + vh) : 0.f;
       [[maybe_unused]] float er_v = 0.f;  // GAT: er_v (+ ee_e), the LeakyReLU's argument less el_u
-      if constexpr (!kGT) er_v = ok ? __ldg(sc.er + vh) : 0.f;
-      if constexpr (kEdge) er_v += ok ? __ldg(sc.edge + std::size_t(id) * H + h) : 0.f;
+      if constexpr (!kGT) er_v = ok ? load_one(sc.er + vh) : 0.f;
+      if constexpr (kEdge) er_v += ok ? load_one(sc.edge + std::size_t(id) * H + h) : 0.f;
       keeps.advance(pos);
       // dq_e = <dOut_v, V_u> and GT's score, reduced together: lane l ends with edge `own`'s.
       float dq[U];
@@ -620,7 +653,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
       }
       if (writer) wk.dr[std::size_t(at_csr) * H + h] = dr;
       if constexpr (kEdge)
-        if (writer) gr.edge[std::size_t(id) * H + h] = dr;
+        if (writer) gr.edge[std::size_t(id) * H + h] = narrow<E>(dr);
       const float q = p * keep;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
@@ -639,11 +672,11 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
     if constexpr (kGT) {
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc_key.x[i] *= sc.scale;
-      store_row<T>(whole ? slot_row(gr.at_src, src, h, H, D) : part, acc_key, D, l);
-      store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part + D, acc_value, D, l);
+      store_sum(whole, slot_row(gr.at_src, src, h, H, D), part, acc_key, D, l);
+      store_sum(whole, slot_row(gr.value, src, h, H, D), part + D, acc_value, D, l);
     } else {
-      store_row<T>(whole ? slot_row(gr.value, src, h, H, D) : part, acc_value, D, l);
-      if (l == 0) *(whole ? gr.at_src + std::size_t(src) * H + h : part + D) = acc_s;
+      store_sum(whole, slot_row(gr.value, src, h, H, D), part, acc_value, D, l);
+      if (l == 0) store_sum(whole, gr.at_src + std::size_t(src) * H + h, part + D, acc_s);
     }
   }
 }
@@ -652,8 +685,9 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
 /// = sum dr_e L'_e. A programmatic dependent of step 1 (or of its merge).
 template <class S, class T, bool kExact>
 __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
-    backward_summed_rows(S sc, Segments rows, Grads gr, BackwardWork wk, int H, int D) {
+    backward_summed_rows(S sc, Segments rows, Grads<typename S::Elem> gr, BackwardWork wk, int H, int D) {
   static_assert(kColsFirst<S>);
+  using E = typename S::Elem;
   allow_dependents();  // the merge of split rows may get resident
   constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
@@ -670,7 +704,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
     const bool whole = u.slot < 0;
     if constexpr (S::kKind == ScoreKind::GT) {
       const int own = l / (L / U);
-      const HeadColumns<T> keys(sc.key, H, D, h, l);
+      const HeadColumns<T, E> keys(sc.key, H, D, h, l);
       Frag<T> acc;
       zero(acc);
       IdStream<L> ids(rows.ids, u.e0, gw.len, l);
@@ -693,14 +727,13 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
       if (!gw.active || !u.gathers) continue;
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] *= sc.scale;
-      store_row<T>(whole ? slot_row(gr.at_dst, v, h, H, D) : slot_row(wk.row_part, u.slot, h, H, pad4(D)), acc, D,
-                   l);
+      store_sum(whole, slot_row(gr.at_dst, v, h, H, D), slot_row(wk.row_part, u.slot, h, H, pad4(D)), acc, D, l);
     } else {  // GAT: scalars only, L edges a step
       float s = 0.f;
       for (int i = l; i < gw.len; i += L) s += __ldg(wk.dr + std::size_t(u.e0 + i) * H + h);
       s = group_sum<L>(s);
       if (!gw.active || !u.gathers || l != 0) continue;
-      *(whole ? gr.at_dst + std::size_t(v) * H + h : slot_row(wk.row_part, u.slot, h, H, pad4(1))) = s;
+      store_sum(whole, gr.at_dst + std::size_t(v) * H + h, slot_row(wk.row_part, u.slot, h, H, pad4(1)), s);
     }
   }
 }
@@ -711,7 +744,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
 /// a quarter of the threads of one per column, and each sum still runs over the slots in order.
 template <class S, bool kCols>
 __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ segs, int num, int H, int D,
-                                                  const float* __restrict__ part, Grads gr) {
+                                                  const float* __restrict__ part, Grads<typename S::Elem> gr) {
+  using E = typename S::Elem;
   allow_dependents();  // step 2 after the rows' merge
   const int W = kCols ? col_width<S>(D) : row_width<S>(D), stride = pad4(W), chunks = stride / 4;
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -727,19 +761,21 @@ __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ s
   const std::size_t node_head = std::size_t(r.row) * H + h;
   for (int c = 0; c < 4 && f0 + c < W; ++c) {
     const int f = f0 + c;
+    const E x = narrow<E>(sum[c]);
     if constexpr (!kCols) {
-      gr.at_dst[node_head * W + f] = sum[c];
+      gr.at_dst[node_head * W + f] = x;
     } else if constexpr (S::kKind == ScoreKind::GT) {
-      (f < D ? gr.at_src : gr.value)[node_head * D + f % D] = sum[c];
+      (f < D ? gr.at_src : gr.value)[node_head * D + f % D] = x;
     } else if constexpr (S::kKind == ScoreKind::GAT) {
       if (f < D)
-        gr.value[node_head * D + f] = sum[c];
+        gr.value[node_head * D + f] = x;
       else
-        gr.at_src[node_head] = sum[c];
-    } else if constexpr (S::kKind == ScoreKind::AGNN) {
-      gr.at_src[node_head * D + f] += sum[c];
+        gr.at_src[node_head] = x;
+    } else if constexpr (S::kKind == ScoreKind::AGNN) {  // the row side's share, rounded once before
+      E& g = gr.at_src[node_head * D + f];
+      g = narrow<E>(widen(g) + sum[c]);
     } else {
-      gr.at_src[node_head * D + f] = sum[c];
+      gr.at_src[node_head * D + f] = x;
     }
   }
 }
@@ -754,10 +790,12 @@ struct ParamSlicing {
   }
 };
 
-/// Sums the parameter partials `param` [units, entries] over the units, in a fixed order, into
-/// `out`: output i gets entries [i * fold, (i + 1) * fold) (fold = entries / outputs; AGNN's
-/// shared beta sums its heads). `slices` holds ParamSlicing(units).count * entries floats.
+/// Sums the parameter partials `param` [units, entries] over the units, in a fixed order and in
+/// float32, into `out` (rounded once to E): output i gets entries [i * fold, (i + 1) * fold)
+/// (fold = entries / outputs; AGNN's shared beta sums its heads). `slices` holds
+/// ParamSlicing(units).count * entries floats. Instantiated for float, bf16 and f16.
+template <class E>
 void launch_param_sums(cudaStream_t stream, const float* param, std::int64_t units, int entries, float* slices,
-                       float* out, int outputs);
+                       E* out, int outputs);
 
 }  // namespace dfgnn::cuda::detail

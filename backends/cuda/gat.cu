@@ -18,7 +18,11 @@ void forward<GAT>(const Plan& plan, const Call& c) {
 // er is the destination's input, el the source's.
 template <>
 void backward<GAT>(const Plan& plan, const Call& c) {
-  run_backward(plan, score<float>(c), c, {c.grad(1), c.grad(0), c.grad(2), c.edges_grad()}, nullptr, 0);
+  with_element(plan.op().dtype, [&](auto e) {
+    using E = decltype(e);
+    run_backward(plan, score<E>(c), c, Grads<E>{c.grad<E>(1), c.grad<E>(0), c.grad<E>(2), c.edges_grad<E>()},
+                 static_cast<E*>(nullptr), 0);
+  });
 }
 
 }  // namespace dfgnn::cuda::detail

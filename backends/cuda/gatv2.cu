@@ -18,7 +18,11 @@ void forward<GATv2>(const Plan& plan, const Call& c) {
 // XR is the destination's input, XL the source's (and the values); da sums over the edges.
 template <>
 void backward<GATv2>(const Plan& plan, const Call& c) {
-  run_backward(plan, score<float>(c), c, {c.grad(1), c.grad(0), nullptr, c.edges_grad()}, c.grad(2), plan.heads() * plan.dim());
+  with_element(plan.op().dtype, [&](auto e) {
+    using E = decltype(e);
+    run_backward(plan, score<E>(c), c, Grads<E>{c.grad<E>(1), c.grad<E>(0), nullptr, c.edges_grad<E>()}, c.grad<E>(2),
+                 plan.heads() * plan.dim());
+  });
 }
 
 }  // namespace dfgnn::cuda::detail

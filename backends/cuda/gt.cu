@@ -17,7 +17,11 @@ void forward<GT>(const Plan& plan, const Call& c) {
 
 template <>
 void backward<GT>(const Plan& plan, const Call& c) {
-  run_backward(plan, score<float>(plan, c), c, {c.grad(0), c.grad(1), c.grad(2), c.edges_grad()}, nullptr, 0);
+  with_element(plan.op().dtype, [&](auto e) {
+    using E = decltype(e);
+    run_backward(plan, score<E>(plan, c), c, Grads<E>{c.grad<E>(0), c.grad<E>(1), c.grad<E>(2), c.edges_grad<E>()},
+                 static_cast<E*>(nullptr), 0);
+  });
 }
 
 }  // namespace dfgnn::cuda::detail

@@ -488,9 +488,6 @@ void Plan::forward(const Call& call) const {
 }
 
 void Plan::backward(const Call& call) const {
-  if (impl_->op.dtype != DType::F32)
-    throw Error(std::string("cuda::attention_backward: ") + to_string(impl_->op.dtype) +
-                " tensors: the backward runs float32 only so far (docs/cuda.md, \"Element types\")");
   visit_model(impl_->kind, [&](auto model) { detail::backward<decltype(model)>(*this, call); });
 }
 

@@ -138,8 +138,8 @@ bool device_available();
 /// D up to 256, or up to 512 when a multiple of 4 (a call with D > 256 needs 16-byte aligned
 /// tensors, and throws Error otherwise).
 /// `dtype`: the element type of its calls' tensors (op.hpp). bf16 and f16 run the Online
-/// strategy's forward (Auto picks it for them; an explicit other strategy throws Error); their
-/// backward is float32 only so far and throws Error.
+/// strategy's forward (Auto picks it for them; an explicit other strategy throws Error) and the
+/// backward's walks, with float32 sums and workspaces.
 /// Build once, reuse for every call with the same graph, score kind, H and D: a call through
 /// a plan does no host work beyond the kernel launches. It is the CUDA-native executor of the
 /// dispatch (dispatch.hpp): the typed entries below, the Kokkos API on Kokkos::Cuda and the C

@@ -33,6 +33,10 @@ struct ReferenceOptions {
   /// ee)), GATv2 inside (sum_d a_d LeakyReLU(XL_u + XR_v + E)_d): the models' edge arguments
   /// (types.hpp), Call::edge_features.
   const float* edge_features = nullptr;
+  /// The backward only (reference_backward.hpp): the forward's output [N,H,D] that the backward
+  /// reads for Delta_v = <dOut_v, out_v> (null: the reference's own, exact): the kernels' out
+  /// rounded to a two-byte type, to check their arithmetic apart from that rounding.
+  const float* backward_out = nullptr;
 };
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GT& model,

@@ -1,20 +1,27 @@
-// Two-byte element types (bf16, f16; half.hpp) on the CUDA-native forward: every model through
-// Online, Auto's pick for them, against the float64 reference on the same rounded inputs. The
-// output must be within the accuracy contract (normwise relative error: bf16 1e-2, f16 2e-3)
-// and within one rounding of a float32-accurate result (the type's unit roundoff: what sums
-// in the type itself would miss), the float32 logsumexp within 1e-5, and two runs bitwise the
-// same. Graphs: the suite's shapes (empty rows, one node, no edges, self loops, a super node
-// beyond shared memory, a batch, a power law) and a bipartite one; H x D of the suite, odd D
-// included; edge values, dropout, the attention weights, edge features; unaligned tensors (the
-// scalar tile). Then the refusals: another strategy, the backward, a call of another type.
-// Needs a CUDA device; skips otherwise.
+// Two-byte element types (bf16, f16; half.hpp) on the CUDA-native forward and backward: every
+// model through Online, Auto's pick for them, and the backward's walks in both orders, against
+// the float64 reference on the same rounded inputs. The output must be within the accuracy
+// contract (normwise relative error: bf16 1e-2, f16 2e-3) and within one rounding of a
+// float32-accurate result (the type's unit roundoff: what sums in the type itself would miss),
+// the float32 logsumexp within 1e-5, and two runs bitwise the same. The gradients' one input
+// beyond the reference's is the forward's rounded out (Delta_v = <dOut_v, out_v>, as
+// FlashAttention's backward reads it): against the float64 reference reading the same out, each
+// is within one rounding (AGNN's dX two) plus the float32 backward's own tolerance
+// (gradient_check.hpp), and against the exact reference within the contract (bf16 2e-2, f16
+// 4e-3), both over the call's largest exact gradient. Graphs: the suite's shapes (empty rows, one node, no edges,
+// self loops, a super node beyond shared memory, a batch, a power law) and a bipartite one;
+// H x D of the suite, odd D included; edge values, dropout, the attention weights, edge
+// features; unaligned tensors (the scalar tile). Then the refusals: another strategy, a call of
+// another type. Needs a CUDA device; skips otherwise.
 
 #include "../expect_error.hpp"
+#include "../gradient_check.hpp"
 #include "../graphs.hpp"
 
 #include <dfgnn/cuda.hpp>
 #include <dfgnn/half.hpp>
 #include <dfgnn/reference.hpp>
+#include <dfgnn/reference_backward.hpp>
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -124,12 +131,33 @@ const std::vector<test::NamedGraph>& graphs() {
 }
 
 /// What a case runs besides the inputs: edge values, dropout and the attention weights
-/// (training), the model's edge argument, tensors off the 16-byte boundary.
+/// (training), the model's edge argument, tensors off the 16-byte boundary; the backward, in
+/// `order`.
 struct Variant {
-  bool training = false, edges = false, unaligned = false;
+  bool training = false, edges = false, unaligned = false, backward = false;
+  cuda::BackwardOrder order = cuda::BackwardOrder::Auto;
 };
 
-void expect_forward(ScoreKind kind, const Precision& prec, const test::NamedGraph& named, int H, int D, Variant var,
+/// The float64 gradients of the inputs in model_args order, then the edge argument's (if given).
+std::vector<std::vector<double>> reference_gradients(ScoreKind kind, const HostGraph& g, int H, int D,
+                                                     const std::vector<std::vector<float>>& in,
+                                                     const std::vector<float>& dout, const ReferenceOptions& o) {
+  return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
+    using Model = decltype(model);
+    const float* d = dout.data();
+    if constexpr (Model::kind == ScoreKind::AGNN) {
+      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, d, o);
+      return {r.dX, r.dbeta};
+    } else {
+      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), d, o);
+      if constexpr (Model::kind == ScoreKind::GT) return {r.dQ, r.dK, r.dV, r.dE};
+      if constexpr (Model::kind == ScoreKind::GAT) return {r.del, r.der, r.dV, r.dee};
+      if constexpr (Model::kind == ScoreKind::GATv2) return {r.dXL, r.dXR, r.da, r.dE};
+    }
+  });
+}
+
+void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGraph& named, int H, int D, Variant var,
                     unsigned seed) {
   const HostGraph& g = named.graph;
   const DType t = prec.dtype;
@@ -143,7 +171,10 @@ void expect_forward(ScoreKind kind, const Precision& prec, const test::NamedGrap
   for (int i = 0; i < m.count; ++i) {
     const Extent x = m.inputs[i].extent;
     const std::size_t n = x == Extent::HeadVector ? std::size_t(H) : TensorRef::shaped(nullptr, op, x).entries();
-    host.push_back(x == Extent::HeadVector ? values(n, t, seed + 1, 0.5f, 3.f) : values(n, t, seed + unsigned(i)));
+    // GATv2's a [H, D] at 1/sqrt(D), as its layer initialises it: at 1, D = 512 gives scores of
+    // ~10 whose near one-hot softmax cancels every score gradient (docs/design.md).
+    const float a = x == Extent::HeadFeatures ? 1.f / std::sqrt(float(D)) : 1.f;
+    host.push_back(x == Extent::HeadVector ? values(n, t, seed + 1, 0.5f, 3.f) : values(n, t, seed + unsigned(i), -a, a));
     in.push_back(std::make_unique<Device>(host.back(), t, offset));
   }
   const std::size_t E = std::size_t(g.num_edges()), rows = std::size_t(g.num_nodes) * H;
@@ -151,9 +182,10 @@ void expect_forward(ScoreKind kind, const Precision& prec, const test::NamedGrap
   const std::vector<float> e =
       var.edges ? values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), t, seed + 8) : std::vector<float>();
   Device dw(w, t), de(e, t), out(rows * D, t, offset), weights(var.training ? E * H : 0, t);
-  Floats lse(var.training ? rows : 0);
+  Floats lse(var.training || var.backward ? rows : 0);
   cuda::Options o(cuda::DeviceEdgeValues{var.training ? dw.get() : nullptr, var.training ? H : 0});
-  if (var.training) o.logsumexp = lse.get(), o.attention_weights = weights.get(), o.dropout = Dropout{0.25f, 11};
+  if (var.training || var.backward) o.logsumexp = lse.get();
+  if (var.training) o.attention_weights = weights.get(), o.dropout = Dropout{0.25f, 11};
   o.edge_features = var.edges ? de.get() : nullptr;
   const float param = visit_model(kind, [](auto model) { return model.param(); });
   const void* ptrs[3] = {in[0]->get(), in[1]->get(), m.count > 2 ? in[2]->get() : nullptr};
@@ -185,29 +217,103 @@ void expect_forward(ScoreKind kind, const Precision& prec, const test::NamedGrap
   const double err = max_relative_error(out.host().data(), ref);
   EXPECT_LE(err, prec.contract) << where << " out";
   EXPECT_LE(err, rounding) << where << " out";
-  if (!var.training) return;
-  EXPECT_LT(max_relative_error(lse.host().data(), ref_lse), 1e-5) << where << " logsumexp";
-  const double werr = max_relative_error(weights.host().data(), ref_weights);
-  EXPECT_LE(werr, rounding) << where << " attention weights";
+  if (var.training) {
+    EXPECT_LT(max_relative_error(lse.host().data(), ref_lse), 1e-5) << where << " logsumexp";
+    const double werr = max_relative_error(weights.host().data(), ref_weights);
+    EXPECT_LE(werr, rounding) << where << " attention weights";
+  }
+  if (!var.backward) return;
+
+  // The backward from the forward's rounded out, into NaN-poisoned gradients, twice.
+  const std::vector<float> dout = values(rows * D, t, seed + 9);
+  Device dy(dout, t, offset), dedge(e.size(), t);
+  std::vector<std::unique_ptr<Device>> grads;
+  void* gp[3] = {};
+  for (int i = 0; i < m.count; ++i)
+    grads.push_back(std::make_unique<Device>(host[std::size_t(i)].size(), t, offset)), gp[i] = grads.back()->get();
+  o.edge_grad = var.edges ? dedge.get() : nullptr;
+  o.backward_order = var.order;
+  const auto back = [&] {
+    cuda::detail::attention_backward(nullptr, plan, kind, param, t, ptrs, std::size_t(H), out.get(), lse.get(),
+                                     dy.get(), gp, o);
+    ok(cudaDeviceSynchronize());
+  };
+  back();
+  std::vector<std::vector<std::uint16_t>> bits;
+  for (const auto& d : grads) bits.push_back(d->bits());
+  back();
+  for (std::size_t i = 0; i < grads.size(); ++i) EXPECT_EQ(bits[i], grads[i]->bits()) << where << ": two runs differ";
+
+  // Errors over the largest exact gradient of the call: a score gradient that vanishes in exact
+  // arithmetic (a one-edge row's softmax is constant) is all rounding in both the kernels and
+  // the reference on the rounded out, so its own largest entry is no scale.
+  ro.logsumexp = nullptr, ro.weights = nullptr;
+  const auto exact = reference_gradients(kind, g, H, D, host, dout, ro);
+  double scale = 0;
+  for (const auto& r : exact)
+    for (double x : r) scale = std::max(scale, std::abs(x));
+  const std::vector<float> rounded_out = out.host();
+  ro.backward_out = rounded_out.data();
+  const auto ref_grads = reference_gradients(kind, g, H, D, host, dout, ro);
+  const auto error = [&](const std::vector<float>& got, const std::vector<double>& ref) {
+    double err = 0;
+    for (std::size_t k = 0; k < got.size(); ++k)
+      err = std::max(err, std::isnan(got[k]) ? INFINITY : std::abs(got[k] - ref[k]));
+    return scale > 1e-12 ? err / scale : err;
+  };
+  for (std::size_t i = 0; i < ref_grads.size(); ++i) {
+    const std::vector<float> got = i < std::size_t(m.count) ? grads[i]->host() : dedge.host();
+    const std::string name = i < std::size_t(m.count) ? m.gradients[i] : std::string("d") + m.edge.name;
+    const double tol = i < std::size_t(m.count) ? test::gradient_tolerance(kind, i) : 1e-4;
+    const int roundings = kind == ScoreKind::AGNN && i == 0 ? 2 : 1;  // AGNN's dX: each walk rounds its share
+    EXPECT_LE(error(got, ref_grads[i]), roundings * prec.unit * (1 + 1e-3) + tol) << where << " " << name;
+    EXPECT_LE(error(got, exact[i]), 2 * prec.contract) << where << " " << name << " (exact out)";
+  }
 }
 
 using Param = std::tuple<ScoreKind, bool, std::pair<int, int>, int>;
 
-class TwoByteForward : public ::testing::TestWithParam<Param> {};
+/// One case of the suites below: a model, a type, H x D and a graph; skipped without a device
+/// and for AGNN on the bipartite graph.
+class TwoByte : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (no_device()) GTEST_SKIP() << "no CUDA device";
+    if (kind == ScoreKind::AGNN && named.graph.bipartite()) GTEST_SKIP() << "AGNN takes square graphs";
+  }
+  const ScoreKind kind = std::get<0>(GetParam());
+  const Precision& prec = std::get<1>(GetParam()) ? kF16 : kBf16;
+  const int H = std::get<2>(GetParam()).first, D = std::get<2>(GetParam()).second;
+  const unsigned index = unsigned(std::get<3>(GetParam()));
+  const test::NamedGraph& named = graphs()[index];
+};
+
+class TwoByteForward : public TwoByte {};
 
 TEST_P(TwoByteForward, MatchesFloat64ReferenceWithinOneRounding) {
-  if (no_device()) GTEST_SKIP() << "no CUDA device";
-  const auto [kind, f16, hd, index] = GetParam();
-  const test::NamedGraph& named = graphs()[std::size_t(index)];
-  if (kind == ScoreKind::AGNN && named.graph.bipartite()) GTEST_SKIP() << "AGNN takes square graphs";
-  const Precision& prec = f16 ? kF16 : kBf16;
-  const unsigned seed = unsigned(index) * 31 + unsigned(hd.second);
-  expect_forward(kind, prec, named, hd.first, hd.second, {}, seed);
+  const unsigned seed = index * 31 + unsigned(D);
+  expect_matches(kind, prec, named, H, D, {}, seed);
   // Training options, edge features and unaligned tensors on the graphs' first shapes.
-  if (hd.second > 64) return;
-  expect_forward(kind, prec, named, hd.first, hd.second, {true, false, false}, seed + 1);
-  if (kind != ScoreKind::AGNN) expect_forward(kind, prec, named, hd.first, hd.second, {false, true, false}, seed + 2);
-  expect_forward(kind, prec, named, hd.first, hd.second, {false, false, true}, seed + 3);
+  if (D > 64) return;
+  expect_matches(kind, prec, named, H, D, {true, false, false}, seed + 1);
+  if (kind != ScoreKind::AGNN) expect_matches(kind, prec, named, H, D, {false, true, false}, seed + 2);
+  expect_matches(kind, prec, named, H, D, {false, false, true}, seed + 3);
+}
+
+class TwoByteBackward : public TwoByte {};
+
+TEST_P(TwoByteBackward, MatchesFloat64ReferenceOnTheRoundedOut) {
+  const unsigned seed = index * 37 + unsigned(D);
+  using Order = cuda::BackwardOrder;
+  expect_matches(kind, prec, named, H, D, {false, false, false, true}, seed);
+  // Training options, edge features, unaligned tensors and GT's two orders on the first shapes.
+  if (D > 64) return;
+  expect_matches(kind, prec, named, H, D, {true, false, false, true}, seed + 1);
+  if (kind != ScoreKind::AGNN) expect_matches(kind, prec, named, H, D, {false, true, false, true}, seed + 2);
+  expect_matches(kind, prec, named, H, D, {false, false, true, true}, seed + 3);
+  if (kind != ScoreKind::GT) return;
+  expect_matches(kind, prec, named, H, D, {true, false, false, true, Order::RowsFirst}, seed + 4);
+  expect_matches(kind, prec, named, H, D, {true, false, true, true, Order::ColumnsFirst}, seed + 5);
 }
 
 std::string name_of(const ::testing::TestParamInfo<Param>& info) {
@@ -216,15 +322,15 @@ std::string name_of(const ::testing::TestParamInfo<Param>& info) {
          std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Models, TwoByteForward,
+const auto kCases =
     ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                        ::testing::Bool(),
                        ::testing::Values(std::pair{1, 32}, std::pair{4, 16}, std::pair{8, 8}, std::pair{2, 64},
                                          std::pair{1, 7}, std::pair{3, 12}, std::pair{1, 128}, std::pair{2, 256},
                                          std::pair{1, 512}),
-                       ::testing::Range(0, 9)),
-    name_of);
+                       ::testing::Range(0, 9));
+INSTANTIATE_TEST_SUITE_P(Models, TwoByteForward, kCases, name_of);
+INSTANTIATE_TEST_SUITE_P(Models, TwoByteBackward, kCases, name_of);
 
 TEST(TwoByte, RefusedWhereNotRun) {
   if (no_device()) GTEST_SKIP() << "no CUDA device";
@@ -236,8 +342,7 @@ TEST(TwoByte, RefusedWhereNotRun) {
   const cuda::Plan plan(g, ScoreKind::GT, 2, 32, Strategy::Auto, DType::BF16);
   const std::size_t n = std::size_t(g.num_nodes) * 2 * 32;
   const std::vector<float> x = values(n, DType::BF16, 3);
-  Device q(x, DType::BF16), k(x, DType::BF16), v(x, DType::BF16), out(n, DType::BF16), dout(x, DType::BF16);
-  Device dq(n, DType::BF16), dk(n, DType::BF16), dv(n, DType::BF16);
+  Device q(x, DType::BF16), k(x, DType::BF16), v(x, DType::BF16), out(n, DType::BF16);
   Floats lse(std::size_t(g.num_nodes) * 2), f(n);
   const auto* qb = static_cast<const bf16*>(q.get());
   const auto* kb = static_cast<const bf16*>(k.get());
@@ -247,12 +352,6 @@ TEST(TwoByte, RefusedWhereNotRun) {
   o.logsumexp = lse.get();
   cuda::attention(nullptr, plan, GT{}, {qb, kb, vb}, ob, o);  // the generic entry on bf16 pointers
   ok(cudaDeviceSynchronize());
-  test::expect_error(
-      [&] {
-        cuda::attention_backward(nullptr, plan, GT{}, {qb, kb, vb}, ob, lse.get(), static_cast<const bf16*>(dout.get()),
-                                 {static_cast<bf16*>(dq.get()), static_cast<bf16*>(dk.get()), static_cast<bf16*>(dv.get())});
-      },
-      {"cuda::attention_backward: bf16 tensors: the backward runs float32 only so far"});
   // A float32 call through a bf16 plan: the check names the first tensor.
   test::expect_error([&] { cuda::attention(nullptr, plan, GT{}, {f.get(), f.get(), f.get()}, f.get()); },
                      {"cuda::attention: Q is f32, expected bf16 (the plan's element type)"});
