@@ -2,7 +2,8 @@
 
 Public functions (tensors on one device: CPU runs the Kokkos host kernels, CUDA the CUDA-native
 kernels on the current stream; all float32, or on CUDA all bfloat16 or all float16, computed in
-float32 and rounded to that type; the two-byte types have no backward yet):
+float32 and rounded to that type, gradients included; under torch.autocast("cuda") CUDA
+tensors are cast to the autocast type first, as PyTorch's own lower-precision ops do):
 
   gt_attention(graph, q, k, v)            out[v] = sum_u softmax_u(scale <q_v, k_u>) v_u
   agnn_attention(graph, x, beta)          score beta_h cos(x_v, x_u), values x
@@ -323,6 +324,8 @@ _AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims)
 # Looked up once: each attribute step of torch.x.y costs ~30 ns a call.
 _F32 = torch.float32
 _isfinite = math.isfinite
+_autocast_enabled = torch.is_autocast_enabled  # without an argument: CUDA's (~65 ns)
+_AUTOCAST_FROM = (torch.float32, torch.float16, torch.bfloat16)
 _attention = _ops.attention
 _is_compiling = torch.compiler.is_compiling
 _dispatch_modes = torch._C._len_torch_dispatch_stack
@@ -351,6 +354,14 @@ def _eager_mode(tensors, edge_values=None):
     return edge_values is None or type(edge_values) in _PLAIN
 
 
+def _autocast(tensors):
+    """The tensors in torch.autocast("cuda")'s type where it is on: each floating CUDA tensor
+    but float64 cast, as autocast casts the inputs of PyTorch's lower-precision ops (matmul,
+    linear); None and the rest as they are."""
+    dtype = torch.get_autocast_dtype("cuda")
+    return tuple(t.to(dtype) if t is not None and t.is_cuda and t.dtype in _AUTOCAST_FROM else t for t in tensors)
+
+
 def _native(graph, first, kind, dims, dtype=0):
     """The plan of (first's device, kind, H, D, element type) from the Graph's cache, as
     dfgnn._ops takes it."""
@@ -361,10 +372,10 @@ def _native(graph, first, kind, dims, dtype=0):
 
 def _fast(spec, graph, a, b, c, scalar, dropout):
     """The common eager call of GT, GAT or GATv2 in one function: plain contiguous float32
-    tensors of the model's shapes on one CPU (or CUDA) device, a float dropout, no edge values
-    or seed (the callers check those two), not tracing. Returns out, or None for anything else:
-    the caller then takes the general path, which checks everything again and raises the usual
-    errors. The same checks as _run's, inlined: each Python call costs ~0.1-0.3 us."""
+    tensors of the model's shapes on one CPU (or CUDA, outside torch.autocast) device, a float
+    dropout, no edge values or seed (the callers check those two), not tracing. Returns out, or
+    None for anything else: the caller then takes the general path, which checks everything
+    again and raises the usual errors. The same checks as _run's, inlined: each Python call costs ~0.1-0.3 us."""
     if (_is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN or type(c) not in _PLAIN
             or a.dtype is not _F32 or b.dtype is not _F32 or c.dtype is not _F32
             or not (a.is_contiguous() and b.is_contiguous() and c.is_contiguous())
@@ -375,7 +386,7 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
     index = a.get_device()  # -1 on the CPU
     if dims is None or b.get_device() != index or c.get_device() != index or not (
             (a.is_cpu and b.is_cpu and c.is_cpu) if index < 0 else (a.is_cuda and b.is_cuda and c.is_cuda
-                                                                    and _lib.has_cuda)):
+                                                                    and _lib.has_cuda and not _autocast_enabled())):
         return None
     return _attention(_native(graph, a, spec.kind, dims), (a, b, c), scalar, 0, None, dropout,
                       _draw_seed() if dropout else 0, _forward_ad._current_level, None, None)
@@ -389,7 +400,7 @@ def _dropout(op, dropout):
 
 
 def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=False, edges=None):
-    """The output of model `spec` on `tensors` (each already a contiguous float32 tensor) and
+    """The output of model `spec` on `tensors` (each already a contiguous tensor) and
     its edge features `edges` (None: none): through the custom op when tracing, under a dispatch
     mode or functorch transform, or with a tensor subclass; otherwise eagerly (see above). With
     `weights`, (out, the attention weights [E, H]), eagerly only."""
@@ -399,6 +410,9 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=F
                         f"got {type(graph).__name__}")
     if edge_values is not None:
         edge_values = _edge_values(op, edge_values)
+    if tensors[0].is_cuda and _autocast_enabled():
+        *tensors, edge_values, edges = _autocast((*tensors, edge_values, edges))
+        tensors = tuple(tensors)
     if seed is not None:
         try:
             seed = operator.index(seed)
@@ -434,10 +448,6 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=F
             or edges is not None and not (edges.shape == spec.edge_shape(graph, dims) and edges.device == device)):
         named = spec.named(tensors) + ([("edge_features", edges, spec.edge_dims)] if edges is not None else [])
         _, *dims, _ = _check(spec.name, graph.id, named, edge_values, 0.0, None)  # raises
-    if dtype is not _F32 and torch.is_grad_enabled() and any(
-            t.requires_grad for t in (*tensors, *(() if edges is None else (edges,)))):
-        raise ValueError(f"{op}: {dtype} tensors have no backward yet (float32 only so far): call it under "
-                         f"torch.no_grad(), or in float32 for training")
     count = 0 if spec.scalar else tensors[1].numel()  # AGNN's beta: 1 or H entries
     w = torch.empty(graph.num_edges, dims[0], dtype=dtype, device=device) if weights else None
     out = _attention(_native(graph, first, spec.kind, dims, _lib.DTYPES[dtype]), tensors, scalar or 0.0, count, edge_values, dropout,
@@ -459,7 +469,8 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
             and h.dim() == 3 and h.size(0) == n and att_src.shape == (1, *h.shape[1:]) == att_dst.shape
             and h.dtype is _F32 and att_src.dtype is _F32 and att_dst.dtype is _F32
             and h.is_contiguous() and att_src.is_contiguous() and att_dst.is_contiguous()
-            and att_src.device == h.device and att_dst.device == h.device):
+            and att_src.device == h.device and att_dst.device == h.device
+            and not (h.is_cuda and _autocast_enabled())):
         return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:]), h, att_src, att_dst, float(negative_slope),
                               dropout, _draw_seed() if dropout > 0.0 else 0, _forward_ad._current_level)
     if h_dst is None:  # both terms of h, packed: one product and one sum
