@@ -9,6 +9,7 @@
 #include <dfgnn/csr.hpp>
 #include <dfgnn/dispatch.hpp>
 #include <dfgnn/plan.hpp>
+#include <dfgnn/partition.hpp>
 #include <dfgnn/reorder.hpp>
 
 #ifdef DFGNN_ENABLE_CUDA
@@ -334,6 +335,14 @@ int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t*
     dfgnn::Reordered r = dfgnn::reorder(graph->host().host(), dfgnn::parse_ordering(ordering));
     std::copy(r.order.begin(), r.order.end(), order);
     *renumbered = new dfgnn_graph(std::move(r.graph));
+  });
+}
+
+int dfgnn_graph_partition(const dfgnn_graph* graph, int ranks, int32_t* owner) {
+  return guarded([&] {
+    if (!graph) throw dfgnn::Error("graph partition: null graph");
+    const dfgnn::Partition p = dfgnn::partition_by_edges(graph->host().host(), ranks);
+    std::copy(p.owner.begin(), p.owner.end(), owner);
   });
 }
 

@@ -70,6 +70,10 @@ DFGNN_CAPI int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32
  * graphs only. */
 DFGNN_CAPI int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t* order,
                                    dfgnn_graph** renumbered);
+/* The nodes of a square graph split over `ranks` (include/dfgnn/partition.hpp,
+ * partition_by_edges): writes owner [N], each node's rank, contiguous ranges of about
+ * (E + N) / ranks in-edges plus nodes. */
+DFGNN_CAPI int dfgnn_graph_partition(const dfgnn_graph* graph, int ranks, int32_t* owner);
 
 /* A host plan (Kokkos, DefaultHostExecutionSpace). */
 DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim,
@@ -78,7 +82,7 @@ DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, 
  * (the array arguments are then ignored and may be NULL; the plan is built on `stream`, a
  * cudaStream_t, and waited for), else over the caller's device copy of dfgnn_graph_csr's
  * arrays, which must outlive the plan. `dtype`: its tensors' element type (DFGNN_F32, DFGNN_BF16,
- * DFGNN_F16; the two-byte ones run the forward only so far). Fails unless built with
+ * DFGNN_F16; the two-byte ones run Online and the backward). Fails unless built with
  * DFGNN_ENABLE_CUDA. */
 DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream, const int64_t* row_ptr,
                                       const int32_t* src, const int32_t* dst, const int64_t* edge_id,

@@ -240,6 +240,14 @@ class Graph:
                   ctypes.byref(handle))
         return Graph(handle), order
 
+    def partition(self, ranks):
+        """Each node's rank when the destination rows are split over `ranks` (dfgnn.distributed,
+        docs/distributed.md): an int64 tensor [N] of contiguous ranges holding about (E + N) /
+        ranks in-edges plus nodes each. Square graphs only."""
+        owner = torch.empty(self.num_nodes, dtype=torch.int32)
+        _lib.call(_lib.lib.dfgnn_graph_partition, self._handle, operator.index(ranks), owner.data_ptr())
+        return owner.long()
+
     def with_self_loops(self):
         """This graph with its self loops removed and a loop u -> u added for every u below
         min(num_src_nodes, num_nodes), as PyG's remove_self_loops + add_self_loops do in

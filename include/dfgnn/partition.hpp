@@ -1,0 +1,60 @@
+#pragma once
+/// \file partition.hpp
+/// Destination-partitioned attention over P ranks (docs/distributed.md): which rank owns each
+/// node, and each rank's share of a square graph: its rows with their in-edges, as a bipartite
+/// graph over [its own nodes | its halo] (the remote sources its rows read), and the exchange
+/// plan that fills the halo (who sends which rows to whom). Built once per graph, reused by
+/// every call: a rank's forward is one bipartite call after the halo rows of its source-side
+/// tensors (GT k, v; GAT el, v; GATv2 xl) arrive, and its backward sends the halo rows'
+/// gradients back to their owners, which add them in rank order. Free of Kokkos and of any
+/// transport: the communication engines (MPI, NCCL, torch.distributed) move the rows this plan
+/// names.
+
+#include <dfgnn/csr.hpp>
+
+#include <vector>
+
+namespace dfgnn {
+
+/// The rank of each node of a square graph.
+struct Partition {
+  int ranks = 1;
+  std::vector<int> owner;  ///< [N] in [0, ranks)
+};
+
+/// Contiguous ranges of node ids holding about (E + N) / P in-edges plus nodes each (rank r's
+/// range starts at the first row with at least r (E + N) / P of them before it), so each rank's
+/// walks read about E / P edges and edgeless stretches split too. Error for ranks < 1 or a
+/// bipartite graph.
+Partition partition_by_edges(const HostGraph& g, int ranks);
+
+/// A given partition vector (e.g. METIS's): Error naming the problem for ranks < 1, a bipartite
+/// graph, a length other than N, or an entry outside [0, ranks).
+Partition partition_from(const HostGraph& g, int ranks, std::vector<int> owner);
+
+/// One rank's share of the graph and its part of the exchange plan.
+struct RankGraph {
+  int rank = 0, ranks = 1;
+  std::vector<node_t> rows;  ///< [n] the rank's nodes, ascending: its output rows, and its first n sources
+  std::vector<node_t> halo;  ///< [h] remote sources its rows read, by (owner, id): its last h sources
+  /// The rows' in-edges, each row's in the whole graph's CSR order: n destinations, n + h sources.
+  HostGraph graph;
+  /// [graph's E] each local edge's index in the whole graph's edge order (its caller's order):
+  /// where the rank's edge values and edge features come from.
+  std::vector<edge_t> edge_ids;
+  /// Receiving: halo[recv_ptr[p] .. recv_ptr[p + 1]) comes from rank p ([ranks + 1]; none from
+  /// itself).
+  std::vector<node_t> recv_ptr;
+  /// Sending: to rank p, the rows at local positions send_rows[send_ptr[p] .. send_ptr[p + 1]),
+  /// in the order p's halo holds them ([ranks + 1]).
+  std::vector<node_t> send_ptr, send_rows;
+
+  node_t num_rows() const { return node_t(rows.size()); }
+  node_t num_halo() const { return node_t(halo.size()); }
+};
+
+/// Rank `rank`'s share of `g` under `p`, from the whole graph's structure. Error for a rank
+/// outside [0, p.ranks) or a partition of another graph.
+RankGraph rank_graph(const HostGraph& g, const Partition& p, int rank);
+
+}  // namespace dfgnn

@@ -1,0 +1,170 @@
+"""Attention over several ranks on torch.distributed (docs/distributed.md): the destination rows
+of a square graph split over the ranks of a process group (gloo on CPU, NCCL on GPUs). A rank
+holds its rows' inputs; its call is one bipartite call of the ops over [its rows | its halo],
+the halo rows of the source-side inputs (GT k and v, GAT el and v, GATv2 xl) arriving by one
+all-to-all per call, and, in the backward, their gradients going back to their owners, which add
+them in rank order: results equal one process's (within float32 rounding), bitwise the same
+from run to run for a given partition.
+
+    owner = dfgnn.Graph.from_edge_index(edge_index, N).partition(world_size)  # or METIS's
+    mine = edge_index[:, owner[edge_index[1]] == rank]      # the in-edges of this rank's rows
+    graph = dfgnn.distributed.DistributedGraph(mine, owner)
+    out = dfgnn.distributed.gt_attention(graph, q[graph.rows], k[graph.rows], v[graph.rows])
+
+Replicated parameters (GATv2's a) get this rank's share of their gradient: sum them over the
+ranks (DistributedDataParallel averages them, so scale the loss by the world size there).
+"""
+
+import hashlib
+
+import torch
+import torch.distributed as dist
+
+from . import ops
+from .graph import Graph
+
+__all__ = ["DistributedGraph", "gt_attention", "gat_attention", "gatv2_attention"]
+
+
+class DistributedGraph:
+    """This rank's share of a square graph whose nodes are split by `owner` ([N], each node's
+    rank, the same on every rank of `group`): `edge_index` [2, E_r] holds the in-edges of this
+    rank's rows, in the order its edge values and edge features come in. The exchange plan is
+    built here once, with two all-to-alls. Every rank of the group must construct it together;
+    bad input (an owner vector the ranks disagree on, a rank outside the group, an edge into
+    another rank's row) raises ValueError on every rank.
+
+    rows: the global ids of this rank's rows, ascending (its output's rows, and the rows of its
+    inputs); halo: the remote sources its rows read; graph: the local bipartite dfgnn.Graph, its
+    rows over [rows | halo]."""
+
+    def __init__(self, edge_index, owner, group=None):
+        self.group = group
+        ranks, rank = dist.get_world_size(group), dist.get_rank(group)
+        device = edge_index.device
+        owner = torch.as_tensor(owner, device=device).long()
+        n_all = owner.numel()
+        problem = _problem(edge_index, owner, ranks, rank)
+        _agree(problem, n_all, owner, group)
+        src, dst = edge_index.long()
+        self.rows = (owner == rank).nonzero().flatten()
+        n = self.rows.numel()
+        local = torch.full((n_all,), -1, dtype=torch.long, device=device)
+        local[self.rows] = torch.arange(n, device=device)
+        # The halo by (owner, id), so that each peer's part is contiguous.
+        remote = src[owner[src] != rank]
+        key = torch.unique(owner[remote] * n_all + remote)
+        self.halo = key % max(n_all, 1)
+        self.recv_counts = torch.bincount(key // max(n_all, 1), minlength=ranks)
+        # Each owner learns which of its rows this rank reads: the counts, then the ids.
+        send_counts = torch.empty_like(self.recv_counts)
+        dist.all_to_all_single(send_counts, self.recv_counts, group=group)
+        self.send_counts = send_counts
+        requested = self.halo.new_empty(int(send_counts.sum()))
+        dist.all_to_all_single(requested, self.halo, send_counts.tolist(), self.recv_counts.tolist(), group=group)
+        self.send_rows = local[requested]
+        local[self.halo] = n + torch.arange(self.halo.numel(), device=device)
+        self.graph = Graph.from_edge_index(torch.stack([local[src], local[dst]]),
+                                           size=(n + self.halo.numel(), n))
+        self._send = send_counts.tolist()
+        self._recv = self.recv_counts.tolist()
+
+    @property
+    def num_rows(self):
+        return self.rows.numel()
+
+
+def _problem(edge_index, owner, ranks, rank):
+    """What is wrong with this rank's input, or None."""
+    if not (isinstance(edge_index, torch.Tensor) and edge_index.dim() == 2 and edge_index.size(0) == 2):
+        return f"edge_index must be a [2, E] tensor, got {getattr(edge_index, 'shape', type(edge_index))}"
+    if owner.dim() != 1:
+        return f"owner must be a vector [N], got shape {list(owner.shape)}"
+    if owner.numel() and (int(owner.min()) < 0 or int(owner.max()) >= ranks):
+        bad = int(((owner < 0) | (owner >= ranks)).nonzero()[0])
+        return f"node {bad} has rank {int(owner[bad])}, outside [0, {ranks})"
+    if edge_index.numel() and (int(edge_index.min()) < 0 or int(edge_index.max()) >= owner.numel()):
+        return f"edge_index has node ids outside [0, {owner.numel()})"
+    if edge_index.numel() and bool((owner[edge_index[1]] != rank).any()):
+        e = int((owner[edge_index[1]] != rank).nonzero()[0])
+        return f"edge {e} goes into node {int(edge_index[1, e])}, a row of rank {int(owner[edge_index[1, e]])}"
+    return None
+
+
+def _agree(problem, n_all, owner, group):
+    """Raises ValueError on every rank if any rank's input is wrong or the ranks' owner vectors
+    differ: one collective, so no rank waits for another that raised."""
+    digest = hashlib.sha1(owner.cpu().numpy().tobytes()).hexdigest()
+    everyone = [None] * dist.get_world_size(group)
+    dist.all_gather_object(everyone, (problem, n_all, digest), group=group)
+    errors = [f"rank {r}: {p}" for r, (p, _, _) in enumerate(everyone) if p is not None]
+    if len({(n, d) for _, n, d in everyone}) > 1:
+        errors.append("the ranks disagree on the node count or the partition: "
+                      + ", ".join(f"rank {r} has {n} nodes" for r, (_, n, _) in enumerate(everyone)))
+    if errors:
+        raise ValueError("dfgnn.distributed.DistributedGraph: " + "; ".join(errors))
+
+
+class _Exchange(torch.autograd.Function):
+    """[own rows | halo rows] of x [rows, F]; backward: the halo rows' gradients back to their
+    owners, each peer's part added in rank order (a peer asks for a row once, so each
+    index_add_ has distinct indices and runs the same on every run)."""
+
+    @staticmethod
+    def forward(ctx, graph, x):
+        ctx.graph = graph
+        halo = x.new_empty((graph.halo.numel(), x.size(1)))
+        dist.all_to_all_single(halo, x[graph.send_rows].contiguous(), graph._recv, graph._send, group=graph.group)
+        return torch.cat([x, halo])
+
+    @staticmethod
+    def backward(ctx, grad):
+        g = ctx.graph
+        n = g.num_rows
+        back = grad.new_empty((g.send_rows.numel(), grad.size(1)))
+        dist.all_to_all_single(back, grad[n:].contiguous(), g._send, g._recv, group=g.group)
+        own = grad[:n].clone()
+        start = 0
+        for count in g._send:
+            own.index_add_(0, g.send_rows[start:start + count], back[start:start + count])
+            start += count
+        return None, own
+
+
+def _sources(graph, *tensors):
+    """Each source-side tensor's [own rows | halo rows], exchanged together in one all-to-all."""
+    flat = [t.flatten(1) for t in tensors]
+    both = _Exchange.apply(graph, torch.cat(flat, 1) if len(flat) > 1 else flat[0])
+    return [p.reshape(p.size(0), *t.shape[1:]) for p, t in zip(both.split([f.size(1) for f in flat], 1), tensors)]
+
+
+def _local(op, graph, kwargs):
+    if not isinstance(graph, DistributedGraph):
+        raise TypeError(f"dfgnn.distributed.{op}: graph must be a DistributedGraph, got {type(graph).__name__}")
+    if kwargs.get("dropout", 0.0):
+        raise ValueError(f"dfgnn.distributed.{op}: dropout on a DistributedGraph is not supported yet "
+                         f"(a rank would draw its mask by its local edge ids; docs/distributed.md)")
+    return graph.graph
+
+
+def gt_attention(graph, q, k, v, **kwargs):
+    """dfgnn.gt_attention on this rank's rows: q, k, v [rows, H, D] (edge features, edge values:
+    this rank's edges, in its edge_index's order). Returns its rows' out [rows, H, D]."""
+    local = _local("gt_attention", graph, kwargs)
+    k, v = _sources(graph, k, v)
+    return ops.gt_attention(local, q, k, v, **kwargs)
+
+
+def gat_attention(graph, el, er, v, **kwargs):
+    """dfgnn.gat_attention on this rank's rows: el, er [rows, H], v [rows, H, D]."""
+    local = _local("gat_attention", graph, kwargs)
+    el, v = _sources(graph, el, v)
+    return ops.gat_attention(local, el, er, v, **kwargs)
+
+
+def gatv2_attention(graph, xl, xr, a, **kwargs):
+    """dfgnn.gatv2_attention on this rank's rows: xl, xr [rows, H, D], a [H, D] (its gradient:
+    this rank's share)."""
+    local = _local("gatv2_attention", graph, kwargs)
+    (xl,) = _sources(graph, xl)
+    return ops.gatv2_attention(local, xl, xr, a, **kwargs)

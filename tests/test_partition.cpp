@@ -1,0 +1,268 @@
+// Destination partitions (partition.hpp): the partitions and their bad input, the exchange plan
+// against each rank's halo, and P = 1..4 ranks simulated in one process: each rank's forward and
+// backward as a bipartite call over [its rows | its halo] whose halo rows (and, backward, their
+// gradients) move as the plan says, equal to one call on the whole graph within 1e-6 normwise
+// (GT, GAT, GATv2; edge values and edge features too).
+
+#include "expect_error.hpp"
+#include "graphs.hpp"
+
+#include <dfgnn/backward.hpp>
+#include <dfgnn/partition.hpp>
+#include <dfgnn/reference.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+using Floats = std::vector<float>;
+
+TEST(Partition, ByEdgesIsContiguousAndBalanced) {
+  const HostGraph g = test::power_law_graph(1000, 8000, 4);
+  for (int P : {1, 2, 3, 4, 7}) {
+    const Partition p = partition_by_edges(g, P);
+    ASSERT_EQ(p.owner.size(), std::size_t(g.num_nodes));
+    EXPECT_TRUE(std::is_sorted(p.owner.begin(), p.owner.end()));
+    EXPECT_EQ(p.owner.front(), 0);
+    // Each rank's in-edges plus nodes within one row of (E + N) / P.
+    std::vector<edge_t> weight(std::size_t(P), 0);
+    for (node_t v = 0; v < g.num_nodes; ++v)
+      weight[std::size_t(p.owner[std::size_t(v)])] += g.row_ptr[std::size_t(v) + 1] - g.row_ptr[std::size_t(v)] + 1;
+    const double share = double(g.num_edges() + g.num_nodes) / P;
+    for (int r = 0; r < P; ++r) EXPECT_LE(std::abs(double(weight[std::size_t(r)]) - share), double(g.stats.max) + 1);
+  }
+  EXPECT_EQ(partition_by_edges(graph_from_edges(0, {}, {}), 3).owner.size(), 0u);
+}
+
+TEST(Partition, BadInputNamesTheProblem) {
+  const HostGraph g = graph_from_edges(4, {0, 1}, {1, 2});
+  test::expect_error([&] { partition_by_edges(g, 0); }, {"partition_by_edges: ranks must be at least 1, got 0"});
+  test::expect_error([&] { partition_from(g, 2, {0, 1, 1}); },
+                     {"partition_from: the partition vector has 3 entries, expected one per node (4)"});
+  test::expect_error([&] { partition_from(g, 2, {0, 1, 2, 0}); },
+                     {"partition_from: node 2 has rank 2, outside [0, 2)"});
+  test::expect_error([&] { partition_from(g, 2, {0, -1, 1, 0}); }, {"node 1 has rank -1"});
+  test::expect_error([&] { partition_by_edges(graph_from_edges(3, 2, {0}, {1}), 2); },
+                     {"partition_by_edges: the graph is bipartite (3 sources, 2 destinations)"});
+  const Partition p = partition_by_edges(g, 2);
+  test::expect_error([&] { rank_graph(g, p, 2); }, {"rank_graph: rank 2 outside [0, 2)"});
+  test::expect_error([&] { rank_graph(graph_from_edges(5, {}, {}), p, 0); },
+                     {"rank_graph: the partition has 4 nodes, the graph 5"});
+}
+
+/// The partitions the simulation runs: by edges for P = 1..4, and a scattered vector that leaves
+/// rank 2 of 4 without nodes.
+std::vector<std::pair<std::string, Partition>> partitions(const HostGraph& g) {
+  std::vector<std::pair<std::string, Partition>> ps;
+  for (int P = 1; P <= 4; ++P) ps.emplace_back("by_edges_" + std::to_string(P), partition_by_edges(g, P));
+  std::vector<int> owner(std::size_t(g.num_nodes));
+  for (std::size_t v = 0; v < owner.size(); ++v) owner[v] = int(v * 7 % 3 == 2 ? 3 : v * 7 % 3);
+  ps.emplace_back("scattered_4", partition_from(g, 4, owner));
+  return ps;
+}
+
+TEST(Partition, ExchangePlanFillsEveryHalo) {
+  for (const auto& [name, g] : test::test_graphs(3000))
+    for (const auto& [pname, p] : partitions(g)) {
+      SCOPED_TRACE(name + " " + pname);
+      std::vector<RankGraph> ranks;
+      for (int r = 0; r < p.ranks; ++r) ranks.push_back(rank_graph(g, p, r));
+      edge_t edges = 0;
+      for (const RankGraph& r : ranks) {
+        edges += r.graph.num_edges();
+        for (int q = 0; q < p.ranks; ++q) {
+          // What q sends r is, in order, r's halo part from q.
+          const RankGraph& s = ranks[std::size_t(q)];
+          const node_t count = s.send_ptr[std::size_t(r.rank) + 1] - s.send_ptr[std::size_t(r.rank)];
+          ASSERT_EQ(count, r.recv_ptr[std::size_t(q) + 1] - r.recv_ptr[std::size_t(q)]);
+          for (node_t k = 0; k < count; ++k)
+            EXPECT_EQ(s.rows[std::size_t(s.send_rows[std::size_t(s.send_ptr[std::size_t(r.rank)] + k)])],
+                      r.halo[std::size_t(r.recv_ptr[std::size_t(q)] + k)]);
+        }
+        EXPECT_EQ(r.recv_ptr[std::size_t(r.rank) + 1], r.recv_ptr[std::size_t(r.rank)]);  // nothing from itself
+      }
+      EXPECT_EQ(edges, g.num_edges());  // each edge on its destination's rank
+    }
+}
+
+/// One call's outcome: out, then the gradient of each input in model order, then dE.
+struct Outcome {
+  std::vector<Floats> tensors;
+};
+
+/// A model's forward (training mode) and backward on `g` through the Kokkos API: `in` in model
+/// order (sized for g's sides), optional edge values [E,1] and edge features, dOut.
+Outcome run(ScoreKind kind, const HostGraph& g, int H, int D, const std::vector<Floats>& in, const Floats& w,
+            const Floats& e, const Floats& dout) {
+  Exec exec;
+  const Plan<Exec> plan(exec, Graph<Mem>(g), kind, H, D);
+  const Op& op = plan.op();
+  const ModelArgs& m = model_args(kind);
+  std::vector<Kokkos::View<float*, Mem>> views, grads;
+  Tensors x, dx;
+  const auto add = [&](const Floats& host, Extent extent) {
+    views.push_back(detail::upload<float, Mem>("in", host));
+    grads.emplace_back("grad", host.size());
+    Kokkos::deep_copy(grads.back(), std::numeric_limits<float>::quiet_NaN());
+    x.refs[x.count++] = TensorRef::shaped(views.back().data(), op, extent);
+    dx.refs[dx.count++] = TensorRef::shaped(grads.back().data(), op, extent);
+  };
+  for (int i = 0; i < m.count; ++i) add(in[std::size_t(i)], m.inputs[i].extent);
+  if (!e.empty()) add(e, m.edge.extent);
+  const std::size_t n = std::size_t(g.num_nodes), h = std::size_t(H), d = std::size_t(D);
+  const auto wv = detail::upload<float, Mem>("w", w);
+  const auto dy = detail::upload<float, Mem>("dout", dout);
+  Options<Mem> o;
+  if (!w.empty()) o.edge_values = EdgeValues<Mem>(wv.data(), w.size(), 1);
+  o.logsumexp = decltype(o.logsumexp)("lse", n, h);
+  NodeOutput<Mem> out("out", n, h, d);
+  visit_model(kind, [&](auto model) {
+    attention(exec, plan, model, x, out, o);
+    attention_backward(exec, plan, model, x, out, o.logsumexp, NodeFeatures<Mem>(dy.data(), n, h, d), dx, o);
+  });
+  exec.fence();
+  const auto host = [](const auto& v) {
+    const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+    return Floats(c.data(), c.data() + c.size());
+  };
+  Outcome r{{host(out)}};
+  for (const auto& g : grads) r.tensors.push_back(host(g));
+  return r;
+}
+
+/// Rows `ids` of a [*, width] tensor.
+Floats gather(const Floats& t, const std::vector<node_t>& ids, std::size_t width) {
+  Floats r;
+  for (node_t id : ids) r.insert(r.end(), t.begin() + std::ptrdiff_t(id * width), t.begin() + std::ptrdiff_t((id + 1) * width));
+  return r;
+}
+
+/// Entries per node (or edge) of an argument's extent.
+std::size_t width_of(Extent x, int H, int D) {
+  return x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::EdgeScalars ? std::size_t(H)
+                                                                                         : std::size_t(H) * D;
+}
+
+/// P ranks in one process: each rank's source-side inputs are its own rows then the halo rows
+/// its peers send by the plan; after its backward, the halo rows' gradients go back to their
+/// owners, which add them in rank order. Returns the whole graph's tensors as one call's.
+Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int H, int D,
+                    const std::vector<Floats>& in, const Floats& w, const Floats& e, const Floats& dout) {
+  const ModelArgs& m = model_args(kind);
+  std::vector<RankGraph> ranks;
+  for (int r = 0; r < p.ranks; ++r) ranks.push_back(rank_graph(g, p, r));
+  const std::size_t N = std::size_t(g.num_nodes), HD = std::size_t(H) * D;
+  Outcome whole{{Floats(N * HD)}};
+  for (int i = 0; i < m.count; ++i) whole.tensors.push_back(Floats(in[std::size_t(i)].size(), 0.f));
+  if (!e.empty()) whole.tensors.push_back(Floats(e.size()));
+  std::vector<Outcome> outcomes;
+  for (const RankGraph& r : ranks) {
+    // The halo rows as the plan moves them: from rank q's local rows send_rows, in order.
+    std::vector<node_t> halo;
+    for (int q = 0; q < p.ranks; ++q) {
+      const RankGraph& s = ranks[std::size_t(q)];
+      for (node_t k = s.send_ptr[std::size_t(r.rank)]; k < s.send_ptr[std::size_t(r.rank) + 1]; ++k)
+        halo.push_back(s.rows[std::size_t(s.send_rows[std::size_t(k)])]);
+    }
+    std::vector<node_t> sources = r.rows;
+    sources.insert(sources.end(), halo.begin(), halo.end());
+    std::vector<Floats> local;
+    for (int i = 0; i < m.count; ++i) {
+      const Extent x = m.inputs[i].extent;
+      const std::size_t width = width_of(x, H, D);
+      local.push_back(x == Extent::HeadFeatures ? in[std::size_t(i)]
+                      : x == Extent::SrcFeatures || x == Extent::SrcScalars ? gather(in[std::size_t(i)], sources, width)
+                                                                             : gather(in[std::size_t(i)], r.rows, width));
+    }
+    std::vector<node_t> edges(r.edge_ids.begin(), r.edge_ids.end());  // caller's edge ids (< 2^31 here)
+    const Floats lw = w.empty() ? Floats() : gather(w, edges, 1);
+    const Floats le = e.empty() ? Floats() : gather(e, edges, width_of(m.edge.extent, H, D));
+    outcomes.push_back(run(kind, r.graph, H, D, local, lw, le, gather(dout, r.rows, HD)));
+    const Outcome& o = outcomes.back();
+    for (std::size_t k = 0; k < r.rows.size(); ++k)
+      std::copy_n(o.tensors[0].begin() + std::ptrdiff_t(k * HD), HD, whole.tensors[0].begin() + std::ptrdiff_t(r.rows[k] * HD));
+    if (!e.empty()) {  // each edge's gradient on its destination's rank alone
+      const std::size_t width = width_of(m.edge.extent, H, D);
+      for (std::size_t k = 0; k < edges.size(); ++k)
+        std::copy_n(o.tensors.back().begin() + std::ptrdiff_t(k * width), width,
+                    whole.tensors.back().begin() + std::ptrdiff_t(std::size_t(edges[k]) * width));
+    }
+  }
+  // Gradients: destination-side rows from their rank; source-side rows own part first, then
+  // the halo rows' parts returned by each rank in rank order; a head vector summed in rank order.
+  for (int i = 0; i < m.count; ++i) {
+    const Extent x = m.inputs[i].extent;
+    const std::size_t width = width_of(x, H, D);
+    Floats& total = whole.tensors[std::size_t(i) + 1];
+    for (const RankGraph& r : ranks) {
+      const Floats& grad = outcomes[std::size_t(r.rank)].tensors[std::size_t(i) + 1];
+      if (x == Extent::HeadFeatures) {
+        for (std::size_t k = 0; k < total.size(); ++k) total[k] += grad[k];
+        continue;
+      }
+      for (std::size_t k = 0; k < r.rows.size(); ++k)
+        std::copy_n(grad.begin() + std::ptrdiff_t(k * width), width, total.begin() + std::ptrdiff_t(r.rows[k] * width));
+    }
+    if (x != Extent::SrcFeatures && x != Extent::SrcScalars) continue;
+    for (const RankGraph& owner : ranks)
+      for (int q = 0; q < p.ranks; ++q) {  // what rank q returns to `owner`, added in rank order
+        const RankGraph& r = ranks[std::size_t(q)];
+        const Floats& grad = outcomes[std::size_t(q)].tensors[std::size_t(i) + 1];
+        for (node_t k = r.recv_ptr[std::size_t(owner.rank)]; k < r.recv_ptr[std::size_t(owner.rank) + 1]; ++k) {
+          const std::size_t slot = r.rows.size() + std::size_t(k);
+          const node_t id = r.halo[std::size_t(k)];
+          for (std::size_t c = 0; c < width; ++c) total[std::size_t(id) * width + c] += grad[slot * width + c];
+        }
+      }
+  }
+  return whole;
+}
+
+class PartitionedAttention : public ::testing::TestWithParam<ScoreKind> {};
+
+TEST_P(PartitionedAttention, EqualsOneProcess) {
+  const ScoreKind kind = GetParam();
+  const ModelArgs& m = model_args(kind);
+  const int H = 2, D = 5;
+  for (const auto& [name, g] : test::test_graphs(3000)) {
+    const Op op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()};
+    std::vector<Floats> in;
+    for (int i = 0; i < m.count; ++i)
+      in.push_back(test::random_values(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), 10 + unsigned(i)));
+    const Floats dout = test::random_values(std::size_t(g.num_nodes) * H * D, 20);
+    for (const bool extras : {false, true}) {  // edge values and edge features
+      const Floats w = extras ? test::random_values(std::size_t(g.num_edges()), 21, 0.5f, 1.5f) : Floats();
+      const Floats e =
+          extras ? test::random_values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), 22) : Floats();
+      const Outcome one = run(kind, g, H, D, in, w, e, dout);
+      for (const auto& [pname, p] : partitions(g)) {
+        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values and features" : ""));
+        const Outcome many = distributed(kind, g, p, H, D, in, w, e, dout);
+        ASSERT_EQ(many.tensors.size(), one.tensors.size());
+        // Within 1e-6 normwise (Auto may pick another strategy for a rank's rows than for the
+        // whole graph's, and the source-side sums add the halo's parts last); GATv2's da, a sum
+        // over all edges whose terms cancel, within 1e-5.
+        for (std::size_t t = 0; t < one.tensors.size(); ++t) {
+          std::vector<double> ref(one.tensors[t].begin(), one.tensors[t].end());
+          const bool parameter = t > 0 && t - 1 < std::size_t(m.count) && m.inputs[t - 1].extent == Extent::HeadFeatures;
+          EXPECT_LE(max_relative_error(many.tensors[t].data(), ref), parameter ? 1e-5 : 1e-6)
+              << (t == 0 ? "out" : "gradient " + std::to_string(t));
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PartitionedAttention, ::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+}  // namespace
