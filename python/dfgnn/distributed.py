@@ -11,8 +11,12 @@ from run to run for a given partition.
     graph = dfgnn.distributed.DistributedGraph(mine, owner)
     out = dfgnn.distributed.gt_attention(graph, q[graph.rows], k[graph.rows], v[graph.rows])
 
-Replicated parameters (GATv2's a) get this rank's share of their gradient: sum them over the
-ranks (DistributedDataParallel averages them, so scale the loss by the world size there).
+The layers of dfgnn.nn take a DistributedGraph in place of edge_index, and x this rank's rows
+[rows, F]: the halo rows of x arrive the same way and the layer runs as a bipartite call (x_src =
+[rows | halo], x_dst = rows), self loops and edge_attr (this rank's edges) included; AGNNConv,
+whose x is both sides, does not. Replicated parameters (GATv2's a, the layers' weights) get this
+rank's share of their gradient: sum them over the ranks (DistributedDataParallel averages them,
+so scale the loss by the world size there).
 """
 
 import hashlib
@@ -73,6 +77,15 @@ class DistributedGraph:
     def num_rows(self):
         return self.rows.numel()
 
+    def sources(self, *tensors):
+        """Each tensor ([rows, ...]: this rank's rows of a source-side input) extended by its
+        halo rows, [rows + halo, ...]: the tensors flattened, concatenated and exchanged in one
+        all-to-all; autograd sends the halo rows' gradients back to their owners."""
+        flat = [t.flatten(1) for t in tensors]
+        both = _Exchange.apply(self, torch.cat(flat, 1) if len(flat) > 1 else flat[0])
+        parts = both.split([f.size(1) for f in flat], 1)
+        return [p.reshape(p.size(0), *t.shape[1:]) for p, t in zip(parts, tensors)]
+
 
 def _problem(edge_index, owner, ranks, rank):
     """What is wrong with this rank's input, or None."""
@@ -131,13 +144,6 @@ class _Exchange(torch.autograd.Function):
         return None, own
 
 
-def _sources(graph, *tensors):
-    """Each source-side tensor's [own rows | halo rows], exchanged together in one all-to-all."""
-    flat = [t.flatten(1) for t in tensors]
-    both = _Exchange.apply(graph, torch.cat(flat, 1) if len(flat) > 1 else flat[0])
-    return [p.reshape(p.size(0), *t.shape[1:]) for p, t in zip(both.split([f.size(1) for f in flat], 1), tensors)]
-
-
 def _local(op, graph, kwargs):
     if not isinstance(graph, DistributedGraph):
         raise TypeError(f"dfgnn.distributed.{op}: graph must be a DistributedGraph, got {type(graph).__name__}")
@@ -151,14 +157,14 @@ def gt_attention(graph, q, k, v, **kwargs):
     """dfgnn.gt_attention on this rank's rows: q, k, v [rows, H, D] (edge features, edge values:
     this rank's edges, in its edge_index's order). Returns its rows' out [rows, H, D]."""
     local = _local("gt_attention", graph, kwargs)
-    k, v = _sources(graph, k, v)
+    k, v = graph.sources(k, v)
     return ops.gt_attention(local, q, k, v, **kwargs)
 
 
 def gat_attention(graph, el, er, v, **kwargs):
     """dfgnn.gat_attention on this rank's rows: el, er [rows, H], v [rows, H, D]."""
     local = _local("gat_attention", graph, kwargs)
-    el, v = _sources(graph, el, v)
+    el, v = graph.sources(el, v)
     return ops.gat_attention(local, el, er, v, **kwargs)
 
 
@@ -166,5 +172,5 @@ def gatv2_attention(graph, xl, xr, a, **kwargs):
     """dfgnn.gatv2_attention on this rank's rows: xl, xr [rows, H, D], a [H, D] (its gradient:
     this rank's share)."""
     local = _local("gatv2_attention", graph, kwargs)
-    (xl,) = _sources(graph, xl)
+    (xl,) = graph.sources(xl)
     return ops.gatv2_attention(local, xl, xr, a, **kwargs)

@@ -3,8 +3,8 @@
 Same constructor arguments, parameter names, initialisation and `forward(x, edge_index)`, so a
 PyG layer's state_dict loads into ours and gives the same outputs and gradients; the attention
 (scores, softmax, aggregation) runs in dfgnn's fused kernels instead of PyG's message passing.
-`edge_index` is a [2, E] tensor (its Graph is built on first use and cached for that tensor) or
-a prebuilt dfgnn.Graph. Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst)
+`edge_index` is a [2, E] tensor (its Graph is built on first use and cached for that tensor), a
+prebuilt dfgnn.Graph, or a dfgnn.distributed.DistributedGraph (x: this rank's rows; not AGNNConv). Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst)
 (the graph's sources and destinations; `size` checks them), and lazy in_channels (-1), so the
 layers run in HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
 MessagePassing modules, which to_hetero looks for. return_attention_weights (any value, as in
@@ -26,6 +26,7 @@ from torch import Tensor
 from torch.nn import Linear, Parameter
 from torch.nn.parameter import UninitializedParameter
 
+from .distributed import DistributedGraph
 from .graph import Graph
 from .ops import _gat_layer, agnn_attention, gatv2_attention, gt_attention
 
@@ -106,7 +107,14 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_va
     """Checks forward's arguments. Returns (graph, x_src, x_dst, edge_attr): the Graph to run on
     (with PyG's self loops when asked), the source and destination features (both x for a
     tensor x) and the edge attributes [E, F] in that graph's edge order (None: none; the
-    loops' rows filled with fill_value, as PyG's add_self_loops does)."""
+    loops' rows filled with fill_value, as PyG's add_self_loops does). On a DistributedGraph, x
+    is this rank's rows and the call a bipartite one over [rows | halo] (docs/distributed.md)."""
+    if isinstance(edge_index, DistributedGraph):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{layer}: on a DistributedGraph x must be this rank's rows [rows, F], "
+                            f"got {type(x).__name__}")
+        (x_src,), edge_index = edge_index.sources(x), edge_index.graph
+        x = (x_src, x)
     if isinstance(x, (tuple, list)):
         if len(x) != 2 or not all(isinstance(t, Tensor) for t in x):
             raise TypeError(f"{layer}: bipartite x must be a pair of tensors (x_src, x_dst)"
