@@ -45,10 +45,20 @@ class DistributedGraph:
     def __init__(self, edge_index, owner, group=None):
         self.group = group
         ranks, rank = dist.get_world_size(group), dist.get_rank(group)
-        device = edge_index.device
-        owner = torch.as_tensor(owner, device=device).long()
+        # Every check ends in the one collective of _agree: a rank that raised before it would
+        # leave the others waiting there.
+        device = edge_index.device if isinstance(edge_index, torch.Tensor) else torch.device("cpu")
+        try:
+            owner = torch.as_tensor(owner, device=device).long()
+            problem = None
+        except (TypeError, ValueError, RuntimeError) as e:
+            owner, problem = torch.empty(0, dtype=torch.long, device=device), f"owner is not a vector of ranks: {e}"
+        if problem is None:
+            try:
+                problem = _problem(edge_index, owner, ranks, rank)
+            except (TypeError, ValueError, RuntimeError, IndexError) as e:  # e.g. float ids
+                problem = f"edge_index is not a [2, E] tensor of node ids: {e}"
         n_all = owner.numel()
-        problem = _problem(edge_index, owner, ranks, rank)
         _agree(problem, n_all, owner, group)
         src, dst = edge_index.long()
         self.rows = (owner == rank).nonzero().flatten()

@@ -127,6 +127,11 @@ def worker(rank, ranks, port, scattered):
             bad = owner.clone()
             bad[3] = ranks
             dd.DistributedGraph(edges[:, mask], bad)
+        if ranks > 1:  # a malformed argument on one rank: the others raise too, none waits
+            with pytest.raises(ValueError, match="rank 1: owner is not a vector of ranks"):
+                dd.DistributedGraph(edges[:, mask], "all" if rank == 1 else owner)
+            with pytest.raises(ValueError, match=r"rank 0: edge_index must be a \[2, E\] tensor"):
+                dd.DistributedGraph(edges[0] if rank == 0 else edges[:, mask], owner)
         with pytest.raises(ValueError, match="dropout on a DistributedGraph is not supported yet"):
             dd.gt_attention(graph, *(torch.zeros(graph.num_rows, H, D) for _ in range(3)), dropout=0.1)
     finally:
