@@ -39,8 +39,9 @@ class DistributedGraph:
     another rank's row) raises ValueError on every rank.
 
     rows: the global ids of this rank's rows, ascending (its output's rows, and the rows of its
-    inputs); halo: the remote sources its rows read; graph: the local bipartite dfgnn.Graph, its
-    rows over [rows | halo]."""
+    inputs); halo: the remote sources its rows read, by (owner, id); graph: the local bipartite
+    dfgnn.Graph, its rows over [rows | halo]; send_counts, recv_counts: the rows it sends to and
+    receives from each rank per exchange."""
 
     def __init__(self, edge_index, owner, group=None):
         self.group = group
@@ -69,19 +70,17 @@ class DistributedGraph:
         remote = src[owner[src] != rank]
         key = torch.unique(owner[remote] * n_all + remote)
         self.halo = key % max(n_all, 1)
-        self.recv_counts = torch.bincount(key // max(n_all, 1), minlength=ranks)
+        recv = torch.bincount(key // max(n_all, 1), minlength=ranks)
         # Each owner learns which of its rows this rank reads: the counts, then the ids.
-        send_counts = torch.empty_like(self.recv_counts)
-        dist.all_to_all_single(send_counts, self.recv_counts, group=group)
-        self.send_counts = send_counts
-        requested = self.halo.new_empty(int(send_counts.sum()))
-        dist.all_to_all_single(requested, self.halo, send_counts.tolist(), self.recv_counts.tolist(), group=group)
-        self.send_rows = local[requested]
+        send = torch.empty_like(recv)
+        dist.all_to_all_single(send, recv, group=group)
+        self.send_counts, self.recv_counts = send.tolist(), recv.tolist()  # rows to / from each rank
+        requested = self.halo.new_empty(sum(self.send_counts))
+        dist.all_to_all_single(requested, self.halo, self.send_counts, self.recv_counts, group=group)
+        self.send_rows = local[requested]  # by destination rank, each one's in its halo's order
         local[self.halo] = n + torch.arange(self.halo.numel(), device=device)
         self.graph = Graph.from_edge_index(torch.stack([local[src], local[dst]]),
                                            size=(n + self.halo.numel(), n))
-        self._send = send_counts.tolist()
-        self._recv = self.recv_counts.tolist()
 
     @property
     def num_rows(self):
@@ -137,7 +136,8 @@ class _Exchange(torch.autograd.Function):
     def forward(ctx, graph, x):
         ctx.graph = graph
         halo = x.new_empty((graph.halo.numel(), x.size(1)))
-        dist.all_to_all_single(halo, x[graph.send_rows].contiguous(), graph._recv, graph._send, group=graph.group)
+        dist.all_to_all_single(halo, x[graph.send_rows].contiguous(), graph.recv_counts, graph.send_counts,
+                               group=graph.group)
         return torch.cat([x, halo])
 
     @staticmethod
@@ -145,10 +145,10 @@ class _Exchange(torch.autograd.Function):
         g = ctx.graph
         n = g.num_rows
         back = grad.new_empty((g.send_rows.numel(), grad.size(1)))
-        dist.all_to_all_single(back, grad[n:].contiguous(), g._send, g._recv, group=g.group)
+        dist.all_to_all_single(back, grad[n:].contiguous(), g.send_counts, g.recv_counts, group=g.group)
         own = grad[:n].clone()
         start = 0
-        for count in g._send:
+        for count in g.send_counts:
             own.index_add_(0, g.send_rows[start:start + count], back[start:start + count])
             start += count
         return None, own
