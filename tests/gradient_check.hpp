@@ -21,16 +21,23 @@ inline std::vector<const char*> gradient_names(ScoreKind kind) {
   return {};
 }
 
-/// max_relative_error, unless the gradient is zero in exact arithmetic and the reference holds
-/// only float64 rounding (the score gradients of a graph whose rows have one edge each, whose
-/// softmax is constant): then the fp32 rounding left in `got`, absolutely.
+/// max |got - ref| over `scale` (infinity for a NaN in got), unless `scale` holds only float64
+/// rounding (a gradient that is zero in exact arithmetic: the score gradients of a graph whose
+/// rows have one edge each, whose softmax is constant): then the fp32 rounding left, absolutely.
+inline double gradient_error(const std::vector<float>& got, const std::vector<double>& ref, double scale) {
+  double err = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i])) return std::numeric_limits<double>::infinity();
+    err = std::max(err, std::abs(double(got[i]) - ref[i]));
+  }
+  return scale > 1e-12 ? err / scale : err;
+}
+
+/// The same over the gradient's own largest entry.
 inline double gradient_error(const std::vector<float>& got, const std::vector<double>& ref) {
   double scale = 0;
   for (double r : ref) scale = std::max(scale, std::abs(r));
-  if (scale > 1e-12) return max_relative_error(got.data(), ref);
-  double err = 0;
-  for (float x : got) err = std::max(err, std::isnan(x) ? std::numeric_limits<double>::infinity() : std::abs(double(x)));
-  return err;
+  return gradient_error(got, ref, scale);
 }
 
 /// 1e-4, but 1e-3 for the parameter gradients (dbeta, da, listed last): they sum terms over

@@ -136,7 +136,7 @@ class _Exchange(torch.autograd.Function):
     def forward(ctx, graph, x):
         ctx.graph = graph
         halo = x.new_empty((graph.halo.numel(), x.size(1)))
-        dist.all_to_all_single(halo, x[graph.send_rows].contiguous(), graph.recv_counts, graph.send_counts,
+        dist.all_to_all_single(halo, x[graph.send_rows], graph.recv_counts, graph.send_counts,
                                group=graph.group)
         return torch.cat([x, halo])
 

@@ -4,9 +4,10 @@ Same constructor arguments, parameter names, initialisation and `forward(x, edge
 PyG layer's state_dict loads into ours and gives the same outputs and gradients; the attention
 (scores, softmax, aggregation) runs in dfgnn's fused kernels instead of PyG's message passing.
 `edge_index` is a [2, E] tensor (its Graph is built on first use and cached for that tensor), a
-prebuilt dfgnn.Graph, or a dfgnn.distributed.DistributedGraph (x: this rank's rows; not AGNNConv). Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst)
-(the graph's sources and destinations; `size` checks them), and lazy in_channels (-1), so the
-layers run in HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
+prebuilt dfgnn.Graph, or a dfgnn.distributed.DistributedGraph (x: this rank's rows; not
+AGNNConv). Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst) (the graph's
+sources and destinations; `size` checks them), and lazy in_channels (-1), so the layers run in
+HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
 MessagePassing modules, which to_hetero looks for. return_attention_weights (any value, as in
 PyG) returns (out, (edge_index, alpha)): the edges the attention ran on (self loops included)
 and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv

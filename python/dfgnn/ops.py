@@ -375,7 +375,8 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
     tensors of the model's shapes on one CPU (or CUDA, outside torch.autocast) device, a float
     dropout, no edge values or seed (the callers check those two), not tracing. Returns out, or
     None for anything else: the caller then takes the general path, which checks everything
-    again and raises the usual errors. The same checks as _run's, inlined: each Python call costs ~0.1-0.3 us."""
+    again and raises the usual errors. The same checks as _run's, inlined: each Python call
+    costs ~0.1-0.3 us."""
     if (_is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN or type(c) not in _PLAIN
             or a.dtype is not _F32 or b.dtype is not _F32 or c.dtype is not _F32
             or not (a.is_contiguous() and b.is_contiguous() and c.is_contiguous())

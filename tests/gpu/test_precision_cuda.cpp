@@ -255,19 +255,14 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   const std::vector<float> rounded_out = out.host();
   ro.backward_out = rounded_out.data();
   const auto ref_grads = reference_gradients(kind, g, H, D, host, dout, ro);
-  const auto error = [&](const std::vector<float>& got, const std::vector<double>& ref) {
-    double err = 0;
-    for (std::size_t k = 0; k < got.size(); ++k)
-      err = std::max(err, std::isnan(got[k]) ? INFINITY : std::abs(got[k] - ref[k]));
-    return scale > 1e-12 ? err / scale : err;
-  };
   for (std::size_t i = 0; i < ref_grads.size(); ++i) {
     const std::vector<float> got = i < std::size_t(m.count) ? grads[i]->host() : dedge.host();
     const std::string name = i < std::size_t(m.count) ? m.gradients[i] : std::string("d") + m.edge.name;
     const double tol = i < std::size_t(m.count) ? test::gradient_tolerance(kind, i) : 1e-4;
     const int roundings = kind == ScoreKind::AGNN && i == 0 ? 2 : 1;  // AGNN's dX: each walk rounds its share
-    EXPECT_LE(error(got, ref_grads[i]), roundings * prec.unit * (1 + 1e-3) + tol) << where << " " << name;
-    EXPECT_LE(error(got, exact[i]), 2 * prec.contract) << where << " " << name << " (exact out)";
+    EXPECT_LE(test::gradient_error(got, ref_grads[i], scale), roundings * prec.unit * (1 + 1e-3) + tol)
+        << where << " " << name;
+    EXPECT_LE(test::gradient_error(got, exact[i], scale), 2 * prec.contract) << where << " " << name << " (exact out)";
   }
 }
 
