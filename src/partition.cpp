@@ -43,6 +43,20 @@ Partition partition_from(const HostGraph& g, int ranks, std::vector<int> owner) 
   return {ranks, std::move(owner)};
 }
 
+std::uint64_t fingerprint(const HostGraph& g, const Partition& p) {
+  std::uint64_t h = 1469598103934665603ull;
+  const auto mix = [&](const void* data, std::size_t bytes) {
+    for (std::size_t k = 0; k < bytes; ++k) h = (h ^ static_cast<const unsigned char*>(data)[k]) * 1099511628211ull;
+  };
+  const std::int64_t sizes[3] = {g.num_src_nodes, g.num_nodes, p.ranks};
+  mix(sizes, sizeof sizes);
+  mix(g.row_ptr.data(), g.row_ptr.size() * sizeof(edge_t));
+  mix(g.src.data(), g.src.size() * sizeof(node_t));
+  mix(g.edge_id.data(), g.edge_id.size() * sizeof(edge_t));
+  mix(p.owner.data(), p.owner.size() * sizeof(int));
+  return h;
+}
+
 RankGraph rank_graph(const HostGraph& g, const Partition& p, int rank) {
   if (rank < 0 || rank >= p.ranks)
     throw Error("rank_graph: rank " + std::to_string(rank) + " outside [0, " + std::to_string(p.ranks) + ")");

@@ -5,9 +5,8 @@
 // (GT, GAT, GATv2; edge values and edge features too).
 
 #include "expect_error.hpp"
-#include "graphs.hpp"
+#include "model_call.hpp"
 
-#include <dfgnn/backward.hpp>
 #include <dfgnn/partition.hpp>
 #include <dfgnn/reference.hpp>
 
@@ -24,7 +23,11 @@ namespace {
 using namespace dfgnn;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
-using Floats = std::vector<float>;
+using test::Floats;
+using test::ModelInputs;
+using test::Outcome;
+using test::run;
+using test::width_of;
 
 TEST(Partition, ByEdgesIsContiguousAndBalanced) {
   const HostGraph g = test::power_law_graph(1000, 8000, 4);
@@ -57,6 +60,25 @@ TEST(Partition, BadInputNamesTheProblem) {
   test::expect_error([&] { rank_graph(g, p, 2); }, {"rank_graph: rank 2 outside [0, 2)"});
   test::expect_error([&] { rank_graph(graph_from_edges(5, {}, {}), p, 0); },
                      {"rank_graph: the partition has 4 nodes, the graph 5"});
+}
+
+TEST(Partition, FingerprintTellsGraphsAndPartitionsApart) {
+  const HostGraph g = test::power_law_graph(1000, 8000, 4);
+  const Partition two = partition_by_edges(g, 2);
+  EXPECT_EQ(fingerprint(g, two), fingerprint(g, partition_by_edges(g, 2)));
+  EXPECT_NE(fingerprint(g, two), fingerprint(g, partition_by_edges(g, 3)));
+  Partition moved = two;
+  moved.owner[0] = 1;
+  EXPECT_NE(fingerprint(g, two), fingerprint(g, moved));
+  const HostGraph other = test::power_law_graph(1000, 8000, 5);  // same sizes, other edges
+  EXPECT_NE(fingerprint(g, two), fingerprint(other, partition_by_edges(other, 2)));
+}
+
+TEST(Partition, TakeRows) {
+  const Floats x{1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(take_rows(x, std::vector<node_t>{2, 0}, 2), (Floats{5, 6, 1, 2}));
+  EXPECT_EQ(take_rows(x, std::vector<edge_t>{1}, 3), (Floats{4, 5, 6}));
+  test::expect_error([&] { take_rows(x, std::vector<node_t>{3}, 2); }, {"take_rows: row 3 is outside a tensor of 3 rows"});
 }
 
 /// The partitions the simulation runs: by edges for P = 1..4, and a scattered vector that leaves
@@ -94,76 +116,19 @@ TEST(Partition, ExchangePlanFillsEveryHalo) {
     }
 }
 
-/// One call's outcome: out, then the gradient of each input in model order, then dE.
-struct Outcome {
-  std::vector<Floats> tensors;
-};
-
-/// A model's forward (training mode) and backward on `g` through the Kokkos API: `in` in model
-/// order (sized for g's sides), optional edge values [E,1] and edge features, dOut.
-Outcome run(ScoreKind kind, const HostGraph& g, int H, int D, const std::vector<Floats>& in, const Floats& w,
-            const Floats& e, const Floats& dout) {
-  Exec exec;
-  const Plan<Exec> plan(exec, Graph<Mem>(g), kind, H, D);
-  const Op& op = plan.op();
-  const ModelArgs& m = model_args(kind);
-  std::vector<Kokkos::View<float*, Mem>> views, grads;
-  Tensors x, dx;
-  const auto add = [&](const Floats& host, Extent extent) {
-    views.push_back(detail::upload<float, Mem>("in", host));
-    grads.emplace_back("grad", host.size());
-    Kokkos::deep_copy(grads.back(), std::numeric_limits<float>::quiet_NaN());
-    x.refs[x.count++] = TensorRef::shaped(views.back().data(), op, extent);
-    dx.refs[dx.count++] = TensorRef::shaped(grads.back().data(), op, extent);
-  };
-  for (int i = 0; i < m.count; ++i) add(in[std::size_t(i)], m.inputs[i].extent);
-  if (!e.empty()) add(e, m.edge.extent);
-  const std::size_t n = std::size_t(g.num_nodes), h = std::size_t(H), d = std::size_t(D);
-  const auto wv = detail::upload<float, Mem>("w", w);
-  const auto dy = detail::upload<float, Mem>("dout", dout);
-  Options<Mem> o;
-  if (!w.empty()) o.edge_values = EdgeValues<Mem>(wv.data(), w.size(), 1);
-  o.logsumexp = decltype(o.logsumexp)("lse", n, h);
-  NodeOutput<Mem> out("out", n, h, d);
-  visit_model(kind, [&](auto model) {
-    attention(exec, plan, model, x, out, o);
-    attention_backward(exec, plan, model, x, out, o.logsumexp, NodeFeatures<Mem>(dy.data(), n, h, d), dx, o);
-  });
-  exec.fence();
-  const auto host = [](const auto& v) {
-    const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-    return Floats(c.data(), c.data() + c.size());
-  };
-  Outcome r{{host(out)}};
-  for (const auto& g : grads) r.tensors.push_back(host(g));
-  return r;
-}
-
-/// Rows `ids` of a [*, width] tensor.
-Floats gather(const Floats& t, const std::vector<node_t>& ids, std::size_t width) {
-  Floats r;
-  for (node_t id : ids) r.insert(r.end(), t.begin() + std::ptrdiff_t(id * width), t.begin() + std::ptrdiff_t((id + 1) * width));
-  return r;
-}
-
-/// Entries per node (or edge) of an argument's extent.
-std::size_t width_of(Extent x, int H, int D) {
-  return x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::EdgeScalars ? std::size_t(H)
-                                                                                         : std::size_t(H) * D;
-}
-
 /// P ranks in one process: each rank's source-side inputs are its own rows then the halo rows
 /// its peers send by the plan; after its backward, the halo rows' gradients go back to their
 /// owners, which add them in rank order. Returns the whole graph's tensors as one call's.
-Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int H, int D,
-                    const std::vector<Floats>& in, const Floats& w, const Floats& e, const Floats& dout) {
+Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int H, int D, const ModelInputs& inputs) {
+  const std::vector<Floats>& in = inputs.args;
+  const Floats &w = inputs.w, &e = inputs.e, &dout = inputs.dout;
   const ModelArgs& m = model_args(kind);
   std::vector<RankGraph> ranks;
   for (int r = 0; r < p.ranks; ++r) ranks.push_back(rank_graph(g, p, r));
   const std::size_t N = std::size_t(g.num_nodes), HD = std::size_t(H) * D;
   Outcome whole{{Floats(N * HD)}};
   for (int i = 0; i < m.count; ++i) whole.tensors.push_back(Floats(in[std::size_t(i)].size(), 0.f));
-  if (!e.empty()) whole.tensors.push_back(Floats(e.size()));
+  if (inputs.extras) whole.tensors.push_back(Floats(e.size()));
   std::vector<Outcome> outcomes;
   for (const RankGraph& r : ranks) {
     // The halo rows as the plan moves them: from rank q's local rows send_rows, in order.
@@ -180,17 +145,17 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
       const Extent x = m.inputs[i].extent;
       const std::size_t width = width_of(x, H, D);
       local.push_back(x == Extent::HeadFeatures ? in[std::size_t(i)]
-                      : x == Extent::SrcFeatures || x == Extent::SrcScalars ? gather(in[std::size_t(i)], sources, width)
-                                                                             : gather(in[std::size_t(i)], r.rows, width));
+                      : x == Extent::SrcFeatures || x == Extent::SrcScalars ? take_rows(in[std::size_t(i)], sources, width)
+                                                                             : take_rows(in[std::size_t(i)], r.rows, width));
     }
-    std::vector<node_t> edges(r.edge_ids.begin(), r.edge_ids.end());  // caller's edge ids (< 2^31 here)
-    const Floats lw = w.empty() ? Floats() : gather(w, edges, 1);
-    const Floats le = e.empty() ? Floats() : gather(e, edges, width_of(m.edge.extent, H, D));
-    outcomes.push_back(run(kind, r.graph, H, D, local, lw, le, gather(dout, r.rows, HD)));
+    const std::vector<edge_t>& edges = r.edge_ids;  // caller's edge ids
+    const Floats lw = inputs.extras ? take_rows(w, edges, 1) : Floats();
+    const Floats le = inputs.extras ? take_rows(e, edges, width_of(m.edge.extent, H, D)) : Floats();
+    outcomes.push_back(run(kind, r.graph, H, D, {local, inputs.extras, lw, le, take_rows(dout, r.rows, HD)}));
     const Outcome& o = outcomes.back();
     for (std::size_t k = 0; k < r.rows.size(); ++k)
       std::copy_n(o.tensors[0].begin() + std::ptrdiff_t(k * HD), HD, whole.tensors[0].begin() + std::ptrdiff_t(r.rows[k] * HD));
-    if (!e.empty()) {  // each edge's gradient on its destination's rank alone
+    if (inputs.extras) {  // each edge's gradient on its destination's rank alone
       const std::size_t width = width_of(m.edge.extent, H, D);
       for (std::size_t k = 0; k < edges.size(); ++k)
         std::copy_n(o.tensors.back().begin() + std::ptrdiff_t(k * width), width,
@@ -231,35 +196,26 @@ class PartitionedAttention : public ::testing::TestWithParam<ScoreKind> {};
 
 TEST_P(PartitionedAttention, EqualsOneProcess) {
   const ScoreKind kind = GetParam();
-  const ModelArgs& m = model_args(kind);
   const int H = 2, D = 5;
-  for (const auto& [name, g] : test::test_graphs(3000)) {
-    const Op op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()};
-    std::vector<Floats> in;
-    for (int i = 0; i < m.count; ++i)
-      in.push_back(test::random_values(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), 10 + unsigned(i)));
-    const Floats dout = test::random_values(std::size_t(g.num_nodes) * H * D, 20);
+  for (const auto& [name, g] : test::test_graphs(3000))
     for (const bool extras : {false, true}) {  // edge values and edge features
-      const Floats w = extras ? test::random_values(std::size_t(g.num_edges()), 21, 0.5f, 1.5f) : Floats();
-      const Floats e =
-          extras ? test::random_values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), 22) : Floats();
-      const Outcome one = run(kind, g, H, D, in, w, e, dout);
+      const ModelInputs in = test::random_inputs(kind, g, H, D, extras);
+      const Outcome one = run(kind, g, H, D, in);
       for (const auto& [pname, p] : partitions(g)) {
         SCOPED_TRACE(name + " " + pname + (extras ? " with edge values and features" : ""));
-        const Outcome many = distributed(kind, g, p, H, D, in, w, e, dout);
+        const Outcome many = distributed(kind, g, p, H, D, in);
         ASSERT_EQ(many.tensors.size(), one.tensors.size());
         // Within 1e-6 normwise (Auto may pick another strategy for a rank's rows than for the
         // whole graph's, and the source-side sums add the halo's parts last); GATv2's da, a sum
         // over all edges whose terms cancel, within 1e-5.
         for (std::size_t t = 0; t < one.tensors.size(); ++t) {
           std::vector<double> ref(one.tensors[t].begin(), one.tensors[t].end());
-          const bool parameter = t > 0 && t - 1 < std::size_t(m.count) && m.inputs[t - 1].extent == Extent::HeadFeatures;
+          const bool parameter = test::outcome_extent(model_args(kind), t) == Extent::HeadFeatures;
           EXPECT_LE(max_relative_error(many.tensors[t].data(), ref), parameter ? 1e-5 : 1e-6)
               << (t == 0 ? "out" : "gradient " + std::to_string(t));
         }
       }
     }
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, PartitionedAttention, ::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),

@@ -10,6 +10,7 @@
 #include <dfgnn/reorder.hpp>
 
 #include "cli_common.hpp"
+#include "distributed_run.hpp"
 #include "inputs.hpp"
 #include "message_passing_cli.hpp"
 #ifdef DFGNN_ENABLE_CUDA
@@ -38,6 +39,9 @@ namespace {
 using namespace dfgnn;
 using cli::Inputs;
 using cli::node_rows;
+using cli::Gradients;
+using cli::gradient_extent;
+using cli::gradient_sizes;
 
 #ifndef DFGNN_GIT_COMMIT
 #define DFGNN_GIT_COMMIT "unknown"
@@ -346,25 +350,6 @@ Inputs in_order(const Inputs& in, const std::vector<node_t>& index) {
 
 // ---- running -------------------------------------------------------------------------------
 
-using Gradients = std::vector<std::pair<std::string, std::vector<float>>>;
-
-/// The gradients of a model, in the API's order, with their element counts.
-std::vector<std::pair<std::string, std::size_t>> gradient_sizes(const Inputs& in) {
-  std::vector<std::pair<std::string, std::size_t>> r;
-  for (int i = 0; i < in.args().count; ++i) {
-    std::size_t n = 1;
-    for (std::size_t x : in.shape(in.args().inputs[i].extent)) n *= x;
-    r.emplace_back(in.args().gradients[i], n);
-  }
-  if (in.edges()) r.emplace_back(in.args().edge_gradient, in.edge_features.size());
-  return r;
-}
-
-/// The extent of gradient i of gradient_sizes: the argument's, the edge argument's last.
-Extent gradient_extent(const Inputs& in, std::size_t i) {
-  return int(i) < in.args().count ? in.args().inputs[i].extent : in.args().edge.extent;
-}
-
 // A forward on the default Kokkos execution space with the portable kernels (the CUDA-native
 // ones are --backend cuda) through the generic entries: plan and inputs set up once, run
 // repeatable.
@@ -450,13 +435,20 @@ class KokkosRun {
   std::vector<std::pair<std::string, Kokkos::View<float*, Mem>>> grads_;
 };
 
+// The forward on the portable kernels: one process's, or under mpirun the ranks' (rank 0 gets
+// the output and weights, the others empty ones).
 std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
                               std::vector<float>* weights) {
-  const KokkosRun run(g, in, strategy);
-  used = run.strategy();
-  run();
-  if (in.weights) *weights = run.weights();
-  return run.output();
+  const auto go = [&](const auto& run) {
+    used = run.strategy();
+    run();
+    if (in.weights) *weights = run.weights();
+    return run.output();
+  };
+#ifdef DFGNN_ENABLE_MPI
+  if (cli::ranks() > 1) return go(cli::DistributedRun(g, in, strategy));
+#endif
+  return go(KokkosRun(g, in, strategy));
 }
 
 /// The reference's options of a run: its edge values and edge features.
@@ -676,11 +668,17 @@ int run_backward(const Args& a, const Renumbered& rn, const Inputs& in, const In
   const std::vector<float> run_dout = moved_rows(dout, re.order);
   Gradients grads;
   if (backend == Backend::Portable) {
-    KokkosRun run(rn.run(), run_in, strategy, /*training=*/true);
-    run.set_dout(run_dout);
-    run();
-    run.backward();
-    grads = run.gradients();
+    const auto go = [&](auto&& run) {
+      run.set_dout(run_dout);
+      run();
+      run.backward();
+      grads = run.gradients();
+    };
+#ifdef DFGNN_ENABLE_MPI
+    if (cli::ranks() > 1) go(cli::DistributedRun(rn.run(), run_in, strategy, /*training=*/true));
+    else
+#endif
+      go(KokkosRun(rn.run(), run_in, strategy, /*training=*/true));
   } else {
 #ifdef DFGNN_ENABLE_CUDA
     auto values = cli::run_cuda_backward(rn.run(), run_in, strategy, run_dout);
@@ -688,6 +686,7 @@ int run_backward(const Args& a, const Renumbered& rn, const Inputs& in, const In
     for (std::size_t i = 0; i < sizes.size(); ++i) grads.emplace_back(sizes[i].first, std::move(values[i]));
 #endif
   }
+  if (cli::rank() != 0) return 0;  // rank 0 writes and checks the whole gradients
   for (std::size_t i = 0; i < grads.size(); ++i)  // node gradients back to the file's order
     if (node_rows(gradient_extent(in, i))) grads[i].second = moved_rows(grads[i].second, re.position);
   for (std::size_t i = 0; i < grads.size(); ++i) {
@@ -741,6 +740,10 @@ int cmd_attention(int argc, char** argv) {
   if (a.flags.count("reference") || a.has("reference-sample")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
   require_native(in, backend);
+  if (cli::ranks() > 1) {
+    if (backend != Backend::Portable) throw Error("--backend cuda runs in one process; mpirun runs the portable kernels");
+    if (a.has("dropout")) throw Error("--dropout over several ranks is not supported yet");
+  }
   // dOut's shape and the output paths before any compute: a typo fails now, not after the run.
   const std::string dout_path = a.get("grad-out");
   std::vector<float> dout =
@@ -762,25 +765,31 @@ int cmd_attention(int argc, char** argv) {
 #endif
   }
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  out = moved_rows(out, re.position);
-  std::printf("%s N=%d E=%lld H=%zu D=%zu reorder=%s strategy=%s backend=%s time=%.3f ms (with transfers and planning)\n",
-              to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering),
-              to_string(used), backend_name(backend), ms);
-  if (a.has("out"))
-    io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
-  if (in.weights) io::write_npy_f32(a.get("attention-out"), {std::int64_t(in.E), std::int64_t(in.H)}, weights.data());
+  int status = 0;
   std::optional<Reference> check;
-  if (a.flags.count("reference") || a.has("reference-sample")) check.emplace(a, g, in);
+  if (cli::rank() == 0) {  // under mpirun rank 0 holds the whole output
+    out = moved_rows(out, re.position);
+    std::printf("%s N=%d E=%lld H=%zu D=%zu reorder=%s strategy=%s backend=%s%s time=%.3f ms (with transfers and "
+                "planning)\n",
+                to_string(in.kind), g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering),
+                to_string(used), backend_name(backend),
+                cli::ranks() > 1 ? (" ranks=" + std::to_string(cli::ranks())).c_str() : "", ms);
+    if (a.has("out"))
+      io::write_npy_f32(a.get("out"), {std::int64_t(in.N), std::int64_t(in.H), std::int64_t(in.D)}, out.data());
+    if (in.weights) io::write_npy_f32(a.get("attention-out"), {std::int64_t(in.E), std::int64_t(in.H)}, weights.data());
+    if (a.flags.count("reference") || a.has("reference-sample")) check.emplace(a, g, in);
+  }
   if (check) {
     std::vector<double> ref_weights;
     std::vector<double> ref = run_reference(*check->graph, check->in, in.weights ? &ref_weights : nullptr);
     const double tol = output_tolerance(in);
     bool ok = within(*check, "out", out, std::move(ref), Extent::DstFeatures, tol);
     if (in.weights) ok = within(*check, "the attention weights", weights, std::move(ref_weights), Extent::EdgeScalars, tol) && ok;
-    if (!ok) return 1;
+    status = ok ? 0 : 1;
   }
-  if (!a.has("grad-out")) return 0;
-  return run_backward(a, rn, in, run_in, dout, backend, strategy, check ? &*check : nullptr);
+  if (!a.has("grad-out")) return status;
+  // After a failed forward check too: under mpirun the other ranks are on their way to the backward.
+  return std::max(status, run_backward(a, rn, in, run_in, dout, backend, strategy, check ? &*check : nullptr));
 }
 
 int cmd_info(int argc, char** argv) {
@@ -1065,9 +1074,19 @@ int main(int argc, char** argv) {
   }
   // Kokkos gets no arguments: its own options (--threads, --help, ...) would bypass dfgnn's
   // checks. Its environment variables (KOKKOS_NUM_THREADS, ...) still apply.
+  cli::Ranks ranks(argc, argv);
   int kokkos_argc = 1;
   Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
+  // Under mpirun every rank reads the same options and files, so an error before the ranks'
+  // collectives is every rank's: rank 0 reports it. One after may be one rank's alone, while the
+  // others wait in a collective: that rank reports it and ends them all.
+  const auto fail = [](int code, const char* what, const char* text) {
+    if (cli::rank() == 0 || cli::collectives_begun()) std::fprintf(stderr, "dfgnn: %s: %s\n", what, text);
+    if (cli::collectives_begun()) cli::abort_ranks(code);
+    return code;
+  };
   try {
+    if (cli::ranks() > 1 && cmd != "attention") throw Error("only `dfgnn attention` runs on several ranks");
     if (cmd == "attention") return cmd_attention(argc, argv);
     if (cmd == "info") return cmd_info(argc, argv);
     if (cmd == "gen") return cmd_gen(argc, argv);
@@ -1076,13 +1095,10 @@ int main(int argc, char** argv) {
     if (cmd == "sddmm") return cli::cmd_sddmm(argc, argv);
     throw Error("unknown command '" + cmd + "' (expected attention, spmm, sddmm, info, gen or bench; see dfgnn --help)");
   } catch (const Error& e) {
-    std::fprintf(stderr, "dfgnn: error: %s\n", e.what());
-    return 2;
+    return fail(2, "error", e.what());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "dfgnn: error: out of host memory (the graph or tensors are too large for this machine)\n");
-    return 1;
+    return fail(1, "error", "out of host memory (the graph or tensors are too large for this machine)");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "dfgnn: failure: %s\n", e.what());
-    return 1;
+    return fail(1, "failure", e.what());
   }
 }

@@ -4,6 +4,8 @@
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/op.hpp>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace dfgnn::cli {
@@ -56,6 +58,26 @@ struct Inputs {
 /// tensors keep the file's edge order, which a renumbered graph's edge ids are).
 inline bool node_rows(Extent e) {
   return e != Extent::HeadFeatures && e != Extent::HeadVector && e != Extent::EdgeFeatures && e != Extent::EdgeScalars;
+}
+
+/// Named gradients in the API's order, on the host.
+using Gradients = std::vector<std::pair<std::string, std::vector<float>>>;
+
+/// The gradients of a model, in the API's order, with their element counts.
+inline std::vector<std::pair<std::string, std::size_t>> gradient_sizes(const Inputs& in) {
+  std::vector<std::pair<std::string, std::size_t>> r;
+  for (int i = 0; i < in.args().count; ++i) {
+    std::size_t n = 1;
+    for (std::size_t x : in.shape(in.args().inputs[i].extent)) n *= x;
+    r.emplace_back(in.args().gradients[i], n);
+  }
+  if (in.edges()) r.emplace_back(in.args().edge_gradient, in.edge_features.size());
+  return r;
+}
+
+/// The extent of gradient i of gradient_sizes: the argument's, the edge argument's last.
+inline Extent gradient_extent(const Inputs& in, std::size_t i) {
+  return int(i) < in.args().count ? in.args().inputs[i].extent : in.args().edge.extent;
 }
 
 /// Milliseconds of repeated runs.

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages dfgnn builds with (when missing; python3-venv for python/ci.sh's
 # venv and python3-dev for its PyTorch extension, clang and its libFuzzer runtime for
-# tests/fuzz/run.sh) and builds the serial preset.
+# tests/fuzz/run.sh, OpenMPI for the mpi preset) and builds the serial preset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake g++ make libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libgtest-dev zlib1g-dev python3-venv
-          python3-dev clang libclang-rt-dev)
+          python3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

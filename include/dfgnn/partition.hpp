@@ -12,6 +12,9 @@
 
 #include <dfgnn/csr.hpp>
 
+#include <algorithm>
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dfgnn {
@@ -31,6 +34,11 @@ Partition partition_by_edges(const HostGraph& g, int ranks);
 /// A given partition vector (e.g. METIS's): Error naming the problem for ranks < 1, a bipartite
 /// graph, a length other than N, or an entry outside [0, ranks).
 Partition partition_from(const HostGraph& g, int ranks, std::vector<int> owner);
+
+/// A 64-bit digest of a graph's structure and a partition of it, by which ranks check that they
+/// hold the same ones (FNV-1a over the sizes, the CSR with its
+/// edge ids, and the owners).
+std::uint64_t fingerprint(const HostGraph& g, const Partition& p);
 
 /// One rank's share of the graph and its part of the exchange plan.
 struct RankGraph {
@@ -56,5 +64,19 @@ struct RankGraph {
 /// Rank `rank`'s share of `g` under `p`, from the whole graph's structure. Error for a rank
 /// outside [0, p.ranks) or a partition of another graph.
 RankGraph rank_graph(const HostGraph& g, const Partition& p, int rank);
+
+/// Rows `ids` of a [*, width] host tensor, in that order: a rank's part of a whole graph's
+/// tensor (its rows, or its edges by edge_ids). Error for an id past the tensor's rows.
+template <class T, class Index>
+std::vector<T> take_rows(const std::vector<T>& x, const std::vector<Index>& ids, std::size_t width) {
+  std::vector<T> r(ids.size() * width);
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    if (ids[k] < 0 || (std::size_t(ids[k]) + 1) * width > x.size())
+      throw Error("take_rows: row " + std::to_string(ids[k]) + " is outside a tensor of " +
+                  std::to_string(width ? x.size() / width : 0) + " rows");
+    std::copy_n(x.begin() + std::ptrdiff_t(std::size_t(ids[k]) * width), width, r.begin() + std::ptrdiff_t(k * width));
+  }
+  return r;
+}
 
 }  // namespace dfgnn

@@ -1,0 +1,167 @@
+// Attention over MPI ranks (distributed.hpp, mpi.hpp), run under mpirun with P = 1..4: each
+// rank's forward and backward through a DistributedPlan on its own rows equal its rows of one
+// call on the whole graph within 1e-6 normwise (GT, GAT, GATv2; edge values and edge features;
+// partitions by edges and a scattered one), bitwise equal on a second run; bad input on one rank
+// throws the same Error on every rank.
+
+#include "../expect_error.hpp"
+#include "../model_call.hpp"
+
+#include <dfgnn/distributed.hpp>
+#include <dfgnn/mpi.hpp>
+#include <dfgnn/reference.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+using test::Floats;
+using test::ModelInputs;
+using test::Outcome;
+using test::width_of;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+using Distributed = DistributedPlan<Exec, MpiTransport>;
+
+int world_rank() { return MpiTransport().rank(); }
+int world_size() { return MpiTransport().ranks(); }
+
+/// This rank's forward (training mode) and backward through `plan`, on its part of the whole
+/// graph's inputs: out, then each gradient (this rank's rows, the whole da), then dE.
+Outcome rank_call(const Distributed& plan, const ModelInputs& whole) {
+  const RankGraph& s = plan.share();
+  const Op& op = plan.op();
+  const ModelArgs& m = model_args(op.kind);
+  Op rows = op;
+  rows.src_nodes = rows.dst_nodes;  // every node tensor holds this rank's rows
+  ModelInputs mine;
+  for (int i = 0; i < m.count; ++i) {
+    const Extent x = m.inputs[i].extent;
+    const Floats& t = whole.args[std::size_t(i)];
+    mine.args.push_back(x == Extent::HeadFeatures ? t : take_rows(t, s.rows, width_of(x, op.heads, op.dim)));
+  }
+  mine.extras = whole.extras;
+  if (whole.extras) {
+    mine.w = take_rows(whole.w, s.edge_ids, 1);
+    mine.e = take_rows(whole.e, s.edge_ids, width_of(m.edge.extent, op.heads, op.dim));
+  }
+  mine.dout = take_rows(whole.dout, s.rows, width_of(Extent::DstFeatures, op.heads, op.dim));
+  return test::call(plan, rows, mine, std::size_t(s.num_rows()));
+}
+
+/// The partition vectors the ranks run: by edges (empty), and for P > 1 a scattered one that
+/// leaves the last rank without nodes.
+std::vector<std::pair<std::string, std::vector<int>>> partitions(const HostGraph& g, int P) {
+  std::vector<std::pair<std::string, std::vector<int>>> ps{{"by_edges", {}}};
+  if (P == 1) return ps;
+  std::vector<int> owner(std::size_t(g.num_nodes));
+  for (std::size_t v = 0; v < owner.size(); ++v) owner[v] = int(v * 7 % std::size_t(P - 1));
+  ps.emplace_back("scattered", owner);
+  return ps;
+}
+
+class MpiAttention : public ::testing::TestWithParam<ScoreKind> {};
+
+TEST_P(MpiAttention, EqualsOneProcess) {
+  const ScoreKind kind = GetParam();
+  const ModelArgs& m = model_args(kind);
+  const int H = 2, D = 5;
+  for (const auto& [name, g] : test::test_graphs(3000))
+    for (const bool extras : {false, true}) {  // edge values and edge features
+      const ModelInputs in = test::random_inputs(kind, g, H, D, extras);
+      const Outcome one = test::run(kind, g, H, D, in);
+      for (const auto& [pname, owner] : partitions(g, world_size())) {
+        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values and features" : ""));
+        const Distributed plan(Exec(), MpiTransport(), g, owner, kind, H, D);
+        const RankGraph& s = plan.share();
+        // No ASSERT between collectives: a rank that left the test early would leave the others waiting.
+        const Outcome mine = rank_call(plan, in);
+        EXPECT_EQ(mine.tensors.size(), one.tensors.size());
+        for (std::size_t t = 0; t < std::min(one.tensors.size(), mine.tensors.size()); ++t) {
+          // This rank's part of the whole call's tensor t: its rows, its edges or all of it.
+          const Extent x = test::outcome_extent(m, t);
+          const std::size_t width = width_of(x, H, D);
+          const Floats part = x == Extent::HeadFeatures ? one.tensors[t]
+                              : x == Extent::EdgeFeatures || x == Extent::EdgeScalars
+                                  ? take_rows(one.tensors[t], s.edge_ids, width)
+                                  : take_rows(one.tensors[t], s.rows, width);
+          const std::vector<double> ref(part.begin(), part.end());
+          // da sums over all edges, its terms cancelling: 1e-5 (as tests/test_partition.cpp).
+          EXPECT_LE(max_relative_error(mine.tensors[t].data(), ref), x == Extent::HeadFeatures ? 1e-5 : 1e-6)
+              << (t == 0 ? "out" : "gradient " + std::to_string(t)) << " on rank " << world_rank();
+        }
+        const Outcome again = rank_call(plan, in);
+        for (std::size_t t = 0; t < mine.tensors.size(); ++t)
+          EXPECT_EQ(again.tensors[t], mine.tensors[t]) << "tensor " << t << " not reproduced bitwise";
+      }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, MpiAttention, ::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(MpiErrors, EveryRankNamesTheProblem) {
+  const int P = world_size(), me = world_rank(), last = P - 1;
+  const HostGraph g = test::random_graph(40, 200, 5);
+  const auto plan = [&](const HostGraph& graph, std::vector<int> owner, ScoreKind kind = ScoreKind::GT) {
+    Distributed(Exec(), MpiTransport(), graph, std::move(owner), kind, 2, 4);
+  };
+  // A partition vector of the wrong length on the last rank; an out-of-range rank on rank 0.
+  std::vector<int> owner(40, 0);
+  if (me == last) owner.pop_back();
+  test::expect_error([&] { plan(g, owner); },
+                     {"distributed plan: rank " + std::to_string(last) +
+                      ": partition_from: the partition vector has 39 entries, expected one per node (40)"});
+  owner.assign(40, 0);
+  if (me == 0) owner[3] = P;
+  test::expect_error([&] { plan(g, owner); }, {"distributed plan: rank 0: partition_from: node 3 has rank " +
+                                               std::to_string(P) + ", outside [0, " + std::to_string(P) + ")"});
+  test::expect_error([&] { plan(g, {}, ScoreKind::AGNN); }, {"rank 0: AGNN has no distributed form"});
+  if (P > 1) {
+    // The last rank's graph has one node more; then its partition differs, its graph does not.
+    const HostGraph bigger = test::random_graph(41, 200, 5);
+    test::expect_error([&] { plan(me == last ? bigger : g, {}); },
+                       {"the ranks disagree on the graph: rank 0 has 40 nodes and 200 edges, rank " +
+                        std::to_string(last) + " 41 and 200"});
+    owner.assign(40, 0);
+    if (me == last) owner[0] = 1;
+    test::expect_error([&] { plan(g, owner); },
+                       {"rank " + std::to_string(last) + " passed another graph, partition, model, heads or dim"});
+  }
+  // Calls: dropout, and tensors that are not this rank's rows.
+  const Distributed p(Exec(), MpiTransport(), g, {}, ScoreKind::GT, 2, 4);
+  const std::size_t n = std::size_t(p.num_rows());
+  Kokkos::View<float*, Mem> t("t", (n + 1) * 8);
+  NodeOutput<Mem> out("out", n, 2, 4);
+  Options<Mem> o;
+  o.dropout = {0.5f, 1};
+  const Tensors rows_in = tensors(NodeFeatures<Mem>(t.data(), n, 2, 4), NodeFeatures<Mem>(t.data(), n, 2, 4),
+                                  NodeFeatures<Mem>(t.data(), n, 2, 4));
+  test::expect_error([&] { attention(Exec(), p, GT{}, rows_in, out, o); },
+                     {"attention: dropout over several ranks is not supported yet"});
+  const Tensors more = tensors(NodeFeatures<Mem>(t.data(), n, 2, 4), NodeFeatures<Mem>(t.data(), n + 1, 2, 4),
+                               NodeFeatures<Mem>(t.data(), n, 2, 4));
+  test::expect_error([&] { attention(Exec(), p, GT{}, more, out); },
+                     {"attention: K must be this rank's " + std::to_string(n) + " rows of 8 dense float32 entries, got " +
+                      std::to_string((n + 1) * 8) + " entries"});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int failed = 0;
+  {
+    Kokkos::ScopeGuard kokkos(argc, argv);
+    ::testing::InitGoogleTest(&argc, argv);
+    failed = RUN_ALL_TESTS();
+  }
+  int any = 0;  // every rank exits with the same status
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return any;
+}
