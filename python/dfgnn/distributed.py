@@ -88,11 +88,9 @@ class DistributedGraph:
 
     def sources(self, *tensors):
         """Each tensor ([rows, ...]: this rank's rows of a source-side input) extended by its
-        halo rows, [rows + halo, ...]: the tensors flattened, concatenated and exchanged in one
-        all-to-all; autograd sends the halo rows' gradients back to their owners."""
-        flat = [t.flatten(1) for t in tensors]
-        both = _Exchange.apply(self, torch.cat(flat, 1) if len(flat) > 1 else flat[0])
-        parts = both.split([f.size(1) for f in flat], 1)
+        halo rows, [rows + halo, ...]: one all-to-all per tensor, received straight into the
+        halo part of the result; autograd sends the halo rows' gradients back to their owners."""
+        parts = _Exchange.apply(self, *(t.flatten(1) for t in tensors))
         return [p.reshape(p.size(0), *t.shape[1:]) for p, t in zip(parts, tensors)]
 
 
@@ -128,30 +126,37 @@ def _agree(problem, n_all, owner, group):
 
 
 class _Exchange(torch.autograd.Function):
-    """[own rows | halo rows] of x [rows, F]; backward: the halo rows' gradients back to their
-    owners, each peer's part added in rank order (a peer asks for a row once, so each
-    index_add_ has distinct indices and runs the same on every run)."""
+    """[own rows | halo rows] of each x [rows, F]; backward: the halo rows' gradients back to
+    their owners, each peer's part added in rank order (a peer asks for a row once, so each
+    index_add_ has distinct indices and runs the same on every run). The own rows are copied
+    once and the halo received in place: no concatenation of the tensors or of their rows."""
 
     @staticmethod
-    def forward(ctx, graph, x):
+    def forward(ctx, graph, *xs):
         ctx.graph = graph
-        halo = x.new_empty((graph.halo.numel(), x.size(1)))
-        dist.all_to_all_single(halo, x[graph.send_rows], graph.recv_counts, graph.send_counts,
-                               group=graph.group)
-        return torch.cat([x, halo])
+        n, outs = graph.num_rows, []
+        for x in xs:
+            out = x.new_empty((n + graph.halo.numel(), x.size(1)))
+            out[:n].copy_(x)
+            dist.all_to_all_single(out[n:], x[graph.send_rows], graph.recv_counts, graph.send_counts,
+                                   group=graph.group)
+            outs.append(out)
+        return tuple(outs)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx, *grads):
         g = ctx.graph
-        n = g.num_rows
-        back = grad.new_empty((g.send_rows.numel(), grad.size(1)))
-        dist.all_to_all_single(back, grad[n:].contiguous(), g.send_counts, g.recv_counts, group=g.group)
-        own = grad[:n].clone()
-        start = 0
-        for count in g.send_counts:
-            own.index_add_(0, g.send_rows[start:start + count], back[start:start + count])
-            start += count
-        return None, own
+        n, owns = g.num_rows, []
+        for grad in grads:
+            back = grad.new_empty((g.send_rows.numel(), grad.size(1)))
+            dist.all_to_all_single(back, grad[n:].contiguous(), g.send_counts, g.recv_counts, group=g.group)
+            own = grad[:n].clone()
+            start = 0
+            for count in g.send_counts:
+                own.index_add_(0, g.send_rows[start:start + count], back[start:start + count])
+                start += count
+            owns.append(own)
+        return (None, *owns)
 
 
 def _local(op, graph, kwargs):

@@ -1,10 +1,10 @@
-"""dfgnn.distributed on P = 1..4 CPU processes (torch.distributed with gloo): GT, GAT and GATv2
-forward and backward on a destination-partitioned graph equal one process's within 1e-6
-normwise (GATv2's da, summed over the ranks, 1e-5), with edge values and edge features, under
-Graph.partition's ranges and a scattered partition that leaves a rank without rows; two runs
-bitwise equal; the layers (TransformerConv, GATConv, GATv2Conv with edge_attr and self loops)
-likewise, their parameters' gradients summed over the ranks; bad input raises ValueError on
-every rank."""
+"""dfgnn.distributed on P = 1..4 CPU processes (torch.distributed with gloo), and with NCCL on
+two GPUs where there are two: GT, GAT and GATv2 forward and backward on a
+destination-partitioned graph equal one process's within 1e-6 normwise (GATv2's da, summed over
+the ranks, 1e-5), with edge values and edge features, under Graph.partition's ranges and a
+scattered partition that leaves a rank without rows; two runs bitwise equal; the layers
+(TransformerConv, GATConv, GATv2Conv with edge_attr and self loops) likewise, their
+parameters' gradients summed over the ranks; bad input raises ValueError on every rank."""
 
 import os
 import socket
@@ -50,13 +50,17 @@ def normwise(got, want):
     return ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
 
 
-def worker(rank, ranks, port, scattered):
+def worker(rank, ranks, port, scattered, backend="gloo"):
+    """One rank's checks: gloo on the CPU, or NCCL with rank r on GPU r."""
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
-    dist.init_process_group("gloo", rank=rank, world_size=ranks)
+    dev = torch.device("cuda", rank) if backend == "nccl" else torch.device("cpu")
+    if dev.type == "cuda":
+        torch.cuda.set_device(dev)
+    dist.init_process_group(backend, rank=rank, world_size=ranks)
     try:
-        edges = ref.random_graph(N, 900, 5, 300)  # rows without in-edges, a hub row
+        edges = ref.random_graph(N, 900, 5, 300).to(dev)  # rows without in-edges, a hub row
         whole = dfgnn.Graph.from_edge_index(edges, N)
-        owner = (torch.arange(N) * 7 % ranks) if scattered else whole.partition(ranks)
+        owner = (torch.arange(N, device=dev) * 7 % ranks) if scattered else whole.partition(ranks).to(dev)
         if scattered and ranks == 4:
             owner[owner == 2] = 3  # rank 2 holds no rows
         mask = owner[edges[1]] == rank
@@ -67,6 +71,7 @@ def worker(rank, ranks, port, scattered):
             full, e = inputs(model, edges, gen)
             w = torch.rand(edges.size(1), generator=gen) + 0.5
             grad = torch.randn(N, H, D, generator=gen)
+            full, e, w, grad = {k: t.to(dev) for k, t in full.items()}, e.to(dev), w.to(dev), grad.to(dev)
             # One process on the whole graph.
             ones = {k: v.clone().requires_grad_() for k, v in full.items()}
             e1 = e.clone().requires_grad_()
@@ -95,16 +100,16 @@ def worker(rank, ranks, port, scattered):
         # The layers on this rank's rows of x; parameters' gradients summed over the ranks, their
         # errors over the largest of them (a key bias's gradient is 0 in exact arithmetic).
         gen = torch.Generator().manual_seed(8)
-        x, attr = torch.randn(N, 6, generator=gen), torch.randn(edges.size(1), 3, generator=gen)
+        x, attr = torch.randn(N, 6, generator=gen).to(dev), torch.randn(edges.size(1), 3, generator=gen).to(dev)
         for name in ("TransformerConv", "GATConv", "GATv2Conv"):
             layers = []
             for _ in range(2):
                 torch.manual_seed(3)
-                layers.append(getattr(dfgnn.nn, name)(6, 4, heads=2, edge_dim=3))
+                layers.append(getattr(dfgnn.nn, name)(6, 4, heads=2, edge_dim=3).to(dev))
             one, many = layers
             x1 = x.clone().requires_grad_()
             out = one(x1, edges, attr)
-            grad = torch.randn(out.shape, generator=gen)
+            grad = torch.randn(out.shape, generator=gen).to(dev)
             out.backward(grad)
             xm = x[graph.rows].clone().requires_grad_()
             got = many(xm, graph, attr[mask])
@@ -133,7 +138,7 @@ def worker(rank, ranks, port, scattered):
             with pytest.raises(ValueError, match=r"rank 0: edge_index must be a \[2, E\] tensor"):
                 dd.DistributedGraph(edges[0] if rank == 0 else edges[:, mask], owner)
         with pytest.raises(ValueError, match="dropout on a DistributedGraph is not supported yet"):
-            dd.gt_attention(graph, *(torch.zeros(graph.num_rows, H, D) for _ in range(3)), dropout=0.1)
+            dd.gt_attention(graph, *(torch.zeros(graph.num_rows, H, D, device=dev) for _ in range(3)), dropout=0.1)
     finally:
         dist.destroy_process_group()
 
@@ -142,6 +147,14 @@ def worker(rank, ranks, port, scattered):
 @pytest.mark.parametrize("ranks", [1, 2, 3, 4])
 def test_equals_one_process(ranks, scattered):
     mp.spawn(worker, args=(ranks, free_port(), scattered), nprocs=ranks)
+
+
+@pytest.mark.skipif(not (torch.cuda.is_available() and torch.cuda.device_count() >= 2 and dist.is_nccl_available()),
+                    reason="NCCL on two GPUs")
+def test_nccl_on_two_gpus():
+    """The same checks with NCCL, rank r on GPU r (the CUDA-native kernels, the exchanges on the
+    device)."""
+    mp.spawn(worker, args=(2, free_port(), False, "nccl"), nprocs=2)
 
 
 def test_partition():
