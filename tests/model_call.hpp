@@ -13,16 +13,18 @@ namespace dfgnn::test {
 
 using Floats = std::vector<float>;
 
-/// A call's host inputs: the model's arguments in order, with `extras` edge values [E,1] and
-/// the edge argument, dOut.
+/// A call's host inputs: the model's arguments in order, with `extras` edge values [E,1], the
+/// edge argument and dropout, dOut; `counter` (uploaded for the call) the dropout's edge ids.
 struct ModelInputs {
   std::vector<Floats> args;
   bool extras = false;
   Floats w, e, dout;
+  Dropout dropout;
+  std::vector<edge_t> counter;
 };
 
 /// Random inputs of `kind` on g (never zero: edge values in [0.5, 1.5]), with or without edge
-/// values and edge features.
+/// values, edge features and dropout (rate 0.3).
 inline ModelInputs random_inputs(ScoreKind kind, const HostGraph& g, int H, int D, bool extras) {
   const ModelArgs& m = model_args(kind);
   const Op op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()};
@@ -34,6 +36,7 @@ inline ModelInputs random_inputs(ScoreKind kind, const HostGraph& g, int H, int 
   if (extras) {
     r.w = random_values(std::size_t(g.num_edges()), 21, 0.5f, 1.5f);
     r.e = random_values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), 22);
+    r.dropout = Dropout{0.3f, 23};
   }
   return r;
 }
@@ -68,6 +71,9 @@ Outcome call(const PlanType& plan, const Op& shapes, const ModelInputs& in, std:
   const auto dy = detail::upload<float, Mem>("dout", in.dout);
   Options<Mem> o;
   if (in.extras) o.edge_values = EdgeValues<Mem>(wv.data(), in.w.size(), 1);
+  const auto counter = detail::upload<edge_t, Mem>("counter", in.counter);
+  o.dropout = in.dropout;
+  if (!in.counter.empty()) o.dropout.counter = counter.data();
   o.logsumexp = decltype(o.logsumexp)("lse", rows, h);
   NodeOutput<Mem> out("out", rows, h, d);
   visit_model(shapes.kind, [&](auto model) {

@@ -2,7 +2,7 @@
 // against each rank's halo, and P = 1..4 ranks simulated in one process: each rank's forward and
 // backward as a bipartite call over [its rows | its halo] whose halo rows (and, backward, their
 // gradients) move as the plan says, equal to one call on the whole graph within 1e-6 normwise
-// (GT, GAT, GATv2; edge values and edge features too).
+// (GT, GAT, GATv2; edge values, edge features and dropout too).
 
 #include "expect_error.hpp"
 #include "model_call.hpp"
@@ -151,7 +151,9 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
     const std::vector<edge_t>& edges = r.edge_ids;  // caller's edge ids
     const Floats lw = inputs.extras ? take_rows(w, edges, 1) : Floats();
     const Floats le = inputs.extras ? take_rows(e, edges, width_of(m.edge.extent, H, D)) : Floats();
-    outcomes.push_back(run(kind, r.graph, H, D, {local, inputs.extras, lw, le, take_rows(dout, r.rows, HD)}));
+    // Dropout draws the whole graph's mask: its counter, each local edge's global id.
+    outcomes.push_back(
+        run(kind, r.graph, H, D, {local, inputs.extras, lw, le, take_rows(dout, r.rows, HD), inputs.dropout, edges}));
     const Outcome& o = outcomes.back();
     for (std::size_t k = 0; k < r.rows.size(); ++k)
       std::copy_n(o.tensors[0].begin() + std::ptrdiff_t(k * HD), HD, whole.tensors[0].begin() + std::ptrdiff_t(r.rows[k] * HD));
@@ -198,11 +200,11 @@ TEST_P(PartitionedAttention, EqualsOneProcess) {
   const ScoreKind kind = GetParam();
   const int H = 2, D = 5;
   for (const auto& [name, g] : test::test_graphs(3000))
-    for (const bool extras : {false, true}) {  // edge values and edge features
+    for (const bool extras : {false, true}) {  // edge values, edge features and dropout
       const ModelInputs in = test::random_inputs(kind, g, H, D, extras);
       const Outcome one = run(kind, g, H, D, in);
       for (const auto& [pname, p] : partitions(g)) {
-        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values and features" : ""));
+        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values, features and dropout" : ""));
         const Outcome many = distributed(kind, g, p, H, D, in);
         ASSERT_EQ(many.tensors.size(), one.tensors.size());
         // Within 1e-6 normwise (Auto may pick another strategy for a rank's rows than for the

@@ -94,6 +94,7 @@ class DistributedPlan {
     }
     agree(problem, digest);
     send_rows_ = detail::upload<node_t, memory_space>("dfgnn::send_rows", share_.send_rows);
+    edge_ids_ = detail::upload<edge_t, memory_space>("dfgnn::edge_ids", share_.edge_ids);
   }
 
   const Transport& transport() const { return transport_; }
@@ -103,6 +104,14 @@ class DistributedPlan {
   const Plan<Exec>& local() const { return *local_; }
   const Op& op() const { return local_->op(); }
   node_t num_rows() const { return share_.num_rows(); }
+
+  /// The options of the local call: dropout draws the whole graph's mask, by the global ids of
+  /// this rank's edges.
+  Options<memory_space> local_options(const Options<memory_space>& o) const {
+    Options<memory_space> r = o;
+    r.dropout.counter = edge_ids_.data();
+    return r;
+  }
 
   /// The local call's inputs: each source-side argument of `inputs` (this rank's rows) copied
   /// into its [rows | halo] buffer, the halo from the peers; the others as given.
@@ -257,6 +266,7 @@ class DistributedPlan {
   RankGraph share_;
   std::optional<Plan<Exec>> local_;
   Kokkos::View<const node_t*, memory_space> send_rows_;
+  Kokkos::View<const edge_t*, memory_space> edge_ids_;  ///< share_.edge_ids: the dropout counter
   /// Per model argument: its [rows | halo] (forward) and its gradient's (backward); the packed
   /// rows an exchange sends or receives.
   mutable Owned sources_[3], source_grads_[3], packed_;
@@ -264,14 +274,14 @@ class DistributedPlan {
 
 /// Forward on a distributed plan: every tensor holds this rank's rows (source-side ones too:
 /// the call gathers the halo), the edge tensors (Options' edge values and attention weights,
-/// the edge argument) its share's edges in `share().edge_ids` order. Dropout over ranks is not
-/// supported yet (its mask is keyed on the edge ids of one call): an Error.
+/// the edge argument) its share's edges in `share().edge_ids` order. Dropout draws its part of
+/// one call's mask on the whole graph (the options' dropout counter is the plan's).
 template <class Exec, class Transport, class Model>
 void attention(const Exec& exec, const DistributedPlan<Exec, Transport>& plan, const Model& model,
                const Tensors& inputs, const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  if (options.dropout.rate > 0.0f) throw Error("attention: dropout over several ranks is not supported yet");
-  attention(exec, plan.local(), model, plan.gather_sources("attention", exec, Model::args, inputs), out, options);
+  attention(exec, plan.local(), model, plan.gather_sources("attention", exec, Model::args, inputs), out,
+            plan.local_options(options));
 }
 
 /// Backward on a distributed plan, with the forward's inputs, options, out and logsumexp (this
@@ -285,10 +295,9 @@ void attention_backward(const Exec& exec, const DistributedPlan<Exec, Transport>
                         const NodeScalars<typename Exec::memory_space>& logsumexp,
                         const NodeFeatures<typename Exec::memory_space>& dOut, const Tensors& grads,
                         const Options<typename Exec::memory_space>& options = {}) {
-  if (options.dropout.rate > 0.0f) throw Error("attention_backward: dropout over several ranks is not supported yet");
   const char* who = "attention_backward";
   attention_backward(exec, plan.local(), model, plan.gather_sources(who, exec, Model::args, inputs), out, logsumexp,
-                     dOut, plan.source_gradients(who, Model::args, grads), options);
+                     dOut, plan.source_gradients(who, Model::args, grads), plan.local_options(options));
   plan.return_gradients(exec, Model::args, grads);
 }
 

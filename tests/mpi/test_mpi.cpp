@@ -1,8 +1,8 @@
 // Attention over MPI ranks (distributed.hpp, mpi.hpp), run under mpirun with P = 1..4: each
 // rank's forward and backward through a DistributedPlan on its own rows equal its rows of one
-// call on the whole graph within 1e-6 normwise (GT, GAT, GATv2; edge values and edge features;
-// partitions by edges and a scattered one), bitwise equal on a second run; bad input on one rank
-// throws the same Error on every rank.
+// call on the whole graph within 1e-6 normwise (GT, GAT, GATv2; edge values, edge features and
+// dropout; partitions by edges and a scattered one), bitwise equal on a second run; bad input on
+// one rank throws the same Error on every rank.
 
 #include "../expect_error.hpp"
 #include "../model_call.hpp"
@@ -44,7 +44,7 @@ Outcome rank_call(const Distributed& plan, const ModelInputs& whole) {
     const Floats& t = whole.args[std::size_t(i)];
     mine.args.push_back(x == Extent::HeadFeatures ? t : take_rows(t, s.rows, width_of(x, op.heads, op.dim)));
   }
-  mine.extras = whole.extras;
+  mine.extras = whole.extras, mine.dropout = whole.dropout;  // the plan gives the dropout its counter
   if (whole.extras) {
     mine.w = take_rows(whole.w, s.edge_ids, 1);
     mine.e = take_rows(whole.e, s.edge_ids, width_of(m.edge.extent, op.heads, op.dim));
@@ -71,11 +71,11 @@ TEST_P(MpiAttention, EqualsOneProcess) {
   const ModelArgs& m = model_args(kind);
   const int H = 2, D = 5;
   for (const auto& [name, g] : test::test_graphs(3000))
-    for (const bool extras : {false, true}) {  // edge values and edge features
+    for (const bool extras : {false, true}) {  // edge values, edge features and dropout
       const ModelInputs in = test::random_inputs(kind, g, H, D, extras);
       const Outcome one = test::run(kind, g, H, D, in);
       for (const auto& [pname, owner] : partitions(g, world_size())) {
-        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values and features" : ""));
+        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values, features and dropout" : ""));
         const Distributed plan(Exec(), MpiTransport(), g, owner, kind, H, D);
         const RankGraph& s = plan.share();
         // No ASSERT between collectives: a rank that left the test early would leave the others waiting.
@@ -132,17 +132,11 @@ TEST(MpiErrors, EveryRankNamesTheProblem) {
     test::expect_error([&] { plan(g, owner); },
                        {"rank " + std::to_string(last) + " passed another graph, partition, model, heads or dim"});
   }
-  // Calls: dropout, and tensors that are not this rank's rows.
+  // A call with tensors that are not this rank's rows.
   const Distributed p(Exec(), MpiTransport(), g, {}, ScoreKind::GT, 2, 4);
   const std::size_t n = std::size_t(p.num_rows());
   Kokkos::View<float*, Mem> t("t", (n + 1) * 8);
   NodeOutput<Mem> out("out", n, 2, 4);
-  Options<Mem> o;
-  o.dropout = {0.5f, 1};
-  const Tensors rows_in = tensors(NodeFeatures<Mem>(t.data(), n, 2, 4), NodeFeatures<Mem>(t.data(), n, 2, 4),
-                                  NodeFeatures<Mem>(t.data(), n, 2, 4));
-  test::expect_error([&] { attention(Exec(), p, GT{}, rows_in, out, o); },
-                     {"attention: dropout over several ranks is not supported yet"});
   const Tensors more = tensors(NodeFeatures<Mem>(t.data(), n, 2, 4), NodeFeatures<Mem>(t.data(), n + 1, 2, 4),
                                NodeFeatures<Mem>(t.data(), n, 2, 4));
   test::expect_error([&] { attention(Exec(), p, GT{}, more, out); },
