@@ -26,6 +26,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -173,6 +174,7 @@ struct dfgnn_plan {
   int device = 0;
   const dfgnn::detail::Executor* executor = nullptr;  // whichever of the two it is
   const char* strategy = "";
+  const dfgnn::edge_t* dropout_ids = nullptr;  // the calls' dropout counter (dfgnn_plan_set_dropout_ids)
 };
 
 namespace {
@@ -192,7 +194,7 @@ Call call_of(const dfgnn_plan& p, const dfgnn_call* c) {
   if (!c) throw dfgnn::Error("dfgnn: null call");
   const dfgnn::Op& op = p.executor->op();
   Call call = dfgnn::detail::pointer_call(op, op.kind, c->inputs, std::size_t(std::max<int64_t>(0, c->count)),
-                                          c->edge_values, c->edge_heads, dfgnn::Dropout{c->dropout, c->seed},
+                                          c->edge_values, c->edge_heads, dfgnn::Dropout{c->dropout, c->seed, p.dropout_ids},
                                           c->edge_features);
   call.param = c->param;
   return call;
@@ -414,6 +416,14 @@ int dfgnn_plan_prepare_backward(const dfgnn_plan* plan, intptr_t stream) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
     if (!p.host) DFGNN_ON_DEVICE(&p, p.executor->prepare_backward(reinterpret_cast<void*>(stream)));
+  });
+}
+
+int dfgnn_plan_set_dropout_ids(dfgnn_plan* plan, const int64_t* ids) {
+  static_assert(std::is_same_v<dfgnn::edge_t, int64_t>, "dropout ids are the library's edge ids");
+  return guarded([&] {
+    checked(plan);
+    plan->dropout_ids = ids;
   });
 }
 

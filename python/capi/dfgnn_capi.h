@@ -91,6 +91,11 @@ DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intp
  * transposed graph and the backward's workspaces; a host plan: nothing), so that a training
  * step can be prepared ahead of it. */
 DFGNN_CAPI int dfgnn_plan_prepare_backward(const dfgnn_plan* plan, intptr_t stream);
+/* Gives the plan's calls each edge's id in the dropout mask: ids [E] (in the caller's edge
+ * order) where the plan runs (host memory for a host plan, its device's for a CUDA plan), which
+ * must outlive the calls; NULL: each edge's index itself. A rank's share of a graph gives its
+ * edges their ids in the whole graph, so that the ranks draw one process's mask. */
+DFGNN_CAPI int dfgnn_plan_set_dropout_ids(dfgnn_plan* plan, const int64_t* ids);
 DFGNN_CAPI void dfgnn_plan_free(dfgnn_plan* plan);
 /* The strategy the plan's forward runs ("smmf", "online", ...); NULL for a null plan (then
  * dfgnn_last_error() says so). */

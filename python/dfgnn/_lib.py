@@ -58,6 +58,7 @@ lib.dfgnn_graph_partition.argtypes = [_p, _i, _p]
 lib.dfgnn_plan_create.argtypes = [_p, _i, _i, _i, ctypes.POINTER(_p)]
 lib.dfgnn_plan_create_cuda.argtypes = [_p, _i, _ip, _p, _p, _p, _p, _i, _i, _i, _i, ctypes.POINTER(_p)]
 lib.dfgnn_plan_prepare_backward.argtypes = [_p, _ip]
+lib.dfgnn_plan_set_dropout_ids.argtypes = [_p, _p]
 lib.dfgnn_plan_free.restype = None
 lib.dfgnn_plan_free.argtypes = [_p]
 lib.dfgnn_plan_strategy.restype = ctypes.c_char_p

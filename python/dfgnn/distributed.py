@@ -41,9 +41,13 @@ class DistributedGraph:
     rows: the global ids of this rank's rows, ascending (its output's rows, and the rows of its
     inputs); halo: the remote sources its rows read, by (owner, id); graph: the local bipartite
     dfgnn.Graph, its rows over [rows | halo]; send_counts, recv_counts: the rows it sends to and
-    receives from each rank per exchange."""
+    receives from each rank per exchange.
 
-    def __init__(self, edge_index, owner, group=None):
+    edge_ids ([E_r], optional): each of these edges' index in the whole graph's edge order. With
+    them the ops' attention dropout draws this rank's part of one process's mask on the whole
+    graph (without them the ops refuse dropout)."""
+
+    def __init__(self, edge_index, owner, group=None, edge_ids=None):
         self.group = group
         ranks, rank = dist.get_world_size(group), dist.get_rank(group)
         # Every check ends in the one collective of _agree: a rank that raised before it would
@@ -56,7 +60,7 @@ class DistributedGraph:
             owner, problem = torch.empty(0, dtype=torch.long, device=device), f"owner is not a vector of ranks: {e}"
         if problem is None:
             try:
-                problem = _problem(edge_index, owner, ranks, rank)
+                problem = _problem(edge_index, owner, ranks, rank) or _edge_ids_problem(edge_ids, edge_index)
             except (TypeError, ValueError, RuntimeError, IndexError) as e:  # e.g. float ids
                 problem = f"edge_index is not a [2, E] tensor of node ids: {e}"
         n_all = owner.numel()
@@ -81,6 +85,9 @@ class DistributedGraph:
         local[self.halo] = n + torch.arange(self.halo.numel(), device=device)
         self.graph = Graph.from_edge_index(torch.stack([local[src], local[dst]]),
                                            size=(n + self.halo.numel(), n))
+        self.edge_ids = edge_ids
+        if edge_ids is not None:
+            self.graph._use_dropout_ids(edge_ids.to(device))
 
     @property
     def num_rows(self):
@@ -108,6 +115,19 @@ def _problem(edge_index, owner, ranks, rank):
     if edge_index.numel() and bool((owner[edge_index[1]] != rank).any()):
         e = int((owner[edge_index[1]] != rank).nonzero()[0])
         return f"edge {e} goes into node {int(edge_index[1, e])}, a row of rank {int(owner[edge_index[1, e]])}"
+    return None
+
+
+def _edge_ids_problem(edge_ids, edge_index):
+    """What is wrong with the edge_ids argument, or None."""
+    if edge_ids is None:
+        return None
+    if not (isinstance(edge_ids, torch.Tensor) and edge_ids.dim() == 1 and edge_ids.numel() == edge_index.size(1)
+            and not edge_ids.is_floating_point() and not edge_ids.is_complex() and edge_ids.dtype != torch.bool):
+        return (f"edge_ids must be a vector of {edge_index.size(1)} integer edge indices, one per edge, got "
+                f"{getattr(edge_ids, 'shape', type(edge_ids))}")
+    if edge_ids.numel() and int(edge_ids.min()) < 0:
+        return "edge_ids holds a negative edge index"
     return None
 
 
@@ -162,9 +182,9 @@ class _Exchange(torch.autograd.Function):
 def _local(op, graph, kwargs):
     if not isinstance(graph, DistributedGraph):
         raise TypeError(f"dfgnn.distributed.{op}: graph must be a DistributedGraph, got {type(graph).__name__}")
-    if kwargs.get("dropout", 0.0):
-        raise ValueError(f"dfgnn.distributed.{op}: dropout on a DistributedGraph is not supported yet "
-                         f"(a rank would draw its mask by its local edge ids; docs/distributed.md)")
+    if kwargs.get("dropout", 0.0) and graph.edge_ids is None:
+        raise ValueError(f"dfgnn.distributed.{op}: dropout on a DistributedGraph needs its edge_ids (each edge's "
+                         f"index in the whole graph), so that the ranks draw one process's mask")
     return graph.graph
 
 

@@ -85,6 +85,7 @@ class Graph:
         self._plans = {}
         self._natives = {}  # (device index (-1: CPU), kind, heads, dim, dtype) -> plan(...).native: the ops' eager path
         self._device_csr = {}
+        self._dropout_ids = {}  # device -> each edge's id in the dropout mask (_use_dropout_ids); empty: none
         self._self_loops = None
         self._lock = threading.Lock()
         self.id = next(_ids)
@@ -333,7 +334,22 @@ class Graph:
                 else:
                     raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")
                 plan = self._plans[key] = _Plan(handle, arrays, self.num_nodes, heads, dim)
+                if self._dropout_ids:
+                    ids = self._dropout_ids.get(device)
+                    if ids is None:
+                        ids = self._dropout_ids[device] = next(iter(self._dropout_ids.values())).to(device)
+                        if device.type == "cuda":
+                            torch.cuda.current_stream(device).synchronize()  # as _device_arrays' copies
+                    _lib.call(_lib.lib.dfgnn_plan_set_dropout_ids, handle, ids.data_ptr())
         return plan
+
+    def _use_dropout_ids(self, ids):
+        # Each edge's id in the dropout mask ([E] int64, in the edges' order as given), for every
+        # plan: a rank's share of a graph (dfgnn.distributed) draws the whole graph's mask.
+        if self._plans:
+            raise RuntimeError("dfgnn.Graph: dropout ids are set before the graph's first plan")
+        ids = torch.as_tensor(ids).long().contiguous()
+        self._dropout_ids[_device_key(ids.device)] = ids
 
     def _native(self, device, key):
         # plan(device, *key[1:]).native, cached under key for the ops' eager path.

@@ -104,13 +104,18 @@ def _graph_of_tensor(edge_index, size):
     return Graph.cached(edge_index, size)
 
 
-def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_value="mean"):
+def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_value="mean", dropout=0.0):
     """Checks forward's arguments. Returns (graph, x_src, x_dst, edge_attr): the Graph to run on
     (with PyG's self loops when asked), the source and destination features (both x for a
     tensor x) and the edge attributes [E, F] in that graph's edge order (None: none; the
     loops' rows filled with fill_value, as PyG's add_self_loops does). On a DistributedGraph, x
-    is this rank's rows and the call a bipartite one over [rows | halo] (docs/distributed.md)."""
+    is this rank's rows and the call a bipartite one over [rows | halo] (docs/distributed.md);
+    attention dropout (the rate in training) is refused there: the layer's self loops have no
+    ids in the whole graph's mask."""
     if isinstance(edge_index, DistributedGraph):
+        if dropout:
+            raise ValueError(f"{layer}: attention dropout on a DistributedGraph is not supported yet in the layers "
+                             "(dfgnn.distributed's ops take it, with the graph's edge_ids)")
         if not isinstance(x, Tensor):
             raise TypeError(f"{layer}: on a DistributedGraph x must be this rank's rows [rows, F], "
                             f"got {type(x).__name__}")
@@ -228,7 +233,8 @@ class TransformerConv(_Conv):
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False,
-                                                 edge_attr if self.lin_edge is not None else None)
+                                                 edge_attr if self.lin_edge is not None else None,
+                                                 dropout=self.dropout if self.training else 0.0)
         H, C = self.heads, self.out_channels
         q = self.lin_query(x_dst).view(x_dst.size(0), H, C)
         k = self.lin_key(x_src).view(x_src.size(0), H, C)
@@ -331,7 +337,7 @@ class GATConv(_Conv):
         # PyG adds an edge term only with both edge_dim and edge_attr.
         edge_attr = edge_attr if self.lin_edge is not None else None
         graph, x_src, x_dst, edge_attr = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr, size,
-                                                 self.fill_value)
+                                                 self.fill_value, self.dropout if self.training else 0.0)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
         dropout = self.dropout if self.training else 0.0
@@ -393,7 +399,7 @@ class GATv2Conv(_Conv):
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         graph, x_src, x_dst, edge_attr = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr,
-                                                 fill_value=self.fill_value)
+                                                 fill_value=self.fill_value, dropout=self.dropout if self.training else 0.0)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
         x_l = self.lin_l(x_src).view(x_src.size(0), H, C)

@@ -4,7 +4,8 @@ destination-partitioned graph equal one process's within 1e-6 normwise (GATv2's 
 the ranks, 1e-5), with edge values and edge features, under Graph.partition's ranges and a
 scattered partition that leaves a rank without rows; two runs bitwise equal; the layers
 (TransformerConv, GATConv, GATv2Conv with edge_attr and self loops) likewise, their
-parameters' gradients summed over the ranks; bad input raises ValueError on every rank."""
+parameters' gradients summed over the ranks; GT's and GATv2's dropout, drawn by the graph's
+edge_ids, the same as one process's; bad input raises ValueError on every rank."""
 
 import os
 import socket
@@ -64,7 +65,7 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
         if scattered and ranks == 4:
             owner[owner == 2] = 3  # rank 2 holds no rows
         mask = owner[edges[1]] == rank
-        graph = dd.DistributedGraph(edges[:, mask], owner)
+        graph = dd.DistributedGraph(edges[:, mask], owner, edge_ids=mask.nonzero().flatten())
         assert torch.equal(graph.rows, (owner == rank).nonzero().flatten())
         for model in ("gt", "gat", "gatv2"):
             gen = torch.Generator().manual_seed(7)
@@ -72,17 +73,18 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
             w = torch.rand(edges.size(1), generator=gen) + 0.5
             grad = torch.randn(N, H, D, generator=gen)
             full, e, w, grad = {k: t.to(dev) for k, t in full.items()}, e.to(dev), w.to(dev), grad.to(dev)
-            # One process on the whole graph.
+            # One process on the whole graph; GT and GATv2 with dropout, drawn by the whole graph's edge ids.
+            kw = {} if model == "gat" else {"dropout": 0.3, "seed": 11}
             ones = {k: v.clone().requires_grad_() for k, v in full.items()}
             e1 = e.clone().requires_grad_()
-            out = call(dfgnn, model, whole, ones, edge_values=w, edge_features=e1)
+            out = call(dfgnn, model, whole, ones, edge_values=w, edge_features=e1, **kw)
             out.backward(grad)
             # This rank's rows (a head vector whole) and its edges.
             results = []
             for _ in range(2):
                 mine = {k: (v if k == "a" else v[graph.rows]).clone().requires_grad_() for k, v in full.items()}
                 em = e[mask].clone().requires_grad_()
-                got = call(dd, model, graph, mine, edge_values=w[mask], edge_features=em)
+                got = call(dd, model, graph, mine, edge_values=w[mask], edge_features=em, **kw)
                 got.backward(grad[graph.rows])
                 results.append((got, mine, em))
             got, mine, em = results[0]
@@ -137,8 +139,13 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
                 dd.DistributedGraph(edges[:, mask], "all" if rank == 1 else owner)
             with pytest.raises(ValueError, match=r"rank 0: edge_index must be a \[2, E\] tensor"):
                 dd.DistributedGraph(edges[0] if rank == 0 else edges[:, mask], owner)
-        with pytest.raises(ValueError, match="dropout on a DistributedGraph is not supported yet"):
-            dd.gt_attention(graph, *(torch.zeros(graph.num_rows, H, D, device=dev) for _ in range(3)), dropout=0.1)
+        with pytest.raises(ValueError, match="dropout on a DistributedGraph needs its edge_ids"):
+            plain = dd.DistributedGraph(edges[:, mask], owner)
+            dd.gt_attention(plain, *(torch.zeros(graph.num_rows, H, D, device=dev) for _ in range(3)), dropout=0.1)
+        with pytest.raises(ValueError, match="rank 0: edge_ids must be a vector of"):
+            dd.DistributedGraph(edges[:, mask], owner, edge_ids=torch.zeros(3) if rank == 0 else None)
+        with pytest.raises(ValueError, match="GATConv: attention dropout on a DistributedGraph is not supported yet"):
+            dfgnn.nn.GATConv(6, 4, dropout=0.5).to(dev)(torch.zeros(graph.num_rows, 6, device=dev), graph)
     finally:
         dist.destroy_process_group()
 
