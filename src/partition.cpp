@@ -31,16 +31,21 @@ Partition partition_by_edges(const HostGraph& g, int ranks) {
   return p;
 }
 
-Partition partition_from(const HostGraph& g, int ranks, std::vector<int> owner) {
-  check_square(g, ranks, "partition_from");
-  if (owner.size() != std::size_t(g.num_nodes))
+Partition partition_from(node_t num_nodes, int ranks, std::vector<int> owner) {
+  if (ranks < 1) throw Error("partition_from: ranks must be at least 1, got " + std::to_string(ranks));
+  if (owner.size() != std::size_t(num_nodes))
     throw Error("partition_from: the partition vector has " + std::to_string(owner.size()) +
-                " entries, expected one per node (" + std::to_string(g.num_nodes) + ")");
+                " entries, expected one per node (" + std::to_string(num_nodes) + ")");
   for (std::size_t v = 0; v < owner.size(); ++v)
     if (owner[v] < 0 || owner[v] >= ranks)
       throw Error("partition_from: node " + std::to_string(v) + " has rank " + std::to_string(owner[v]) +
                   ", outside [0, " + std::to_string(ranks) + ")");
   return {ranks, std::move(owner)};
+}
+
+Partition partition_from(const HostGraph& g, int ranks, std::vector<int> owner) {
+  check_square(g, ranks, "partition_from");
+  return partition_from(g.num_nodes, ranks, std::move(owner));
 }
 
 std::uint64_t fingerprint(const HostGraph& g, const Partition& p) {
@@ -57,6 +62,66 @@ std::uint64_t fingerprint(const HostGraph& g, const Partition& p) {
   return h;
 }
 
+RankGraph rank_graph_from_edges(const Partition& p, int rank, const std::vector<node_t>& src,
+                                const std::vector<node_t>& dst, std::vector<edge_t> edge_ids) {
+  const std::string who = "rank_graph_from_edges: ";
+  if (rank < 0 || rank >= p.ranks)
+    throw Error(who + "rank " + std::to_string(rank) + " outside [0, " + std::to_string(p.ranks) + ")");
+  if (src.size() != dst.size() || edge_ids.size() != src.size())
+    throw Error(who + std::to_string(src.size()) + " sources, " + std::to_string(dst.size()) + " destinations and " +
+                std::to_string(edge_ids.size()) + " edge ids");
+  const node_t N = node_t(p.owner.size());
+  const auto owner = [&](node_t v) { return p.owner[std::size_t(v)]; };
+  for (std::size_t i = 0; i < src.size(); ++i) {
+    if (src[i] < 0 || src[i] >= N || dst[i] < 0 || dst[i] >= N)
+      throw Error(who + "edge " + std::to_string(i) + " (" + std::to_string(src[i]) + " -> " + std::to_string(dst[i]) +
+                  ") has a node id outside [0, " + std::to_string(N) + ")");
+    if (owner(dst[i]) != rank)
+      throw Error(who + "edge " + std::to_string(i) + " goes into node " + std::to_string(dst[i]) + ", a row of rank " +
+                  std::to_string(owner(dst[i])));
+    if (edge_ids[i] < 0) throw Error(who + "edge " + std::to_string(i) + " has a negative edge id");
+  }
+  RankGraph r;
+  r.rank = rank, r.ranks = p.ranks;
+  for (node_t v = 0; v < N; ++v)
+    if (owner(v) == rank) r.rows.push_back(v);
+  // Each node's local source index: own rows first, then the halo by (owner, id).
+  std::vector<node_t> local(std::size_t(N), -1);
+  for (node_t i = 0; i < r.num_rows(); ++i) local[std::size_t(r.rows[std::size_t(i)])] = i;
+  for (node_t u : src)
+    if (owner(u) != rank) r.halo.push_back(u);
+  std::sort(r.halo.begin(), r.halo.end(),
+            [&](node_t a, node_t b) { return owner(a) != owner(b) ? owner(a) < owner(b) : a < b; });
+  r.halo.erase(std::unique(r.halo.begin(), r.halo.end()), r.halo.end());
+  for (node_t i = 0; i < r.num_halo(); ++i) local[std::size_t(r.halo[std::size_t(i)])] = r.num_rows() + i;
+  r.recv_ptr.assign(std::size_t(p.ranks) + 1, 0);
+  for (node_t u : r.halo) ++r.recv_ptr[std::size_t(owner(u)) + 1];
+  for (int q = 0; q < p.ranks; ++q) r.recv_ptr[std::size_t(q) + 1] += r.recv_ptr[std::size_t(q)];
+  // The local graph: the edges in their given order (each row keeps it), renumbered.
+  std::vector<node_t> s(src.size()), d(dst.size());
+  for (std::size_t i = 0; i < src.size(); ++i) s[i] = local[std::size_t(src[i])], d[i] = local[std::size_t(dst[i])];
+  r.graph = graph_from_edges(r.num_rows() + r.num_halo(), r.num_rows(), s, d);
+  r.edge_ids = std::move(edge_ids);
+  return r;
+}
+
+void set_sends(RankGraph& r, const std::vector<node_t>& counts, const std::vector<node_t>& ids) {
+  if (counts.size() != std::size_t(r.ranks))
+    throw Error("set_sends: " + std::to_string(counts.size()) + " counts for " + std::to_string(r.ranks) + " ranks");
+  r.send_ptr.assign(1, 0);
+  for (node_t c : counts) r.send_ptr.push_back(r.send_ptr.back() + c);
+  if (std::size_t(r.send_ptr.back()) != ids.size())
+    throw Error("set_sends: the counts add up to " + std::to_string(r.send_ptr.back()) + " rows, " +
+                std::to_string(ids.size()) + " ids given");
+  r.send_rows.resize(ids.size());
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const auto at = std::lower_bound(r.rows.begin(), r.rows.end(), ids[k]);
+    if (at == r.rows.end() || *at != ids[k])
+      throw Error("set_sends: node " + std::to_string(ids[k]) + " is not a row of rank " + std::to_string(r.rank));
+    r.send_rows[k] = node_t(at - r.rows.begin());
+  }
+}
+
 RankGraph rank_graph(const HostGraph& g, const Partition& p, int rank) {
   if (rank < 0 || rank >= p.ranks)
     throw Error("rank_graph: rank " + std::to_string(rank) + " outside [0, " + std::to_string(p.ranks) + ")");
@@ -64,35 +129,15 @@ RankGraph rank_graph(const HostGraph& g, const Partition& p, int rank) {
     throw Error("rank_graph: the partition has " + std::to_string(p.owner.size()) + " nodes, the graph " +
                 std::to_string(g.num_nodes) + (g.bipartite() ? " destinations (bipartite)" : ""));
   const auto owner = [&](node_t v) { return p.owner[std::size_t(v)]; };
-  RankGraph r;
-  r.rank = rank, r.ranks = p.ranks;
-  // Each node's local source index: own rows first, then the halo.
-  std::vector<node_t> local(std::size_t(g.num_nodes), -1);
-  for (node_t v = 0; v < g.num_nodes; ++v)
-    if (owner(v) == rank) local[std::size_t(v)] = r.num_rows(), r.rows.push_back(v);
-  for (node_t v : r.rows)
+  // The rank's rows' in-edges in the whole graph's CSR order, and each edge's caller index.
+  std::vector<node_t> src, dst;
+  std::vector<edge_t> ids;
+  for (node_t v = 0; v < g.num_nodes; ++v) {
+    if (owner(v) != rank) continue;
     for (edge_t e = g.row_ptr[std::size_t(v)]; e < g.row_ptr[std::size_t(v) + 1]; ++e)
-      if (owner(g.src[std::size_t(e)]) != rank) r.halo.push_back(g.src[std::size_t(e)]);
-  std::sort(r.halo.begin(), r.halo.end(),
-            [&](node_t a, node_t b) { return owner(a) != owner(b) ? owner(a) < owner(b) : a < b; });
-  r.halo.erase(std::unique(r.halo.begin(), r.halo.end()), r.halo.end());
-  for (node_t i = 0; i < r.num_halo(); ++i) local[std::size_t(r.halo[std::size_t(i)])] = r.num_rows() + i;
-
-  std::vector<edge_t> row_ptr{0};
-  std::vector<node_t> src;
-  for (node_t v : r.rows) {
-    for (edge_t e = g.row_ptr[std::size_t(v)]; e < g.row_ptr[std::size_t(v) + 1]; ++e) {
-      src.push_back(local[std::size_t(g.src[std::size_t(e)])]);
-      r.edge_ids.push_back(g.edge_id[std::size_t(e)]);
-    }
-    row_ptr.push_back(edge_t(src.size()));
+      src.push_back(g.src[std::size_t(e)]), dst.push_back(v), ids.push_back(g.edge_id[std::size_t(e)]);
   }
-  r.graph = graph_from_csr(r.num_rows() + r.num_halo(), r.num_rows(), std::move(row_ptr), std::move(src));
-
-  r.recv_ptr.assign(std::size_t(p.ranks) + 1, 0);
-  for (node_t u : r.halo) ++r.recv_ptr[std::size_t(owner(u)) + 1];
-  for (int q = 0; q < p.ranks; ++q) r.recv_ptr[std::size_t(q) + 1] += r.recv_ptr[std::size_t(q)];
-
+  RankGraph r = rank_graph_from_edges(p, rank, src, dst, std::move(ids));
   // What each other rank's rows read of this rank's: its halo's part from here, by id.
   std::vector<std::vector<node_t>> wanted(std::size_t(p.ranks));
   for (node_t v = 0; v < g.num_nodes; ++v) {
@@ -100,13 +145,14 @@ RankGraph rank_graph(const HostGraph& g, const Partition& p, int rank) {
     for (edge_t e = g.row_ptr[std::size_t(v)]; e < g.row_ptr[std::size_t(v) + 1]; ++e)
       if (owner(g.src[std::size_t(e)]) == rank) wanted[std::size_t(owner(v))].push_back(g.src[std::size_t(e)]);
   }
-  r.send_ptr.assign(1, 0);
+  std::vector<node_t> counts, requested;
   for (auto& w : wanted) {
     std::sort(w.begin(), w.end());
     w.erase(std::unique(w.begin(), w.end()), w.end());
-    for (node_t u : w) r.send_rows.push_back(local[std::size_t(u)]);
-    r.send_ptr.push_back(node_t(r.send_rows.size()));
+    counts.push_back(node_t(w.size()));
+    requested.insert(requested.end(), w.begin(), w.end());
   }
+  set_sends(r, counts, requested);
   return r;
 }
 

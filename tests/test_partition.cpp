@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,56 @@ TEST(Partition, ExchangePlanFillsEveryHalo) {
       }
       EXPECT_EQ(edges, g.num_edges());  // each edge on its destination's rank
     }
+}
+
+TEST(Partition, FromEdgesEqualsFromTheWholeGraph) {
+  // Each rank's share from its rows' in-edges (in the whole edge list's order) and the peers'
+  // requests, as DistributedPlan exchanges them, against rank_graph's from the whole graph.
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<node_t> any(0, 199);
+  std::vector<node_t> src(1500), dst(1500);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = any(rng), dst[i] = node_t(any(rng) * any(rng) / 200);
+  const HostGraph g = graph_from_edges(200, src, dst);
+  for (const auto& [pname, p] : partitions(g)) {
+    SCOPED_TRACE(pname);
+    std::vector<RankGraph> ranks;
+    for (int r = 0; r < p.ranks; ++r) {
+      std::vector<node_t> s, d;
+      std::vector<edge_t> ids;
+      for (std::size_t i = 0; i < src.size(); ++i)
+        if (p.owner[std::size_t(dst[i])] == r) s.push_back(src[i]), d.push_back(dst[i]), ids.push_back(edge_t(i));
+      ranks.push_back(rank_graph_from_edges(p, r, s, d, ids));
+    }
+    for (RankGraph& r : ranks) {  // what each peer's halo holds of r's rows
+      std::vector<node_t> counts, ids;
+      for (const RankGraph& q : ranks) {
+        counts.push_back(q.recv_ptr[std::size_t(r.rank) + 1] - q.recv_ptr[std::size_t(r.rank)]);
+        ids.insert(ids.end(), q.halo.begin() + q.recv_ptr[std::size_t(r.rank)],
+                   q.halo.begin() + q.recv_ptr[std::size_t(r.rank) + 1]);
+      }
+      set_sends(r, counts, ids);
+      const RankGraph whole = rank_graph(g, p, r.rank);
+      EXPECT_EQ(r.rows, whole.rows);
+      EXPECT_EQ(r.halo, whole.halo);
+      EXPECT_EQ(r.recv_ptr, whole.recv_ptr);
+      EXPECT_EQ(r.send_ptr, whole.send_ptr);
+      EXPECT_EQ(r.send_rows, whole.send_rows);
+      EXPECT_EQ(r.graph.row_ptr, whole.graph.row_ptr);
+      EXPECT_EQ(r.graph.src, whole.graph.src);
+      for (std::size_t k = 0; k < r.graph.edge_id.size(); ++k)  // each CSR edge's id in the whole graph
+        EXPECT_EQ(r.edge_ids[std::size_t(r.graph.edge_id[k])], whole.edge_ids[std::size_t(whole.graph.edge_id[k])]);
+    }
+  }
+  const Partition p = partition_by_edges(g, 2);
+  const node_t other = node_t(std::find(p.owner.begin(), p.owner.end(), 1) - p.owner.begin());
+  test::expect_error([&] { rank_graph_from_edges(p, 0, {0}, {other}, {0}); },
+                     {"rank_graph_from_edges: edge 0 goes into node " + std::to_string(other) + ", a row of rank 1"});
+  test::expect_error([&] { rank_graph_from_edges(p, 0, {200}, {0}, {0}); },
+                     {"edge 0 (200 -> 0) has a node id outside [0, 200)"});
+  test::expect_error([&] { rank_graph_from_edges(p, 0, {1}, {0}, {}); }, {"1 sources, 1 destinations and 0 edge ids"});
+  RankGraph r = rank_graph_from_edges(p, 0, {}, {}, {});
+  test::expect_error([&] { set_sends(r, {0, 1}, {other}); },
+                     {"set_sends: node " + std::to_string(other) + " is not a row of rank 0"});
 }
 
 /// P ranks in one process: each rank's source-side inputs are its own rows then the halo rows

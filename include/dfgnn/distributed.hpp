@@ -78,23 +78,44 @@ class DistributedPlan {
   DistributedPlan(const Exec& exec, Transport transport, const HostGraph& g, std::vector<int> owner, ScoreKind kind,
                   int heads, int dim, Strategy strategy = Strategy::Auto)
       : transport_(std::move(transport)) {
-    std::string problem;
     std::uint64_t digest[3] = {std::uint64_t(g.num_nodes), std::uint64_t(g.num_edges()), 0};
-    try {
-      if (kind == ScoreKind::AGNN)
-        throw Error("AGNN has no distributed form: its one x is both sides of a rank's bipartite call, which the "
-                    "kernels refuse");
+    build(exec, kind, heads, dim, strategy, digest, [&] {
       const int P = transport_.ranks();
       const Partition p = owner.empty() ? partition_by_edges(g, P) : partition_from(g, P, std::move(owner));
       share_ = rank_graph(g, p, transport_.rank());
-      digest[2] = fingerprint(g, p) ^ (std::uint64_t(kind) << 56) ^ (std::uint64_t(heads) << 32) ^ std::uint64_t(dim);
-      local_.emplace(exec, Graph<memory_space>(share_.graph), kind, heads, dim, strategy);
-    } catch (const Error& e) {
-      problem = e.what();
-    }
-    agree(problem, digest);
-    send_rows_ = detail::upload<node_t, memory_space>("dfgnn::send_rows", share_.send_rows);
-    edge_ids_ = detail::upload<edge_t, memory_space>("dfgnn::edge_ids", share_.edge_ids);
+      return fingerprint(g, p);
+    });
+    upload_share();
+  }
+
+  /// Collective, with no rank holding the whole graph: each rank passes its rows' in-edges
+  /// (edge i: src[i] -> dst[i], every dst one of its nodes; edge_ids[i] its index in the whole
+  /// graph's edge order, the dropout's counter) and every rank the same partition vector of
+  /// `num_nodes` nodes. The ranks tell each other which of their rows the halos read (two
+  /// all-to-alls). Bad input (an edge into another rank's node, a node id or partition entry out
+  /// of range) and ranks that disagree on num_nodes, the partition or the op throw the same
+  /// Error on every rank, naming the first rank with the problem. The edge tensors of the calls
+  /// are in the order the edges come here.
+  DistributedPlan(const Exec& exec, Transport transport, node_t num_nodes, const std::vector<node_t>& src,
+                  const std::vector<node_t>& dst, std::vector<edge_t> edge_ids, std::vector<int> owner,
+                  ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto)
+      : transport_(std::move(transport)) {
+    std::uint64_t digest[3] = {std::uint64_t(num_nodes), 0, 0};  // the ranks' edges differ
+    build(exec, kind, heads, dim, strategy, digest, [&] {
+      const Partition p = partition_from(num_nodes, transport_.ranks(), std::move(owner));
+      share_ = rank_graph_from_edges(p, transport_.rank(), src, dst, std::move(edge_ids));
+      return fingerprint(HostGraph{}, p);  // the partition alone: the ranks' edges differ
+    });
+    // What each peer's halo holds of this rank's rows: the counts, then the ids.
+    const std::vector<node_t> recv = counts(share_.recv_ptr);
+    std::vector<node_t> send(recv.size()), ones(recv.size(), 1);
+    transport_.all_to_all(recv.data(), ones, send.data(), ones, sizeof(node_t));
+    std::size_t total = 0;
+    for (node_t c : send) total += std::size_t(c);
+    std::vector<node_t> ids(total);
+    transport_.all_to_all(share_.halo.data(), recv, ids.data(), send, sizeof(node_t));
+    set_sends(share_, send, ids);
+    upload_share();
   }
 
   const Transport& transport() const { return transport_; }
@@ -242,6 +263,30 @@ class DistributedPlan {
     exec.fence();  // `host` goes out of scope
   }
 
+  /// The constructors' common part: `share` (which sets share_ and returns the fingerprint of
+  /// the graph and partition), the local plan, and the agreement on them.
+  template <class Share>
+  void build(const Exec& exec, ScoreKind kind, int heads, int dim, Strategy strategy, std::uint64_t (&digest)[3],
+             const Share& share) {
+    std::string problem;
+    try {
+      if (kind == ScoreKind::AGNN)
+        throw Error("AGNN has no distributed form: its one x is both sides of a rank's bipartite call, which the "
+                    "kernels refuse");
+      digest[2] = share() ^ (std::uint64_t(kind) << 56) ^ (std::uint64_t(heads) << 32) ^ std::uint64_t(dim);
+      local_.emplace(exec, Graph<memory_space>(share_.graph), kind, heads, dim, strategy);
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+    agree(problem, digest);
+  }
+
+  /// The share's arrays that the calls read on the device.
+  void upload_share() {
+    send_rows_ = detail::upload<node_t, memory_space>("dfgnn::send_rows", share_.send_rows);
+    edge_ids_ = detail::upload<edge_t, memory_space>("dfgnn::edge_ids", share_.edge_ids);
+  }
+
   /// The constructor's agreement: one all-gather of each rank's problem and one of its
   /// (nodes, edges, digest), then the same Error on every rank if any has a problem or they differ.
   void agree(const std::string& problem, const std::uint64_t (&digest)[3]) const {
@@ -252,10 +297,11 @@ class DistributedPlan {
     transport_.all_gather(digest, all.data(), sizeof digest);
     for (std::size_t r = 1; r < problems.size(); ++r) {
       const std::uint64_t* d = &all[3 * r];
-      if (d[0] != all[0] || d[1] != all[1])
+      if (d[0] != all[0] || d[1] != all[1])  // (edge counts: 0 on every rank when the ranks' edges differ)
         throw Error("distributed plan: the ranks disagree on the graph: rank 0 has " + std::to_string(all[0]) +
-                    " nodes and " + std::to_string(all[1]) + " edges, rank " + std::to_string(r) + " " +
-                    std::to_string(d[0]) + " and " + std::to_string(d[1]));
+                    " nodes" + (d[1] || all[1] ? " and " + std::to_string(all[1]) + " edges" : std::string()) +
+                    ", rank " + std::to_string(r) + " " + std::to_string(d[0]) +
+                    (d[1] || all[1] ? " and " + std::to_string(d[1]) : std::string()));
       if (d[2] != all[2])
         throw Error("distributed plan: rank " + std::to_string(r) +
                     " passed another graph, partition, model, heads or dim than rank 0");

@@ -34,6 +34,8 @@ Partition partition_by_edges(const HostGraph& g, int ranks);
 /// A given partition vector (e.g. METIS's): Error naming the problem for ranks < 1, a bipartite
 /// graph, a length other than N, or an entry outside [0, ranks).
 Partition partition_from(const HostGraph& g, int ranks, std::vector<int> owner);
+/// The same for a graph of `num_nodes` nodes that no one holds whole.
+Partition partition_from(node_t num_nodes, int ranks, std::vector<int> owner);
 
 /// A 64-bit digest of a graph's structure and a partition of it, by which ranks check that they
 /// hold the same ones (FNV-1a over the sizes, the CSR with its
@@ -64,6 +66,18 @@ struct RankGraph {
 /// Rank `rank`'s share of `g` under `p`, from the whole graph's structure. Error for a rank
 /// outside [0, p.ranks) or a partition of another graph.
 RankGraph rank_graph(const HostGraph& g, const Partition& p, int rank);
+
+/// Rank `rank`'s share from its rows' in-edges alone (edge i: src[i] -> dst[i], edge_ids[i] its
+/// index in the whole graph's edge order; the local graph keeps their order within a row): all
+/// but the sending half of the exchange plan, which needs what the peers' halos hold
+/// (set_sends; DistributedPlan exchanges it). Error naming the first edge into another rank's
+/// node, with an id outside the partition's nodes or a negative edge id, or sizes that differ.
+RankGraph rank_graph_from_edges(const Partition& p, int rank, const std::vector<node_t>& src,
+                                const std::vector<node_t>& dst, std::vector<edge_t> edge_ids);
+
+/// Sets r's sending half: `counts[q]` rows to rank q, `ids` (packed in rank order) the nodes of
+/// r's rows each peer's halo holds, in its order. Error for an id that is not one of r's rows.
+void set_sends(RankGraph& r, const std::vector<node_t>& counts, const std::vector<node_t>& ids);
 
 /// Rows `ids` of a [*, width] host tensor, in that order: a rank's part of a whole graph's
 /// tensor (its rows, or its edges by edge_ids). Error for an id past the tensor's rows.

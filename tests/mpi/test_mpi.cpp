@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,19 @@ std::vector<std::pair<std::string, std::vector<int>>> partitions(const HostGraph
   return ps;
 }
 
+/// This rank's plan built from its rows' in-edges alone (the whole graph's CSR order, with
+/// their edge ids) and the partition vector `owner` (empty: by edges).
+Distributed plan_from_edges(const HostGraph& g, std::vector<int> owner, ScoreKind kind, int H, int D) {
+  if (owner.empty()) owner = partition_by_edges(g, world_size()).owner;
+  std::vector<node_t> src, dst;
+  std::vector<edge_t> ids;
+  for (node_t v = 0; v < g.num_nodes; ++v)
+    if (owner[std::size_t(v)] == world_rank())
+      for (edge_t e = g.row_ptr[std::size_t(v)]; e < g.row_ptr[std::size_t(v) + 1]; ++e)
+        src.push_back(g.src[std::size_t(e)]), dst.push_back(v), ids.push_back(g.edge_id[std::size_t(e)]);
+  return Distributed(Exec(), MpiTransport(), g.num_nodes, src, dst, ids, owner, kind, H, D);
+}
+
 class MpiAttention : public ::testing::TestWithParam<ScoreKind> {};
 
 TEST_P(MpiAttention, EqualsOneProcess) {
@@ -97,6 +111,14 @@ TEST_P(MpiAttention, EqualsOneProcess) {
         const Outcome again = rank_call(plan, in);
         for (std::size_t t = 0; t < mine.tensors.size(); ++t)
           EXPECT_EQ(again.tensors[t], mine.tensors[t]) << "tensor " << t << " not reproduced bitwise";
+        // The same share built from this rank's edges alone (in the whole graph's CSR order),
+        // the same results bit for bit.
+        const Distributed from_edges = plan_from_edges(g, owner, kind, H, D);
+        EXPECT_EQ(from_edges.share().halo, s.halo);
+        EXPECT_EQ(from_edges.share().send_rows, s.send_rows);
+        const Outcome alone = rank_call(from_edges, in);
+        for (std::size_t t = 0; t < mine.tensors.size(); ++t)
+          EXPECT_EQ(alone.tensors[t], mine.tensors[t]) << "tensor " << t << " differs built from the edges";
       }
     }
 }
@@ -131,6 +153,28 @@ TEST(MpiErrors, EveryRankNamesTheProblem) {
     if (me == last) owner[0] = 1;
     test::expect_error([&] { plan(g, owner); },
                        {"rank " + std::to_string(last) + " passed another graph, partition, model, heads or dim"});
+  }
+  // Built from each rank's edges: an edge into another rank's row on the last rank; ranks that
+  // disagree on the node count.
+  const std::vector<int> halves = partition_by_edges(g, P).owner;
+  const node_t foreign = node_t(std::find_if(halves.begin(), halves.end(), [&](int r) { return r != last; }) -
+                                halves.begin());
+  if (P > 1) {
+    const std::vector<node_t> into = me == last ? std::vector<node_t>{foreign} : std::vector<node_t>{};
+    test::expect_error(
+        [&] {
+          Distributed(Exec(), MpiTransport(), 40, std::vector<node_t>(into.size(), 0), into,
+                      std::vector<edge_t>(into.size(), 0), halves, ScoreKind::GT, 2, 4);
+        },
+        {"distributed plan: rank " + std::to_string(last) + ": rank_graph_from_edges: edge 0 goes into node " +
+         std::to_string(foreign)});
+    test::expect_error(
+        [&] {
+          std::vector<int> o = halves;
+          if (me == last) o.push_back(last);
+          Distributed(Exec(), MpiTransport(), me == last ? 41 : 40, {}, {}, {}, o, ScoreKind::GT, 2, 4);
+        },
+        {"the ranks disagree on the graph: rank 0 has 40 nodes, rank " + std::to_string(last) + " 41"});
   }
   // A call with tensors that are not this rank's rows.
   const Distributed p(Exec(), MpiTransport(), g, {}, ScoreKind::GT, 2, 4);
