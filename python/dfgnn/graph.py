@@ -81,7 +81,7 @@ class Graph:
         _lib.call(_lib.lib.dfgnn_graph_info, handle, *(ctypes.byref(x) for x in (s, n, e, d)))
         self.num_src_nodes, self.num_nodes, self.num_edges, self.max_in_degree = s.value, n.value, e.value, d.value
         self.device = None  # the CUDA device a graph built there lives on
-        self._edges = None  # its edge_index as given (int64, on that device)
+        self._edges = None  # its edge_index as given (int64, on that device), or as edge_index() rebuilt it
         self._plans = {}
         self._natives = {}  # (device index (-1: CPU), kind, heads, dim, dtype) -> plan(...).native: the ops' eager path
         self._device_csr = {}
@@ -217,14 +217,14 @@ class Graph:
 
     def edge_index(self):
         """The edges as a [2, E] int64 tensor, in the order they were given: on the CPU, or on
-        the GPU for a graph built there."""
-        if self._edges is not None:
-            return self._edges
-        _, src, dst, edge_id = self.csr()
-        out = torch.empty(2, self.num_edges, dtype=torch.int64)
-        out[0, edge_id] = src.long()
-        out[1, edge_id] = dst.long()
-        return out
+        the GPU for a graph built there. Kept after the first call, so torch.compile traces a
+        later one (the layers' return_attention_weights) without a graph break."""
+        if self._edges is None:
+            _, src, dst, edge_id = self.csr()
+            self._edges = torch.empty(2, self.num_edges, dtype=torch.int64)
+            self._edges[0, edge_id] = src.long()
+            self._edges[1, edge_id] = dst.long()
+        return self._edges
 
     def reorder(self, ordering="rcm"):
         """This square graph with its nodes renumbered for locality (docs/message_passing.md,

@@ -11,8 +11,9 @@ HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
 MessagePassing modules, which to_hetero looks for. return_attention_weights (any value, as in
 PyG) returns (out, (edge_index, alpha)): the edges the attention ran on (self loops included)
 and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv
-return that; its TransformerConv the probability before dropout), without gradient, in eager
-mode. Edge features work as in PyG: edge_dim and forward's edge_attr [E, edge_dim] (or [E]),
+return that; its TransformerConv the probability before dropout), without gradient; under
+torch.compile in one graph once the Graph's edge_index() (with_self_loops().edge_index() for
+the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim and forward's edge_attr [E, edge_dim] (or [E]),
 projected by lin_edge (GATConv: and att_edge) and read by the fused kernels per edge; self
 loops get PyG's fill_value ("mean", "add" or a number). Not supported (raise): SparseTensor
 adjacency, x_dst = None, MessagePassing options other than the defaults. Attention dropout has PyG's

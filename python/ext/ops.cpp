@@ -358,12 +358,17 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "forward",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
-         double dropout, int64_t seed, bool train, const EdgeValues& edge_features) {
+         double dropout, int64_t seed, bool train, const EdgeValues& edge_features, const EdgeValues& weights) {
         Options o = options(param, count, edge_values, dropout, seed);
+        if (weights) o.weights = *weights;
         auto [out, lse] = run_forward(*plan.state, with_edges(tensors, edge_features, o), o, train);
         return std::make_tuple(out, lse.defined() ? EdgeValues(lse) : c10::nullopt);
       },
-      "(out, logsumexp or None): the native forward, not recorded");
+      "(out, logsumexp or None): the native forward, not recorded; `weights` [E, H] (or None) receives the "
+      "attention weights",
+      pybind11::arg("plan"), pybind11::arg("tensors"), pybind11::arg("param"), pybind11::arg("count"),
+      pybind11::arg("edge_values"), pybind11::arg("dropout"), pybind11::arg("seed"), pybind11::arg("train"),
+      pybind11::arg("edge_features"), pybind11::arg("weights") = c10::optional<at::Tensor>());
   m.def(
       "backward",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,

@@ -68,6 +68,60 @@ def test_new_graph_every_step():
     assert counter.frame_count <= 2
 
 
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_attention_weights(backend):
+    """return_attention_weights under torch.compile (fullgraph): the functional ops' (out,
+    weights) equal eager's, the weights carry no gradient, out's gradient flows; on a stream of
+    graphs (E unknown to the trace once the graph id turns dynamic) too."""
+    def attention(graph, x, beta, el, a):
+        h, w = x.size(1), []
+        outs = [dfgnn.gt_attention(graph, x, x, x, return_attention_weights=True),
+                dfgnn.agnn_attention(graph, x, beta, return_attention_weights=True),
+                dfgnn.gat_attention(graph, el, el, x, return_attention_weights=True),
+                dfgnn.gatv2_attention(graph, x, x, a, return_attention_weights=True)]
+        for out, weights in outs:
+            assert weights.shape[1] == h
+            w.append(weights)
+        return sum(out.sum() for out, _ in outs), w
+
+    torch.manual_seed(1)
+    x, beta = torch.randn(N, 2, 4, requires_grad=True), torch.ones(2)
+    el, a = torch.randn(N, 2), torch.randn(2, 4)
+    counter = torch._dynamo.testing.CompileCounterWithBackend(backend)
+    run = torch.compile(attention, backend=counter, fullgraph=True)
+    for step in range(4):
+        graph = dfgnn.Graph.from_edge_index(ref.random_graph(N, 100 + 10 * step, step), N)
+        total, weights = attention(graph, x, beta, el, a)
+        (grad,) = torch.autograd.grad(total, x)
+        total_c, weights_c = run(graph, x, beta, el, a)
+        (grad_c,) = torch.autograd.grad(total_c, x)
+        assert_close(total_c, total, 1e-6, f"step {step} out")
+        assert_close(grad_c, grad, 1e-5, f"step {step} grad")
+        for got, want in zip(weights_c, weights):
+            assert got.shape == (graph.num_edges, 2) and not got.requires_grad
+            assert_close(got, want, 1e-6, f"step {step} weights")
+    assert counter.frame_count <= 2
+
+
+def test_layers_attention_weights():
+    """The layers' return_attention_weights in one graph (fullgraph) once the Graph's edge_index
+    (with self loops, for the GAT layers) was built before tracing: PyG's (out, (edge_index,
+    alpha)), equal to eager's."""
+    torch.manual_seed(2)
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(N, 120, 1), N)
+    graph.edge_index(), graph.with_self_loops().edge_index()
+    x = torch.randn(N, F)
+    for layer in (dfgnn.nn.TransformerConv(F, 8, heads=2), dfgnn.nn.GATConv(F, 8, heads=2),
+                  dfgnn.nn.GATv2Conv(F, 8, heads=2)):
+        torch._dynamo.reset()
+        out, (edges, alpha) = layer(x, graph, return_attention_weights=True)
+        out_c, (edges_c, alpha_c) = torch.compile(layer, backend="aot_eager", fullgraph=True)(
+            x, graph, return_attention_weights=True)
+        assert torch.equal(edges_c, edges)
+        assert_close(out_c, out, 1e-6, f"{type(layer).__name__} out")
+        assert_close(alpha_c, alpha, 1e-6, f"{type(layer).__name__} alpha")
+
+
 def test_graph_break_on_edge_index():
     edge_index = ref.random_graph(N, 120, 1)
     (out, grads), (out_c, grads_c) = eager_and_compiled("aot_eager", False, edge_index)

@@ -234,11 +234,14 @@ def _op_args(model, graph, gen, edges=False):
                                          ("gt", True), ("gat", True), ("gatv2", True)])
 def test_opcheck(model, edges):
     """torch.library.opcheck: schema, fake tensor and autograd registration, AOT dispatch, for
-    the forward op and (through its output's gradient) the backward op; with edge features too."""
+    the forward op (with and without the attention weights) and (through its output's gradient)
+    the backward op; with edge features too."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
     op, args = _op_args(model, graph, torch.Generator().manual_seed(0), edges)
     torch.library.opcheck(op, args)
-    out, lse = op(*args)
+    torch.library.opcheck(op, (*args, True))
+    out, lse, weights = op(*args)
+    assert weights.numel() == 0 and op(*args, True)[2].shape == (graph.num_edges, 2)
     backward = getattr(torch.ops.dfgnn, f"{model}_backward").default
     tensors = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
     torch.library.opcheck(backward, (*tensors, out.detach(), lse.detach(), torch.randn_like(out)))
