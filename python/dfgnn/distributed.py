@@ -44,8 +44,8 @@ class DistributedGraph:
     receives from each rank per exchange.
 
     edge_ids ([E_r], optional): each of these edges' index in the whole graph's edge order. With
-    them the ops' attention dropout draws this rank's part of one process's mask on the whole
-    graph (without them the ops refuse dropout)."""
+    them attention dropout draws this rank's part of one process's mask on the whole graph, in
+    the ops and in the layers (their self loops included); without them both refuse dropout."""
 
     def __init__(self, edge_index, owner, group=None, edge_ids=None):
         self.group = group
@@ -64,7 +64,11 @@ class DistributedGraph:
             except (TypeError, ValueError, RuntimeError, IndexError) as e:  # e.g. float ids
                 problem = f"edge_index is not a [2, E] tensor of node ids: {e}"
         n_all = owner.numel()
-        _agree(problem, n_all, owner, group)
+        # With edge_ids: this rank's edge count and its self loops' ids, which the layers' mask needs.
+        mine = None
+        if problem is None and edge_ids is not None:
+            mine = edge_index.size(1), edge_ids[(edge_index[0] == edge_index[1]).to(edge_ids.device)].tolist()
+        everyone = _agree(problem, n_all, owner, group, mine)
         src, dst = edge_index.long()
         self.rows = (owner == rank).nonzero().flatten()
         n = self.rows.numel()
@@ -87,7 +91,17 @@ class DistributedGraph:
                                            size=(n + self.halo.numel(), n))
         self.edge_ids = edge_ids
         if edge_ids is not None:
-            self.graph._use_dropout_ids(edge_ids.to(device))
+            self._use_dropout_ids(edge_ids.to(device).long(), everyone, src == dst)
+
+    def _use_dropout_ids(self, ids, everyone, loop):
+        """The dropout ids of the local graph (`ids`) and of its with_self_loops() (the layers'):
+        as one process's layer orders the whole graph's edges, the edges that are not loops
+        (each id less the loops before it), then a loop per node (after them, by node id)."""
+        self.graph._use_dropout_ids(ids)
+        loops = torch.tensor(sorted(i for _, ids_r in everyone for i in ids_r), dtype=torch.long, device=ids.device)
+        kept = sum(count for count, _ in everyone) - loops.numel()  # the whole graph's edges without loops
+        kept_ids = ids[~loop] - torch.searchsorted(loops, ids[~loop])
+        self.graph.with_self_loops()._use_dropout_ids(torch.cat([kept_ids, kept + self.rows]))
 
     @property
     def num_rows(self):
@@ -131,18 +145,23 @@ def _edge_ids_problem(edge_ids, edge_index):
     return None
 
 
-def _agree(problem, n_all, owner, group):
-    """Raises ValueError on every rank if any rank's input is wrong or the ranks' owner vectors
-    differ: one collective, so no rank waits for another that raised."""
+def _agree(problem, n_all, owner, group, extra):
+    """Raises ValueError on every rank if any rank's input is wrong, the ranks' owner vectors
+    differ or some ranks give edge_ids and others not: one collective, so no rank waits for
+    another that raised. Returns every rank's `extra`."""
     digest = hashlib.sha1(owner.cpu().numpy().tobytes()).hexdigest()
     everyone = [None] * dist.get_world_size(group)
-    dist.all_gather_object(everyone, (problem, n_all, digest), group=group)
-    errors = [f"rank {r}: {p}" for r, (p, _, _) in enumerate(everyone) if p is not None]
-    if len({(n, d) for _, n, d in everyone}) > 1:
+    dist.all_gather_object(everyone, (problem, n_all, digest, extra), group=group)
+    errors = [f"rank {r}: {p}" for r, (p, _, _, _) in enumerate(everyone) if p is not None]
+    if len({(n, d) for _, n, d, _ in everyone}) > 1:
         errors.append("the ranks disagree on the node count or the partition: "
-                      + ", ".join(f"rank {r} has {n} nodes" for r, (_, n, _) in enumerate(everyone)))
+                      + ", ".join(f"rank {r} has {n} nodes" for r, (_, n, _, _) in enumerate(everyone)))
+    if not errors and len({e is None for *_, e in everyone}) > 1:
+        errors.append("edge_ids given on ranks " + ", ".join(str(r) for r, (*_, e) in enumerate(everyone)
+                                                             if e is not None) + " only")
     if errors:
         raise ValueError("dfgnn.distributed.DistributedGraph: " + "; ".join(errors))
+    return [e for *_, e in everyone]
 
 
 class _Exchange(torch.autograd.Function):

@@ -111,12 +111,12 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_va
     tensor x) and the edge attributes [E, F] in that graph's edge order (None: none; the
     loops' rows filled with fill_value, as PyG's add_self_loops does). On a DistributedGraph, x
     is this rank's rows and the call a bipartite one over [rows | halo] (docs/distributed.md);
-    attention dropout (the rate in training) is refused there: the layer's self loops have no
-    ids in the whole graph's mask."""
+    attention dropout (the rate in training) there needs the graph's edge_ids, which give its
+    edges and self loops their ids in one process's mask."""
     if isinstance(edge_index, DistributedGraph):
-        if dropout:
-            raise ValueError(f"{layer}: attention dropout on a DistributedGraph is not supported yet in the layers "
-                             "(dfgnn.distributed's ops take it, with the graph's edge_ids)")
+        if dropout and edge_index.edge_ids is None:
+            raise ValueError(f"{layer}: attention dropout on a DistributedGraph needs its edge_ids (each edge's "
+                             "index in the whole graph), so that the ranks draw one process's mask")
         if not isinstance(x, Tensor):
             raise TypeError(f"{layer}: on a DistributedGraph x must be this rank's rows [rows, F], "
                             f"got {type(x).__name__}")
