@@ -97,12 +97,6 @@ inline Outcome run(ScoreKind kind, const HostGraph& g, int H, int D, const Model
   return call(plan, plan.op(), in, std::size_t(g.num_nodes));
 }
 
-/// Entries per node (or edge) of an argument's extent.
-inline std::size_t width_of(Extent x, int H, int D) {
-  return x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::EdgeScalars ? std::size_t(H)
-                                                                                         : std::size_t(H) * D;
-}
-
 /// The extent of an Outcome's tensor t: out's, an argument's gradient, the edge argument's.
 inline Extent outcome_extent(const ModelArgs& m, std::size_t t) {
   return t == 0 ? Extent::DstFeatures : t - 1 < std::size_t(m.count) ? m.inputs[t - 1].extent : m.edge.extent;

@@ -28,7 +28,6 @@ using test::Floats;
 using test::ModelInputs;
 using test::Outcome;
 using test::run;
-using test::width_of;
 
 TEST(Partition, ByEdgesIsContiguousAndBalanced) {
   const HostGraph g = test::power_law_graph(1000, 8000, 4);
@@ -194,14 +193,14 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
     std::vector<Floats> local;
     for (int i = 0; i < m.count; ++i) {
       const Extent x = m.inputs[i].extent;
-      const std::size_t width = width_of(x, H, D);
+      const std::size_t width = row_entries(x, H, D);
       local.push_back(x == Extent::HeadFeatures ? in[std::size_t(i)]
-                      : x == Extent::SrcFeatures || x == Extent::SrcScalars ? take_rows(in[std::size_t(i)], sources, width)
-                                                                             : take_rows(in[std::size_t(i)], r.rows, width));
+                      : source_rows(x)              ? take_rows(in[std::size_t(i)], sources, width)
+                                                    : take_rows(in[std::size_t(i)], r.rows, width));
     }
     const std::vector<edge_t>& edges = r.edge_ids;  // caller's edge ids
     const Floats lw = inputs.extras ? take_rows(w, edges, 1) : Floats();
-    const Floats le = inputs.extras ? take_rows(e, edges, width_of(m.edge.extent, H, D)) : Floats();
+    const Floats le = inputs.extras ? take_rows(e, edges, row_entries(m.edge.extent, H, D)) : Floats();
     // Dropout draws the whole graph's mask: its counter, each local edge's global id.
     outcomes.push_back(
         run(kind, r.graph, H, D, {local, inputs.extras, lw, le, take_rows(dout, r.rows, HD), inputs.dropout, edges}));
@@ -209,7 +208,7 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
     for (std::size_t k = 0; k < r.rows.size(); ++k)
       std::copy_n(o.tensors[0].begin() + std::ptrdiff_t(k * HD), HD, whole.tensors[0].begin() + std::ptrdiff_t(r.rows[k] * HD));
     if (inputs.extras) {  // each edge's gradient on its destination's rank alone
-      const std::size_t width = width_of(m.edge.extent, H, D);
+      const std::size_t width = row_entries(m.edge.extent, H, D);
       for (std::size_t k = 0; k < edges.size(); ++k)
         std::copy_n(o.tensors.back().begin() + std::ptrdiff_t(k * width), width,
                     whole.tensors.back().begin() + std::ptrdiff_t(std::size_t(edges[k]) * width));
@@ -219,7 +218,7 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
   // the halo rows' parts returned by each rank in rank order; a head vector summed in rank order.
   for (int i = 0; i < m.count; ++i) {
     const Extent x = m.inputs[i].extent;
-    const std::size_t width = width_of(x, H, D);
+    const std::size_t width = row_entries(x, H, D);
     Floats& total = whole.tensors[std::size_t(i) + 1];
     for (const RankGraph& r : ranks) {
       const Floats& grad = outcomes[std::size_t(r.rank)].tensors[std::size_t(i) + 1];

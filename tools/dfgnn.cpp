@@ -190,7 +190,7 @@ std::size_t feature_dim(const Args& a, const Inputs& in, std::map<std::string, i
     const io::Array& t = files[name] = io::read_npy_f32(a.get(name));
     const std::string where = a.get(name) + ": ";
     const std::size_t rows = in.rows(e);
-    const char* rows_name = Inputs::source_rows(e) && in.NS != in.N ? "NS" : "N";
+    const char* rows_name = source_rows(e) && in.NS != in.N ? "NS" : "N";
     std::size_t d = 0;
     if (t.shape.size() == 3 && std::size_t(t.shape[0]) == rows && std::size_t(t.shape[1]) == H && t.shape[2] > 0)
       d = std::size_t(t.shape[2]);
@@ -435,20 +435,24 @@ class KokkosRun {
   std::vector<std::pair<std::string, Kokkos::View<float*, Mem>>> grads_;
 };
 
-// The forward on the portable kernels: one process's, or under mpirun the ranks' (rank 0 gets
-// the output and weights, the others empty ones).
+// f applied to the portable kernels' run of g: this process's (KokkosRun), or under mpirun the
+// ranks' (cli::DistributedRun; rank 0 gets the whole outputs, the others empty ones).
+template <class F>
+auto with_portable_run(const HostGraph& g, const Inputs& in, Strategy strategy, bool training, const F& f) {
+#ifdef DFGNN_ENABLE_MPI
+  if (cli::ranks() > 1) return f(cli::DistributedRun(g, in, strategy, training));
+#endif
+  return f(KokkosRun(g, in, strategy, training));
+}
+
 std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
                               std::vector<float>* weights) {
-  const auto go = [&](const auto& run) {
+  return with_portable_run(g, in, strategy, false, [&](auto&& run) {
     used = run.strategy();
     run();
     if (in.weights) *weights = run.weights();
     return run.output();
-  };
-#ifdef DFGNN_ENABLE_MPI
-  if (cli::ranks() > 1) return go(cli::DistributedRun(g, in, strategy));
-#endif
-  return go(KokkosRun(g, in, strategy));
+  });
 }
 
 /// The reference's options of a run: its edge values and edge features.
@@ -580,7 +584,7 @@ struct Reference {
     dst_nodes = g.bipartite() ? part->rows : part->sources;
     for (int i = 0; i < in.args().count; ++i) {
       const Extent e = in.args().inputs[i].extent;
-      const bool src = Inputs::source_rows(e);
+      const bool src = source_rows(e);
       if (node_rows(e))
         in.tensors[std::size_t(i)] = rows_of(file_in.tensors[std::size_t(i)], file_in.rows(e), src ? part->sources : dst_nodes);
     }
@@ -604,14 +608,14 @@ struct Reference {
     if (!part) return {file, std::move(ref)};
     std::vector<float> got;
     std::vector<double> want;
-    const std::size_t w = width(e, in);
+    const std::size_t w = row_entries(e, in.H, in.D);
     const auto take = [&](std::size_t at_file, std::size_t at_ref) {
       got.insert(got.end(), file.begin() + at_file * w, file.begin() + (at_file + 1) * w);
       want.insert(want.end(), ref.begin() + at_ref * w, ref.begin() + (at_ref + 1) * w);
     };
-    if (e == Extent::EdgeFeatures || e == Extent::EdgeScalars) {
+    if (edge_rows(e)) {
       for (std::size_t k = 0; k < part->edges.size(); ++k) take(std::size_t(part->edges[k]), k);
-    } else if (Inputs::source_rows(e)) {
+    } else if (source_rows(e)) {
       for (const node_t j : sources) take(std::size_t(part->sources[std::size_t(j)]), std::size_t(j));
     } else if (node_rows(e)) {
       for (std::size_t i = 0; i < part->rows.size(); ++i) take(std::size_t(part->rows[i]), i);
@@ -620,10 +624,6 @@ struct Reference {
   }
 
  private:
-  /// Entries per row of a tensor of extent e.
-  static std::size_t width(Extent e, const Inputs& in) {
-    return e == Extent::SrcFeatures || e == Extent::DstFeatures || e == Extent::EdgeFeatures ? in.H * in.D : in.H;
-  }
   std::size_t file_rows = 0;  // the file's destinations (dOut's rows)
 
   /// Rows `index` of x, a tensor of `count` rows (empty stays empty).
@@ -668,17 +668,12 @@ int run_backward(const Args& a, const Renumbered& rn, const Inputs& in, const In
   const std::vector<float> run_dout = moved_rows(dout, re.order);
   Gradients grads;
   if (backend == Backend::Portable) {
-    const auto go = [&](auto&& run) {
+    grads = with_portable_run(rn.run(), run_in, strategy, /*training=*/true, [&](auto&& run) {
       run.set_dout(run_dout);
       run();
       run.backward();
-      grads = run.gradients();
-    };
-#ifdef DFGNN_ENABLE_MPI
-    if (cli::ranks() > 1) go(cli::DistributedRun(rn.run(), run_in, strategy, /*training=*/true));
-    else
-#endif
-      go(KokkosRun(rn.run(), run_in, strategy, /*training=*/true));
+      return run.gradients();
+    });
   } else {
 #ifdef DFGNN_ENABLE_CUDA
     auto values = cli::run_cuda_backward(rn.run(), run_in, strategy, run_dout);

@@ -45,12 +45,15 @@ struct DistributedRun::State {
         plan(exec, transport, g, partition.owner, in.kind, int(in.H), int(in.D), strategy) {
     begun = true;
     const RankGraph& s = plan.share();
-    if (transport.rank() == 0)
-      for (int q = 0; q < transport.ranks(); ++q) {
-        const RankGraph share = q == 0 ? s : rank_graph(g, partition, q);
-        rows.push_back(share.rows);
-        edges.push_back(share.edge_ids);
+    if (transport.rank() == 0) {  // each rank's rows and in-edges in the order its share holds them
+      rows.resize(std::size_t(transport.ranks())), edges.resize(rows.size());
+      for (node_t v = 0; v < g.num_nodes; ++v) {
+        const std::size_t q = std::size_t(partition.owner[std::size_t(v)]);
+        rows[q].push_back(v);
+        edges[q].insert(edges[q].end(), g.edge_id.begin() + g.row_ptr[std::size_t(v)],
+                        g.edge_id.begin() + g.row_ptr[std::size_t(v) + 1]);
       }
+    }
     const std::vector<edge_t>& mine_edges = s.edge_ids;
     for (std::size_t i = 0; i < in.tensors.size(); ++i)
       tensors.push_back(upload(local(in.tensors[i], gradient_extent(in, i), s.rows, mine_edges)));
@@ -70,9 +73,8 @@ struct DistributedRun::State {
   std::vector<float> local(const std::vector<float>& t, Extent x, const std::vector<node_t>& mine_rows,
                            const std::vector<edge_t>& mine_edges) const {
     if (x == Extent::HeadFeatures || x == Extent::HeadVector) return t;
-    if (x == Extent::EdgeFeatures || x == Extent::EdgeScalars)
-      return in.E ? take_rows(t, mine_edges, t.size() / in.E) : t;
-    return in.N ? take_rows(t, mine_rows, t.size() / in.N) : t;
+    const std::size_t width = row_entries(x, in.H, in.D);
+    return edge_rows(x) ? take_rows(t, mine_edges, width) : take_rows(t, mine_rows, width);
   }
 
   static Flat upload(const std::vector<float>& host) { return detail::upload<float, Mem>("dfgnn::input", host); }
@@ -116,12 +118,8 @@ struct DistributedRun::State {
       const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mine);
       return std::vector<float>(host.data(), host.data() + host.size());
     }
-    const bool edge = x == Extent::EdgeFeatures || x == Extent::EdgeScalars;
-    const std::size_t count = edge ? in.E : in.N;
-    const std::size_t width = x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::EdgeScalars
-                                  ? in.H
-                                  : in.H * in.D;
-    return edge ? to_root(mine, width, edges, count * width) : to_root(mine, width, rows, count * width);
+    const std::size_t width = row_entries(x, in.H, in.D);
+    return edge_rows(x) ? to_root(mine, width, edges, in.E * width) : to_root(mine, width, rows, in.N * width);
   }
 };
 

@@ -34,8 +34,6 @@ struct Inputs {
   }
   /// The entries of out, dOut: [N,H,D].
   std::size_t out_size() const { return N * H * D; }
-  /// Whether an argument of extent e has a row per source (else per destination or none).
-  static bool source_rows(Extent e) { return e == Extent::SrcFeatures || e == Extent::SrcScalars; }
   /// The rows of a node argument of extent e: NS or N.
   std::size_t rows(Extent e) const { return source_rows(e) ? NS : N; }
   /// The shape of an argument (or its gradient) of extent e.

@@ -56,9 +56,6 @@ std::vector<std::string> all_gather_strings(const Transport& t, const std::strin
   return all;
 }
 
-/// Whether a model argument of extent x has a row per source (the rows the halo extends).
-constexpr bool source_side(Extent x) { return x == Extent::SrcFeatures || x == Extent::SrcScalars; }
-
 }  // namespace detail
 
 /// A rank's part of destination-partitioned attention: its share of the graph and the exchange
@@ -139,7 +136,7 @@ class DistributedPlan {
   Tensors gather_sources(const char* who, const Exec& exec, const ModelArgs& args, const Tensors& inputs) const {
     Tensors local = inputs;
     for (int i = 0; i < inputs.count && i < args.count; ++i) {
-      if (!detail::source_side(args.inputs[i].extent)) continue;
+      if (!source_rows(args.inputs[i].extent)) continue;
       const std::size_t width = row_width(args.inputs[i].extent), n = std::size_t(num_rows());
       const Flat mine = rows_of(who, args.inputs[i].name, inputs.refs[i], width);
       const Flat all = buffer(sources_[i], std::size_t(share_.graph.num_src_nodes) * width);
@@ -161,7 +158,7 @@ class DistributedPlan {
   Tensors source_gradients(const char* who, const ModelArgs& args, const Tensors& grads) const {
     Tensors local = grads;
     for (int i = 0; i < grads.count && i < args.count; ++i) {
-      if (!detail::source_side(args.inputs[i].extent)) continue;
+      if (!source_rows(args.inputs[i].extent)) continue;
       const std::size_t width = row_width(args.inputs[i].extent);
       rows_of(who, args.gradients[i], grads.refs[i], width);
       const Flat all = buffer(source_grads_[i], std::size_t(share_.graph.num_src_nodes) * width);
@@ -178,7 +175,7 @@ class DistributedPlan {
     for (int i = 0; i < grads.count && i < args.count; ++i) {
       const Extent x = args.inputs[i].extent;
       if (x == Extent::HeadFeatures) sum_over_ranks(exec, grads.refs[i]);
-      if (!detail::source_side(x)) continue;
+      if (!source_rows(x)) continue;
       const std::size_t width = row_width(x), n = std::size_t(num_rows());
       const Flat all(source_grads_[i].data(), std::size_t(share_.graph.num_src_nodes) * width);
       const Flat mine(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), n * width);
@@ -201,10 +198,7 @@ class DistributedPlan {
   using Owned = Kokkos::View<float*, memory_space>;
 
   /// Entries per row of an argument of extent x.
-  std::size_t row_width(Extent x) const {
-    const std::size_t H = std::size_t(op().heads);
-    return x == Extent::SrcScalars || x == Extent::DstScalars ? H : H * std::size_t(op().dim);
-  }
+  std::size_t row_width(Extent x) const { return row_entries(x, std::size_t(op().heads), std::size_t(op().dim)); }
 
   /// A caller's tensor of this rank's rows as a flat View: Error naming it unless it is a dense
   /// float32 tensor of num_rows() rows of `width`.

@@ -64,6 +64,17 @@ enum class Extent {
   EdgeScalars,   ///< [edges, H], in the caller's edge order
 };
 
+/// Whether a tensor of extent x has a row per source node (the rows a bipartite graph's
+/// num_src_nodes counts and a rank's halo extends).
+constexpr bool source_rows(Extent x) { return x == Extent::SrcFeatures || x == Extent::SrcScalars; }
+/// Whether it has a row per edge.
+constexpr bool edge_rows(Extent x) { return x == Extent::EdgeFeatures || x == Extent::EdgeScalars; }
+/// Entries per row (node or edge) of a tensor of extent x with `heads` heads of `dim` features:
+/// heads for scalars, heads * dim for features ([H, D] as one row; not for a HeadVector).
+constexpr std::size_t row_entries(Extent x, std::size_t heads, std::size_t dim) {
+  return x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::EdgeScalars ? heads : heads * dim;
+}
+
 /// One argument of a model: its name in messages and its shape.
 struct ArgSpec {
   const char* name;

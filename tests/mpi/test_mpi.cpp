@@ -23,7 +23,6 @@ using namespace dfgnn;
 using test::Floats;
 using test::ModelInputs;
 using test::Outcome;
-using test::width_of;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 using Distributed = DistributedPlan<Exec, MpiTransport>;
@@ -43,14 +42,14 @@ Outcome rank_call(const Distributed& plan, const ModelInputs& whole) {
   for (int i = 0; i < m.count; ++i) {
     const Extent x = m.inputs[i].extent;
     const Floats& t = whole.args[std::size_t(i)];
-    mine.args.push_back(x == Extent::HeadFeatures ? t : take_rows(t, s.rows, width_of(x, op.heads, op.dim)));
+    mine.args.push_back(x == Extent::HeadFeatures ? t : take_rows(t, s.rows, row_entries(x, op.heads, op.dim)));
   }
   mine.extras = whole.extras, mine.dropout = whole.dropout;  // the plan gives the dropout its counter
   if (whole.extras) {
     mine.w = take_rows(whole.w, s.edge_ids, 1);
-    mine.e = take_rows(whole.e, s.edge_ids, width_of(m.edge.extent, op.heads, op.dim));
+    mine.e = take_rows(whole.e, s.edge_ids, row_entries(m.edge.extent, op.heads, op.dim));
   }
-  mine.dout = take_rows(whole.dout, s.rows, width_of(Extent::DstFeatures, op.heads, op.dim));
+  mine.dout = take_rows(whole.dout, s.rows, row_entries(Extent::DstFeatures, op.heads, op.dim));
   return test::call(plan, rows, mine, std::size_t(s.num_rows()));
 }
 
@@ -98,11 +97,10 @@ TEST_P(MpiAttention, EqualsOneProcess) {
         for (std::size_t t = 0; t < std::min(one.tensors.size(), mine.tensors.size()); ++t) {
           // This rank's part of the whole call's tensor t: its rows, its edges or all of it.
           const Extent x = test::outcome_extent(m, t);
-          const std::size_t width = width_of(x, H, D);
+          const std::size_t width = row_entries(x, H, D);
           const Floats part = x == Extent::HeadFeatures ? one.tensors[t]
-                              : x == Extent::EdgeFeatures || x == Extent::EdgeScalars
-                                  ? take_rows(one.tensors[t], s.edge_ids, width)
-                                  : take_rows(one.tensors[t], s.rows, width);
+                              : edge_rows(x)                ? take_rows(one.tensors[t], s.edge_ids, width)
+                                                            : take_rows(one.tensors[t], s.rows, width);
           const std::vector<double> ref(part.begin(), part.end());
           // da sums over all edges, its terms cancelling: 1e-5 (as tests/test_partition.cpp).
           EXPECT_LE(max_relative_error(mine.tensors[t].data(), ref), x == Extent::HeadFeatures ? 1e-5 : 1e-6)
