@@ -13,9 +13,9 @@ PyG) returns (out, (edge_index, alpha)): the edges the attention ran on (self lo
 and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv
 return that; its TransformerConv the probability before dropout), without gradient; under
 torch.compile in one graph once the Graph's edge_index() (with_self_loops().edge_index() for
-the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim and forward's edge_attr [E, edge_dim] (or [E]),
-projected by lin_edge (GATConv: and att_edge) and read by the fused kernels per edge; self
-loops get PyG's fill_value ("mean", "add" or a number). Not supported (raise): SparseTensor
+the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim and forward's
+edge_attr [E, edge_dim] (or [E]), projected by lin_edge (GATConv: and att_edge) and read by the
+fused kernels per edge; self loops get PyG's fill_value ("mean", "add" or a number). Not supported (raise): SparseTensor
 adjacency, x_dst = None, MessagePassing options other than the defaults. Attention dropout has PyG's
 semantics (p, scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed,
 edge, head), so it differs from PyG's mask.
@@ -233,9 +233,9 @@ class TransformerConv(_Conv):
             _initialise(lin, glorot=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
+        dropout = self.dropout if self.training else 0.0
         graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False,
-                                                 edge_attr if self.lin_edge is not None else None,
-                                                 dropout=self.dropout if self.training else 0.0)
+                                                 edge_attr if self.lin_edge is not None else None, dropout=dropout)
         H, C = self.heads, self.out_channels
         q = self.lin_query(x_dst).view(x_dst.size(0), H, C)
         k = self.lin_key(x_src).view(x_src.size(0), H, C)
@@ -243,8 +243,7 @@ class TransformerConv(_Conv):
         if self.lin_edge is not None and edge_attr is None:
             raise ValueError("TransformerConv: the layer has edge_dim: pass edge_attr")
         e = _edge_rows("TransformerConv", self.lin_edge, edge_attr, H, C)
-        result = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C), edge_features=e,
-                              dropout=self.dropout if self.training else 0.0,
+        result = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C), edge_features=e, dropout=dropout,
                               return_attention_weights=return_attention_weights is not None)
         out = _heads_out(result[0] if return_attention_weights is not None else result, self.concat)
         if self.root_weight:
@@ -337,11 +336,11 @@ class GATConv(_Conv):
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
         # PyG adds an edge term only with both edge_dim and edge_attr.
         edge_attr = edge_attr if self.lin_edge is not None else None
+        dropout = self.dropout if self.training else 0.0
         graph, x_src, x_dst, edge_attr = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr, size,
-                                                 self.fill_value, self.dropout if self.training else 0.0)
+                                                 self.fill_value, dropout)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
-        dropout = self.dropout if self.training else 0.0
         weights = return_attention_weights is not None
         ee = None  # the per-edge score term [E, H]: PyG's (lin_edge(edge_attr) * att_edge).sum(-1)
         if edge_attr is not None:
@@ -399,8 +398,9 @@ class GATv2Conv(_Conv):
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
+        dropout = self.dropout if self.training else 0.0
         graph, x_src, x_dst, edge_attr = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr,
-                                                 fill_value=self.fill_value, dropout=self.dropout if self.training else 0.0)
+                                                 fill_value=self.fill_value, dropout=dropout)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
         x_l = self.lin_l(x_src).view(x_src.size(0), H, C)
@@ -408,6 +408,6 @@ class GATv2Conv(_Conv):
         weights = return_attention_weights is not None
         result = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
                                  edge_features=_edge_rows("GATv2Conv", self.lin_edge, edge_attr, H, C),
-                                 dropout=self.dropout if self.training else 0.0, return_attention_weights=weights)
+                                 dropout=dropout, return_attention_weights=weights)
         out = _gat_output(result[0] if weights else result, self.concat, res, self.bias)
         return _with_weights(out, result, graph, edge_index, self.add_self_loops) if weights else out
