@@ -20,7 +20,6 @@ Usage: python3 perf/distributed_bench.py --dfgnn BUILD/dfgnn [--ranks 2] [--grap
 """
 
 import argparse
-import statistics
 import os
 import socket
 import sys
@@ -136,12 +135,12 @@ def worker(rank, ranks, port, a, jobs):
                 parts = graph.sources(*source)
                 if a.backward:
                     torch.autograd.backward(parts, [torch.ones_like(p) for p in parts])
-            mine_ms = [synced_ms(call, a.warmup, a.iters), synced_ms(exchange, a.warmup, a.iters)]
-            mine_ms.append(torch.cuda.max_memory_allocated(dev) / 2**20)
+            # This rank's (call ms, exchange ms, peak MiB, halo rows); each timed call after a barrier.
+            stats = [peers.median_ms(f, a.warmup, a.iters, before=synced)[0] for f in (call, exchange)]
+            stats += [torch.cuda.max_memory_allocated(dev) / 2**20, graph.halo.numel()]
             row_bytes = sum(t[0].numel() * t.element_size() for t in source)
-            mine_ms.append(graph.halo.numel())
             every = [None] * ranks
-            dist.all_gather_object(every, mine_ms)
+            dist.all_gather_object(every, stats)
             if rank == 0:
                 record["ranks_ms"] = max(e[0] for e in every)
                 record["exchange_ms"] = max(e[1] for e in every)
@@ -157,21 +156,10 @@ def worker(rank, ranks, port, a, jobs):
     dist.destroy_process_group()
 
 
-def synced_ms(fn, warmup, iters):
-    """Median ms of fn on this rank, each iteration after a barrier (CUDA events)."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iters):
-        dist.barrier()
-        torch.cuda.synchronize()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times)
+def synced():
+    """Every rank here, its GPU idle: the start of a timed call."""
+    dist.barrier()
+    torch.cuda.synchronize()
 
 
 def main(argv=None):

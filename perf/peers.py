@@ -114,7 +114,9 @@ def emitter(path):
     return emit
 
 
-def median_ms(fn, warmup, iters):
+def median_ms(fn, warmup, iters, before=None):
+    """Median ms of fn (CUDA events) and every time; `before` runs ahead of each timed call,
+    outside its time (e.g. a barrier of the ranks)."""
     import torch
 
     for _ in range(warmup):
@@ -122,6 +124,8 @@ def median_ms(fn, warmup, iters):
     torch.cuda.synchronize()
     times = []
     for _ in range(iters):
+        if before:
+            before()
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
         start.record()
