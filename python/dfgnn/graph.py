@@ -220,11 +220,16 @@ class Graph:
         the GPU for a graph built there. Kept after the first call, so torch.compile traces a
         later one (the layers' return_attention_weights) without a graph break."""
         if self._edges is None:
-            _, src, dst, edge_id = self.csr()
-            self._edges = torch.empty(2, self.num_edges, dtype=torch.int64)
-            self._edges[0, edge_id] = src.long()
-            self._edges[1, edge_id] = dst.long()
+            self._edges = self._rebuilt_edge_index()
         return self._edges
+
+    def _rebuilt_edge_index(self):
+        # edge_index() of a graph built on the host, from its CSR, not kept.
+        _, src, dst, edge_id = self.csr()
+        edges = torch.empty(2, self.num_edges, dtype=torch.int64)
+        edges[0, edge_id] = src.long()
+        edges[1, edge_id] = dst.long()
+        return edges
 
     def reorder(self, ordering="rcm"):
         """This square graph with its nodes renumbered for locality (docs/message_passing.md,
@@ -257,7 +262,9 @@ class Graph:
             return self._self_loops
         with self._lock:
             if self._self_loops is None:
-                edges = self.edge_index()  # where the graph is: a graph on the GPU stays there
+                # Where the graph is (a graph on the GPU stays there); a host graph's edges are
+                # rebuilt without keeping them, as edge_index() would.
+                edges = self._edges if self._edges is not None else self._rebuilt_edge_index()
                 kept = edges[0] != edges[1]
                 loops = torch.arange(min(self.num_src_nodes, self.num_nodes), dtype=torch.int64,
                                      device=edges.device).expand(2, -1)
