@@ -1,10 +1,11 @@
 """Attention over several ranks on torch.distributed (docs/distributed.md): the destination rows
 of a square graph split over the ranks of a process group (gloo on CPU, NCCL on GPUs). A rank
-holds its rows' inputs; its call is one bipartite call of the ops over [its rows | its halo],
-the halo rows of the source-side inputs (GT k and v, GAT el and v, GATv2 xl) arriving by one
-all-to-all per call, and, in the backward, their gradients going back to their owners, which add
-them in rank order: results equal one process's (within float32 rounding), bitwise the same
-from run to run for a given partition.
+holds its rows' inputs. The halo rows of the source-side inputs (GT k and v, GAT el and v,
+GATv2 xl) arrive by one all-to-all each while the rank runs the ops on its edges from its own
+rows; then it runs them on its edges from the halo and merges the two softmaxes by their
+logsumexps. In the backward the halo rows' gradients go back to their owners while the rank
+works on its own rows' edges, and the owners add them in rank order: results equal one
+process's (within float32 rounding), bitwise the same from run to run for a given partition.
 
     owner = dfgnn.Graph.from_edge_index(edge_index, N).partition(world_size)  # or METIS's
     mine = edge_index[:, owner[edge_index[1]] == rank]      # the in-edges of this rank's rows
@@ -20,11 +21,14 @@ so scale the loss by the world size there).
 """
 
 import hashlib
+import math
+import operator
 
 import torch
 import torch.distributed as dist
 
-from . import ops
+from . import _lib, ops
+from ._lib import ops as _ops
 from .graph import Graph
 
 __all__ = ["DistributedGraph", "gt_attention", "gat_attention", "gatv2_attention"]
@@ -39,9 +43,10 @@ class DistributedGraph:
     another rank's row) raises ValueError on every rank.
 
     rows: the global ids of this rank's rows, ascending (its output's rows, and the rows of its
-    inputs); halo: the remote sources its rows read, by (owner, id); graph: the local bipartite
-    dfgnn.Graph, its rows over [rows | halo]; send_counts, recv_counts: the rows it sends to and
-    receives from each rank per exchange.
+    inputs); halo: the remote sources its rows read, by (owner, id); inner, outer: the ops' two
+    local bipartite dfgnn.Graphs, the edges from this rank's rows (sources: rows) and those from
+    the halo (sources: halo); graph: all of its edges as one, over [rows | halo] (the layers');
+    send_counts, recv_counts: the rows it sends to and receives from each rank per exchange.
 
     edge_ids ([E_r], optional): each of these edges' index in the whole graph's edge order. With
     them attention dropout draws this rank's part of one process's mask on the whole graph, in
@@ -87,21 +92,55 @@ class DistributedGraph:
         dist.all_to_all_single(requested, self.halo, self.send_counts, self.recv_counts, group=group)
         self.send_rows = local[requested]  # by destination rank, each one's in its halo's order
         local[self.halo] = n + torch.arange(self.halo.numel(), device=device)
-        self.graph = Graph.from_edge_index(torch.stack([local[src], local[dst]]),
-                                           size=(n + self.halo.numel(), n))
+        src, dst = local[src], local[dst]  # over [rows | halo]
+        # The ops' two calls (_Split): the edges from this rank's own rows (inner), which run
+        # while the halo arrives, then those from the halo (outer, its sources in halo order).
+        inner = src < n
+        self._parts, self._indices = (inner, ~inner), None
+        self.inner = Graph.from_edge_index(torch.stack([src[inner], dst[inner]]), size=(n, n))
+        self.outer = Graph.from_edge_index(torch.stack([src[~inner] - n, dst[~inner]]), size=(self.halo.numel(), n))
+        self._rows_with = [torch.bincount(dst[m], minlength=n) > 0 for m in (inner, ~inner)]  # rows with such edges
+        self._graph = None
         self.edge_ids = edge_ids
         if edge_ids is not None:
-            self._use_dropout_ids(edge_ids.to(device).long(), everyone, src == dst)
+            ids = edge_ids.to(device).long()
+            self.inner._use_dropout_ids(ids[inner])
+            self.outer._use_dropout_ids(ids[~inner])
+            self._everyone = everyone
 
-    def _use_dropout_ids(self, ids, everyone, loop):
+    @property
+    def graph(self):
+        """The local bipartite dfgnn.Graph over [rows | halo], its edges in edge_index's order:
+        the layers' one call (built on first use)."""
+        if self._graph is None:
+            n, inner = self.num_rows, self._parts[0]
+            edges = torch.empty(2, inner.numel(), dtype=torch.long, device=inner.device)
+            edges[:, inner] = self.inner.edge_index().to(inner.device)
+            edges[:, ~inner] = self.outer.edge_index().to(inner.device)
+            edges[0, ~inner] += n
+            graph = Graph.from_edge_index(edges, size=(n + self.halo.numel(), n))
+            if self.edge_ids is not None:
+                self._use_dropout_ids(graph, self.edge_ids.to(inner.device).long(), edges[0] == edges[1])
+            self._graph = graph
+        return self._graph
+
+    def _edge_indices(self):
+        """The inner and the outer edges' positions in edge_index's order, for the edge tensors'
+        rows (kept after the first use: index_select needs no device sync, a mask does)."""
+        if self._indices is None:
+            self._indices = tuple(part.nonzero().flatten() for part in self._parts)
+        return self._indices
+
+    def _use_dropout_ids(self, graph, ids, loop):
         """The dropout ids of the local graph (`ids`) and of its with_self_loops() (the layers'):
         as one process's layer orders the whole graph's edges, the edges that are not loops
         (each id less the loops before it), then a loop per node (after them, by node id)."""
-        self.graph._use_dropout_ids(ids)
+        graph._use_dropout_ids(ids)
+        everyone = self._everyone
         loops = torch.tensor(sorted(i for _, ids_r in everyone for i in ids_r), dtype=torch.long, device=ids.device)
         kept = sum(count for count, _ in everyone) - loops.numel()  # the whole graph's edges without loops
         kept_ids = ids[~loop] - torch.searchsorted(loops, ids[~loop])
-        self.graph.with_self_loops()._use_dropout_ids(torch.cat([kept_ids, kept + self.rows]))
+        graph.with_self_loops()._use_dropout_ids(torch.cat([kept_ids, kept + self.rows]))
 
     @property
     def num_rows(self):
@@ -164,67 +203,221 @@ def _agree(problem, n_all, owner, group, extra):
     return [e for *_, e in everyone]
 
 
+def _swap(graph, sends, receives, send_counts, receive_counts):
+    """Each tensor of `sends` [sum(send_counts), F] to the ranks, send_counts[r] rows to rank r
+    in rank order, into the tensor of `receives` at the same place: one group of sends and
+    receives for all the tensors, so NCCL runs them as one kernel (one all-to-all per tensor
+    would start its second kernel only when the compute kernels beside it leave an SM free);
+    each tensor's messages have its own tag, which gloo matches by. Returns the works to wait
+    for."""
+    ops_, group = [], graph.group
+    starts = [0, 0]
+    for peer, counts in enumerate(zip(send_counts, receive_counts)):
+        to = peer if group is None else dist.get_global_rank(group, peer)
+        for op, tensors, count, start in zip((dist.isend, dist.irecv), (sends, receives), counts, starts):
+            if count:
+                ops_ += [dist.P2POp(op, t[start:start + count], to, group, tag) for tag, t in enumerate(tensors)]
+        starts = [start + count for start, count in zip(starts, counts)]
+    return dist.batch_isend_irecv(ops_) if ops_ else []
+
+
+def _gather_halo(graph, xs, into):
+    """Receives the halo rows of each x [rows, F] of `xs` from their owners into the tensor of
+    `into` [halo, F] at its place (_swap). Returns the works."""
+    return _swap(graph, [x[graph.send_rows] for x in xs], into, graph.send_counts, graph.recv_counts)
+
+
+def _return_halo(graph, grads):
+    """Sends the halo rows' gradients, each of `grads` [halo, F], back to their owners (_swap).
+    Returns what this rank receives for each ([sent rows, F], its peers' parts in rank order)
+    and the works."""
+    backs = [g.new_empty((graph.send_rows.numel(), g.size(1))) for g in grads]
+    return backs, _swap(graph, [g.contiguous() for g in grads], backs, graph.recv_counts, graph.send_counts)
+
+
+def _wait(works):
+    for work in works:
+        work.wait()  # the current stream waits for the exchange
+
+
+def _add_returned(graph, own, back):
+    """Adds the returned gradients `back` to this rank's own rows' `own` [rows, F], each peer's
+    part in rank order: a peer asks for a row once, so each index_add_ has distinct indices and
+    runs the same on every run."""
+    start = 0
+    for count in graph.send_counts:
+        own.index_add_(0, graph.send_rows[start:start + count], back[start:start + count])
+        start += count
+    return own
+
+
 class _Exchange(torch.autograd.Function):
-    """[own rows | halo rows] of each x [rows, F]; backward: the halo rows' gradients back to
-    their owners, each peer's part added in rank order (a peer asks for a row once, so each
-    index_add_ has distinct indices and runs the same on every run). The own rows are copied
-    once and the halo received in place: no concatenation of the tensors or of their rows."""
+    """[own rows | halo rows] of each x [rows, F] (the layers' x); backward: the halo rows'
+    gradients back to their owners, added there in rank order. The own rows are copied once and
+    the halo received in place: no concatenation of the tensors or of their rows."""
 
     @staticmethod
     def forward(ctx, graph, *xs):
         ctx.graph = graph
-        n, outs = graph.num_rows, []
-        for x in xs:
-            out = x.new_empty((n + graph.halo.numel(), x.size(1)))
+        n = graph.num_rows
+        outs = [x.new_empty((n + graph.halo.numel(), x.size(1))) for x in xs]
+        for out, x in zip(outs, xs):
             out[:n].copy_(x)
-            dist.all_to_all_single(out[n:], x[graph.send_rows], graph.recv_counts, graph.send_counts,
-                                   group=graph.group)
-            outs.append(out)
+        _wait(_gather_halo(graph, xs, [out[n:] for out in outs]))
         return tuple(outs)
 
     @staticmethod
     def backward(ctx, *grads):
         g = ctx.graph
-        n, owns = g.num_rows, []
-        for grad in grads:
-            back = grad.new_empty((g.send_rows.numel(), grad.size(1)))
-            dist.all_to_all_single(back, grad[n:].contiguous(), g.send_counts, g.recv_counts, group=g.group)
-            own = grad[:n].clone()
-            start = 0
-            for count in g.send_counts:
-                own.index_add_(0, g.send_rows[start:start + count], back[start:start + count])
-                start += count
-            owns.append(own)
-        return (None, *owns)
+        n = g.num_rows
+        backs, works = _return_halo(g, [grad[n:] for grad in grads])
+        _wait(works)
+        return (None, *(_add_returned(g, grad[:n].clone(), back) for grad, back in zip(grads, backs)))
 
 
-def _local(op, graph, kwargs):
+def _merge(graph, inner, outer):
+    """The softmax over a row's inner and outer edges from each call's (out, logsumexp): lse =
+    log(e^lse_in + e^lse_out), out = f_in out_in + f_out out_out with f = e^(lse_call - lse),
+    a call's terms taken only for rows where it has edges (the kernels give an empty row out 0,
+    lse 0). As f_in + f_out = 1, out is one lerp from out_in to out_out by f_out (one pass: two
+    broadcast products took twice as long). Returns out, lse and the factors (f_in, f_out)
+    [rows, H], float32."""
+    (out_in, lse_in), (out_out, lse_out) = inner, outer
+    parts = [lse.masked_fill(~rows[:, None], -math.inf) for lse, rows in zip((lse_in, lse_out), graph._rows_with)]
+    lse = torch.logaddexp(*parts)
+    factors = [torch.exp(part - lse).nan_to_num_(0.0) for part in parts]  # a row without edges: -inf - -inf
+    out = out_in.lerp_(out_out, factors[1][..., None].to(out_in.dtype))
+    return out, lse.masked_fill_(lse == -math.inf, 0.0), factors
+
+
+class _Split(torch.autograd.Function):
+    """One model's attention on a DistributedGraph in two calls. Forward: the source-side
+    inputs' halo rows start arriving (one all-to-all each, on NCCL's stream); meanwhile the
+    inner edges' call runs; then the outer edges' call on the halo, and _merge. Backward, with
+    the merged out and lse (each edge's probability is exp(s - lse), whichever call it is in):
+    the outer call first, so that its source gradients travel back to their owners while the
+    inner call runs; then each rank adds what it received to its own rows in rank order. The
+    destination-side gradients (and GATv2's da) are the two calls' sum."""
+
+    @staticmethod
+    def forward(ctx, graph, spec, sources, scalar, dropout, seed, weights, edge_values, a, b, c, e):
+        own = (a, b, c)
+        halo = [own[i].new_empty((graph.halo.numel(), *own[i].shape[1:])) for i in sources]
+        works = _gather_halo(graph, [own[i].flatten(1) for i in sources], [t.flatten(1) for t in halo])
+        dims, dtype = spec.dims(graph.inner, *own), _lib.DTYPES[a.dtype]
+        indices = graph._edge_indices() if edge_values is not None or e is not None or weights else (None, None)
+        results, probabilities = [], []
+        for g, tensors, index in _calls(graph, own, sources, halo, indices):
+            if g is graph.outer:
+                _wait(works)
+            w = a.new_empty((g.num_edges, dims[0])) if weights else None
+            plan = ops._native(g, a, spec.kind, dims, dtype)
+            results.append(_ops.forward(plan, tensors, scalar, 0, _rows(edge_values, index), dropout, seed, True,
+                                        _rows(e, index), w))
+            probabilities.append(w)
+        out, lse, factors = _merge(graph, *results)
+        ctx.graph, ctx.spec, ctx.sources, ctx.args = graph, spec, sources, (scalar, dropout, seed, dims, dtype)
+        ctx.halo, ctx.edge_values = halo, edge_values
+        ctx.save_for_backward(a, b, c, e, out, lse)
+        w = a.new_empty((graph._parts[0].numel(), dims[0]) if weights else 0)
+        if weights:  # each call's weights came from its own lse: rescaled by its factor at their row
+            for (g, _, index), p, f in zip(_calls(graph, own, sources, halo, indices), probabilities, factors):
+                w.index_copy_(0, index, (p.float() * f[g.edge_index()[1].to(f.device)]).to(w.dtype))
+        ctx.mark_non_differentiable(w)
+        return out, w
+
+    @staticmethod
+    def backward(ctx, grad, _grad_weights):
+        graph, spec, sources = ctx.graph, ctx.spec, ctx.sources
+        scalar, dropout, seed, dims, dtype = ctx.args
+        a, b, c, e, out, lse = ctx.saved_tensors
+        edge_values, grad = ctx.edge_values, grad.contiguous()
+        indices = graph._edge_indices() if edge_values is not None or e is not None else (None, None)
+        grads = []
+        for g, tensors, index in reversed(_calls(graph, (a, b, c), sources, ctx.halo, indices)):
+            plan = ops._native(g, a, spec.kind, dims, dtype)
+            grads.append(list(_ops.backward(plan, tensors, scalar, 0, _rows(edge_values, index), dropout, seed, out,
+                                            lse, grad, _rows(e, index))))
+            if g is graph.outer:
+                backs, works = _return_halo(graph, [grads[0][i].flatten(1) for i in sources])
+        from_outer, mine = grads
+        _wait(works)
+        for i, back in zip(sources, backs):
+            _add_returned(graph, mine[i].flatten(1), back)
+        for i in range(3):
+            if i not in sources:
+                mine[i] += from_outer[i]
+        de = None
+        if e is not None:
+            de = torch.empty_like(e).index_copy_(0, indices[0], mine[3]).index_copy_(0, indices[1], from_outer[3])
+        return (None,) * 8 + (*mine[:3], de)
+
+
+def _calls(graph, own, sources, halo, indices):
+    """The two calls of _Split: (graph, the three tensors, the positions of its edges in
+    edge_index's order), the inner call's on this rank's rows, the outer's with the source-side
+    tensors' halo rows."""
+    outer = list(own)
+    for i, t in zip(sources, halo):
+        outer[i] = t
+    return [(graph.inner, own, indices[0]), (graph.outer, tuple(outer), indices[1])]
+
+
+def _rows(t, index):
+    """An edge tensor's (edge values', edge features') rows of one call's edges, or None."""
+    return None if t is None else t.index_select(0, index)
+
+
+# The ops' models on a DistributedGraph: each one's spec and its source-side tensors.
+_MODELS = {"gt_attention": (ops._GT, (1, 2)), "gat_attention": (ops._GAT, (0, 2)),
+           "gatv2_attention": (ops._GATV2, (0,))}
+
+
+def _attention(name, graph, tensors, scalar, edge_features=None, edge_values=None, dropout=0.0, seed=None,
+               return_attention_weights=False):
+    """The checks of model `name`'s call on this rank's rows, then _Split."""
+    op = f"dfgnn.distributed.{name}"
+    spec, sources = _MODELS[name]
     if not isinstance(graph, DistributedGraph):
-        raise TypeError(f"dfgnn.distributed.{op}: graph must be a DistributedGraph, got {type(graph).__name__}")
-    if kwargs.get("dropout", 0.0) and graph.edge_ids is None:
-        raise ValueError(f"dfgnn.distributed.{op}: dropout on a DistributedGraph needs its edge_ids (each edge's "
-                         f"index in the whole graph), so that the ranks draw one process's mask")
-    return graph.graph
+        raise TypeError(f"{op}: graph must be a DistributedGraph, got {type(graph).__name__}")
+    dropout = ops._dropout(op, dropout)
+    if dropout and graph.edge_ids is None:
+        raise ValueError(f"{op}: dropout on a DistributedGraph needs its edge_ids (each edge's index in the whole "
+                         f"graph), so that the ranks draw one process's mask")
+    tensors = tuple(ops._input(op, key, t) for key, t in tensors.items())
+    edge_values, edges = ops._edge_values(op, edge_values), ops._edges(op, edge_features)
+    if tensors[0].is_cuda and ops._autocast_enabled():
+        *tensors, edge_values, edges = ops._autocast((*tensors, edge_values, edges))
+    named = spec.named(tensors) + ([("edge_features", edges, spec.edge_dims)] if edges is not None else [])
+    ops._check(op, None, named, edge_values, 0.0, None)  # against each other; then against this rank's share
+    for key, t, dims in named + ([("edge_values", edge_values, ())] if edge_values is not None else []):
+        want, what = (graph.num_rows, "rows") if dims[:1] in (("N",), ("NS",)) else (graph._parts[0].numel(), "edges")
+        if dims[:1] != ("H",) and t.size(0) != want:
+            raise ValueError(f"{op}: {key} has {t.size(0)} rows, but this rank has {want} {what}")
+    if seed is None or not dropout:
+        seed = ops._draw_seed() if dropout else 0
+    else:
+        seed = operator.index(seed)
+    out, w = _Split.apply(graph, spec, sources, scalar, dropout, seed, return_attention_weights, edge_values,
+                          *tensors, edges)
+    return (out, w) if return_attention_weights else out
 
 
-def gt_attention(graph, q, k, v, **kwargs):
+def gt_attention(graph, q, k, v, *, scale=None, **kwargs):
     """dfgnn.gt_attention on this rank's rows: q, k, v [rows, H, D] (edge features, edge values:
     this rank's edges, in its edge_index's order). Returns its rows' out [rows, H, D]."""
-    local = _local("gt_attention", graph, kwargs)
-    k, v = graph.sources(k, v)
-    return ops.gt_attention(local, q, k, v, **kwargs)
+    if scale is not None and (not math.isfinite(float(scale)) or float(scale) == 0.0):
+        raise ValueError(f"dfgnn.distributed.gt_attention: scale must be finite and nonzero (None selects "
+                         f"1/sqrt(D)), got {scale}")
+    return _attention("gt_attention", graph, {"q": q, "k": k, "v": v}, float(scale or 0.0), **kwargs)
 
 
-def gat_attention(graph, el, er, v, **kwargs):
+def gat_attention(graph, el, er, v, *, negative_slope=0.2, **kwargs):
     """dfgnn.gat_attention on this rank's rows: el, er [rows, H], v [rows, H, D]."""
-    local = _local("gat_attention", graph, kwargs)
-    el, v = graph.sources(el, v)
-    return ops.gat_attention(local, el, er, v, **kwargs)
+    return _attention("gat_attention", graph, {"el": el, "er": er, "v": v}, float(negative_slope), **kwargs)
 
 
-def gatv2_attention(graph, xl, xr, a, **kwargs):
+def gatv2_attention(graph, xl, xr, a, *, negative_slope=0.2, **kwargs):
     """dfgnn.gatv2_attention on this rank's rows: xl, xr [rows, H, D], a [H, D] (its gradient:
     this rank's share)."""
-    local = _local("gatv2_attention", graph, kwargs)
-    (xl,) = graph.sources(xl)
-    return ops.gatv2_attention(local, xl, xr, a, **kwargs)
+    return _attention("gatv2_attention", graph, {"xl": xl, "xr": xr, "a": a}, float(negative_slope), **kwargs)
