@@ -223,20 +223,8 @@ def _swap(graph, sends, receives, send_counts, receive_counts):
 
 def _gather_halo(graph, xs, into):
     """Receives the halo rows of each x [rows, F] of `xs` from their owners into the tensor of
-    `into` [halo, F] at its place (_swap). Returns the works. On CUDA the rows to send are
-    gathered on a stream of their own, of high priority, so that the gathers and the exchange
-    run beside the caller's next kernels instead of before them."""
-    if not xs[0].is_cuda:
-        return _swap(graph, [x[graph.send_rows] for x in xs], into, graph.send_counts, graph.recv_counts)
-    side = _side_streams.get(xs[0].device)
-    if side is None:
-        side = _side_streams[xs[0].device] = torch.cuda.Stream(xs[0].device, priority=-1)
-    side.wait_stream(torch.cuda.current_stream(xs[0].device))
-    with torch.cuda.stream(side):
-        return _swap(graph, [x[graph.send_rows] for x in xs], into, graph.send_counts, graph.recv_counts)
-
-
-_side_streams = {}  # device -> _gather_halo's stream
+    `into` [halo, F] at its place (_swap). Returns the works."""
+    return _swap(graph, [x[graph.send_rows] for x in xs], into, graph.send_counts, graph.recv_counts)
 
 
 def _return_halo(graph, grads):
