@@ -5,9 +5,10 @@ forward+backward on run_bench.py's graphs, P ranks against the plain op on one G
 Per graph and model, rank 0 first times the plain op on the whole graph (`one`). Then every rank
 takes Graph.partition(P)'s rows, builds its DistributedGraph and times its call (`P ranks`: the
 slowest rank's median, each iteration started after a barrier) and the halo exchange alone (the
-source-side inputs' all-to-all, and with --backward also the gradients' return). Records: the
-halo rows and bytes each rank receives per exchange, the exchange's ms and GB/s (bytes received
-per ms, the slowest rank), each rank's peak memory, and the speedup one / P ranks. CUDA events,
+source-side inputs' exchange, DistributedGraph.sources, and with --backward also the
+gradients' return). Records: the halo rows and bytes each rank receives per exchange, the
+exchange's ms and GB/s (bytes received per ms, the slowest rank), each rank's peak memory, and
+the speedup one / P ranks. CUDA events,
 median of --iters after --warmup. Prints one JSON object per line (also appended to --json).
 
 Graphs: run_bench.py's, and gpu-rmat-sS-dD, an R-MAT graph generated on the GPU (gpu_rmat).

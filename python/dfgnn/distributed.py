@@ -1,9 +1,9 @@
 """Attention over several ranks on torch.distributed (docs/distributed.md): the destination rows
 of a square graph split over the ranks of a process group (gloo on CPU, NCCL on GPUs). A rank
 holds its rows' inputs. The halo rows of the source-side inputs (GT k and v, GAT el and v,
-GATv2 xl) arrive by one all-to-all each while the rank runs the ops on its edges from its own
-rows; then it runs them on its edges from the halo and merges the two softmaxes by their
-logsumexps. In the backward the halo rows' gradients go back to their owners while the rank
+GATv2 xl) arrive in one group of sends and receives while the rank runs the ops on its edges
+from its own rows; then it runs them on its edges from the halo and merges the two softmaxes by
+their logsumexps. In the backward the halo rows' gradients go back to their owners while the rank
 works on its own rows' edges, and the owners add them in rank order: results equal one
 process's (within float32 rounding), bitwise the same from run to run for a given partition.
 
@@ -148,8 +148,9 @@ class DistributedGraph:
 
     def sources(self, *tensors):
         """Each tensor ([rows, ...]: this rank's rows of a source-side input) extended by its
-        halo rows, [rows + halo, ...]: one all-to-all per tensor, received straight into the
-        halo part of the result; autograd sends the halo rows' gradients back to their owners."""
+        halo rows, [rows + halo, ...], received straight into the halo part of the result (one
+        group of sends and receives for all the tensors); autograd sends the halo rows'
+        gradients back to their owners."""
         parts = _Exchange.apply(self, *(t.flatten(1) for t in tensors))
         return [p.reshape(p.size(0), *t.shape[1:]) for p, t in zip(parts, tensors)]
 
@@ -292,7 +293,7 @@ def _merge(graph, inner, outer):
 
 class _Split(torch.autograd.Function):
     """One model's attention on a DistributedGraph in two calls. Forward: the source-side
-    inputs' halo rows start arriving (one all-to-all each, on NCCL's stream); meanwhile the
+    inputs' halo rows start arriving (_swap, on NCCL's stream); meanwhile the
     inner edges' call runs; then the outer edges' call on the halo, and _merge. Backward, with
     the merged out and lse (each edge's probability is exp(s - lse), whichever call it is in):
     the outer call first, so that its source gradients travel back to their owners while the
