@@ -281,9 +281,13 @@ def _merge(graph, inner, outer):
     log(e^lse_in + e^lse_out), out = f_in out_in + f_out out_out with f = e^(lse_call - lse),
     a call's terms taken only for rows where it has edges (the kernels give an empty row out 0,
     lse 0). As f_in + f_out = 1, out is one lerp from out_in to out_out by f_out (one pass: two
-    broadcast products took twice as long). Returns out, lse and the factors (f_in, f_out)
-    [rows, H], float32."""
+    broadcast products took twice as long); where one call has every edge (one rank, no halo,
+    only halo) its result stands. Returns out, lse and the factors (f_in, f_out) [rows, H],
+    float32."""
     (out_in, lse_in), (out_out, lse_out) = inner, outer
+    if not (graph.inner.num_edges and graph.outer.num_edges):
+        one, zero = torch.ones_like(lse_in), torch.zeros_like(lse_in)
+        return (*outer, [zero, one]) if graph.outer.num_edges else (*inner, [one, zero])
     parts = [lse.masked_fill(~rows[:, None], -math.inf) for lse, rows in zip((lse_in, lse_out), graph._rows_with)]
     lse = torch.logaddexp(*parts)
     factors = [torch.exp(part - lse).nan_to_num_(0.0) for part in parts]  # a row without edges: -inf - -inf
