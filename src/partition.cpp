@@ -105,6 +105,26 @@ RankGraph rank_graph_from_edges(const Partition& p, int rank, const std::vector<
   return r;
 }
 
+SourceSplit split_by_source(const RankGraph& r) {
+  const std::size_t E = r.graph.src.size();
+  std::vector<node_t> s(E), d(E);  // by local edge
+  for (std::size_t k = 0; k < E; ++k) {
+    const std::size_t i = std::size_t(r.graph.edge_id[k]);
+    s[i] = r.graph.src[k], d[i] = r.graph.dst[k];
+  }
+  SourceSplit split;
+  std::vector<node_t> inner_src, inner_dst, outer_src, outer_dst;
+  for (std::size_t i = 0; i < E; ++i) {
+    const bool own = s[i] < r.num_rows();
+    (own ? split.inner.edges : split.outer.edges).push_back(edge_t(i));
+    (own ? inner_src : outer_src).push_back(own ? s[i] : s[i] - r.num_rows());
+    (own ? inner_dst : outer_dst).push_back(d[i]);
+  }
+  split.inner.graph = graph_from_edges(r.num_rows(), r.num_rows(), inner_src, inner_dst);
+  split.outer.graph = graph_from_edges(r.num_halo(), r.num_rows(), outer_src, outer_dst);
+  return split;
+}
+
 void set_sends(RankGraph& r, const std::vector<node_t>& counts, const std::vector<node_t>& ids) {
   if (counts.size() != std::size_t(r.ranks))
     throw Error("set_sends: " + std::to_string(counts.size()) + " counts for " + std::to_string(r.ranks) + " ranks");

@@ -116,6 +116,38 @@ TEST(Partition, ExchangePlanFillsEveryHalo) {
     }
 }
 
+TEST(Partition, SplitBySourceKeepsEveryEdgeOnce) {
+  // split_by_source: inner holds the edges from the rank's rows, outer those from its halo
+  // (sources from 0 in halo order), each in the share's edge order, together every edge once.
+  for (const auto& [name, g] : test::test_graphs(3000))
+    for (const auto& [pname, p] : partitions(g))
+      for (int rank = 0; rank < p.ranks; ++rank) {
+        SCOPED_TRACE(name + " " + pname + " rank " + std::to_string(rank));
+        const RankGraph r = rank_graph(g, p, rank);
+        const SourceSplit split = split_by_source(r);
+        const auto& [inner, outer] = split;
+        EXPECT_EQ(inner.graph.num_src_nodes, r.num_rows());
+        EXPECT_EQ(outer.graph.num_src_nodes, r.num_halo());
+        EXPECT_EQ(inner.graph.num_nodes, r.num_rows());
+        EXPECT_EQ(outer.graph.num_nodes, r.num_rows());
+        // Each part's edge as (source over [rows | halo], destination), by its share position.
+        std::vector<std::pair<node_t, node_t>> want(r.graph.src.size()), got(want.size(), {-1, -1});
+        for (std::size_t k = 0; k < want.size(); ++k)
+          want[std::size_t(r.graph.edge_id[k])] = {r.graph.src[k], r.graph.dst[k]};
+        for (const auto* part : {&inner, &outer}) {
+          EXPECT_TRUE(std::is_sorted(part->edges.begin(), part->edges.end()));
+          const node_t shift = part == &inner ? 0 : r.num_rows();
+          for (std::size_t k = 0; k < part->graph.src.size(); ++k) {
+            const std::size_t at = std::size_t(part->edges[std::size_t(part->graph.edge_id[k])]);
+            EXPECT_EQ(got[at].first, -1) << "share edge " << at << " in two parts";
+            got[at] = {part->graph.src[k] + shift, part->graph.dst[k]};
+            EXPECT_EQ(part == &inner, want[at].first < r.num_rows());
+          }
+        }
+        EXPECT_EQ(got, want);
+      }
+}
+
 TEST(Partition, FromEdgesEqualsFromTheWholeGraph) {
   // Each rank's share from its rows' in-edges (in the whole edge list's order) and the peers'
   // requests, as DistributedPlan exchanges them, against rank_graph's from the whole graph.

@@ -79,6 +79,21 @@ RankGraph rank_graph_from_edges(const Partition& p, int rank, const std::vector<
 /// r's rows each peer's halo holds, in its order. Error for an id that is not one of r's rows.
 void set_sends(RankGraph& r, const std::vector<node_t>& counts, const std::vector<node_t>& ids);
 
+/// A rank's local graph split by where its edges come from, for calls that overlap the halo
+/// exchange (DistributedPlan): `inner`, the edges from its own rows (rows x rows), runs while the
+/// halo travels; `outer`, those from the halo (halo x rows, sources numbered from 0 in halo
+/// order), after it. Each keeps the local graph's edge order; `edges` holds the positions of its
+/// edges in that order (ascending), where its part of the rank's edge tensors comes from.
+struct SourceSplit {
+  struct Part {
+    HostGraph graph;
+    std::vector<edge_t> edges;
+  };
+  Part inner, outer;
+};
+
+SourceSplit split_by_source(const RankGraph& r);
+
 /// Rows `ids` of a [*, width] host tensor, in that order: a rank's part of a whole graph's
 /// tensor (its rows, or its edges by edge_ids). Error for an id past the tensor's rows.
 template <class T, class Index>
