@@ -127,7 +127,7 @@ DistributedRun::DistributedRun(const HostGraph& g, const Inputs& in, Strategy st
     : s_(std::make_unique<State>(g, in, strategy, training)) {}
 DistributedRun::~DistributedRun() = default;
 
-Strategy DistributedRun::strategy() const { return s_->plan.local().strategy(); }
+Strategy DistributedRun::strategy() const { return s_->plan.inner().strategy(); }
 
 void DistributedRun::operator()() const {
   State& s = *s_;

@@ -13,7 +13,7 @@
 // the caller's order, where its edge features are (an empty View: none; the models' edge
 // arguments, types.hpp).
 
-#include "math.hpp"
+#include <dfgnn/kokkos_math.hpp>
 
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/plan.hpp>

@@ -1,11 +1,11 @@
 #pragma once
 /// \file distributed.hpp
 /// Attention over several ranks on Kokkos (docs/distributed.md): each rank owns a partition's
-/// destination rows, and its calls take and return those rows only. A forward fills the halo
-/// (the remote source rows its rows read) by one all-to-all-v per source-side argument and runs
-/// the rank's rows as one bipartite call over [its rows | its halo]; a backward sends the halo
-/// rows' gradients back to their owners, which add them in rank order, so results are
-/// reproducible for a given partition.
+/// destination rows, and its calls take and return those rows only. A forward starts the
+/// exchange of the halo (the remote source rows its rows read), runs its edges from its own
+/// rows meanwhile, then those from the halo, and merges the two softmaxes by their logsumexps;
+/// a backward sends the halo rows' gradients back to their owners, which add them in rank order,
+/// so results are reproducible for a given partition.
 ///
 /// \code
 ///   dfgnn::MpiTransport comm(MPI_COMM_WORLD);                                 // mpi.hpp
@@ -20,18 +20,24 @@
 ///   using memory_space = ...;  // where the buffers it is given live (staged there if the plan's are not)
 ///   int rank() const;
 ///   int ranks() const;
-///   // Rows of row_bytes each: send_counts[p] rows to rank p, recv_counts[p] from it, packed in rank order.
+///   // Rows of row_bytes each: send_counts[p] rows to rank p, recv_counts[p] from it, packed in
+///   // rank order; begun here and ended by the result's wait() (or its destructor), the buffers
+///   // untouched until then. all_to_all: the same, ended before it returns.
+///   Pending start_all_to_all(const void* send, const std::vector<node_t>& send_counts, void* recv,
+///                            const std::vector<node_t>& recv_counts, std::size_t row_bytes) const;
 ///   void all_to_all(const void* send, const std::vector<node_t>& send_counts, void* recv,
 ///                   const std::vector<node_t>& recv_counts, std::size_t row_bytes) const;
 ///   // `bytes` of host memory from every rank, in rank order (the plan's agreement, parameter gradients).
 ///   void all_gather(const void* mine, void* all, std::size_t bytes) const;
 
 #include <dfgnn/backward.hpp>
+#include <dfgnn/kokkos_math.hpp>
 #include <dfgnn/partition.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dfgnn {
@@ -59,9 +65,10 @@ std::vector<std::string> all_gather_strings(const Transport& t, const std::strin
 }  // namespace detail
 
 /// A rank's part of destination-partitioned attention: its share of the graph and the exchange
-/// plan (partition.hpp's RankGraph), the plan of its local bipartite call, and the buffers of
-/// the [rows | halo] source-side tensors. Built collectively once per graph, reused by every
-/// call; a call and its plan run on one transport's ranks together.
+/// plan (partition.hpp's RankGraph), the plans of its two local calls (SourceSplit: the edges
+/// from its own rows, which run while the halo travels, and those from the halo), and the
+/// calls' workspaces. Built collectively once per graph, reused by every call; a call and its
+/// plan run on one transport's ranks together.
 template <class Exec, class Transport>
 class DistributedPlan {
  public:
@@ -118,97 +125,152 @@ class DistributedPlan {
   const Transport& transport() const { return transport_; }
   /// The rank's share: its rows, halo, local graph, edge ids and exchange plan.
   const RankGraph& share() const { return share_; }
-  /// The plan of the rank's local bipartite call.
-  const Plan<Exec>& local() const { return *local_; }
-  const Op& op() const { return local_->op(); }
+  /// The plans of its two local calls: the edges from its own rows (rows x rows) and those from
+  /// its halo (halo x rows).
+  const Plan<Exec>& inner() const { return *parts_[0].plan; }
+  const Plan<Exec>& outer() const { return *parts_[1].plan; }
+  /// The rank's op: its rows the destinations, [rows | halo] the sources, its edges.
+  const Op& op() const { return op_; }
   node_t num_rows() const { return share_.num_rows(); }
 
-  /// The options of the local call: dropout draws the whole graph's mask, by the global ids of
-  /// this rank's edges.
-  Options<memory_space> local_options(const Options<memory_space>& o) const {
-    Options<memory_space> r = o;
-    r.dropout.counter = edge_ids_.data();
-    return r;
-  }
-
-  /// The local call's inputs: each source-side argument of `inputs` (this rank's rows) copied
-  /// into its [rows | halo] buffer, the halo from the peers; the others as given.
-  Tensors gather_sources(const char* who, const Exec& exec, const ModelArgs& args, const Tensors& inputs) const {
-    Tensors local = inputs;
-    for (int i = 0; i < inputs.count && i < args.count; ++i) {
-      if (!source_rows(args.inputs[i].extent)) continue;
-      const std::size_t width = row_width(args.inputs[i].extent), n = std::size_t(num_rows());
-      const Flat mine = rows_of(who, args.inputs[i].name, inputs.refs[i], width);
-      const Flat all = buffer(sources_[i], std::size_t(share_.graph.num_src_nodes) * width);
-      Kokkos::deep_copy(exec, Flat(all.data(), n * width), mine);
-      const Flat packed = buffer(packed_, std::size_t(share_.send_rows.size()) * width);
-      const auto rows = send_rows_;
-      Kokkos::parallel_for(
-          "dfgnn::pack_halo", Kokkos::RangePolicy<Exec>(exec, 0, packed.size()),
-          KOKKOS_LAMBDA(std::size_t k) { packed(k) = mine(std::size_t(rows(k / width)) * width + k % width); });
-      exchange(exec, packed, counts(share_.send_ptr), Flat(all.data() + n * width, all.size() - n * width),
-               counts(share_.recv_ptr), width);
-      local.refs[i] = TensorRef::shaped(all.data(), op(), args.inputs[i].extent);
+  /// The forward (attention below). Every call of the transport, begun and ended, comes in the
+  /// same order on every rank.
+  template <class Model>
+  void forward(const Exec& exec, const Model& model, const Tensors& inputs, const NodeOutput<memory_space>& out,
+               const Options<memory_space>& options) const {
+    const char* who = "attention";
+    const ModelArgs& args = Model::args;
+    const std::size_t n = std::size_t(num_rows()), H = std::size_t(op_.heads), D = std::size_t(op_.dim);
+    std::vector<Travelling> travelling;
+    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
+    const Flat lse_parts = buffer(lse_parts_, 2 * n * H);
+    if (options.logsumexp.data()) rows_of(who, "logsumexp", detail::tensor_ref(options.logsumexp), H);
+    const bool weights = options.attention_weights.data() != nullptr;
+    if (weights) edge_rows_of(who, "attention weights", detail::tensor_ref(options.attention_weights), H);
+    for (int k = 0; k < 2; ++k) {
+      const Part& part = parts_[k];
+      if (k == 1)
+        for (Travelling& t : travelling) t.finish(exec);
+      Options<memory_space> o;
+      o.edge_values = part_edge_values(who, exec, k, options.edge_values);
+      o.logsumexp = Scalars(lse_parts.data() + std::size_t(k) * n * H, n, H);
+      o.dropout = options.dropout;
+      o.dropout.counter = part.ids.data();
+      if (weights) o.attention_weights = Scalars(buffer(part.weights, std::size_t(part.edges.size()) * H).data(),
+                                                 part.edges.size(), H);
+      const NodeOutput<memory_space> part_out =
+          k == 0 ? out : NodeOutput<memory_space>(buffer(outer_out_, n * H * D).data(), n, H, D);
+      attention(exec, *part.plan, model, part_inputs(who, exec, k, args, k == 0 ? inputs : outer_inputs), part_out,
+                o);
     }
-    return local;
+    const Scalars lse = options.logsumexp.data() ? options.logsumexp : Scalars(buffer(lse_, n * H).data(), n, H);
+    merge(exec, out, lse, lse_parts);
+    if (weights) scatter_weights(exec, lse, lse_parts, options.attention_weights);
   }
 
-  /// The local call's gradients: the [rows | halo] buffer of each source-side argument's
-  /// gradient, the others (the caller's) as given.
-  Tensors source_gradients(const char* who, const ModelArgs& args, const Tensors& grads) const {
-    Tensors local = grads;
-    for (int i = 0; i < grads.count && i < args.count; ++i) {
-      if (!source_rows(args.inputs[i].extent)) continue;
-      const std::size_t width = row_width(args.inputs[i].extent);
-      rows_of(who, args.gradients[i], grads.refs[i], width);
-      const Flat all = buffer(source_grads_[i], std::size_t(share_.graph.num_src_nodes) * width);
-      local.refs[i] = TensorRef::shaped(all.data(), op(), args.inputs[i].extent);
-    }
-    return local;
-  }
-
-  /// After the local backward: each source-side gradient's halo rows go back to their owners,
-  /// which add them to their rows' in rank order (each peer's rows distinct, so a peer's part
-  /// adds in parallel); a head argument's gradient (GATv2's da) becomes the sum of every rank's
-  /// share, in rank order, on every rank.
-  void return_gradients(const Exec& exec, const ModelArgs& args, const Tensors& grads) const {
-    for (int i = 0; i < grads.count && i < args.count; ++i) {
+  /// The backward (attention_backward below): the halo travels while the inner edges' backward
+  /// runs; the outer edges' backward then gives the halo rows' gradients, which go back to their
+  /// owners and are added in rank order there.
+  template <class Model>
+  void backward(const Exec& exec, const Model& model, const Tensors& inputs, const NodeFeatures<memory_space>& out,
+                const NodeScalars<memory_space>& logsumexp, const NodeFeatures<memory_space>& dOut,
+                const Tensors& grads, const Options<memory_space>& options) const {
+    const char* who = "attention_backward";
+    const ModelArgs& args = Model::args;
+    std::vector<Travelling> travelling;
+    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
+    Tensors outer_grads = grads;
+    for (int i = 0; i < args.count && i < grads.count; ++i) {  // the outer call's gradients: workspaces
       const Extent x = args.inputs[i].extent;
-      if (x == Extent::HeadFeatures) sum_over_ranks(exec, grads.refs[i]);
-      if (!source_rows(x)) continue;
-      const std::size_t width = row_width(x), n = std::size_t(num_rows());
-      const Flat all(source_grads_[i].data(), std::size_t(share_.graph.num_src_nodes) * width);
-      const Flat mine(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), n * width);
-      const Flat returned = buffer(packed_, std::size_t(share_.send_rows.size()) * width);
-      exchange(exec, Flat(all.data() + n * width, all.size() - n * width), counts(share_.recv_ptr), returned,
-               counts(share_.send_ptr), width);
-      Kokkos::deep_copy(exec, mine, Flat(all.data(), n * width));
-      const auto rows = send_rows_;
-      for (int q = 0; q < share_.ranks; ++q)  // in rank order: the same sums on every run
-        Kokkos::parallel_for(
-            "dfgnn::add_returned",
-            Kokkos::RangePolicy<Exec>(exec, std::size_t(share_.send_ptr[std::size_t(q)]) * width,
-                                      std::size_t(share_.send_ptr[std::size_t(q) + 1]) * width),
-            KOKKOS_LAMBDA(std::size_t k) { mine(std::size_t(rows(k / width)) * width + k % width) += returned(k); });
+      const std::size_t entries = x == Extent::HeadFeatures ? std::size_t(op_.heads) * std::size_t(op_.dim)
+                                  : source_rows(x) ? std::size_t(share_.num_halo()) * row_width(x)
+                                                   : std::size_t(num_rows()) * row_width(x);
+      if (!source_rows(x) && x != Extent::HeadFeatures) rows_of(who, args.gradients[i], grads.refs[i], row_width(x));
+      outer_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries).data(), outer().op(), x);
     }
+    for (int k = 0; k < 2; ++k) {
+      const Part& part = parts_[k];
+      if (k == 1)
+        for (Travelling& t : travelling) t.finish(exec);
+      Options<memory_space> o;
+      o.edge_values = part_edge_values(who, exec, k, options.edge_values);
+      o.dropout = options.dropout;
+      o.dropout.counter = part.ids.data();
+      Tensors g = k == 0 ? grads : outer_grads;
+      if (grads.count > args.count)  // the edge argument's gradient: this call's edges, scattered below
+        g.refs[args.count] = TensorRef::shaped(
+            buffer(part.edge_grad, part.edges.size() * row_width(args.edge.extent)).data(), part.plan->op(),
+            args.edge.extent);
+      attention_backward(exec, *part.plan, model, part_inputs(who, exec, k, args, k == 0 ? inputs : outer_inputs),
+                         out, logsumexp, dOut, g, o);
+    }
+    for (int i = 0; i < args.count && i < grads.count; ++i) {
+      const Extent x = args.inputs[i].extent;
+      const std::size_t width = row_width(x);
+      const Flat mine(static_cast<float*>(const_cast<void*>(grads.refs[i].data)),
+                      x == Extent::HeadFeatures ? width : std::size_t(num_rows()) * width);
+      const Flat theirs(part_grads_[i].data(), source_rows(x) ? std::size_t(share_.num_halo()) * width : mine.size());
+      if (source_rows(x)) {
+        return_halo(exec, theirs, mine, width, i);
+        continue;
+      }
+      Kokkos::parallel_for(
+          "dfgnn::add_outer", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()),
+          KOKKOS_LAMBDA(std::size_t e) { mine(e) += theirs(e); });
+      if (x == Extent::HeadFeatures) sum_over_ranks(exec, grads.refs[i]);
+    }
+    if (grads.count > args.count) scatter_edge_grads(exec, args, grads.refs[args.count]);
   }
 
  private:
   using Flat = Kokkos::View<float*, memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Owned = Kokkos::View<float*, memory_space>;
+  using Scalars = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+  using Positions = Kokkos::View<const edge_t*, memory_space>;
+
+  /// One local call: its plan, its edges' positions in the rank's edge order, their global ids
+  /// (the dropout's counter), and its workspaces of edge tensors.
+  struct Part {
+    std::optional<Plan<Exec>> plan;
+    Positions edges, ids;
+    mutable Owned edge_values, edge_argument, weights, edge_grad;
+  };
+
+  /// An exchange begun, staged through the transport's memory space when that cannot reach the
+  /// plan's: finish() ends it and puts what arrived in `recv`.
+  struct Travelling {
+    typename Transport::Pending pending;
+    Flat recv;
+    Kokkos::View<float*, typename Transport::memory_space> staged_send, staged_recv;
+
+    void finish(const Exec& exec) {
+      pending.wait();
+      if (staged_recv.data()) {
+        Kokkos::deep_copy(exec, recv, staged_recv);
+        exec.fence();  // the staging Views go with this object
+      }
+    }
+  };
 
   /// Entries per row of an argument of extent x.
-  std::size_t row_width(Extent x) const { return row_entries(x, std::size_t(op().heads), std::size_t(op().dim)); }
+  std::size_t row_width(Extent x) const { return row_entries(x, std::size_t(op_.heads), std::size_t(op_.dim)); }
 
   /// A caller's tensor of this rank's rows as a flat View: Error naming it unless it is a dense
   /// float32 tensor of num_rows() rows of `width`.
   Flat rows_of(const char* who, const char* name, const TensorRef& t, std::size_t width) const {
-    const std::size_t n = std::size_t(num_rows());
-    if (t.dtype != DType::F32 || t.strided || t.entries() != n * width || (t.data == nullptr && n * width != 0))
-      throw Error(std::string(who) + ": " + name + " must be this rank's " + std::to_string(n) + " rows of " +
-                  std::to_string(width) + " dense float32 entries, got " + std::to_string(t.entries()) + " entries" +
-                  (t.strided ? " (strided)" : "") + (t.dtype != DType::F32 ? " of another type" : ""));
-    return Flat(static_cast<float*>(const_cast<void*>(t.data)), n * width);
+    return dense_of(who, name, t, std::size_t(num_rows()), width, "rows");
+  }
+  /// The same for a tensor of this rank's edges.
+  Flat edge_rows_of(const char* who, const char* name, const TensorRef& t, std::size_t width) const {
+    return dense_of(who, name, t, share_.edge_ids.size(), width, "edges");
+  }
+  static Flat dense_of(const char* who, const char* name, const TensorRef& t, std::size_t rows, std::size_t width,
+                       const char* what) {
+    if (t.dtype != DType::F32 || t.strided || t.entries() != rows * width || (t.data == nullptr && rows * width != 0))
+      throw Error(std::string(who) + ": " + name + " must be this rank's " + std::to_string(rows) + " " + what +
+                  " of " + std::to_string(width) + " dense float32 entries, got " + std::to_string(t.entries()) +
+                  " entries" + (t.strided ? " (strided)" : "") + (t.dtype != DType::F32 ? " of another type" : ""));
+    return Flat(static_cast<float*>(const_cast<void*>(t.data)), rows * width);
   }
 
   /// A workspace of at least `entries` (grown, never shrunk), as a flat View of exactly that many.
@@ -224,20 +286,148 @@ class DistributedPlan {
     return c;
   }
 
-  /// One all-to-all-v of rows of `width` floats, staged through the transport's memory space
-  /// when it cannot reach the plan's.
-  void exchange(const Exec& exec, const Flat& send, const std::vector<node_t>& send_counts, const Flat& recv,
-                const std::vector<node_t>& recv_counts, std::size_t width) const {
+  /// Begins an all-to-all of rows of `width` floats (staged when the transport cannot reach the
+  /// plan's memory).
+  Travelling start(const Exec& exec, const Flat& send, const std::vector<node_t>& send_counts, const Flat& recv,
+                   const std::vector<node_t>& recv_counts, std::size_t width) const {
     using Space = typename Transport::memory_space;
+    Travelling t;
+    t.recv = recv;
     exec.fence();
     if constexpr (Kokkos::SpaceAccessibility<Space, memory_space>::accessible) {
-      transport_.all_to_all(send.data(), send_counts, recv.data(), recv_counts, width * sizeof(float));
+      t.pending = transport_.start_all_to_all(send.data(), send_counts, recv.data(), recv_counts, width * sizeof(float));
     } else {
-      const auto s = Kokkos::create_mirror_view_and_copy(Space(), send);
-      const auto r = Kokkos::create_mirror_view(Space(), recv);
-      transport_.all_to_all(s.data(), send_counts, r.data(), recv_counts, width * sizeof(float));
-      Kokkos::deep_copy(exec, recv, r);
-      exec.fence();  // `r` goes out of scope
+      t.staged_send = Kokkos::create_mirror_view_and_copy(Space(), send);
+      t.staged_recv = Kokkos::create_mirror_view(Space(), recv);
+      t.pending = transport_.start_all_to_all(t.staged_send.data(), send_counts, t.staged_recv.data(), recv_counts,
+                                              width * sizeof(float));
+    }
+    return t;
+  }
+
+  /// Begins the halo exchange of each source-side argument of `inputs` (this rank's rows) into
+  /// its halo workspace; returns the outer call's inputs (the halo workspaces, the others as
+  /// given).
+  Tensors start_halo(const char* who, const Exec& exec, const ModelArgs& args, const Tensors& inputs,
+                     std::vector<Travelling>& travelling) const {
+    Tensors outer_inputs = inputs;
+    for (int i = 0; i < inputs.count && i < args.count; ++i) {
+      if (!source_rows(args.inputs[i].extent)) continue;
+      const std::size_t width = row_width(args.inputs[i].extent);
+      const Flat mine = rows_of(who, args.inputs[i].name, inputs.refs[i], width);
+      const Flat halo = buffer(halo_[i], std::size_t(share_.num_halo()) * width);
+      const Flat packed = buffer(packed_[i], share_.send_rows.size() * width);
+      const auto rows = send_rows_;
+      Kokkos::parallel_for(
+          "dfgnn::pack_halo", Kokkos::RangePolicy<Exec>(exec, 0, packed.size()),
+          KOKKOS_LAMBDA(std::size_t k) { packed(k) = mine(std::size_t(rows(k / width)) * width + k % width); });
+      travelling.push_back(start(exec, packed, counts(share_.send_ptr), halo, counts(share_.recv_ptr), width));
+      outer_inputs.refs[i] = TensorRef::shaped(halo.data(), outer().op(), args.inputs[i].extent);
+    }
+    return outer_inputs;
+  }
+
+  /// The halo rows' gradients `theirs` back to their owners, each adding what it receives to its
+  /// own rows' `mine` in rank order (each peer's rows distinct, so a peer's part adds in
+  /// parallel: the same sums on every run).
+  void return_halo(const Exec& exec, const Flat& theirs, const Flat& mine, std::size_t width, int i) const {
+    const Flat returned = buffer(packed_[i], share_.send_rows.size() * width);
+    start(exec, theirs, counts(share_.recv_ptr), returned, counts(share_.send_ptr), width).finish(exec);
+    const auto rows = send_rows_;
+    for (int q = 0; q < share_.ranks; ++q)
+      Kokkos::parallel_for(
+          "dfgnn::add_returned",
+          Kokkos::RangePolicy<Exec>(exec, std::size_t(share_.send_ptr[std::size_t(q)]) * width,
+                                    std::size_t(share_.send_ptr[std::size_t(q) + 1]) * width),
+          KOKKOS_LAMBDA(std::size_t k) { mine(std::size_t(rows(k / width)) * width + k % width) += returned(k); });
+  }
+
+  /// Rows `edges` of a [*, width] tensor of the rank's edges, into `to`.
+  static void take_edges(const Exec& exec, const Flat& from, const Positions& edges, const Flat& to,
+                         std::size_t width) {
+    Kokkos::parallel_for(
+        "dfgnn::take_edges", Kokkos::RangePolicy<Exec>(exec, 0, to.size()),
+        KOKKOS_LAMBDA(std::size_t k) { to(k) = from(std::size_t(edges(k / width)) * width + k % width); });
+  }
+
+  /// Call k's edge values (empty: none).
+  EdgeValues<memory_space> part_edge_values(const char* who, const Exec& exec, int k,
+                                            const EdgeValues<memory_space>& all) const {
+    if (!all.data()) return {};
+    const std::size_t width = all.extent(1);
+    const Part& part = parts_[k];
+    const Flat to = buffer(part.edge_values, part.edges.size() * width);
+    take_edges(exec, edge_rows_of(who, "edge values", detail::tensor_ref(all), width), part.edges, to, width);
+    return EdgeValues<memory_space>(to.data(), part.edges.size(), width);
+  }
+
+  /// Call k's inputs: `inputs` with its part of the edge argument, if given.
+  Tensors part_inputs(const char* who, const Exec& exec, int k, const ModelArgs& args, const Tensors& inputs) const {
+    if (inputs.count <= args.count) return inputs;
+    const Part& part = parts_[k];
+    const std::size_t width = row_width(args.edge.extent);
+    const Flat to = buffer(part.edge_argument, part.edges.size() * width);
+    take_edges(exec, edge_rows_of(who, args.edge.name, inputs.refs[args.count], width), part.edges, to, width);
+    Tensors t = inputs;
+    t.refs[args.count] = TensorRef::shaped(to.data(), part.plan->op(), args.edge.extent);
+    return t;
+  }
+
+  /// The two calls' softmaxes as one: lse = log(e^lse_in + e^lse_out), out = f_in out_in +
+  /// f_out out_out with f = e^(lse_call - lse), written as out_in + f_out (out_out - out_in) as
+  /// f_in + f_out = 1; a call counts only in the rows where it has edges (a row without any
+  /// keeps out 0, lse 0). `out` holds the inner call's output, `parts` both calls' lse.
+  void merge(const Exec& exec, const NodeOutput<memory_space>& out, const Scalars& lse, const Flat& parts) const {
+    const std::size_t n = std::size_t(num_rows()), H = std::size_t(op_.heads), D = std::size_t(op_.dim);
+    const auto in_ptr = inner().graph().row_ptr(), out_ptr = outer().graph().row_ptr();
+    const Flat other(outer_out_.data(), n * H * D);
+    Kokkos::parallel_for(
+        "dfgnn::merge_calls", Kokkos::RangePolicy<Exec>(exec, 0, n * H), KOKKOS_LAMBDA(std::size_t k) {
+          using kokkos_impl::exp;
+          using kokkos_impl::log;
+          const std::size_t v = k / H, h = k % H;
+          const bool a = in_ptr(v + 1) > in_ptr(v), b = out_ptr(v + 1) > out_ptr(v);
+          const float la = parts(k), lb = parts(n * H + k);
+          if (!b) {
+            lse(v, h) = a ? la : 0.0f;
+            return;
+          }
+          const float m = a && la > lb ? la : lb;
+          const float l = a ? m + log(exp(la - m) + exp(lb - m)) : lb;
+          const float f = a ? exp(lb - l) : 1.0f;
+          for (std::size_t d = 0; d < D; ++d) out(v, h, d) += f * (other(k * D + d) - out(v, h, d));
+          lse(v, h) = l;
+        });
+  }
+
+  /// The attention weights in the rank's edge order: each call's (from its own lse) times
+  /// e^(lse_call - lse) at its row.
+  void scatter_weights(const Exec& exec, const Scalars& lse, const Flat& parts, const Scalars& weights) const {
+    const std::size_t n = std::size_t(num_rows()), H = std::size_t(op_.heads);
+    for (int k = 0; k < 2; ++k) {
+      const Part& part = parts_[k];
+      const auto dst = part.plan->graph().dst(), ids = part.plan->graph().edge_id();
+      const auto edges = part.edges;
+      const Flat mine(part.weights.data(), part.edges.size() * H), own(parts.data() + std::size_t(k) * n * H, n * H);
+      Kokkos::parallel_for(
+          "dfgnn::scatter_weights", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()), KOKKOS_LAMBDA(std::size_t c) {
+            using kokkos_impl::exp;
+            const std::size_t e = std::size_t(ids(c / H)), h = c % H, v = std::size_t(dst(c / H));
+            weights(std::size_t(edges(e)), h) = mine(e * H + h) * exp(own(v * H + h) - lse(v, h));
+          });
+    }
+  }
+
+  /// The edge argument's gradient in the rank's edge order, from each call's.
+  void scatter_edge_grads(const Exec& exec, const ModelArgs& args, const TensorRef& grad) const {
+    const std::size_t width = row_width(args.edge.extent);
+    const Flat all = edge_rows_of("attention_backward", args.edge_gradient, grad, width);
+    for (const Part& part : parts_) {
+      const Flat mine(part.edge_grad.data(), part.edges.size() * width);
+      const auto edges = part.edges;
+      Kokkos::parallel_for(
+          "dfgnn::scatter_edges", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()),
+          KOKKOS_LAMBDA(std::size_t k) { all(std::size_t(edges(k / width)) * width + k % width) = mine(k); });
     }
   }
 
@@ -258,7 +448,7 @@ class DistributedPlan {
   }
 
   /// The constructors' common part: `share` (which sets share_ and returns the fingerprint of
-  /// the graph and partition), the local plan, and the agreement on them.
+  /// the graph and partition), the local plans, and the agreement on them.
   template <class Share>
   void build(const Exec& exec, ScoreKind kind, int heads, int dim, Strategy strategy, std::uint64_t (&digest)[3],
              const Share& share) {
@@ -268,7 +458,16 @@ class DistributedPlan {
         throw Error("AGNN has no distributed form: its one x is both sides of a rank's bipartite call, which the "
                     "kernels refuse");
       digest[2] = share() ^ (std::uint64_t(kind) << 56) ^ (std::uint64_t(heads) << 32) ^ std::uint64_t(dim);
-      local_.emplace(exec, Graph<memory_space>(share_.graph), kind, heads, dim, strategy);
+      SourceSplit split = split_by_source(share_);
+      for (auto [part, half] : {std::pair{&parts_[0], &split.inner}, std::pair{&parts_[1], &split.outer}}) {
+        part->plan.emplace(exec, Graph<memory_space>(half->graph), kind, heads, dim, strategy);
+        part->edges = detail::upload<edge_t, memory_space>("dfgnn::part_edges", half->edges);
+        std::vector<edge_t> ids(half->edges.size());
+        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = share_.edge_ids[std::size_t(half->edges[i])];
+        part->ids = detail::upload<edge_t, memory_space>("dfgnn::part_edge_ids", ids);
+      }
+      op_ = inner().op();
+      op_.src_nodes = share_.num_rows() + share_.num_halo(), op_.edges = share_.graph.num_edges();
     } catch (const Error& e) {
       problem = e.what();
     }
@@ -276,10 +475,7 @@ class DistributedPlan {
   }
 
   /// The share's arrays that the calls read on the device.
-  void upload_share() {
-    send_rows_ = detail::upload<node_t, memory_space>("dfgnn::send_rows", share_.send_rows);
-    edge_ids_ = detail::upload<edge_t, memory_space>("dfgnn::edge_ids", share_.edge_ids);
-  }
+  void upload_share() { send_rows_ = detail::upload<node_t, memory_space>("dfgnn::send_rows", share_.send_rows); }
 
   /// The constructor's agreement: one all-gather of each rank's problem and one of its
   /// (nodes, edges, digest), then the same Error on every rank if any has a problem or they differ.
@@ -304,41 +500,38 @@ class DistributedPlan {
 
   Transport transport_;
   RankGraph share_;
-  std::optional<Plan<Exec>> local_;
+  Op op_;
+  Part parts_[2];  ///< the inner call's, the outer call's
   Kokkos::View<const node_t*, memory_space> send_rows_;
-  Kokkos::View<const edge_t*, memory_space> edge_ids_;  ///< share_.edge_ids: the dropout counter
-  /// Per model argument: its [rows | halo] (forward) and its gradient's (backward); the packed
-  /// rows an exchange sends or receives.
-  mutable Owned sources_[3], source_grads_[3], packed_;
+  /// Per model argument: its halo rows, the outer call's gradient, the rows an exchange packs or
+  /// receives (one per argument: their exchanges travel together); both calls' logsumexp, the
+  /// outer call's output, the merged logsumexp of an inference call.
+  mutable Owned halo_[3], part_grads_[3], packed_[3], lse_parts_, outer_out_, lse_;
 };
 
 /// Forward on a distributed plan: every tensor holds this rank's rows (source-side ones too:
-/// the call gathers the halo), the edge tensors (Options' edge values and attention weights,
+/// the call exchanges the halo), the edge tensors (Options' edge values and attention weights,
 /// the edge argument) its share's edges in `share().edge_ids` order. Dropout draws its part of
-/// one call's mask on the whole graph (the options' dropout counter is the plan's).
+/// one call's mask on the whole graph (the plan gives it each edge's global id).
 template <class Exec, class Transport, class Model>
 void attention(const Exec& exec, const DistributedPlan<Exec, Transport>& plan, const Model& model,
                const Tensors& inputs, const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  attention(exec, plan.local(), model, plan.gather_sources("attention", exec, Model::args, inputs), out,
-            plan.local_options(options));
+  plan.forward(exec, model, inputs, out, options);
 }
 
 /// Backward on a distributed plan, with the forward's inputs, options, out and logsumexp (this
 /// rank's rows): writes this rank's rows of every gradient, its source-side ones with the
 /// peers' contributions added, and the whole sum of a head argument's gradient (GATv2's da) on
-/// every rank. The halo is gathered again (another call may have used the plan's buffers since
-/// the forward).
+/// every rank. The halo is exchanged again (another call may have used the plan's workspaces
+/// since the forward).
 template <class Exec, class Transport, class Model>
 void attention_backward(const Exec& exec, const DistributedPlan<Exec, Transport>& plan, const Model& model,
                         const Tensors& inputs, const NodeFeatures<typename Exec::memory_space>& out,
                         const NodeScalars<typename Exec::memory_space>& logsumexp,
                         const NodeFeatures<typename Exec::memory_space>& dOut, const Tensors& grads,
                         const Options<typename Exec::memory_space>& options = {}) {
-  const char* who = "attention_backward";
-  attention_backward(exec, plan.local(), model, plan.gather_sources(who, exec, Model::args, inputs), out, logsumexp,
-                     dOut, plan.source_gradients(who, Model::args, grads), plan.local_options(options));
-  plan.return_gradients(exec, Model::args, grads);
+  plan.backward(exec, model, inputs, out, logsumexp, dOut, grads, options);
 }
 
 }  // namespace dfgnn

@@ -1,6 +1,8 @@
 #pragma once
-// Math functions spelled for every supported Kokkos: 3.4 has them only in Kokkos::Experimental,
-// which 4.3 removed; from 3.7 they live in namespace Kokkos.
+/// \file kokkos_math.hpp
+/// Math functions spelled for every supported Kokkos, for the portable kernels and the
+/// distributed calls' merge: 3.4 has them only in Kokkos::Experimental, which 4.3 removed; from
+/// 3.7 they live in namespace Kokkos.
 
 #include <Kokkos_Core.hpp>
 

@@ -1,6 +1,6 @@
 // Attention over MPI ranks (distributed.hpp, mpi.hpp), run under mpirun with P = 1..4: each
 // rank's forward and backward through a DistributedPlan on its own rows equal its rows of one
-// call on the whole graph within 1e-6 normwise (GT, GAT, GATv2; edge values, edge features and
+// call on the whole graph within 1e-5 normwise (GT, GAT, GATv2; edge values, edge features and
 // dropout; partitions by edges and a scattered one), bitwise equal on a second run; bad input on
 // one rank throws the same Error on every rank.
 
@@ -102,8 +102,11 @@ TEST_P(MpiAttention, EqualsOneProcess) {
                               : edge_rows(x)                ? take_rows(one.tensors[t], s.edge_ids, width)
                                                             : take_rows(one.tensors[t], s.rows, width);
           const std::vector<double> ref(part.begin(), part.end());
-          // da sums over all edges, its terms cancelling: 1e-5 (as tests/test_partition.cpp).
-          EXPECT_LE(max_relative_error(mine.tensors[t].data(), ref), x == Extent::HeadFeatures ? 1e-5 : 1e-6)
+          // 1e-5: a rank's two calls merge through their float32 logsumexps, whose ulp at a super
+          // node's ~8 is 1e-6 (up to 5e-6 from one process there, 4.3e-6 from float64 where one
+          // process is at 4.6e-7; docs/distributed.md), and da sums over all edges, its terms
+          // cancelling (as tests/test_partition.cpp).
+          EXPECT_LE(max_relative_error(mine.tensors[t].data(), ref), 1e-5)
               << (t == 0 ? "out" : "gradient " + std::to_string(t)) << " on rank " << world_rank();
         }
         const Outcome again = rank_call(plan, in);
