@@ -149,13 +149,8 @@ class DistributedPlan {
     if (weights) edge_rows_of(who, "attention weights", detail::tensor_ref(options.attention_weights), H);
     for (int k = 0; k < 2; ++k) {
       const Part& part = parts_[k];
-      if (k == 1)
-        for (Travelling& t : travelling) t.finish(exec);
-      Options<memory_space> o;
-      o.edge_values = part_edge_values(who, exec, k, options.edge_values);
+      Options<memory_space> o = part_options(who, exec, k, options, travelling);
       o.logsumexp = Scalars(lse_parts.data() + std::size_t(k) * n * H, n, H);
-      o.dropout = options.dropout;
-      o.dropout.counter = part.ids.data();
       if (weights) o.attention_weights = Scalars(buffer(part.weights, std::size_t(part.edges.size()) * H).data(),
                                                  part.edges.size(), H);
       const NodeOutput<memory_space> part_out =
@@ -190,12 +185,7 @@ class DistributedPlan {
     }
     for (int k = 0; k < 2; ++k) {
       const Part& part = parts_[k];
-      if (k == 1)
-        for (Travelling& t : travelling) t.finish(exec);
-      Options<memory_space> o;
-      o.edge_values = part_edge_values(who, exec, k, options.edge_values);
-      o.dropout = options.dropout;
-      o.dropout.counter = part.ids.data();
+      const Options<memory_space> o = part_options(who, exec, k, options, travelling);
       Tensors g = k == 0 ? grads : outer_grads;
       if (grads.count > args.count)  // the edge argument's gradient: this call's edges, scattered below
         g.refs[args.count] = TensorRef::shaped(
@@ -359,6 +349,19 @@ class DistributedPlan {
     const Flat to = buffer(part.edge_values, part.edges.size() * width);
     take_edges(exec, edge_rows_of(who, "edge values", detail::tensor_ref(all), width), part.edges, to, width);
     return EdgeValues<memory_space>(to.data(), part.edges.size(), width);
+  }
+
+  /// Call k's options: its edge values, and the dropout with its edges' global ids as counter.
+  /// The outer call's (k = 1) first ends the exchanges the inner call ran beside.
+  Options<memory_space> part_options(const char* who, const Exec& exec, int k, const Options<memory_space>& options,
+                                     std::vector<Travelling>& travelling) const {
+    if (k == 1)
+      for (Travelling& t : travelling) t.finish(exec);
+    Options<memory_space> o;
+    o.edge_values = part_edge_values(who, exec, k, options.edge_values);
+    o.dropout = options.dropout;
+    o.dropout.counter = parts_[k].ids.data();
+    return o;
   }
 
   /// Call k's inputs: `inputs` with its part of the edge argument, if given.
