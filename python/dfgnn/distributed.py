@@ -291,8 +291,13 @@ def _merge(graph, inner, outer):
     parts = [lse.masked_fill(~rows[:, None], -math.inf) for lse, rows in zip((lse_in, lse_out), graph._rows_with)]
     lse = torch.logaddexp(*parts)
     factors = [torch.exp(part - lse).nan_to_num_(0.0) for part in parts]  # a row without edges: -inf - -inf
-    out = out_in.lerp_(out_out, factors[1][..., None].to(out_in.dtype))
+    out = _in_float32(out_in, lambda x: x.lerp_(out_out.to(x.dtype), factors[1][..., None]))
     return out, lse.masked_fill_(lse == -math.inf, 0.0), factors
+
+
+def _in_float32(x, update):
+    """update(x) in place, computed in float32 and rounded once for a two-byte x."""
+    return update(x) if x.dtype is torch.float32 else update(x.float()).to(x.dtype)
 
 
 class _Split(torch.autograd.Function):
@@ -351,7 +356,7 @@ class _Split(torch.autograd.Function):
             _add_returned(graph, mine[i].flatten(1), back)
         for i in range(3):
             if i not in sources:
-                mine[i] += from_outer[i]
+                mine[i] = _in_float32(mine[i], lambda x: x.add_(from_outer[i]))
         de = None
         if e is not None:
             de = torch.empty_like(e).index_copy_(0, indices[0], mine[3]).index_copy_(0, indices[1], from_outer[3])
