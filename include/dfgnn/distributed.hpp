@@ -21,8 +21,8 @@
 ///   int rank() const;
 ///   int ranks() const;
 ///   // Rows of row_bytes each: send_counts[p] rows to rank p, recv_counts[p] from it, packed in
-///   // rank order; begun here and ended by the result's wait() (or its destructor), the buffers
-///   // untouched until then. all_to_all: the same, ended before it returns.
+///   // rank order; begun here and ended by the Pending's wait() (pending.hpp) or its destructor,
+///   // the buffers untouched until then. all_to_all: the same, ended before it returns.
 ///   Pending start_all_to_all(const void* send, const std::vector<node_t>& send_counts, void* recv,
 ///                            const std::vector<node_t>& recv_counts, std::size_t row_bytes) const;
 ///   void all_to_all(const void* send, const std::vector<node_t>& send_counts, void* recv,
@@ -33,6 +33,7 @@
 #include <dfgnn/backward.hpp>
 #include <dfgnn/kokkos_math.hpp>
 #include <dfgnn/partition.hpp>
+#include <dfgnn/pending.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -229,7 +230,7 @@ class DistributedPlan {
   /// An exchange begun, staged through the transport's memory space when that cannot reach the
   /// plan's: finish() ends it and puts what arrived in `recv`.
   struct Travelling {
-    typename Transport::Pending pending;
+    Pending pending;
     Flat recv;
     Kokkos::View<float*, typename Transport::memory_space> staged_send, staged_recv;
 

@@ -6,14 +6,15 @@
 /// dfgnn takes). Buffers are host memory: a CUDA-aware MPI is not assumed, so a plan on a GPU
 /// stages its exchanges through the host.
 
+#include <dfgnn/pending.hpp>
 #include <dfgnn/types.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
 
 #include <climits>
+#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace dfgnn {
@@ -32,60 +33,35 @@ class MpiTransport {
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }
 
-  /// An all-to-all begun (MPI_Ialltoallv): wait() ends it, as does the destructor. Until then
-  /// its buffers must stay as they are; it holds the counts and displacements MPI reads.
-  class Pending {
-   public:
-    Pending() = default;
-    Pending(Pending&& o) noexcept { *this = std::move(o); }
-    Pending& operator=(Pending&& o) noexcept {
-      if (this != &o) {
-        finish();
-        request_ = std::exchange(o.request_, MPI_REQUEST_NULL), row_ = std::exchange(o.row_, MPI_DATATYPE_NULL);
-        counts_ = std::move(o.counts_);
-      }
-      return *this;
-    }
-    ~Pending() { finish(); }
-
-    void wait() {
-      const int rc = finish();
-      check(rc, "MPI_Ialltoallv");
-    }
-
-   private:
-    friend class MpiTransport;
-    int finish() noexcept {
-      int rc = MPI_SUCCESS;
-      if (request_ != MPI_REQUEST_NULL) rc = MPI_Wait(&request_, MPI_STATUS_IGNORE);
-      if (row_ != MPI_DATATYPE_NULL) MPI_Type_free(&row_);
-      return rc;
-    }
-    MPI_Request request_ = MPI_REQUEST_NULL;
-    MPI_Datatype row_ = MPI_DATATYPE_NULL;
-    std::vector<int> counts_;  ///< send counts, send displacements, receive counts, receive displacements
-  };
-
   /// Begins moving rows of row_bytes each: send_counts[p] rows to rank p and recv_counts[p]
   /// from it, packed in rank order.
   Pending start_all_to_all(const void* send, const std::vector<node_t>& send_counts, void* recv,
                            const std::vector<node_t>& recv_counts, std::size_t row_bytes) const {
     if (row_bytes > std::size_t(INT_MAX))
       throw Error("MPI all-to-all: rows of " + std::to_string(row_bytes) + " bytes exceed MPI's int count");
-    Pending p;
+    // MPI reads the counts and displacements until the exchange ends: they live in its Pending.
     const std::size_t P = std::size_t(ranks_);
-    p.counts_.reserve(4 * P);
-    for (const auto* counts : {&send_counts, &recv_counts}) {
-      const std::vector<int> at = offsets(*counts);
-      p.counts_.insert(p.counts_.end(), counts->begin(), counts->end());
-      p.counts_.insert(p.counts_.end(), at.begin(), at.end());
+    // Send counts, send displacements, receive counts, receive displacements.
+    const auto counts = std::make_shared<std::vector<int>>();
+    counts->reserve(4 * P);
+    for (const auto* c : {&send_counts, &recv_counts}) {
+      const std::vector<int> at = offsets(*c);
+      counts->insert(counts->end(), c->begin(), c->end());
+      counts->insert(counts->end(), at.begin(), at.end());
     }
-    check(MPI_Type_contiguous(int(row_bytes), MPI_BYTE, &p.row_), "MPI_Type_contiguous");
-    check(MPI_Type_commit(&p.row_), "MPI_Type_commit");
-    const int* c = p.counts_.data();
-    check(MPI_Ialltoallv(send, c, c + P, p.row_, recv, c + 2 * P, c + 3 * P, p.row_, comm_, &p.request_),
-          "MPI_Ialltoallv");
-    return p;
+    MPI_Datatype row;
+    check(MPI_Type_contiguous(int(row_bytes), MPI_BYTE, &row), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&row), "MPI_Type_commit");
+    MPI_Request request;
+    const int* c = counts->data();
+    const int rc = MPI_Ialltoallv(send, c, c + P, row, recv, c + 2 * P, c + 3 * P, row, comm_, &request);
+    if (rc != MPI_SUCCESS) MPI_Type_free(&row);
+    check(rc, "MPI_Ialltoallv");
+    return Pending([request, row, counts]() mutable {
+      const int done = MPI_Wait(&request, MPI_STATUS_IGNORE);
+      MPI_Type_free(&row);
+      return done == MPI_SUCCESS ? std::string() : "MPI_Ialltoallv failed: " + message(done);
+    });
   }
 
   /// The same, ended before it returns.
@@ -118,12 +94,14 @@ class MpiTransport {
     return r;
   }
 
-  static void check(int rc, const char* call) {
-    if (rc == MPI_SUCCESS) return;
+  static std::string message(int rc) {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(rc, text, &length);
-    throw Error(std::string(call) + " failed: " + std::string(text, std::size_t(length)));
+    return std::string(text, std::size_t(length));
+  }
+  static void check(int rc, const char* call) {
+    if (rc != MPI_SUCCESS) throw Error(std::string(call) + " failed: " + message(rc));
   }
 
   MPI_Comm comm_;

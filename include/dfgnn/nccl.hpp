@@ -8,6 +8,7 @@
 /// through device memory of the current CUDA device, so a host plan's ranks can exchange over
 /// their GPUs. Row counts and bytes are size_t all the way: no int limit.
 
+#include <dfgnn/pending.hpp>
 #include <dfgnn/types.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -40,37 +41,6 @@ class NcclTransport {
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }
 
-  /// An exchange begun: wait() ends it (the received rows are in place then), as does the
-  /// destructor. It owns the staging buffers of a host plan.
-  class Pending {
-   public:
-    Pending() = default;
-    Pending(Pending&& o) noexcept { *this = std::move(o); }
-    Pending& operator=(Pending&& o) noexcept {
-      if (this != &o) {
-        finish();
-        stream_ = std::exchange(o.stream_, nullptr), staged_ = std::move(o.staged_);
-      }
-      return *this;
-    }
-    ~Pending() { finish(); }
-
-    void wait() { cuda(finish(), "cudaStreamSynchronize"); }
-
-   private:
-    friend class NcclTransport;
-    cudaError_t finish() noexcept {
-      cudaError_t rc = cudaSuccess;
-      if (stream_) rc = cudaStreamSynchronize(stream_);
-      stream_ = nullptr;
-      for (void* p : staged_) cudaFree(p);
-      staged_.clear();
-      return rc;
-    }
-    cudaStream_t stream_ = nullptr;
-    std::vector<void*> staged_;  ///< device copies of a host plan's send and receive buffers
-  };
-
   /// Begins moving rows of row_bytes each: send_counts[p] rows to rank p and recv_counts[p]
   /// from it, packed in rank order (one NCCL group).
   Pending start_all_to_all(const void* send, const std::vector<node_t>& send_counts, void* recv,
@@ -78,28 +48,28 @@ class NcclTransport {
     if (send_counts.size() != std::size_t(ranks_) || recv_counts.size() != std::size_t(ranks_))
       throw Error("NCCL all-to-all: " + std::to_string(send_counts.size()) + " and " +
                   std::to_string(recv_counts.size()) + " counts for " + std::to_string(ranks_) + " ranks");
-    Pending p;
-    p.stream_ = stream_.get();
+    std::vector<void*> staged;  // a host plan's buffers on the device, freed when the exchange ends
     const std::size_t send_bytes = total(send_counts) * row_bytes, recv_bytes = total(recv_counts) * row_bytes;
     const char* from = static_cast<const char*>(send);
     char* to = static_cast<char*>(recv);
-    if constexpr (staged) {
-      from = static_cast<const char*>(device_copy(p, send, send_bytes));
-      to = static_cast<char*>(device_copy(p, nullptr, recv_bytes));
+    if constexpr (host_buffers) {
+      from = static_cast<const char*>(device_copy(staged, send, send_bytes));
+      to = static_cast<char*>(device_copy(staged, nullptr, recv_bytes));
     }
+    Pending pending = ended_by(staged);  // ends it on a throw below too
     check(ncclGroupStart(), "ncclGroupStart");
     std::size_t sent = 0, received = 0;
     for (int q = 0; q < ranks_; ++q) {
       const std::size_t out = std::size_t(send_counts[std::size_t(q)]) * row_bytes,
                         in = std::size_t(recv_counts[std::size_t(q)]) * row_bytes;
-      if (out) check(ncclSend(from + sent, out, ncclChar, q, comm_, p.stream_), "ncclSend");
-      if (in) check(ncclRecv(to + received, in, ncclChar, q, comm_, p.stream_), "ncclRecv");
+      if (out) check(ncclSend(from + sent, out, ncclChar, q, comm_, stream_.get()), "ncclSend");
+      if (in) check(ncclRecv(to + received, in, ncclChar, q, comm_, stream_.get()), "ncclRecv");
       sent += out, received += in;
     }
     check(ncclGroupEnd(), "ncclGroupEnd");
-    if constexpr (staged)
-      cuda(cudaMemcpyAsync(recv, to, recv_bytes, cudaMemcpyDeviceToHost, p.stream_), "cudaMemcpyAsync");
-    return p;
+    if constexpr (host_buffers)
+      cuda(cudaMemcpyAsync(recv, to, recv_bytes, cudaMemcpyDeviceToHost, stream_.get()), "cudaMemcpyAsync");
+    return pending;
   }
 
   /// The same, ended before it returns.
@@ -110,18 +80,19 @@ class NcclTransport {
 
   /// `bytes` of host memory from every rank, in rank order (through device memory).
   void all_gather(const void* mine, void* all, std::size_t bytes) const {
-    Pending p;
-    p.stream_ = stream_.get();
-    const void* from = device_copy(p, mine, bytes);
-    void* to = device_copy(p, nullptr, bytes * std::size_t(ranks_));
-    check(ncclAllGather(from, to, bytes, ncclChar, comm_, p.stream_), "ncclAllGather");
-    cuda(cudaMemcpyAsync(all, to, bytes * std::size_t(ranks_), cudaMemcpyDeviceToHost, p.stream_), "cudaMemcpyAsync");
-    p.wait();
+    std::vector<void*> staged;
+    const void* from = device_copy(staged, mine, bytes);
+    void* to = device_copy(staged, nullptr, bytes * std::size_t(ranks_));
+    Pending pending = ended_by(staged);
+    check(ncclAllGather(from, to, bytes, ncclChar, comm_, stream_.get()), "ncclAllGather");
+    cuda(cudaMemcpyAsync(all, to, bytes * std::size_t(ranks_), cudaMemcpyDeviceToHost, stream_.get()),
+         "cudaMemcpyAsync");
+    pending.wait();
   }
 
  private:
   /// Host memory goes to NCCL through device copies.
-  static constexpr bool staged = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
+  static constexpr bool host_buffers = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
 
   static std::size_t total(const std::vector<node_t>& counts) {
     std::size_t n = 0;
@@ -129,12 +100,22 @@ class NcclTransport {
     return n;
   }
 
-  /// `bytes` of device memory owned by `p`, holding a copy of host `from` (null: uninitialised).
-  static void* device_copy(Pending& p, const void* from, std::size_t bytes) {
+  /// What ends an operation on the stream: it synchronizes, then frees `staged`.
+  Pending ended_by(const std::vector<void*>& staged) const {
+    return Pending([stream = stream_, staged] {
+      const cudaError_t rc = cudaStreamSynchronize(stream.get());
+      for (void* p : staged) cudaFree(p);
+      return rc == cudaSuccess ? std::string() : std::string("NCCL exchange: ") + cudaGetErrorString(rc);
+    });
+  }
+
+  /// `bytes` of device memory, added to `staged`, holding a copy of host `from` (null:
+  /// uninitialised).
+  void* device_copy(std::vector<void*>& staged, const void* from, std::size_t bytes) const {
     void* d = nullptr;
     cuda(cudaMalloc(&d, bytes ? bytes : 1), "cudaMalloc");
-    p.staged_.push_back(d);
-    if (from && bytes) cuda(cudaMemcpyAsync(d, from, bytes, cudaMemcpyHostToDevice, p.stream_), "cudaMemcpyAsync");
+    staged.push_back(d);
+    if (from && bytes) cuda(cudaMemcpyAsync(d, from, bytes, cudaMemcpyHostToDevice, stream_.get()), "cudaMemcpyAsync");
     return d;
   }
 
