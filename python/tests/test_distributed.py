@@ -10,7 +10,8 @@ up to 2.6e-6 from one process (GAT's der; 2.2e-6 from float64, where one process
 Two runs bitwise equal; the layers (TransformerConv, GATConv, GATv2Conv with edge_attr and self
 loops) likewise, their parameters' gradients summed over the ranks; attention dropout (GT's and
 GATv2's ops, the layers), drawn by the graph's edge_ids, the same as one process's; bad input
-raises ValueError on every rank. With NCCL also GT in bf16, within the mixed-precision contract
+(to the constructor on every rank; tensors that are not the rank's rows or edges) raises
+ValueError. With NCCL also GT in bf16, within the mixed-precision contract
 of float64 (1e-2 forward, 2e-2 gradients)."""
 
 import os
@@ -166,6 +167,13 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
                 dd.DistributedGraph(edges[:, mask], "all" if rank == 1 else owner)
             with pytest.raises(ValueError, match=r"rank 0: edge_index must be a \[2, E\] tensor"):
                 dd.DistributedGraph(edges[0] if rank == 0 else edges[:, mask], owner)
+        # Tensors that are not this rank's rows or edges.
+        n, e_r = graph.num_rows, int(mask.sum())
+        with pytest.raises(ValueError, match=f"k has {n + 1} rows, but this rank has {n} rows"):
+            dd.gt_attention(graph, *(torch.zeros(n + (i > 0), H, D, device=dev) for i in range(3)))
+        with pytest.raises(ValueError, match=f"edge_features has {e_r + 1} rows, but this rank has {e_r} edges"):
+            dd.gat_attention(graph, torch.zeros(n, H, device=dev), torch.zeros(n, H, device=dev),
+                             torch.zeros(n, H, D, device=dev), edge_features=torch.zeros(e_r + 1, H, device=dev))
         plain = dd.DistributedGraph(edges[:, mask], owner)  # no edge_ids: no dropout
         with pytest.raises(ValueError, match="dropout on a DistributedGraph needs its edge_ids"):
             dd.gt_attention(plain, *(torch.zeros(graph.num_rows, H, D, device=dev) for _ in range(3)), dropout=0.1)
