@@ -296,7 +296,7 @@ def _merge(graph, inner, outer):
 
 
 def _in_float32(x, update):
-    """update(x) in place, computed in float32 and rounded once for a two-byte x."""
+    """update(x): in place for a float32 x; for a two-byte x on a float32 copy, rounded once."""
     return update(x) if x.dtype is torch.float32 else update(x.float()).to(x.dtype)
 
 
