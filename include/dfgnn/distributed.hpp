@@ -142,12 +142,13 @@ class DistributedPlan {
     const char* who = "attention";
     const ModelArgs& args = Model::args;
     const std::size_t n = std::size_t(num_rows()), H = std::size_t(op_.heads), D = std::size_t(op_.dim);
-    std::vector<Travelling> travelling;
-    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
-    const Flat lse_parts = buffer(lse_parts_, 2 * n * H);
+    // The outputs the merge writes, checked before any exchange begins.
     if (options.logsumexp.data()) rows_of(who, "logsumexp", detail::tensor_ref(options.logsumexp), H);
     const bool weights = options.attention_weights.data() != nullptr;
     if (weights) edge_rows_of(who, "attention weights", detail::tensor_ref(options.attention_weights), H);
+    std::vector<Travelling> travelling;
+    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
+    const Flat lse_parts = buffer(lse_parts_, 2 * n * H);
     for (int k = 0; k < 2; ++k) {
       const Part& part = parts_[k];
       Options<memory_space> o = part_options(who, exec, k, options, travelling);
@@ -173,8 +174,6 @@ class DistributedPlan {
                 const Tensors& grads, const Options<memory_space>& options) const {
     const char* who = "attention_backward";
     const ModelArgs& args = Model::args;
-    std::vector<Travelling> travelling;
-    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
     Tensors outer_grads = grads;
     for (int i = 0; i < args.count && i < grads.count; ++i) {  // the outer call's gradients: workspaces
       const Extent x = args.inputs[i].extent;
@@ -184,6 +183,8 @@ class DistributedPlan {
       if (!source_rows(x) && x != Extent::HeadFeatures) rows_of(who, args.gradients[i], grads.refs[i], row_width(x));
       outer_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries).data(), outer().op(), x);
     }
+    std::vector<Travelling> travelling;
+    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
     for (int k = 0; k < 2; ++k) {
       const Part& part = parts_[k];
       const Options<memory_space> o = part_options(who, exec, k, options, travelling);
