@@ -177,11 +177,8 @@ class DistributedPlan {
     Tensors outer_grads = grads;
     for (int i = 0; i < args.count && i < grads.count; ++i) {  // the outer call's gradients: workspaces
       const Extent x = args.inputs[i].extent;
-      const std::size_t entries = x == Extent::HeadFeatures ? std::size_t(op_.heads) * std::size_t(op_.dim)
-                                  : source_rows(x) ? std::size_t(share_.num_halo()) * row_width(x)
-                                                   : std::size_t(num_rows()) * row_width(x);
       if (!source_rows(x) && x != Extent::HeadFeatures) rows_of(who, args.gradients[i], grads.refs[i], row_width(x));
-      outer_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries).data(), outer().op(), x);
+      outer_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries(x, true)).data(), outer().op(), x);
     }
     std::vector<Travelling> travelling;
     const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
@@ -198,12 +195,10 @@ class DistributedPlan {
     }
     for (int i = 0; i < args.count && i < grads.count; ++i) {
       const Extent x = args.inputs[i].extent;
-      const std::size_t width = row_width(x);
-      const Flat mine(static_cast<float*>(const_cast<void*>(grads.refs[i].data)),
-                      x == Extent::HeadFeatures ? width : std::size_t(num_rows()) * width);
-      const Flat theirs(part_grads_[i].data(), source_rows(x) ? std::size_t(share_.num_halo()) * width : mine.size());
+      const Flat mine(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), entries(x, false));
+      const Flat theirs(part_grads_[i].data(), entries(x, true));
       if (source_rows(x)) {
-        return_halo(exec, theirs, mine, width, i);
+        return_halo(exec, theirs, mine, row_width(x), i);
         continue;
       }
       Kokkos::parallel_for(
@@ -246,6 +241,12 @@ class DistributedPlan {
 
   /// Entries per row of an argument of extent x.
   std::size_t row_width(Extent x) const { return row_entries(x, std::size_t(op_.heads), std::size_t(op_.dim)); }
+  /// Entries of an argument of extent x (a head argument is one row) in the inner call (this
+  /// rank's rows) or the outer one (`outer`: its source-side arguments are the halo).
+  std::size_t entries(Extent x, bool outer) const {
+    const node_t rows = x == Extent::HeadFeatures ? 1 : outer && source_rows(x) ? share_.num_halo() : num_rows();
+    return std::size_t(rows) * row_width(x);
+  }
 
   /// A caller's tensor of this rank's rows as a flat View: Error naming it unless it is a dense
   /// float32 tensor of num_rows() rows of `width`.

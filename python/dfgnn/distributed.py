@@ -22,7 +22,6 @@ so scale the loss by the world size there).
 
 import hashlib
 import math
-import operator
 
 import torch
 import torch.distributed as dist
@@ -316,8 +315,9 @@ class _Split(torch.autograd.Function):
         works = _gather_halo(graph, [own[i].flatten(1) for i in sources], [t.flatten(1) for t in halo])
         dims, dtype = spec.dims(graph.inner, *own), _lib.DTYPES[a.dtype]
         indices = graph._edge_indices() if edge_values is not None or e is not None or weights else (None, None)
+        calls = _calls(graph, own, sources, halo, indices)
         results, probabilities = [], []
-        for g, tensors, index in _calls(graph, own, sources, halo, indices):
+        for g, tensors, index in calls:
             if g is graph.outer:
                 _wait(works)
             w = a.new_empty((g.num_edges, dims[0])) if weights else None
@@ -331,7 +331,7 @@ class _Split(torch.autograd.Function):
         ctx.save_for_backward(a, b, c, e, out, lse)
         w = a.new_empty((graph._parts[0].numel(), dims[0]) if weights else 0)
         if weights:  # each call's weights came from its own lse: rescaled by its factor at their row
-            for (g, _, index), p, f in zip(_calls(graph, own, sources, halo, indices), probabilities, factors):
+            for (g, _, index), p, f in zip(calls, probabilities, factors):
                 w.index_copy_(0, index, (p.float() * f[g.edge_index()[1].to(f.device)]).to(w.dtype))
         ctx.mark_non_differentiable(w)
         return out, w
@@ -404,10 +404,8 @@ def _attention(name, graph, tensors, scalar, edge_features=None, edge_values=Non
         want, what = (graph.num_rows, "rows") if dims[:1] in (("N",), ("NS",)) else (graph._parts[0].numel(), "edges")
         if dims[:1] != ("H",) and t.size(0) != want:
             raise ValueError(f"{op}: {key} has {t.size(0)} rows, but this rank has {want} {what}")
-    if seed is None or not dropout:
-        seed = ops._draw_seed() if dropout else 0
-    else:
-        seed = operator.index(seed)
+    seed = ops._checked_seed(op, seed)
+    seed = 0 if not dropout else ops._draw_seed() if seed is None else seed
     out, w = _Split.apply(graph, spec, sources, scalar, dropout, seed, return_attention_weights, edge_values,
                           *tensors, edges)
     return (out, w) if return_attention_weights else out
@@ -416,10 +414,8 @@ def _attention(name, graph, tensors, scalar, edge_features=None, edge_values=Non
 def gt_attention(graph, q, k, v, *, scale=None, **kwargs):
     """dfgnn.gt_attention on this rank's rows: q, k, v [rows, H, D] (edge features, edge values:
     this rank's edges, in its edge_index's order). Returns its rows' out [rows, H, D]."""
-    if scale is not None and (not math.isfinite(float(scale)) or float(scale) == 0.0):
-        raise ValueError(f"dfgnn.distributed.gt_attention: scale must be finite and nonzero (None selects "
-                         f"1/sqrt(D)), got {scale}")
-    return _attention("gt_attention", graph, {"q": q, "k": k, "v": v}, float(scale or 0.0), **kwargs)
+    return _attention("gt_attention", graph, {"q": q, "k": k, "v": v},
+                      ops._scale("dfgnn.distributed.gt_attention", scale), **kwargs)
 
 
 def gat_attention(graph, el, er, v, *, negative_slope=0.2, **kwargs):

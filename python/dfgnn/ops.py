@@ -412,6 +412,29 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
                       _draw_seed() if dropout else 0, _forward_ad._current_level, None, None)
 
 
+def _checked_seed(op, seed):
+    """A dropout seed as an int in 64 bits, or None: TypeError or ValueError naming it."""
+    if seed is None:
+        return None
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise TypeError(f"{op}: seed must be an integer, got {type(seed).__name__}") from None
+    if not -2 ** 63 <= seed < 2 ** 63:
+        raise ValueError(f"{op}: seed must fit in 64 bits, got {seed}")
+    return seed
+
+
+def _scale(op, scale):
+    """GT's scale as the kernels take it: 0.0 for None (their default 1/sqrt(D)), else a finite
+    nonzero float (0 would select the default): ValueError otherwise."""
+    if scale is None:
+        return 0.0
+    if not math.isfinite(float(scale)) or float(scale) == 0.0:
+        raise ValueError(f"{op}: scale must be finite and nonzero (None selects 1/sqrt(D)), got {scale}")
+    return float(scale)
+
+
 def _dropout(op, dropout):
     dropout = float(dropout)
     if not 0.0 <= dropout < 1.0:
@@ -433,13 +456,7 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=F
     if tensors[0].is_cuda and _autocast_enabled():
         *tensors, edge_values, edges = _autocast((*tensors, edge_values, edges))
         tensors = tuple(tensors)
-    if seed is not None:
-        try:
-            seed = operator.index(seed)
-        except TypeError:
-            raise TypeError(f"{op}: seed must be an integer, got {type(seed).__name__}") from None
-        if not -2 ** 63 <= seed < 2 ** 63:
-            raise ValueError(f"{op}: seed must fit in 64 bits, got {seed}")
+    seed = _checked_seed(op, seed)
     if not _eager_mode(tensors if edges is None else (*tensors, edges), edge_values):
         if dropout == 0.0:
             seed = None
@@ -540,12 +557,7 @@ def gt_attention(graph, q, k, v, *, scale=None, edge_features=None, edge_values=
             return out
     op = "dfgnn.gt_attention"
     tensors = _input(op, "q", q), _input(op, "k", k), _input(op, "v", v)
-    if scale is None:
-        scale = 0.0  # the kernels' default 1/sqrt(D)
-    elif not math.isfinite(float(scale)) or float(scale) == 0.0:  # 0 would select the default
-        raise ValueError(f"{op}: scale must be finite and nonzero (None selects 1/sqrt(D)), got {scale}")
-    scale = float(scale)
-    return _run(_GT, op, graph, tensors, scale, edge_values, dropout, seed, return_attention_weights,
+    return _run(_GT, op, graph, tensors, _scale(op, scale), edge_values, dropout, seed, return_attention_weights,
                 _edges(op, edge_features))
 
 
