@@ -58,6 +58,13 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
 
 namespace detail {
 
+Strategy element_strategy(const char* who, Strategy asked, DType dtype) {
+  if (dtype == DType::F32 || asked == Strategy::Online) return asked;
+  if (asked == Strategy::Auto) return Strategy::Online;
+  throw Error(std::string(who) + ": the " + to_string(asked) + " strategy runs float32 tensors only; " +
+              to_string(dtype) + " ones run Online (Auto picks it)");
+}
+
 void check_op(const char* who, const Op& op) {
   const std::string w(who);
   if (op.heads < 1) throw Error(w + ": heads must be >= 1, got " + std::to_string(op.heads));

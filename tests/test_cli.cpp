@@ -6,6 +6,7 @@
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/io.hpp>
+#include <dfgnn/op.hpp>
 #include <dfgnn/reference.hpp>
 #include <dfgnn/reference_backward.hpp>
 #include <dfgnn/reference_message_passing.hpp>
@@ -537,16 +538,33 @@ TEST_F(CliTest, BenchTrainingWithDropout) {
   EXPECT_EQ(training, 2);
 }
 
-// --dtype: the two-byte types run on the CUDA-native kernels only so far; an unknown name is an
-// error naming it.
-TEST_F(CliTest, TwoByteTypesNeedTheNativeBackend) {
-  const std::string g = "--graph " + quote(tiny_graph()) + " --model gt --heads 2 --dim 8";
-  expect_user_error("attention " + g + " --backend kokkos --dtype bf16",
-                    {"--dtype bf16 runs on --backend cuda only so far (the portable kernels take float32)"});
-  expect_user_error("bench " + g + " --backend kokkos --dtype f16", {"--dtype f16 runs on --backend cuda only so far"});
-  expect_user_error("attention " + g + " --dtype f64", {"unknown element type 'f64' (expected f32, bf16 or f16)"});
-  const Result r = run("attention " + g + " --backend kokkos --dtype f32 --reference");
-  EXPECT_EQ(r.code, 0) << r.out << r.err;
+// --dtype on the portable kernels: every model's forward and backward in bf16 and f16 through
+// Online (the CLI checks them against the float64 reference on the rounded inputs, --reference
+// failing beyond the type's contract), the files holding the type's values; another strategy
+// and an unknown name are errors naming them; bench reports the type.
+TEST_F(CliTest, TwoByteTypesOnThePortableKernels) {
+  const std::int64_t N = kNodes, H = 2, D = 8;
+  const std::string g = "--graph " + quote(tiny_graph()) + " --heads 2 --dim 8 --backend kokkos";
+  const std::string dout = npy("dout.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 22));
+  for (const std::string type : {"bf16", "f16"})
+    for (const std::string model : {"gt", "agnn", "gat", "gatv2"}) {
+      SCOPED_TRACE(type + " " + model);
+      const Result r = run("attention " + g + " --model " + model + " --dtype " + type + " --reference --out " +
+                           quote(path("out.npy")) + " --grad-out " + quote(dout) + " --grad-prefix " + quote(path("g_")));
+      ASSERT_EQ(r.code, 0) << r.out << r.err;
+      EXPECT_NE(r.out.find("strategy=online backend=kokkos"), std::string::npos) << r.out;
+      for (float x : io::read_npy_f32(path("out.npy")).data) EXPECT_EQ(x, rounded(parse_dtype(type), x));
+    }
+  expect_user_error("attention " + g + " --model gt --dtype bf16 --strategy smmf",
+                    {"plan: the smmf strategy runs float32 tensors only; bf16 ones run Online (Auto picks it)"});
+  expect_user_error("attention " + g + " --model gt --dtype f64", {"unknown element type 'f64' (expected f32, bf16 or f16)"});
+  const Result r = run("bench " + g + " --model gat --dtype f16 --strategy auto --warmup 0 --iters 1 --check "
+                       "--backward --json " + quote(path("b.jsonl")));
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const std::string json = slurp(path("b.jsonl"));
+  EXPECT_EQ(std::count(json.begin(), json.end(), '\n'), 2) << json;
+  EXPECT_EQ(json.find("\"dtype\": \"f32\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"dtype\": \"f16\""), std::string::npos) << json;
 }
 
 // bench --reorder checks the renumbered graph's output and says so in its header and JSON.

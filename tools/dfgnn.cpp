@@ -83,7 +83,7 @@ attention inputs (.npy float32/float64, C order; features [N,H,D] or [N,H*D], el
                         times dropout factor; --reference checks them too)
   --strategy auto|smmf|pmf|unfused|online (any backend) | staged|dense (cuda)
   --backend auto|kokkos|cuda    auto: cuda when built with it and a GPU is visible
-  --dtype f32|bf16|f16  the tensors' element type (default f32; bf16 and f16: backend cuda):
+  --dtype f32|bf16|f16  the tensors' element type (default f32; bf16 and f16 run Online):
                         every input (and dOut) is rounded to it (nearest even) and computed in
                         float32; the .npy outputs and gradients stay float32, holding its values
   --reference           also run the float64 reference (on the rounded inputs), print the max
@@ -310,11 +310,10 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
   return in;
 }
 
-// The two-byte types run on the CUDA-native kernels only so far.
-void require_native(const Inputs& in, Backend backend) {
-  if (in.dtype != DType::F32 && backend == Backend::Portable)
-    throw Error(std::string("--dtype ") + to_string(in.dtype) + " runs on --backend cuda only so far (the portable "
-                "kernels take float32)");
+// The distributed calls take float32 only so far.
+void require_one_process(const Inputs& in) {
+  if (in.dtype != DType::F32 && cli::ranks() > 1)
+    throw Error(std::string("--dtype ") + to_string(in.dtype) + " runs in one process (mpirun runs float32)");
 }
 
 /// The file's graph and the one a run uses: its renumbering by an Ordering (reorder.hpp), or
@@ -351,20 +350,23 @@ Inputs in_order(const Inputs& in, const std::vector<node_t>& index) {
 // ---- running -------------------------------------------------------------------------------
 
 // A forward on the default Kokkos execution space with the portable kernels (the CUDA-native
-// ones are --backend cuda) through the generic entries: plan and inputs set up once, run
-// repeatable.
+// ones are --backend cuda) through the generic entries, on tensors of element type T (float,
+// bf16, f16: Inputs::dtype, whose values the inputs' floats hold): plan and inputs set up once,
+// run repeatable.
+template <class T>
 class KokkosRun {
  public:
   using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = Exec::memory_space;
 
   KokkosRun(const HostGraph& g, const Inputs& in, Strategy strategy, bool training = false)
-      : in_(in), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), strategy, Backend::Portable),
-        w_(detail::upload<float, Mem>("edge_values", in.edge_values)), out_("out", in.N, in.H, in.D) {
-    for (const auto& x : in.tensors) t_.push_back(detail::upload<float, Mem>("input", x));
-    if (in.edges()) t_.push_back(detail::upload<float, Mem>("edge_features", in.edge_features));
+      : in_(in), plan_(exec_, Graph<Mem>(g), in.kind, int(in.H), int(in.D), in.dtype, strategy, Backend::Portable),
+        w_(upload("edge_values", in.edge_values)), out_("out", in.N, in.H, in.D) {
+    for (const auto& x : in.tensors) t_.push_back(upload("input", x));
+    if (in.edges()) t_.push_back(upload("edge_features", in.edge_features));
     if (in.edge_value_heads)
-      options_.edge_values = EdgeValues<Mem>(w_.data(), std::size_t(g.num_edges()), std::size_t(in.edge_value_heads));
+      options_.edge_values = decltype(options_.edge_values)(w_.data(), std::size_t(g.num_edges()),
+                                                            std::size_t(in.edge_value_heads));
     if (training || in.weights) options_.logsumexp = decltype(options_.logsumexp)("logsumexp", in.N, in.H);
     if (training) options_.dropout = in.dropout;
     if (in.weights) options_.attention_weights = decltype(options_.attention_weights)("weights", in.E, in.H);
@@ -384,15 +386,16 @@ class KokkosRun {
 
   /// Sets dLoss/dOut and allocates the model's gradients, named in the API's order.
   void set_dout(const std::vector<float>& dout) {
-    dout_ = detail::upload<float, Mem>("dout", dout);
+    dout_ = upload("dout", dout);
     grads_.clear();
-    for (const auto& [name, n] : gradient_sizes(in_)) grads_.emplace_back(name, Kokkos::View<float*, Mem>(name, n));
+    for (const auto& [name, n] : gradient_sizes(in_)) grads_.emplace_back(name, Kokkos::View<T*, Mem>(name, n));
   }
 
   /// The fused backward after a training-mode forward, into the gradients of set_dout.
   void backward() const {
-    const NodeFeatures<Mem> dout(dout_.data(), in_.N, in_.H, in_.D), out(out_.data(), in_.N, in_.H, in_.D);
-    std::vector<Kokkos::View<float*, Mem>> grads;
+    using Rows = Kokkos::View<const T***, Kokkos::LayoutRight, Mem>;
+    const Rows dout(dout_.data(), in_.N, in_.H, in_.D), out(out_.data(), in_.N, in_.H, in_.D);
+    std::vector<Kokkos::View<T*, Mem>> grads;
     for (const auto& g : grads_) grads.push_back(g.second);
     visit_model(in_.kind, [&](auto model) {
       attention_backward(exec_, plan_, with_param<decltype(model)>(in_.param), tensors_of(t_), out, options_.logsumexp,
@@ -408,14 +411,33 @@ class KokkosRun {
   }
 
  private:
+  /// The floats of a View of T.
   template <class View>
   static std::vector<float> to_host(const View& v) {
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-    return std::vector<float>(host.data(), host.data() + host.size());
+    std::vector<float> r(host.size());
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if constexpr (std::is_same_v<T, float>)
+        r[i] = host.data()[i];
+      else
+        r[i] = to_float(host.data()[i]);
+    }
+    return r;
+  }
+  /// floats holding T's values as a View of T.
+  static Kokkos::View<T*, Mem> upload(const std::string& label, const std::vector<float>& host) {
+    std::vector<T> x(host.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if constexpr (std::is_same_v<T, float>)
+        x[i] = host[i];
+      else
+        x[i] = T{to_bits(std::is_same_v<T, bf16> ? DType::BF16 : DType::F16, host[i])};
+    }
+    return detail::upload<T, Mem>(label, x);
   }
   /// The model's arguments (or gradients), and its edge argument's last when given, on flat
   /// buffers, shaped as the plan's op says.
-  Tensors tensors_of(const std::vector<Kokkos::View<float*, Mem>>& flat) const {
+  Tensors tensors_of(const std::vector<Kokkos::View<T*, Mem>>& flat) const {
     Tensors r;
     r.count = int(flat.size());
     for (int i = 0; i < r.count; ++i)
@@ -427,22 +449,33 @@ class KokkosRun {
   const Inputs& in_;
   Exec exec_;
   Plan<Exec> plan_;
-  std::vector<Kokkos::View<float*, Mem>> t_;
-  Kokkos::View<float*, Mem> w_;
-  NodeOutput<Mem> out_;
-  Options<Mem> options_;
-  Kokkos::View<float*, Mem> dout_;
-  std::vector<std::pair<std::string, Kokkos::View<float*, Mem>>> grads_;
+  std::vector<Kokkos::View<T*, Mem>> t_;
+  Kokkos::View<T*, Mem> w_;
+  Kokkos::View<T***, Kokkos::LayoutRight, Mem> out_;
+  Options<Mem, T> options_;
+  Kokkos::View<T*, Mem> dout_;
+  std::vector<std::pair<std::string, Kokkos::View<T*, Mem>>> grads_;
 };
 
-// f applied to the portable kernels' run of g: this process's (KokkosRun), or under mpirun the
-// ranks' (cli::DistributedRun; rank 0 gets the whole outputs, the others empty ones).
+// f applied to this process's portable run of g (KokkosRun of the inputs' element type).
+template <class F>
+auto with_kokkos_run(const HostGraph& g, const Inputs& in, Strategy strategy, bool training, const F& f) {
+  decltype(f(std::declval<KokkosRun<float>&>())) result;
+  with_element(in.dtype, [&](auto element) {
+    KokkosRun<decltype(element)> run(g, in, strategy, training);
+    result = f(run);
+  });
+  return result;
+}
+
+// f applied to the portable kernels' run of g: this process's, or under mpirun the ranks'
+// (cli::DistributedRun; rank 0 gets the whole outputs, the others empty ones).
 template <class F>
 auto with_portable_run(const HostGraph& g, const Inputs& in, Strategy strategy, bool training, const F& f) {
 #ifdef DFGNN_ENABLE_MPI
   if (cli::ranks() > 1) return f(cli::DistributedRun(g, in, strategy, training));
 #endif
-  return f(KokkosRun(g, in, strategy, training));
+  return with_kokkos_run(g, in, strategy, training, f);
 }
 
 std::vector<float> run_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, Strategy& used,
@@ -734,7 +767,7 @@ int cmd_attention(int argc, char** argv) {
   if (a.has("dropout") && !a.has("grad-out")) throw Error("--dropout applies to training: it needs --grad-out");
   if (a.flags.count("reference") || a.has("reference-sample")) reject_non_finite(a, in);
   const Backend backend = backend_option(a);
-  require_native(in, backend);
+  require_one_process(in);
   if (cli::ranks() > 1 && backend != Backend::Portable)
     throw Error("--backend cuda runs in one process; mpirun runs the portable kernels");
   // dOut's shape and the output paths before any compute: a typo fails now, not after the run.
@@ -886,19 +919,24 @@ Traffic backward_bytes(const HostGraph& g, const Inputs& in) {
 // Times the forward, or with `backward` the training forward plus the fused backward.
 cli::Timing time_kokkos(const HostGraph& g, const Inputs& in, Strategy strategy, int warmup, int iters,
                         Strategy& used, std::vector<float>& out, bool backward = false) {
-  KokkosRun run(g, in, strategy, backward);
-  if (backward) run.set_dout(random_tensor(in.out_size(), 7));
-  used = run.strategy();
-  std::vector<double> ms;
-  for (int i = 0; i < warmup + iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    if (backward) run.backward();
-    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  out = run.output();
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front()};
+  return with_kokkos_run(g, in, strategy, backward, [&](auto&& run) {
+    if (backward) {
+      std::vector<float> dout = random_tensor(in.out_size(), 7);
+      for (float& x : dout) x = rounded(in.dtype, x);
+      run.set_dout(dout);
+    }
+    used = run.strategy();
+    std::vector<double> ms;
+    for (int i = 0; i < warmup + iters; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      if (backward) run.backward();
+      if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    out = run.output();
+    std::sort(ms.begin(), ms.end());
+    return cli::Timing{ms[ms.size() / 2], ms.front()};
+  });
 }
 
 int cmd_bench(int argc, char** argv) {
@@ -941,11 +979,9 @@ int cmd_bench(int argc, char** argv) {
   std::vector<Backend> backends;  // --backend all: the CUDA-native kernels where they run, then the portable ones
   if (a.get("backend", "all") != "all") {
     backends.push_back(backend_option(a));
-    require_native(in, backends.back());
   } else {
     if (native_unavailable().empty()) backends.push_back(Backend::Native);
-    if (in.dtype == DType::F32) backends.push_back(Backend::Portable);
-    if (backends.empty()) require_native(in, Backend::Portable);
+    backends.push_back(Backend::Portable);
   }
   std::string device = std::string("kokkos ") + Kokkos::DefaultExecutionSpace::name();
   double copy_gbs = 0;

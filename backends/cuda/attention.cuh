@@ -30,17 +30,6 @@ inline Options options_of(const Call& c) {
 
 inline cudaStream_t stream_of(const Call& c) { return static_cast<cudaStream_t>(c.stream); }
 
-/// Calls f(E{}) with the element type of `dtype`.
-template <class F>
-void with_element(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::BF16: return f(bf16{});
-    case DType::F16: return f(f16{});
-    case DType::F32: break;
-  }
-  f(float{});
-}
-
 /// Whether the tensors whose rows are D elements (features, an [H,D], edge features) are all
 /// 16-byte aligned: the model's such inputs, and in the backward their gradients, out and dOut too. The walks
 /// then move 16 bytes a load (the 16-byte tile).

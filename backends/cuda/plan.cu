@@ -350,14 +350,7 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
   p.kind = kind, p.heads = heads, p.dim = dim;
   p.op = {kind, dtype, heads, dim, g.num_src_nodes, N, E};
   dfgnn::detail::check_op("cuda::Plan", p.op);
-  // Two-byte elements run Online only so far (docs/cuda.md, "Element types").
-  if (dtype != DType::F32) {
-    if (strategy == Strategy::Auto)
-      strategy = Strategy::Online;
-    else if (strategy != Strategy::Online)
-      throw Error(std::string("cuda::Plan: the ") + to_string(strategy) + " strategy runs float32 tensors only; " +
-                  to_string(dtype) + " ones run Online (Auto picks it)");
-  }
+  strategy = dfgnn::detail::element_strategy("cuda::Plan", strategy, dtype);  // docs/cuda.md, "Element types"
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
   // The kernels' per-node byte stride H*D*4 is 32-bit (online.cuh, message_passing.cuh).

@@ -14,16 +14,20 @@ namespace kokkos_impl {
 
 namespace {
 
+// The plan's strategy; two-byte elements run Online only (the plan saw to it:
+// detail::element_strategy), so the other families are built for float alone.
 template <class Exec, class Score>
-void dispatch(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
-              const Score& score) {
-  switch (plan.strategy()) {
-    case Strategy::SMMF: return smmf(exec, plan, p, score);
-    case Strategy::PMF: return pmf(exec, plan, p, score);
-    case Strategy::Unfused: return unfused(exec, plan, p, score);
-    case Strategy::Online: return online(exec, plan, p, score);
-    default: break;
+void dispatch(const Exec& exec, const PortablePlan<Exec>& plan,
+              const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score) {
+  if constexpr (std::is_same_v<typename Score::element, float>) {
+    switch (plan.strategy()) {
+      case Strategy::SMMF: return smmf(exec, plan, p, score);
+      case Strategy::PMF: return pmf(exec, plan, p, score);
+      case Strategy::Unfused: return unfused(exec, plan, p, score);
+      default: break;
+    }
   }
+  if (plan.strategy() == Strategy::Online) return online(exec, plan, p, score);
   throw Error(std::string("attention: no portable kernel for strategy ") + to_string(plan.strategy()));
 }
 
@@ -33,12 +37,15 @@ template <class Exec>
 void PortablePlan<Exec>::forward(const Call& call) const {
   using Mem = memory_space;
   const Exec& exec = *static_cast<const Exec*>(call.space);
-  const CallViews<Mem> t{call};
-  const Problem<Mem> p = problem(*this, t.output(call.out), t.options(true));
-  visit_model(op_.kind, [&](auto model) {
-    const auto score = score_of(with_param<decltype(model)>(call.param), exec, *this, t);
-    dispatch(exec, *this, p, score);
-    if (call.weights.data) edge_weights(exec, *this, p, score, t.scalars_out(call.weights));
+  with_element(op_.dtype, [&](auto element) {
+    using T = decltype(element);
+    const CallViews<Mem, T> t{call};
+    const Problem<Mem, T> p = problem(*this, t.output(call.out), t.options(true));
+    visit_model(op_.kind, [&](auto model) {
+      const auto score = score_of(with_param<decltype(model)>(call.param), exec, *this, t);
+      dispatch(exec, *this, p, score);
+      if (call.weights.data) edge_weights(exec, *this, p, score, t.scalars_out(call.weights));
+    });
   });
 }
 

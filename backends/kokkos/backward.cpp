@@ -9,74 +9,86 @@ namespace dfgnn::kokkos_impl {
 namespace {
 
 // The plan's workspace for `model`: `slots` per-(edge, head) arrays (dr, q and AGNN's cos),
-// then the gathers' chunk partials, which the parameter sums (`parameters` floats) reuse.
-// Allocated by the plan's first backward; its size depends only on the plan (model, H, D, E).
+// then the gathers' chunk partials, which the parameter sums (`parameters` floats) reuse, then
+// `rows` floats (AGNN's float partial dX of a two-byte call). Allocated by the plan's first
+// backward (grown by a later one that needs more); its size depends only on the plan and type.
 template <class Exec, class Model>
 Workspace<typename Exec::memory_space> workspace(const PortablePlan<Exec>& plan, const Model& model, int slots,
-                                                 std::size_t parameters) {
+                                                 std::size_t parameters, std::size_t rows = 0) {
   using View = Kokkos::View<float*, typename Exec::memory_space>;
   const edge_t E = plan.graph().num_edges();
   const std::size_t slot_size = std::size_t(E) * std::size_t(plan.heads());
   const std::size_t extra = std::max(partial_floats(E, plan.heads(), model), parameters);
   auto& all = plan.backward_workspace();
-  if (all.extent(0) < slots * slot_size + extra)
-    all = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::backward_workspace"), slots * slot_size + extra);
+  if (all.extent(0) < slots * slot_size + extra + rows)
+    all = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::backward_workspace"),
+               slots * slot_size + extra + rows);
   auto slot = [&](int i) { return i < slots ? View(all.data() + i * slot_size, slot_size) : View(); };
-  return {{slot(0), slot(1), slot(2)}, View(all.data() + slots * slot_size, extra)};
+  return {{slot(0), slot(1), slot(2)}, View(all.data() + slots * slot_size, extra),
+          View(all.data() + slots * slot_size + extra, rows)};
 }
 
 // Each model's backward: its gradient functor, the two gathers, then its parameter sums (a new
 // model adds its overload here; its score functor comes from score_of, executor.hpp).
-template <class Exec>
-void backward_of(const GT& model, const Exec& exec, const PortablePlan<Exec>& plan, const CallViews<typename Exec::memory_space>& t,
-                 const Problem<typename Exec::memory_space>& p, const Upstream<typename Exec::memory_space>& up) {
+template <class Exec, class T>
+void backward_of(const GT& model, const Exec& exec, const PortablePlan<Exec>& plan,
+                 const CallViews<typename Exec::memory_space, T>& t, const Problem<typename Exec::memory_space, T>& p,
+                 const Upstream<typename Exec::memory_space, T>& up) {
   using Mem = typename Exec::memory_space;
   const Call& c = t.call;
-  const GTGrad<Mem> grad{t.input(0), t.input(1), up.dout, t.output(c.grads[0]), t.output(c.grads[1]),
-                         t.output(c.grads[2]), model.scale_for(plan.dim()), {},
-                         {t.features(c.edge_features), t.output(c.edge_grad), plan.graph().edge_id()}};
+  const GTGrad<Mem, T> grad{t.input(0), t.input(1), up.dout, t.output(c.grads[0]), t.output(c.grads[1]),
+                            t.output(c.grads[2]), model.scale_for(plan.dim()), {},
+                            {t.features(c.edge_features), t.output(c.edge_grad), plan.graph().edge_id()}};
   backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, workspace(plan, grad, 2, 0));
 }
 
-template <class Exec>
+template <class Exec, class T>
 void backward_of(const AGNN& model, const Exec& exec, const PortablePlan<Exec>& plan,
-                 const CallViews<typename Exec::memory_space>& t, const Problem<typename Exec::memory_space>& p,
-                 const Upstream<typename Exec::memory_space>& up) {
+                 const CallViews<typename Exec::memory_space, T>& t, const Problem<typename Exec::memory_space, T>& p,
+                 const Upstream<typename Exec::memory_space, T>& up) {
   using Mem = typename Exec::memory_space;
   const Call& c = t.call;
-  const AGNNScore<Mem> score = score_of(model, exec, plan, t);
+  const AGNNScore<Mem, T> score = score_of(model, exec, plan, t);
   const int count = int(score.beta.extent(0));
-  const AGNNGrad<Mem> grad{score.x, up.dout, score.inv_norm, score.beta, t.output(c.grads[0]), {}};
-  const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count);
+  const auto dx = t.output(c.grads[0]);
+  AGNNGrad<Mem, T> grad{score.x, up.dout, score.inv_norm, score.beta, dx, {}, {}};
+  const bool wide = std::is_same_v<T, float>;
+  const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count,
+                           wide ? 0 : dx.size());
+  if constexpr (std::is_same_v<T, float>)
+    grad.part = dx;
+  else
+    grad.part = Output<Mem>(s.rows.data(), dx.extent(0), dx.extent(1), dx.extent(2));
   backward(exec, plan, p, score, grad, up, s);
   sum_over_edges(exec, plan, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials,
                  t.vector_out(c.grads[1]));
 }
 
-template <class Exec>
-void backward_of(const GAT& model, const Exec& exec, const PortablePlan<Exec>& plan, const CallViews<typename Exec::memory_space>& t,
-                 const Problem<typename Exec::memory_space>& p, const Upstream<typename Exec::memory_space>& up) {
+template <class Exec, class T>
+void backward_of(const GAT& model, const Exec& exec, const PortablePlan<Exec>& plan,
+                 const CallViews<typename Exec::memory_space, T>& t, const Problem<typename Exec::memory_space, T>& p,
+                 const Upstream<typename Exec::memory_space, T>& up) {
   using Mem = typename Exec::memory_space;
   const Call& c = t.call;
-  const GATGrad<Mem> grad{t.input_matrix(0), t.input_matrix(1), up.dout, t.scalars_out(c.grads[0]),
-                          t.scalars_out(c.grads[1]), t.output(c.grads[2]), model.slope, {},
-                          {t.matrix(c.edge_features), t.scalars_out(c.edge_grad), plan.graph().edge_id()}};
+  const GATGrad<Mem, T> grad{t.input_matrix(0), t.input_matrix(1), up.dout, t.scalars_out(c.grads[0]),
+                             t.scalars_out(c.grads[1]), t.output(c.grads[2]), model.slope, {},
+                             {t.matrix(c.edge_features), t.scalars_out(c.edge_grad), plan.graph().edge_id()}};
   backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, workspace(plan, grad, 2, 0));
 }
 
-template <class Exec>
+template <class Exec, class T>
 void backward_of(const GATv2& model, const Exec& exec, const PortablePlan<Exec>& plan,
-                 const CallViews<typename Exec::memory_space>& t, const Problem<typename Exec::memory_space>& p,
-                 const Upstream<typename Exec::memory_space>& up) {
+                 const CallViews<typename Exec::memory_space, T>& t, const Problem<typename Exec::memory_space, T>& p,
+                 const Upstream<typename Exec::memory_space, T>& up) {
   using Mem = typename Exec::memory_space;
   const Call& c = t.call;
-  const GATv2Score<Mem> score = score_of(model, exec, plan, t);
-  const GATv2Grad<Mem> grad{score.xl, score.xr, up.dout, score.a, t.output(c.grads[0]), t.output(c.grads[1]),
-                            model.slope, {}, {score.e, t.output(c.edge_grad), plan.graph().edge_id()}};
+  const GATv2Score<Mem, T> score = score_of(model, exec, plan, t);
+  const GATv2Grad<Mem, T> grad{score.xl, score.xr, up.dout, score.a, t.output(c.grads[0]), t.output(c.grads[1]),
+                               model.slope, {}, {score.e, t.output(c.edge_grad), plan.graph().edge_id()}};
   const auto s = workspace(plan, grad, 2, std::size_t(edge_slices(plan.graph().num_edges())) * score.a.size());
   backward(exec, plan, p, score, grad, up, s);
   const auto& g = plan.graph();
-  sum_over_edges(exec, plan, WeightTerm<Mem>{s.work.dr, score, g.src(), g.dst(), g.edge_id()}, s.partials,
+  sum_over_edges(exec, plan, WeightTerm<Mem, T>{s.work.dr, score, g.src(), g.dst(), g.edge_id()}, s.partials,
                  t.vector_out(c.grads[2]));
 }
 
@@ -86,11 +98,14 @@ template <class Exec>
 void PortablePlan<Exec>::backward(const Call& call) const {
   using Mem = memory_space;
   const Exec& exec = *static_cast<const Exec*>(call.space);
-  const CallViews<Mem> t{call};
-  const Problem<Mem> p = problem(*this, NodeOutput<Mem>(), t.options(false));
-  const Upstream<Mem> up{t.features(call.out), t.matrix(call.logsumexp), t.features(call.dout)};
-  visit_model(op_.kind, [&](auto model) {
-    backward_of(with_param<decltype(model)>(call.param), exec, *this, t, p, up);
+  with_element(op_.dtype, [&](auto element) {
+    using T = decltype(element);
+    const CallViews<Mem, T> t{call};
+    const Problem<Mem, T> p = problem(*this, Output<Mem, T>(), t.options(false));
+    const Upstream<Mem, T> up{t.features(call.out), t.logsumexp(), t.features(call.dout)};
+    visit_model(op_.kind, [&](auto model) {
+      backward_of(with_param<decltype(model)>(call.param), exec, *this, t, p, up);
+    });
   });
 }
 

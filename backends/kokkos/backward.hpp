@@ -48,19 +48,20 @@ struct EdgeWork {
 };
 
 /// The plan's backward workspace: the edge arrays above, then the chunk partials of the gathers,
-/// reused by the parameter sums.
+/// reused by the parameter sums, then what a model needs per node (AGNN's two-byte dX).
 template <class Mem>
 struct Workspace {
   EdgeWork<Mem> work;
   Kokkos::View<float*, Mem> partials;
+  Kokkos::View<float*, Mem> rows;  // per-(node, head, feature) floats a model asked for, or empty
 };
 
 /// The forward's output side: out and the row statistics, and dLoss/dout.
-template <class Mem>
+template <class Mem, class T>
 struct Upstream {
-  Features<Mem> out;
-  Matrix<Mem> lse;
-  Features<Mem> dout;
+  Features<Mem, T> out;
+  Matrix<Mem> lse;  // float32 whatever T is
+  Features<Mem, T> dout;
 };
 
 /// A model's edge argument and its gradient, indexed by the caller's edge id (edge_id of a CSR
@@ -72,20 +73,20 @@ struct EdgeArgument {
   Kokkos::View<const edge_t*, Mem> edge_id;
   KOKKOS_INLINE_FUNCTION bool given() const { return in.data() != nullptr; }
 };
-template <class Mem>
-using EdgeRows = EdgeArgument<Mem, Features<Mem>, Output<Mem>>;
-template <class Mem>
-using EdgeScalarsOf = EdgeArgument<Mem, Matrix<Mem>, Kokkos::View<float**, Kokkos::LayoutRight, Mem>>;
+template <class Mem, class T>
+using EdgeRows = EdgeArgument<Mem, Features<Mem, T>, Output<Mem, T>>;
+template <class Mem, class T>
+using EdgeScalarsOf = EdgeArgument<Mem, Matrix<Mem, T>, ScalarsOut<Mem, T>>;
 
 // dQ_v = scale sum dr_e (K_u + E_e); dK_u = scale sum dr_e Q_v and dV_u = sum q_e dOut_v, as
 // entries [0, D) and [D, 2D) of one source-side gather; dE_e = scale dr_e Q_v + q_e dOut_v.
-template <class Mem>
+template <class Mem, class T>
 struct GTGrad {
-  Features<Mem> q, k, dout;
-  Output<Mem> dq, dk, dv;
+  Features<Mem, T> q, k, dout;
+  Output<Mem, T> dq, dk, dv;
   float scale;
   EdgeWork<Mem> work;
-  EdgeRows<Mem> edge;
+  EdgeRows<Mem, T> edge;
   KOKKOS_INLINE_FUNCTION int dim() const { return int(dq.extent(2)); }
   bool rows_aligned(int W) const {
     return kokkos_impl::rows_aligned(W, dim(), q, k, dout, dq, dk, dv, edge.in, edge.grad);
@@ -98,7 +99,7 @@ struct GTGrad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
-    chunk_at<W>(dq, v, h, c) = scale * s;
+    store<W>(dq, v, h, c, scale * s);
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return 2 * dim(); }
   template <int W>
@@ -110,9 +111,9 @@ struct GTGrad {
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
     const int half = dim() / W;
     if (c < half)
-      chunk_at<W>(dk, u, h, c) = scale * s;
+      store<W>(dk, u, h, c, scale * s);
     else
-      chunk_at<W>(dv, u, h, c - half) = s;
+      store<W>(dv, u, h, c - half, s);
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? dim() : 0; }
   template <int W>
@@ -120,21 +121,23 @@ struct GTGrad {
     const edge_t i = e * edge_t(dq.extent(1)) + h;
     Vec<W> g = (scale * work.dr(i)) * chunk<W>(q, v, h, c);
     g += work.q(i) * chunk<W>(dout, v, h, c);
-    chunk_at<W>(edge.grad, edge.edge_id(e), h, c) = g;
+    store<W>(edge.grad, edge.edge_id(e), h, c, g);
   }
 };
 
 // cos_e = <x_v, x_u> n_v n_u with n = 1/|x|, kept per edge by step 1. X is also the values, so
-// the source side adds q_e dOut_v and its sum to what the destination side wrote.
-template <class Mem>
+// the source side adds q_e dOut_v and its sum to what the destination side left in `part`: dx
+// itself for float, a float workspace for a two-byte dx, which is then rounded once.
+template <class Mem, class T>
 struct AGNNGrad {
-  Features<Mem> x, dout;
+  Features<Mem, T> x, dout;
   Matrix<Mem> inv_norm;
-  Vector<Mem> beta;
-  Output<Mem> dx;
+  Vector<Mem, T> beta;
+  Output<Mem, T> dx;
   EdgeWork<Mem> work;
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(dx.extent(2)), x, dout, dx); }
-  KOKKOS_INLINE_FUNCTION float beta_of(int h) const { return beta(beta.extent(0) == 1 ? 0 : h); }
+  Output<Mem> part;
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(dx.extent(2)), x, dout, dx, part); }
+  KOKKOS_INLINE_FUNCTION float beta_of(int h) const { return widen(beta(beta.extent(0) == 1 ? 0 : h)); }
   KOKKOS_INLINE_FUNCTION void note(edge_t i, node_t v, node_t u, int h, float raw) const {
     work.cos(i) = raw * inv_norm(v, h) * inv_norm(u, h);
   }
@@ -154,7 +157,7 @@ struct AGNNGrad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
-    chunk_at<W>(dx, v, h, c) = beta_of(h) * s;
+    store<W>(part, v, h, c, beta_of(h) * s);
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dx.extent(2)); }
   template <int W>
@@ -165,7 +168,9 @@ struct AGNNGrad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
-    chunk_at<W>(dx, u, h, c) += s;
+    Vec<W> t = widened<W>(&part(u, h, 0), c);
+    t += s;
+    store<W>(dx, u, h, c, t);
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return 0; }
   template <int W>
@@ -174,21 +179,21 @@ struct AGNNGrad {
 
 // d score / d el_u = d score / d er_v = d score / d ee_e = LeakyReLU'(el_u + er_v + ee_e): der is a
 // one-entry gather, del entry D of the source side's, after dV; dee is that per edge.
-template <class Mem>
+template <class Mem, class T>
 struct GATGrad {
-  Matrix<Mem> el, er;
-  Features<Mem> dout;
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> del, der;
-  Output<Mem> dv;
+  Matrix<Mem, T> el, er;
+  Features<Mem, T> dout;
+  ScalarsOut<Mem, T> del, der;
+  Output<Mem, T> dv;
   float slope;
   EdgeWork<Mem> work;
-  EdgeScalarsOf<Mem> edge;
+  EdgeScalarsOf<Mem, T> edge;
   KOKKOS_INLINE_FUNCTION int dim() const { return int(dv.extent(2)); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, dim(), dout, dv); }
   /// The score's derivative as the first entry of a chunk.
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, edge_t i, int h) const {
-    const float x = el(u, h) + er(v, h) + (edge.given() ? edge.in(edge.edge_id(e), h) : 0.0f);
+    const float x = widen(el(u, h)) + widen(er(v, h)) + (edge.given() ? widen(edge.in(edge.edge_id(e), h)) : 0.0f);
     Vec<W> d{};
     d.x[0] = work.dr(i) * leaky_relu_grad(x, slope);
     return d;
@@ -201,7 +206,7 @@ struct GATGrad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int, const Vec<W>& s) const {
-    der(v, h) = s.x[0];
+    der(v, h) = narrow<T>(s.x[0]);
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return dim() + 1; }
   template <int W>
@@ -211,27 +216,27 @@ struct GATGrad {
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
     if (c < dim() / W)
-      chunk_at<W>(dv, u, h, c) = s;
+      store<W>(dv, u, h, c, s);
     else
-      del(u, h) = s.x[0];
+      del(u, h) = narrow<T>(s.x[0]);
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? 1 : 0; }
   template <int W>
   KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int) const {
-    edge.grad(edge.edge_id(e), h) = dscore<W>(v, u, e, e * edge_t(der.extent(1)) + h, h).x[0];
+    edge.grad(edge.edge_id(e), h) = narrow<T>(dscore<W>(v, u, e, e * edge_t(der.extent(1)) + h, h).x[0]);
   }
 };
 
 // d score / d XR_v,f = d score / d XL_u,f = d score / d E_e,f = a_f LeakyReLU'(XL_u,f + XR_v,f +
 // E_e,f); XL is also the values. dE_e is that term per edge.
-template <class Mem>
+template <class Mem, class T>
 struct GATv2Grad {
-  Features<Mem> xl, xr, dout;
-  Matrix<Mem> a;
-  Output<Mem> dxl, dxr;
+  Features<Mem, T> xl, xr, dout;
+  Matrix<Mem, T> a;
+  Output<Mem, T> dxl, dxr;
   float slope;
   EdgeWork<Mem> work;
-  EdgeRows<Mem> edge;
+  EdgeRows<Mem, T> edge;
   bool rows_aligned(int W) const {
     return kokkos_impl::rows_aligned(W, int(dxl.extent(2)), xl, xr, a, dout, dxl, dxr, edge.in, edge.grad);
   }
@@ -253,7 +258,7 @@ struct GATv2Grad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
-    chunk_at<W>(dxr, v, h, c) = s;
+    store<W>(dxr, v, h, c, s);
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dxl.extent(2)); }
   template <int W>
@@ -264,12 +269,12 @@ struct GATv2Grad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
-    chunk_at<W>(dxl, u, h, c) = s;
+    store<W>(dxl, u, h, c, s);
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? int(dxl.extent(2)) : 0; }
   template <int W>
   KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int c) const {
-    chunk_at<W>(edge.grad, edge.edge_id(e), h, c) = dscore<W>(v, u, e, e * edge_t(dxr.extent(1)) + h, h, c);
+    store<W>(edge.grad, edge.edge_id(e), h, c, dscore<W>(v, u, e, e * edge_t(dxr.extent(1)) + h, h, c));
   }
 };
 
@@ -279,10 +284,10 @@ struct GATv2Grad {
 template <class Score, class Model, class Mem, int W>
 struct Destinations {
   using at = AtDestination;
-  Problem<Mem> p;
+  Problem<Mem, typename Score::element> p;
   Score score;
   Model model;
-  Upstream<Mem> up;
+  Upstream<Mem, typename Score::element> up;
   KOKKOS_INLINE_FUNCTION edge_t begin(node_t v) const { return p.row_ptr(v); }
   KOKKOS_INLINE_FUNCTION node_t owner(edge_t e) const { return p.dst(e); }
   KOKKOS_INLINE_FUNCTION node_t other(edge_t e) const { return p.src(e); }
@@ -298,7 +303,7 @@ struct Destinations {
     float delta = 0.0f;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim),
-        [&](int d, float& acc) { acc += up.dout(v, h, d) * up.out(v, h, d); }, delta);
+        [&](int d, float& acc) { acc += widen(up.dout(v, h, d)) * widen(up.out(v, h, d)); }, delta);
     const float lse = up.lse(v, h);
     edge_t e = a;
     for (; b - e >= kStepEdges; e += kStepEdges) step<kStepEdges>(team, v, h, e, delta, lse);
@@ -478,9 +483,9 @@ void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks
 }
 
 /// Both gathers, W entries per lane access.
-template <int W, class Exec, class Score, class Model>
-void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
-             const Score& score, const Model& model, const Upstream<typename Exec::memory_space>& up,
+template <int W, class Exec, class Score, class Model, class T = typename Score::element>
+void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space, T>& p,
+             const Score& score, const Model& model, const Upstream<typename Exec::memory_space, T>& up,
              const Kokkos::View<float*, typename Exec::memory_space>& partials) {
   using Mem = typename Exec::memory_space;
   using Rows = Destinations<Score, Model, Mem, W>;
@@ -496,9 +501,9 @@ void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typ
          g.num_src_nodes(), g.num_edges() > chunk, detail::kMaxLanes);
 }
 
-template <class Exec, class Score, class Model>
-void backward(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
-              const Score& score, Model model, const Upstream<typename Exec::memory_space>& up,
+template <class Exec, class Score, class Model, class T = typename Score::element>
+void backward(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space, T>& p,
+              const Score& score, Model model, const Upstream<typename Exec::memory_space, T>& up,
               const Workspace<typename Exec::memory_space>& s) {
   model.work = s.work;
   if (score.rows_aligned(4) && model.rows_aligned(4))
@@ -534,12 +539,12 @@ struct SliceSums {
   }
 };
 
-/// result[k] = sum over edges of term(e, k), k < result.extent(0); `partials` holds at least
-/// edge_slices(E) * result.extent(0) floats.
-template <class Exec, class Term>
+/// result[k] = sum over edges of term(e, k), k < result.extent(0), rounded once to T;
+/// `partials` holds at least edge_slices(E) * result.extent(0) floats.
+template <class Exec, class Term, class T>
 void sum_over_edges(const Exec& exec, const PortablePlan<Exec>& plan, const Term& term,
                     const Kokkos::View<float*, typename Exec::memory_space>& partials,
-                    const Kokkos::View<float*, Kokkos::LayoutRight, typename Exec::memory_space>& result) {
+                    const Kokkos::View<T*, Kokkos::LayoutRight, typename Exec::memory_space>& result) {
   const edge_t edges = plan.graph().num_edges();
   const int slices = edge_slices(edges), count = int(result.extent(0));
   const auto& L = plan.layout();
@@ -549,7 +554,7 @@ void sum_over_edges(const Exec& exec, const PortablePlan<Exec>& plan, const Term
       "dfgnn::backward_parameter_sum", Kokkos::RangePolicy<Exec>(exec, 0, count), KOKKOS_LAMBDA(int k) {
         float acc = 0.0f;
         for (int s = 0; s < slices; ++s) acc += partials(std::size_t(s) * count + k);
-        result(k) = acc;
+        result(k) = narrow<T>(acc);
       });
 }
 
@@ -567,10 +572,10 @@ struct BetaTerm {
 };
 
 /// da[h,d] (k = h*D + d): sum_e dr_e LeakyReLU(XL_u,d + XR_v,d (+ E_e,d)).
-template <class Mem>
+template <class Mem, class T>
 struct WeightTerm {
   Kokkos::View<const float*, Mem> dr;
-  GATv2Score<Mem> score;
+  GATv2Score<Mem, T> score;
   Kokkos::View<const node_t*, Mem> src, dst;
   Kokkos::View<const edge_t*, Mem> edge_id;
   KOKKOS_INLINE_FUNCTION float operator()(edge_t e, int k) const {

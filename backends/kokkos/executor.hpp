@@ -43,55 +43,62 @@ class PortablePlan final : public detail::Executor {
   mutable Kokkos::View<float*, memory_space> workspace_;
 };
 
-/// A checked call's tensors as the Views the kernels read (extents as the dispatch found them).
-template <class Mem>
+/// A checked call's tensors as the Views the kernels read (extents as the dispatch found them),
+/// of element type T (the op's: the check saw to it) but for the float32 logsumexp.
+template <class Mem, class T>
 struct CallViews {
   const Call& call;
 
-  static const float* ptr(const TensorRef& t) { return static_cast<const float*>(t.data); }
-  static float* writable(const TensorRef& t) { return static_cast<float*>(const_cast<void*>(t.data)); }
+  static const T* ptr(const TensorRef& t) { return static_cast<const T*>(t.data); }
+  static T* writable(const TensorRef& t) { return static_cast<T*>(const_cast<void*>(t.data)); }
 
-  Features<Mem> features(const TensorRef& t) const {
-    return Features<Mem>(ptr(t), t.extents[0], t.extents[1], t.extents[2]);
+  Features<Mem, T> features(const TensorRef& t) const {
+    return Features<Mem, T>(ptr(t), t.extents[0], t.extents[1], t.extents[2]);
   }
-  Matrix<Mem> matrix(const TensorRef& t) const { return Matrix<Mem>(ptr(t), t.extents[0], t.extents[1]); }
-  Vector<Mem> vector(const TensorRef& t) const { return Vector<Mem>(ptr(t), t.extents[0]); }
-  Output<Mem> output(const TensorRef& t) const {
-    return Output<Mem>(writable(t), t.extents[0], t.extents[1], t.extents[2]);
+  Matrix<Mem, T> matrix(const TensorRef& t) const { return Matrix<Mem, T>(ptr(t), t.extents[0], t.extents[1]); }
+  Vector<Mem, T> vector(const TensorRef& t) const { return Vector<Mem, T>(ptr(t), t.extents[0]); }
+  Output<Mem, T> output(const TensorRef& t) const {
+    return Output<Mem, T>(writable(t), t.extents[0], t.extents[1], t.extents[2]);
   }
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> scalars_out(const TensorRef& t) const {
-    return Kokkos::View<float**, Kokkos::LayoutRight, Mem>(writable(t), t.extents[0], t.extents[1]);
+  ScalarsOut<Mem, T> scalars_out(const TensorRef& t) const {
+    return ScalarsOut<Mem, T>(writable(t), t.extents[0], t.extents[1]);
   }
-  Kokkos::View<float*, Kokkos::LayoutRight, Mem> vector_out(const TensorRef& t) const {
-    return Kokkos::View<float*, Kokkos::LayoutRight, Mem>(writable(t), t.entries());
+  Kokkos::View<T*, Kokkos::LayoutRight, Mem> vector_out(const TensorRef& t) const {
+    return Kokkos::View<T*, Kokkos::LayoutRight, Mem>(writable(t), t.entries());
   }
-  Features<Mem> input(int i) const { return features(call.inputs[i]); }
-  Matrix<Mem> input_matrix(int i) const { return matrix(call.inputs[i]); }
+  Features<Mem, T> input(int i) const { return features(call.inputs[i]); }
+  Matrix<Mem, T> input_matrix(int i) const { return matrix(call.inputs[i]); }
+  /// The logsumexp [N,H], float32 whatever T is.
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> logsumexp() const {
+    const TensorRef& t = call.logsumexp;
+    return Kokkos::View<float**, Kokkos::LayoutRight, Mem>(static_cast<float*>(const_cast<void*>(t.data)),
+                                                          t.extents[0], t.extents[1]);
+  }
 
   /// Edge values, the training forward's logsumexp output (`training`: a forward with one),
   /// the dropout.
-  Options<Mem> options(bool training) const {
-    Options<Mem> o;
+  Options<Mem, T> options(bool training) const {
+    Options<Mem, T> o;
     if (call.edge_values.data) o.edge_values = matrix(call.edge_values);
-    if (training && call.logsumexp.data) o.logsumexp = scalars_out(call.logsumexp);
+    if (training && call.logsumexp.data) o.logsumexp = logsumexp();
     o.dropout = call.dropout;
     return o;
   }
 };
 
-template <class Exec>
-Problem<typename Exec::memory_space> problem(const PortablePlan<Exec>& plan,
-                                             const NodeOutput<typename Exec::memory_space>& out,
-                                             const Options<typename Exec::memory_space>& o) {
+template <class Exec, class T>
+Problem<typename Exec::memory_space, T> problem(const PortablePlan<Exec>& plan,
+                                                const Output<typename Exec::memory_space, T>& out,
+                                                const Options<typename Exec::memory_space, T>& o) {
   const auto& g = plan.graph();
   return {g.row_ptr(), g.src(), g.dst(), g.edge_id(), o.edge_values, o.logsumexp, o.dropout,
           out, plan.heads(), plan.dim()};
 }
 
 // 1/|X[n,h]| per node and head (0 for a zero vector), so a cosine costs one dot product.
-template <class Exec>
+template <class Exec, class T>
 Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> inverse_norms(
-    const Exec& exec, const PortablePlan<Exec>& plan, const NodeFeatures<typename Exec::memory_space>& X) {
+    const Exec& exec, const PortablePlan<Exec>& plan, const Features<typename Exec::memory_space, T>& X) {
   const int H = plan.heads(), D = plan.dim();
   const auto inv = plan.layout().inv_norms;
   Kokkos::parallel_for(
@@ -100,7 +107,7 @@ Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> in
         const node_t n = node_t(k / H);
         const int h = int(k % H);
         float sq = 0.0f;
-        for (int d = 0; d < D; ++d) sq += X(n, h, d) * X(n, h, d);
+        for (int d = 0; d < D; ++d) sq += widen(X(n, h, d)) * widen(X(n, h, d));
         inv(n, h) = sq > 0.0f ? 1.0f / sqrt(sq) : 0.0f;
       });
   return inv;
@@ -108,28 +115,28 @@ Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> in
 
 // Each model's score functor made of a checked call's tensors (`t`), for the forward and the
 // backward: a new model adds its overload here (docs/design.md, "Adding a model").
-template <class Exec>
-GTScore<typename Exec::memory_space> score_of(const GT& model, const Exec&, const PortablePlan<Exec>& plan,
-                                              const CallViews<typename Exec::memory_space>& t) {
+template <class Exec, class T>
+GTScore<typename Exec::memory_space, T> score_of(const GT& model, const Exec&, const PortablePlan<Exec>& plan,
+                                                 const CallViews<typename Exec::memory_space, T>& t) {
   return {t.input(0), t.input(1), t.input(2), model.scale_for(plan.dim()), t.features(t.call.edge_features)};
 }
 
-template <class Exec>
-AGNNScore<typename Exec::memory_space> score_of(const AGNN&, const Exec& exec, const PortablePlan<Exec>& plan,
-                                                const CallViews<typename Exec::memory_space>& t) {
+template <class Exec, class T>
+AGNNScore<typename Exec::memory_space, T> score_of(const AGNN&, const Exec& exec, const PortablePlan<Exec>& plan,
+                                                   const CallViews<typename Exec::memory_space, T>& t) {
   const auto X = t.input(0);
   return {X, inverse_norms(exec, plan, X), t.vector(t.call.inputs[1])};
 }
 
-template <class Exec>
-GATScore<typename Exec::memory_space> score_of(const GAT& model, const Exec&, const PortablePlan<Exec>&,
-                                               const CallViews<typename Exec::memory_space>& t) {
+template <class Exec, class T>
+GATScore<typename Exec::memory_space, T> score_of(const GAT& model, const Exec&, const PortablePlan<Exec>&,
+                                                  const CallViews<typename Exec::memory_space, T>& t) {
   return {t.input_matrix(0), t.input_matrix(1), t.input(2), model.slope, t.matrix(t.call.edge_features)};
 }
 
-template <class Exec>
-GATv2Score<typename Exec::memory_space> score_of(const GATv2& model, const Exec&, const PortablePlan<Exec>&,
-                                                 const CallViews<typename Exec::memory_space>& t) {
+template <class Exec, class T>
+GATv2Score<typename Exec::memory_space, T> score_of(const GATv2& model, const Exec&, const PortablePlan<Exec>&,
+                                                    const CallViews<typename Exec::memory_space, T>& t) {
   return {t.input(0), t.input(1), t.input_matrix(2), model.slope, t.features(t.call.edge_features)};
 }
 

@@ -6,8 +6,9 @@
 // max grows. Per-edge scores are never stored. The accumulator lives in team scratch, one slot
 // per thread group (lanes own the features they accumulate; arrays indexed by lane are not
 // portable), and kStepEdges scores are reduced together so their loads are in flight at once.
-// Where D % 4 == 0 and the tensors' rows are 16-byte aligned, a lane moves 4 features per load
-// (W = 4): the kernel is bound by instruction issue, and one 16-byte access replaces four
+// Where D % 4 == 0 and the tensors' rows are aligned to 4 elements, a lane moves 4 features per
+// load (W = 4): the kernel is bound by instruction issue, and one 16-byte access (8 bytes of
+// two-byte elements) replaces four
 // (ncu on the H100: 4x the native kernel's instructions at W = 1, docs/performance.md).
 // Rows above the plan's split are walked as pieces (listed before the rows) whose partial
 // (max, sum, accumulator) a second launch merges in piece order: no atomics, reproducible.
@@ -22,7 +23,7 @@ struct Online {
   using Mem = typename Exec::memory_space;
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
 
-  Problem<Mem> p;
+  Problem<Mem, typename Score::element> p;
   Score score;
   Kokkos::View<const RowPiece*, Mem> pieces;
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> partials;
@@ -55,7 +56,7 @@ struct Online {
         if (b - a > split) return;  // its pieces do it
         walk(team, acc, v, a, b, h, m, sum);
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) {
-          for (int f = 0; f < W; ++f) p.out(v, h, W * i + f) = b > a ? acc[i].x[f] / sum : 0.0f;
+          for (int f = 0; f < W; ++f) p.put(v, h, W * i + f, b > a ? acc[i].x[f] / sum : 0.0f);
         });
         Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
       }
@@ -114,9 +115,9 @@ struct Online {
 };
 
 /// Second launch: a split row's pieces merged in order into its output and statistics.
-template <class Mem>
+template <class Mem, class T>
 struct MergePieces {
-  Problem<Mem> p;
+  Problem<Mem, T> p;
   Kokkos::View<const SplitRow*, Mem> rows;
   Kokkos::View<const float**, Kokkos::LayoutRight, Mem> partials;
 
@@ -136,15 +137,15 @@ struct MergePieces {
         const std::int64_t k = first + j * p.heads;
         y += partials(k, 2 + d) * exp(partials(k, 0) - m);
       }
-      p.out(r.row, h, d) = y / sum;
+      p.put(r.row, h, d, y / sum);
     });
     Kokkos::single(Kokkos::PerThread(team), [&] { p.record(r.row, h, m, sum); });
   }
 };
 
 template <int W, class Exec, class Score>
-void launch_online(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
-                   const Score& score) {
+void launch_online(const Exec& exec, const PortablePlan<Exec>& plan,
+                   const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score) {
   const auto& L = plan.layout();
   const int groups = L.scratch_floats / p.dim;  // accumulators the plan sized the scratch for
   const int team_units = std::max(1, groups / p.heads);
@@ -158,8 +159,8 @@ void launch_online(const Exec& exec, const PortablePlan<Exec>& plan, const Probl
 }
 
 template <class Exec, class Score>
-void online(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
-            const Score& score) {
+void online(const Exec& exec, const PortablePlan<Exec>& plan,
+            const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score) {
   using Mem = typename Exec::memory_space;
   const auto& L = plan.layout();
   if (score.rows_aligned(4))
@@ -168,7 +169,7 @@ void online(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<type
     launch_online<1>(exec, plan, p, score);
   const node_t split_rows = node_t(L.split_rows.extent(0));
   launch_rows(exec, "dfgnn::online_merge", split_rows, p.heads, L.vector_length,
-              MergePieces<Mem>{p, L.split_rows, L.partials});
+              MergePieces<Mem, typename Score::element>{p, L.split_rows, L.partials});
 }
 
 }  // namespace dfgnn::kokkos_impl

@@ -8,7 +8,9 @@
 //   finish(acc, v, u, id, h)  the score of edge u -> v, head h, from that sum
 //   values<W>(u, id, h, i)  those features of the message aggregated by the SpMM (V, X or XL,
 //                      GT's plus its edge features; value_of)
-//   rows_aligned(W)    whether W = 4 may be used: a lane then moves 4 features in one 16-byte load
+//   rows_aligned(W)    whether W = 4 may be used: a lane then moves 4 features in one load (16
+//                      bytes of floats, 8 of two-byte elements)
+//   element            the type of the call's tensors (float, bf16, f16)
 // so SDDMM, softmax and SpMM are written once for all four models. `id` is the edge's index in
 // the caller's order, where its edge features are (an empty View: none; the models' edge
 // arguments, types.hpp).
@@ -16,12 +18,14 @@
 #include <dfgnn/kokkos_math.hpp>
 
 #include <dfgnn/dropout.hpp>
+#include <dfgnn/half.hpp>
 #include <dfgnn/plan.hpp>
 
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace dfgnn::kokkos_impl {
 
@@ -29,43 +33,79 @@ namespace dfgnn::kokkos_impl {
 template <class Exec>
 class PortablePlan;
 
-template <class Mem>
-using Features = Kokkos::View<const float***, Kokkos::LayoutRight, Mem>;
-template <class Mem>
-using Matrix = Kokkos::View<const float**, Kokkos::LayoutRight, Mem>;
-template <class Mem>
-using Vector = Kokkos::View<const float*, Kokkos::LayoutRight, Mem>;
-template <class Mem>
-using Output = Kokkos::View<float***, Kokkos::LayoutRight, Mem>;
+// A call's tensors, of its element type T (float, or half.hpp's bf16 and f16: docs/design.md,
+// "Element types"); the kernels widen what they read to float and narrow what they write once.
+template <class Mem, class T = float>
+using Features = Kokkos::View<const T***, Kokkos::LayoutRight, Mem>;
+template <class Mem, class T = float>
+using Matrix = Kokkos::View<const T**, Kokkos::LayoutRight, Mem>;
+template <class Mem, class T = float>
+using Vector = Kokkos::View<const T*, Kokkos::LayoutRight, Mem>;
+template <class Mem, class T = float>
+using Output = Kokkos::View<T***, Kokkos::LayoutRight, Mem>;
+template <class Mem, class T = float>
+using ScalarsOut = Kokkos::View<T**, Kokkos::LayoutRight, Mem>;
 
-/// W consecutive features, aligned to their size so that W = 4 is one 16-byte access.
+KOKKOS_INLINE_FUNCTION float widen(float x) { return x; }
+KOKKOS_INLINE_FUNCTION float widen(bf16 x) { return to_float(x); }
+KOKKOS_INLINE_FUNCTION float widen(f16 x) { return to_float(x); }
+
+/// float to T, rounding to nearest even (half.hpp).
+template <class T>
+KOKKOS_INLINE_FUNCTION T narrow(float x) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return to_bf16(x);
+  else if constexpr (std::is_same_v<T, f16>)
+    return to_f16(x);
+  else
+    return x;
+}
+
+/// W consecutive floats, aligned to their size so that W = 4 is one 16-byte access.
 template <int W>
 struct alignas(4 * W) Vec {
   float x[W];
 };
 
+/// W consecutive elements of type T as stored, aligned to their size (one access).
+template <class T, int W>
+struct alignas(sizeof(T) * W) Packed {
+  T x[W];
+};
+
 /// Features [W i, W i + W) of row (n, h) of a [N,H,D] (or [E,H,D]) tensor, or of row h of an
-/// [H,D] one.
-template <int W, class Mem>
-KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Features<Mem>& t, std::int64_t n, int h, int i) {
-  return reinterpret_cast<const Vec<W>*>(&t(n, h, 0))[i];
+/// [H,D] one, widened.
+template <int W, class T>
+KOKKOS_INLINE_FUNCTION Vec<W> widened(const T* row, int i) {
+  const Packed<T, W> p = reinterpret_cast<const Packed<T, W>*>(row)[i];
+  Vec<W> x;
+  for (int j = 0; j < W; ++j) x.x[j] = widen(p.x[j]);
+  return x;
 }
-template <int W, class Mem>
-KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Matrix<Mem>& t, int h, int i) {
-  return reinterpret_cast<const Vec<W>*>(&t(h, 0))[i];
+template <int W, class Mem, class T>
+KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Features<Mem, T>& t, std::int64_t n, int h, int i) {
+  return widened<W>(&t(n, h, 0), i);
+}
+template <int W, class Mem, class T>
+KOKKOS_INLINE_FUNCTION Vec<W> chunk(const Matrix<Mem, T>& t, int h, int i) {
+  return widened<W>(&t(h, 0), i);
 }
 
-/// Whether every row of these tensors starts on a W-float boundary (W = 1 always).
+/// Whether every row of these tensors starts on a boundary of W elements (W = 1 always).
 template <class... Views>
 bool rows_aligned(int W, int dim, const Views&... t) {
-  const auto ok = [&](const void* data) { return reinterpret_cast<std::uintptr_t>(data) % (4u * W) == 0; };
+  const auto ok = [&](const auto* data) {
+    return reinterpret_cast<std::uintptr_t>(data) % (sizeof(*data) * W) == 0;
+  };
   return dim % W == 0 && (ok(t.data()) && ...);
 }
 
-/// The same features of a row of an output tensor, to store W at once.
-template <int W, class Mem>
-KOKKOS_INLINE_FUNCTION Vec<W>& chunk_at(const Output<Mem>& t, std::int64_t n, int h, int i) {
-  return reinterpret_cast<Vec<W>*>(&t(n, h, 0))[i];
+/// Stores x, narrowed to T, as features [W i, W i + W) of row (n, h) of an output tensor.
+template <int W, class Mem, class T>
+KOKKOS_INLINE_FUNCTION void store(const Output<Mem, T>& t, std::int64_t n, int h, int i, const Vec<W>& x) {
+  Packed<T, W> p;
+  for (int j = 0; j < W; ++j) p.x[j] = narrow<T>(x.x[j]);
+  reinterpret_cast<Packed<T, W>*>(&t(n, h, 0))[i] = p;
 }
 
 template <int W>
@@ -87,20 +127,21 @@ KOKKOS_INLINE_FUNCTION float dot(const Vec<W>& a, const Vec<W>& b) {
 }
 
 /// Row (n, h)'s features [W i, W i + W) of `t`, plus edge `id`'s of `e` when there are some.
-template <int W, class Mem>
-KOKKOS_INLINE_FUNCTION Vec<W> with_edge(const Features<Mem>& t, node_t n, const Features<Mem>& e, edge_t id, int h,
-                                        int i) {
+template <int W, class Mem, class T>
+KOKKOS_INLINE_FUNCTION Vec<W> with_edge(const Features<Mem, T>& t, node_t n, const Features<Mem, T>& e, edge_t id,
+                                        int h, int i) {
   Vec<W> x = chunk<W>(t, n, h, i);
   if (e.data()) x += chunk<W>(e, id, h, i);
   return x;
 }
 
-template <class Mem>
+template <class Mem, class T = float>
 struct GTScore {
+  using element = T;
   static constexpr bool reduces = true;
-  Features<Mem> q, k, v;
+  Features<Mem, T> q, k, v;
   float scale;
-  Features<Mem> e;  // [E,H,D] added to the key and the value, or empty
+  Features<Mem, T> e;  // [E,H,D] added to the key and the value, or empty
   template <int W>
   KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t id, int h, int i) const {
     return dot(chunk<W>(q, dst, h, i), with_edge<W>(k, src, e, id, h, i));
@@ -113,36 +154,38 @@ struct GTScore {
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(q.extent(2)), q, k, v, e); }
 };
 
-template <class Mem>
+template <class Mem, class T = float>
 struct AGNNScore {
+  using element = T;
   static constexpr bool reduces = true;
-  Features<Mem> x;
+  Features<Mem, T> x;
   Matrix<Mem> inv_norm;  // [N,H], 0 for zero vectors so their cosine is 0
-  Vector<Mem> beta;      // [H] or [1]
+  Vector<Mem, T> beta;   // [H] or [1]
   template <int W>
   KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t, int h, int i) const {
     return dot(chunk<W>(x, dst, h, i), chunk<W>(x, src, h, i));
   }
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t dst, node_t src, edge_t, int h) const {
-    return beta(beta.extent(0) == 1 ? 0 : h) * acc * inv_norm(dst, h) * inv_norm(src, h);
+    return widen(beta(beta.extent(0) == 1 ? 0 : h)) * acc * inv_norm(dst, h) * inv_norm(src, h);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(x, u, h, i); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(x.extent(2)), x); }
 };
 
-template <class Mem>
+template <class Mem, class T = float>
 struct GATScore {
+  using element = T;
   static constexpr bool reduces = false;
-  Matrix<Mem> el, er;
-  Features<Mem> v;
+  Matrix<Mem, T> el, er;
+  Features<Mem, T> v;
   float slope;
-  Matrix<Mem> ee;  // [E,H] edge scores added inside the LeakyReLU, or empty
+  Matrix<Mem, T> ee;  // [E,H] edge scores added inside the LeakyReLU, or empty
   template <int W>
   KOKKOS_INLINE_FUNCTION float terms(node_t, node_t, edge_t, int, int) const { return 0.0f; }
   /// el_u + er_v (+ ee_e): the LeakyReLU's argument.
   KOKKOS_INLINE_FUNCTION float logit(node_t dst, node_t src, edge_t id, int h) const {
-    return el(src, h) + er(dst, h) + (ee.data() ? ee(id, h) : 0.0f);
+    return widen(el(src, h)) + widen(er(dst, h)) + (ee.data() ? widen(ee(id, h)) : 0.0f);
   }
   KOKKOS_INLINE_FUNCTION float finish(float, node_t dst, node_t src, edge_t id, int h) const {
     return leaky_relu(logit(dst, src, id, h), slope);
@@ -152,13 +195,14 @@ struct GATScore {
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(v.extent(2)), v); }
 };
 
-template <class Mem>
+template <class Mem, class T = float>
 struct GATv2Score {
+  using element = T;
   static constexpr bool reduces = true;
-  Features<Mem> xl, xr;
-  Matrix<Mem> a;
+  Features<Mem, T> xl, xr;
+  Matrix<Mem, T> a;
   float slope;
-  Features<Mem> e;  // [E,H,D] added inside the LeakyReLU, or empty
+  Features<Mem, T> e;  // [E,H,D] added inside the LeakyReLU, or empty
   /// XL_u + XR_v (+ E_e), features [W i, W i + W): the LeakyReLU's argument.
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> logit(node_t dst, node_t src, edge_t id, int h, int i) const {
@@ -190,20 +234,23 @@ KOKKOS_INLINE_FUNCTION float value_of(const Score& score, node_t u, edge_t id, i
 }
 
 /// Everything a kernel needs besides the score: graph arrays, options, output, shape.
-template <class Mem>
+template <class Mem, class T = float>
 struct Problem {
   Kokkos::View<const edge_t*, Mem> row_ptr;
   Kokkos::View<const node_t*, Mem> src, dst;
   Kokkos::View<const edge_t*, Mem> edge_id;  // CSR position -> caller's edge index
-  Matrix<Mem> edge_values;                   // [E, 1 or H] or empty
+  Matrix<Mem, T> edge_values;                // [E, 1 or H] or empty
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> lse;  // [N,H] training statistics or empty
   Dropout dropout;
-  Output<Mem> out;
+  Output<Mem, T> out;
   int heads, dim;
+
+  /// Stores feature d of row (v, h) of the output, narrowed to T.
+  KOKKOS_INLINE_FUNCTION void put(node_t v, int h, int d, float x) const { out(v, h, d) = narrow<T>(x); }
 
   /// The score of CSR edge e, head h, times its edge value.
   KOKKOS_INLINE_FUNCTION float scaled(float s, edge_t e, int h) const {
-    return edge_values.data() ? s * edge_values(edge_id(e), edge_values.extent(1) == 1 ? 0 : h) : s;
+    return edge_values.data() ? s * widen(edge_values(edge_id(e), edge_values.extent(1) == 1 ? 0 : h)) : s;
   }
   /// The dropout factor of CSR edge e, head h (1 without dropout).
   KOKKOS_INLINE_FUNCTION float keep(edge_t e, int h) const {
@@ -217,9 +264,9 @@ struct Problem {
 
 /// Score of CSR edge e (u -> v), head h, reduced over the calling thread group's vector
 /// lanes; every lane gets the result.
-template <class Score, class Member, class Mem>
+template <class Score, class Member, class Mem, class T>
 KOKKOS_INLINE_FUNCTION float edge_score(const Member& team, const Score& score,
-                                        const Problem<Mem>& p, edge_t e, int h) {
+                                        const Problem<Mem, T>& p, edge_t e, int h) {
   const node_t v = p.dst(e), u = p.src(e);
   const edge_t id = p.edge_id(e);
   float acc = 0.0f;

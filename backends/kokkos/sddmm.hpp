@@ -14,7 +14,7 @@ inline constexpr int kTeamEdges = 128;
 template <class Exec, class Score, class Store>
 struct EachEdge {
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
-  Problem<typename Exec::memory_space> p;
+  Problem<typename Exec::memory_space, typename Score::element> p;
   Score score;
   Store store;
 
@@ -32,7 +32,8 @@ struct EachEdge {
 
 template <class Store, class Exec, class Score>
 void each_edge(const Exec& exec, const PortablePlan<Exec>& plan, const char* name,
-               const Problem<typename Exec::memory_space>& p, const Score& score, const Store& store) {
+               const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score,
+               const Store& store) {
   const auto& L = plan.layout();
   const edge_t teams = (edge_t(p.src.extent(0)) + kTeamEdges - 1) / kTeamEdges;
   launch(exec, name, teams, L.team_size, L.vector_length, EachEdge<Exec, Score, Store>{p, score, store});
@@ -48,12 +49,12 @@ struct ToScores {
 
 /// The attention weights (Call::weights): exp(score - logsumexp) times the dropout factor, at
 /// the caller's edge index.
-template <class Mem>
+template <class Mem, class T>
 struct ToWeights {
-  Problem<Mem> p;
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> weights;
+  Problem<Mem, T> p;
+  ScalarsOut<Mem, T> weights;
   KOKKOS_INLINE_FUNCTION void operator()(edge_t e, int h, float x) const {
-    weights(p.edge_id(e), h) = exp(x - p.lse(p.dst(e), h)) * p.keep(e, h);
+    weights(p.edge_id(e), h) = narrow<T>(exp(x - p.lse(p.dst(e), h)) * p.keep(e, h));
   }
 };
 
@@ -63,10 +64,10 @@ void edge_scores(const Exec& exec, const PortablePlan<Exec>& plan, const Problem
   each_edge(exec, plan, "dfgnn::edge_scores", p, score, ToScores<typename Exec::memory_space>{plan.layout().scores, p.heads});
 }
 
-template <class Exec, class Score>
-void edge_weights(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
-                  const Score& score, const Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space>& weights) {
-  each_edge(exec, plan, "dfgnn::attention_weights", p, score, ToWeights<typename Exec::memory_space>{p, weights});
+template <class Exec, class Score, class T = typename Score::element>
+void edge_weights(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space, T>& p,
+                  const Score& score, const ScalarsOut<typename Exec::memory_space, T>& weights) {
+  each_edge(exec, plan, "dfgnn::attention_weights", p, score, ToWeights<typename Exec::memory_space, T>{p, weights});
 }
 
 }  // namespace dfgnn::kokkos_impl

@@ -36,11 +36,12 @@ using HeadScalars = Kokkos::View<const float*, Kokkos::LayoutRight, MemorySpace>
 template <class MemorySpace>
 using EdgeValues = Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace>;
 
-/// Optional inputs and outputs of a forward call.
-template <class MemorySpace>
+/// Optional inputs and outputs of a forward call, of the call's element type T (float, or
+/// half.hpp's bf16 or f16: the plan's) but for the float32 logsumexp.
+template <class MemorySpace, class T = float>
 struct Options {
   /// Per-edge score multipliers [E,1] or [E,H] in the caller's edge order; empty: none.
-  EdgeValues<MemorySpace> edge_values;
+  Kokkos::View<const T**, Kokkos::LayoutRight, MemorySpace> edge_values;
   /// Training mode: receives the per-row softmax statistic logsumexp_u(score) [N,H] that the
   /// backward needs (0 for rows without in-edges); empty: inference.
   Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> logsumexp;
@@ -48,7 +49,7 @@ struct Options {
   Dropout dropout;
   /// When given, receives the attention weights [E,H] in the caller's edge order (Call::weights:
   /// probability times dropout factor); needs logsumexp. Empty: none computed.
-  Kokkos::View<float**, Kokkos::LayoutRight, MemorySpace> attention_weights;
+  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> attention_weights;
 };
 
 namespace detail {
@@ -58,8 +59,12 @@ namespace detail {
 /// View made on a null pointer, whatever its extents.
 template <class View>
 TensorRef tensor_ref(const View& v) {
+  using T = typename View::non_const_value_type;
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
+                "dfgnn tensors hold float, dfgnn::bf16 or dfgnn::f16");
   TensorRef t;
   t.data = v.data();
+  t.dtype = std::is_same_v<T, bf16> ? DType::BF16 : std::is_same_v<T, f16> ? DType::F16 : DType::F32;
   t.rank = int(View::rank);
   for (int r = 0; r < t.rank; ++r) t.extents[r] = v.extent(r);
   t.strided = v.span() != t.entries();
@@ -80,9 +85,9 @@ inline void place(const char* who, const ModelArgs& args, const Tensors& t, Tens
 /// A call of the Kokkos API on `exec` (a Kokkos::Cuda's stream too, for the native executor):
 /// the model's arguments (and edge argument), its scale or slope, the options' edge values and
 /// dropout.
-template <class Exec, class Model>
+template <class Exec, class Model, class T>
 Call kokkos_call(const char* who, const Exec& exec, const Model& model, const Tensors& inputs,
-                 const Options<typename Exec::memory_space>& o) {
+                 const Options<typename Exec::memory_space, T>& o) {
   Call c;
   c.space = &exec;
 #ifdef KOKKOS_ENABLE_CUDA
@@ -93,6 +98,16 @@ Call kokkos_call(const char* who, const Exec& exec, const Model& model, const Te
   c.edge_values = tensor_ref(o.edge_values);  // an empty View is no edge values (the check, the executors)
   c.dropout = o.dropout;
   return c;
+}
+
+template <class Exec, class Model, class T>
+void attention(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
+               const Kokkos::View<T***, Kokkos::LayoutRight, typename Exec::memory_space>& out,
+               const Options<typename Exec::memory_space, T>& options) {
+  Call c = kokkos_call("attention", exec, model, inputs, options);
+  c.out = tensor_ref(out), c.logsumexp = tensor_ref(options.logsumexp);  // empty: inference
+  c.weights = tensor_ref(options.attention_weights);
+  forward("attention", plan.executor(), Model::kind, c);
 }
 
 }  // namespace detail
@@ -112,10 +127,16 @@ template <class Exec, class Model>
 void attention(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
-  Call c = detail::kokkos_call("attention", exec, model, inputs, options);
-  c.out = detail::tensor_ref(out), c.logsumexp = detail::tensor_ref(options.logsumexp);  // empty: inference
-  c.weights = detail::tensor_ref(options.attention_weights);
-  detail::forward("attention", plan.executor(), Model::kind, c);
+  detail::attention(exec, plan, model, inputs, out, options);
+}
+
+/// The same on tensors of a two-byte type T (bf16 or f16, half.hpp: the plan's element type),
+/// out and the options' edge values and attention weights of that type too.
+template <class Exec, class Model, class T, std::enable_if_t<!std::is_same_v<T, float>, int> = 0>
+void attention(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
+               const Kokkos::View<T***, Kokkos::LayoutRight, typename Exec::memory_space>& out,
+               const Options<typename Exec::memory_space, T>& options = {}) {
+  detail::attention(exec, plan, model, inputs, out, options);
 }
 
 /// Graph Transformer: score = scale * <Q[v,h], K[u,h]>.

@@ -35,17 +35,44 @@ using HeadScalarsOutput = Kokkos::View<float*, Kokkos::LayoutRight, MemorySpace>
 /// tensors(Q, K, V), out, logsumexp, dOut, tensors(dQ, dK, dV)): what the typed entries below call.
 /// (The options' logsumexp is the forward's output: ignored.) With edge features,
 /// tensors(Q, K, V, E) and tensors(dQ, dK, dV, dE): their gradient is always written.
+namespace detail {
+
+template <class Exec, class Model, class T>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
+                        const Kokkos::View<const T***, Kokkos::LayoutRight, typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const Kokkos::View<const T***, Kokkos::LayoutRight, typename Exec::memory_space>& dOut,
+                        const Tensors& grads, const Options<typename Exec::memory_space, T>& options) {
+  Call c = kokkos_call("attention_backward", exec, model, inputs, options);
+  c.out = tensor_ref(out), c.logsumexp = tensor_ref(logsumexp), c.dout = tensor_ref(dOut);
+  place("attention_backward", Model::args, grads, c.grads, c.edge_grad);
+  backward("attention_backward", plan.executor(), Model::kind, c);
+}
+
+}  // namespace detail
+
 template <class Exec, class Model>
 void attention_backward(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
                         const NodeFeatures<typename Exec::memory_space>& out,
                         const NodeScalars<typename Exec::memory_space>& logsumexp,
                         const NodeFeatures<typename Exec::memory_space>& dOut, const Tensors& grads,
                         const Options<typename Exec::memory_space>& options = {}) {
-  using detail::tensor_ref;
-  Call c = detail::kokkos_call("attention_backward", exec, model, inputs, options);
-  c.out = tensor_ref(out), c.logsumexp = tensor_ref(logsumexp), c.dout = tensor_ref(dOut);
-  detail::place("attention_backward", Model::args, grads, c.grads, c.edge_grad);
-  detail::backward("attention_backward", plan.executor(), Model::kind, c);
+  detail::attention_backward(exec, plan, model, inputs, out, logsumexp, dOut, grads, options);
+}
+
+/// The same on tensors of a two-byte type T (bf16 or f16: the plan's element type): out, dOut,
+/// the gradients and the options' edge values of that type too, the logsumexp float32.
+template <class Exec, class Model, class T, class U,
+          std::enable_if_t<!std::is_same_v<std::remove_const_t<T>, float>, int> = 0>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const Model& model, const Tensors& inputs,
+                        const Kokkos::View<T***, Kokkos::LayoutRight, typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const Kokkos::View<U***, Kokkos::LayoutRight, typename Exec::memory_space>& dOut,
+                        const Tensors& grads,
+                        const Options<typename Exec::memory_space, std::remove_const_t<T>>& options = {}) {
+  using E = std::remove_const_t<T>;
+  static_assert(std::is_same_v<E, std::remove_const_t<U>>, "out and dOut have one element type");
+  detail::attention_backward<Exec, Model, E>(exec, plan, model, inputs, out, logsumexp, dOut, grads, options);
 }
 
 /// Graph Transformer: dQ, dK, dV [N,H,D].

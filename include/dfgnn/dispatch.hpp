@@ -35,6 +35,11 @@ class Executor {
 /// and a model that has the graph's form: AGNN's one X serves both sides, so not bipartite.
 void check_op(const char* who, const Op& op);
 
+/// The strategy a plan of element type `dtype` runs for the asked one: two-byte elements run
+/// Online, the one strategy both backends have for them (Auto picks it; another is an Error
+/// naming `who`); float32 keeps the asked one.
+Strategy element_strategy(const char* who, Strategy asked, DType dtype);
+
 /// Throws Error naming `who` and the argument unless `call` fits `op` for `model`: the plan's
 /// kind, a finite scale or slope, every tensor's shape (null only when empty; contiguous),
 /// the edge values, the dropout rate, and no written tensor sharing a byte with a read one or

@@ -23,6 +23,18 @@ namespace dfgnn {
 /// statistics included, are float32 whatever it is (docs/design.md, "Element types").
 enum class DType { F32, BF16, F16 };
 
+/// Calls f(T{}) with the C++ type of t: float, or half.hpp's bf16 or f16 (the backends
+/// instantiate their kernels per element type).
+template <class F>
+void with_element(DType t, F&& f) {
+  switch (t) {
+    case DType::BF16: return f(bf16{});
+    case DType::F16: return f(f16{});
+    case DType::F32: break;
+  }
+  f(float{});
+}
+
 /// Bytes of one element.
 inline std::size_t size_of(DType t) { return t == DType::F32 ? 4 : 2; }
 

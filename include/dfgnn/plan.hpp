@@ -96,10 +96,17 @@ class Plan {
     Kokkos::View<float**, Kokkos::LayoutRight, memory_space> inv_norms;  ///< AGNN 1/|X[n,h]|
   };
 
+  /// A plan for float32 tensors.
   Plan(const ExecutionSpace& exec, Graph<memory_space> graph, ScoreKind kind, int heads, int dim,
        Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
+      : Plan(exec, std::move(graph), kind, heads, dim, DType::F32, strategy, backend) {}
+
+  /// A plan for tensors of element type `dtype` (op.hpp; the logsumexp stays float32). Two-byte
+  /// types run Online (detail::element_strategy).
+  Plan(const ExecutionSpace& exec, Graph<memory_space> graph, ScoreKind kind, int heads, int dim, DType dtype,
+       Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
       : graph_(std::move(graph)),
-        op_{kind, DType::F32, heads, dim, graph_.num_src_nodes(), graph_.num_nodes(), graph_.num_edges()} {
+        op_{kind, dtype, heads, dim, graph_.num_src_nodes(), graph_.num_nodes(), graph_.num_edges()} {
     check_named("plan", strategy, kind, backend);
     detail::check_op("plan", op_);
     backend_ = resolve_backend("plan", backend, native_unavailable());
@@ -107,6 +114,7 @@ class Plan {
       executor_ = native(strategy);  // the native plan is the whole plan: no portable layout
       return;
     }
+    strategy = detail::element_strategy("plan", strategy, dtype);
     if (strategy == Strategy::Staged || strategy == Strategy::Dense)
       throw Error(std::string("plan: the ") + to_string(strategy) + " strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H

@@ -348,11 +348,12 @@ int dfgnn_graph_partition(const dfgnn_graph* graph, int ranks, int32_t* owner) {
   });
 }
 
-int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, dfgnn_plan** plan) {
+int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, int dtype, dfgnn_plan** plan) {
   return guarded([&] {
     if (!graph) throw dfgnn::Error("plan: null graph");
     auto p = std::make_unique<dfgnn_plan>();
-    p->host = std::make_unique<dfgnn::Plan<HostExec>>(HostExec(), graph->host(), score_kind(kind), heads, dim);
+    p->host = std::make_unique<dfgnn::Plan<HostExec>>(HostExec(), graph->host(), score_kind(kind), heads, dim,
+                                                      element_type(dtype));
     p->executor = &p->host->executor();
     p->strategy = dfgnn::to_string(p->host->strategy());
     *plan = p.release();

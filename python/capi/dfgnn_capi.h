@@ -75,8 +75,9 @@ DFGNN_CAPI int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* orderin
  * (E + N) / ranks in-edges plus nodes. */
 DFGNN_CAPI int dfgnn_graph_partition(const dfgnn_graph* graph, int ranks, int32_t* owner);
 
-/* A host plan (Kokkos, DefaultHostExecutionSpace). */
-DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim,
+/* A host plan (Kokkos, DefaultHostExecutionSpace) for tensors of element type `dtype` (DFGNN_F32,
+ * DFGNN_BF16, DFGNN_F16; the two-byte ones run Online and the backward). */
+DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, int dtype,
                                  dfgnn_plan** plan);
 /* A CUDA-native plan on `device`: over the graph's own arrays when it was built on that device
  * (the array arguments are then ignored and may be NULL; the plan is built on `stream`, a

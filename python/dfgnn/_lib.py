@@ -23,7 +23,7 @@ __all__ = ["lib", "ops", "call", "has_cuda", "GT", "AGNN", "GAT", "GATV2", "MODE
 
 GT, AGNN, GAT, GATV2 = 0, 1, 2, 3  # dfgnn::ScoreKind
 MODELS = {"gt": GT, "agnn": AGNN, "gat": GAT, "gatv2": GATV2}  # the models by name
-# The element types of a plan's tensors (dfgnn::DType); the two-byte ones on CUDA.
+# The element types of a plan's tensors (dfgnn::DType).
 DTYPES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
 _NAME = "libdfgnn_capi.so"
@@ -55,7 +55,7 @@ lib.dfgnn_graph_info.argtypes = [_p] + [ctypes.POINTER(_i64)] * 4
 lib.dfgnn_graph_csr.argtypes = [_p] * 5
 lib.dfgnn_graph_reorder.argtypes = [_p, ctypes.c_char_p, _p, ctypes.POINTER(_p)]
 lib.dfgnn_graph_partition.argtypes = [_p, _i, _p]
-lib.dfgnn_plan_create.argtypes = [_p, _i, _i, _i, ctypes.POINTER(_p)]
+lib.dfgnn_plan_create.argtypes = [_p, _i, _i, _i, _i, ctypes.POINTER(_p)]
 lib.dfgnn_plan_create_cuda.argtypes = [_p, _i, _ip, _p, _p, _p, _p, _i, _i, _i, _i, ctypes.POINTER(_p)]
 lib.dfgnn_plan_prepare_backward.argtypes = [_p, _ip]
 lib.dfgnn_plan_set_dropout_ids.argtypes = [_p, _p]

@@ -298,7 +298,7 @@ class Graph:
 
     def prepare(self, model, heads, dim, device="cpu", backward=False, dtype=torch.float32):
         """Builds (or finds) the plan of `model` ('gt', 'agnn', 'gat', 'gatv2') for `heads` x
-        `dim` features of `dtype` (float32; on CUDA also bfloat16, float16) on `device`, as the
+        `dim` features of `dtype` (float32, bfloat16 or float16) on `device`, as the
         first call would, and with backward=True what its first backward would (on the GPU the
         transposed graph); returns the strategy its forward runs. Lets preprocessing happen
         before, and be timed apart from, the first call, e.g. a step ahead in a data loader's
@@ -326,11 +326,9 @@ class Graph:
             if plan is None:
                 handle = ctypes.c_void_p()
                 if device.type == "cpu":
-                    if dtype != 0:
-                        raise TypeError("dfgnn: bfloat16 and float16 tensors run on CUDA only so far (the "
-                                        "portable kernels take float32)")
                     arrays = None
-                    _lib.call(_lib.lib.dfgnn_plan_create, self._handle, kind, heads, dim, ctypes.byref(handle))
+                    _lib.call(_lib.lib.dfgnn_plan_create, self._handle, kind, heads, dim, dtype,
+                              ctypes.byref(handle))
                 elif device.type == "cuda":
                     # A graph built on this GPU: the plan reads the graph's own arrays.
                     arrays = () if device == self.device else self._device_arrays(device)

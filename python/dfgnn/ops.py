@@ -1,8 +1,8 @@
 """The fused attention ops, with autograd, as torch.library custom ops.
 
 Public functions (tensors on one device: CPU runs the Kokkos host kernels, CUDA the CUDA-native
-kernels on the current stream; all float32, or on CUDA all bfloat16 or all float16, computed in
-float32 and rounded to that type, gradients included; under torch.autocast("cuda") CUDA
+kernels on the current stream; all float32, all bfloat16 or all float16, computed in float32
+and rounded to that type, gradients included; under torch.autocast("cuda") CUDA
 tensors are cast to the autocast type first, as PyTorch's own lower-precision ops do):
 
   gt_attention(graph, q, k, v)            out[v] = sum_u softmax_u(scale <q_v, k_u>) v_u
@@ -88,7 +88,7 @@ def _check(op, graph_id, tensors, edge_values, dropout, seed):
                                  f"({name} must have shape [{', '.join(dims)}], got {list(t.shape)})")
         if not t.is_contiguous():
             raise ValueError(f"{op}: {name} must be contiguous")
-    _check_dtype(op, first, dtype, device)
+    _check_dtype(op, first, dtype)
     if not 0.0 <= dropout < 1.0:
         raise ValueError(f"{op}: dropout must be in [0, 1), got {dropout}")
     if dropout > 0.0 and (seed is None or seed.device.type != "cpu" or seed.dtype != torch.int64
@@ -97,11 +97,9 @@ def _check(op, graph_id, tensors, edge_values, dropout, seed):
     return sizes["N"], sizes["H"], sizes["D"], device
 
 
-def _check_dtype(op, name, dtype, device):
+def _check_dtype(op, name, dtype):
     if dtype not in _lib.DTYPES:
         raise TypeError(f"{op}: {name} must be float32, bfloat16 or float16, got {dtype}")
-    if dtype is not torch.float32 and device.type != "cuda":
-        raise TypeError(f"{op}: {dtype} tensors run on CUDA only so far (the portable kernels take float32)")
 
 
 def _seed(dropout, seed):

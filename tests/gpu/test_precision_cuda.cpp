@@ -15,13 +15,11 @@
 // another type. Needs a CUDA device; skips otherwise.
 
 #include "../expect_error.hpp"
-#include "../gradient_check.hpp"
 #include "../graphs.hpp"
+#include "../precision_checks.hpp"
 
 #include <dfgnn/cuda.hpp>
 #include <dfgnn/half.hpp>
-#include <dfgnn/reference.hpp>
-#include <dfgnn/reference_backward.hpp>
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -37,6 +35,9 @@
 namespace {
 
 using namespace dfgnn;
+using test::kBf16;
+using test::kF16;
+using test::Precision;
 
 void ok(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
 
@@ -44,14 +45,6 @@ bool no_device() {
   int devices = 0;
   return cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0;
 }
-
-/// What a two-byte type promises: the contract's bound and its unit roundoff 2^-p (p bits of
-/// precision), the largest relative error of one rounding to nearest.
-struct Precision {
-  DType dtype;
-  double contract, unit;
-};
-constexpr Precision kBf16{DType::BF16, 1e-2, 1.0 / 256}, kF16{DType::F16, 2e-3, 1.0 / 2048};
 
 /// n elements of a two-byte type on the device, `offset` elements past a 16-byte boundary:
 /// a copy of host floats (which must hold the type's values), or NaN to be overwritten.
@@ -111,16 +104,6 @@ class Floats {
   std::size_t n_;
 };
 
-/// Random values of the type (never zero), in [lo, hi].
-std::vector<float> values(std::size_t n, DType t, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::vector<float> v = test::random_values(n, seed, lo, hi);
-  for (float& x : v) {
-    x = rounded(t, x);
-    if (x == 0.f) x = rounded(t, 0.5f);
-  }
-  return v;
-}
-
 const std::vector<test::NamedGraph>& graphs() {
   static const std::vector<test::NamedGraph> gs = [] {
     std::vector<test::NamedGraph> g = test::test_graphs(20000);
@@ -137,25 +120,6 @@ struct Variant {
   bool training = false, edges = false, unaligned = false, backward = false;
   cuda::BackwardOrder order = cuda::BackwardOrder::Auto;
 };
-
-/// The float64 gradients of the inputs in model_args order, then the edge argument's (if given).
-std::vector<std::vector<double>> reference_gradients(ScoreKind kind, const HostGraph& g, int H, int D,
-                                                     const std::vector<std::vector<float>>& in,
-                                                     const std::vector<float>& dout, const ReferenceOptions& o) {
-  return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
-    using Model = decltype(model);
-    const float* d = dout.data();
-    if constexpr (Model::kind == ScoreKind::AGNN) {
-      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, d, o);
-      return {r.dX, r.dbeta};
-    } else {
-      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), d, o);
-      if constexpr (Model::kind == ScoreKind::GT) return {r.dQ, r.dK, r.dV, r.dE};
-      if constexpr (Model::kind == ScoreKind::GAT) return {r.del, r.der, r.dV, r.dee};
-      if constexpr (Model::kind == ScoreKind::GATv2) return {r.dXL, r.dXR, r.da, r.dE};
-    }
-  });
-}
 
 void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGraph& named, int H, int D, Variant var,
                     unsigned seed) {
@@ -174,13 +138,15 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
     // GATv2's a [H, D] at 1/sqrt(D), as its layer initialises it: at 1, D = 512 gives scores of
     // ~10 whose near one-hot softmax cancels every score gradient (docs/design.md).
     const float a = x == Extent::HeadFeatures ? 1.f / std::sqrt(float(D)) : 1.f;
-    host.push_back(x == Extent::HeadVector ? values(n, t, seed + 1, 0.5f, 3.f) : values(n, t, seed + unsigned(i), -a, a));
+    host.push_back(x == Extent::HeadVector ? test::typed_values(n, t, seed + 1, 0.5f, 3.f)
+                                           : test::typed_values(n, t, seed + unsigned(i), -a, a));
     in.push_back(std::make_unique<Device>(host.back(), t, offset));
   }
   const std::size_t E = std::size_t(g.num_edges()), rows = std::size_t(g.num_nodes) * H;
-  const std::vector<float> w = var.training ? values(E * H, t, seed + 7, 0.5f, 1.5f) : std::vector<float>();
-  const std::vector<float> e =
-      var.edges ? values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), t, seed + 8) : std::vector<float>();
+  const std::vector<float> w = var.training ? test::typed_values(E * H, t, seed + 7, 0.5f, 1.5f) : std::vector<float>();
+  const std::vector<float> e = var.edges ? test::typed_values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(),
+                                                              t, seed + 8)
+                                         : std::vector<float>();
   Device dw(w, t), de(e, t), out(rows * D, t, offset), weights(var.training ? E * H : 0, t);
   Floats lse(var.training || var.backward ? rows : 0);
   cuda::Options o(cuda::DeviceEdgeValues{var.training ? dw.get() : nullptr, var.training ? H : 0});
@@ -204,28 +170,13 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   std::vector<double> ref_lse, ref_weights;
   if (var.training) ro.dropout = o.dropout, ro.logsumexp = &ref_lse, ro.weights = &ref_weights;
   ro.edge_features = var.edges ? e.data() : nullptr;
-  const std::vector<double> ref = visit_model(kind, [&](auto model) {
-    if constexpr (decltype(model)::kind == ScoreKind::AGNN)
-      return reference_attention(g, H, D, model, host[0].data(), host[1].data(), H, ro);
-    else
-      return reference_attention(g, H, D, model, host[0].data(), host[1].data(), host[2].data(), ro);
-  });
-  // One rounding of a float32-accurate result: at most the unit roundoff, relative to the
-  // largest entry, and float32's own error besides.
-  const double rounding = prec.unit * (1 + 1e-3) + 1e-5;
+  const std::vector<double> ref = test::reference_forward(kind, g, H, D, host, ro);
   const std::string where = std::string(to_string(t)) + " " + named.name;
-  const double err = max_relative_error(out.host().data(), ref);
-  EXPECT_LE(err, prec.contract) << where << " out";
-  EXPECT_LE(err, rounding) << where << " out";
-  if (var.training) {
-    EXPECT_LT(max_relative_error(lse.host().data(), ref_lse), 1e-5) << where << " logsumexp";
-    const double werr = max_relative_error(weights.host().data(), ref_weights);
-    EXPECT_LE(werr, rounding) << where << " attention weights";
-  }
+  test::expect_forward(prec, where, out.host(), ref, lse.host(), ref_lse, weights.host(), ref_weights);
   if (!var.backward) return;
 
   // The backward from the forward's rounded out, into NaN-poisoned gradients, twice.
-  const std::vector<float> dout = values(rows * D, t, seed + 9);
+  const std::vector<float> dout = test::typed_values(rows * D, t, seed + 9);
   Device dy(dout, t, offset), dedge(e.size(), t);
   std::vector<std::unique_ptr<Device>> grads;
   void* gp[3] = {};
@@ -244,26 +195,11 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   back();
   for (std::size_t i = 0; i < grads.size(); ++i) EXPECT_EQ(bits[i], grads[i]->bits()) << where << ": two runs differ";
 
-  // Errors over the largest exact gradient of the call: a score gradient that vanishes in exact
-  // arithmetic (a one-edge row's softmax is constant) is all rounding in both the kernels and
-  // the reference on the rounded out, so its own largest entry is no scale.
-  ro.logsumexp = nullptr, ro.weights = nullptr;
-  const auto exact = reference_gradients(kind, g, H, D, host, dout, ro);
-  double scale = 0;
-  for (const auto& r : exact)
-    for (double x : r) scale = std::max(scale, std::abs(x));
-  const std::vector<float> rounded_out = out.host();
-  ro.backward_out = rounded_out.data();
-  const auto ref_grads = reference_gradients(kind, g, H, D, host, dout, ro);
-  for (std::size_t i = 0; i < ref_grads.size(); ++i) {
-    const std::vector<float> got = i < std::size_t(m.count) ? grads[i]->host() : dedge.host();
-    const std::string name = i < std::size_t(m.count) ? m.gradients[i] : std::string("d") + m.edge.name;
-    const double tol = i < std::size_t(m.count) ? test::gradient_tolerance(kind, i) : 1e-4;
-    const int roundings = kind == ScoreKind::AGNN && i == 0 ? 2 : 1;  // AGNN's dX: each walk rounds its share
-    EXPECT_LE(test::gradient_error(got, ref_grads[i], scale), roundings * prec.unit * (1 + 1e-3) + tol)
-        << where << " " << name;
-    EXPECT_LE(test::gradient_error(got, exact[i], scale), 2 * prec.contract) << where << " " << name << " (exact out)";
-  }
+  std::vector<std::vector<float>> got;
+  for (const auto& d : grads) got.push_back(d->host());
+  if (var.edges) got.push_back(dedge.host());
+  // AGNN's dX: each walk rounds its share.
+  test::expect_gradients(kind, prec, where, g, H, D, host, dout, out.host(), ro, got, 2);
 }
 
 using Param = std::tuple<ScoreKind, bool, std::pair<int, int>, int>;
@@ -336,7 +272,7 @@ TEST(TwoByte, RefusedWhereNotRun) {
                      {"cuda::Plan: the dense strategy runs float32 tensors only; f16 ones run Online"});
   const cuda::Plan plan(g, ScoreKind::GT, 2, 32, Strategy::Auto, DType::BF16);
   const std::size_t n = std::size_t(g.num_nodes) * 2 * 32;
-  const std::vector<float> x = values(n, DType::BF16, 3);
+  const std::vector<float> x = test::typed_values(n, DType::BF16, 3);
   Device q(x, DType::BF16), k(x, DType::BF16), v(x, DType::BF16), out(n, DType::BF16);
   Floats lse(std::size_t(g.num_nodes) * 2), f(n);
   const auto* qb = static_cast<const bf16*>(q.get());
@@ -353,7 +289,7 @@ TEST(TwoByte, RefusedWhereNotRun) {
   // Rows above 256 elements need the 16-byte tile: a multiple of 8 two-byte elements.
   const cuda::Plan wide(g, ScoreKind::GT, 1, 260, Strategy::Auto, DType::F16);
   const std::size_t nw = std::size_t(g.num_nodes) * 260;
-  Device w(values(nw, DType::F16, 4), DType::F16), wo(nw, DType::F16);
+  Device w(test::typed_values(nw, DType::F16, 4), DType::F16), wo(nw, DType::F16);
   const auto* wf = static_cast<const f16*>(w.get());
   test::expect_error([&] { cuda::attention(nullptr, wide, GT{}, {wf, wf, wf}, static_cast<f16*>(wo.get())); },
                      {"cuda::attention: dim 260 above 256 needs 16-byte aligned tensors and a multiple of 8"});

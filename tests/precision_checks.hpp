@@ -1,0 +1,124 @@
+#pragma once
+// What the two-byte element type tests of both backends check (tests/test_precision.cpp, the
+// portable kernels; tests/gpu/test_precision_cuda.cpp, the CUDA-native ones), against the
+// float64 reference on the same rounded inputs (docs/design.md, "Element types").
+
+#include "gradient_check.hpp"
+
+#include <dfgnn/op.hpp>
+#include <dfgnn/reference.hpp>
+#include <dfgnn/reference_backward.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace dfgnn::test {
+
+/// What a two-byte type promises: the contract's bound and its unit roundoff 2^-p (p bits of
+/// precision), the largest relative error of one rounding to nearest.
+struct Precision {
+  DType dtype;
+  double contract, unit;
+};
+inline constexpr Precision kBf16{DType::BF16, 1e-2, 1.0 / 256}, kF16{DType::F16, 2e-3, 1.0 / 2048};
+
+/// Random values of the type (never zero), in [lo, hi].
+inline std::vector<float> typed_values(std::size_t n, DType t, unsigned seed, float lo = -1.f, float hi = 1.f) {
+  std::vector<float> v = random_values(n, seed, lo, hi);
+  for (float& x : v) {
+    x = rounded(t, x);
+    if (x == 0.f) x = rounded(t, 0.5f);
+  }
+  return v;
+}
+
+/// The float64 forward of `kind` on its inputs `in` (model_args order).
+inline std::vector<double> reference_forward(ScoreKind kind, const HostGraph& g, int H, int D,
+                                             const std::vector<std::vector<float>>& in, const ReferenceOptions& o) {
+  return visit_model(kind, [&](auto model) {
+    if constexpr (decltype(model)::kind == ScoreKind::AGNN)
+      return reference_attention(g, H, D, model, in[0].data(), in[1].data(), H, o);
+    else
+      return reference_attention(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), o);
+  });
+}
+
+/// The float64 gradients of the inputs in model_args order, then the edge argument's (empty
+/// without one).
+inline std::vector<std::vector<double>> reference_gradients(ScoreKind kind, const HostGraph& g, int H, int D,
+                                                            const std::vector<std::vector<float>>& in,
+                                                            const std::vector<float>& dout, const ReferenceOptions& o) {
+  return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
+    using Model = decltype(model);
+    const float* d = dout.data();
+    if constexpr (Model::kind == ScoreKind::AGNN) {
+      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, d, o);
+      return {r.dX, r.dbeta};
+    } else {
+      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), d, o);
+      if constexpr (Model::kind == ScoreKind::GT) return {r.dQ, r.dK, r.dV, r.dE};
+      if constexpr (Model::kind == ScoreKind::GAT) return {r.del, r.der, r.dV, r.dee};
+      if constexpr (Model::kind == ScoreKind::GATv2) return {r.dXL, r.dXR, r.da, r.dE};
+    }
+  });
+}
+
+/// One rounding of a float32-accurate result: at most the unit roundoff, relative to the
+/// largest entry, and float32's own error besides.
+inline double one_rounding(const Precision& p) { return p.unit * (1 + 1e-3) + 1e-5; }
+
+/// out (and, with training options, the float32 logsumexp and the attention weights) against
+/// the forward reference `ref` (ref_lse, ref_weights: empty when not compared).
+inline void expect_forward(const Precision& p, const std::string& where, const std::vector<float>& out,
+                           const std::vector<double>& ref, const std::vector<float>& lse,
+                           const std::vector<double>& ref_lse, const std::vector<float>& weights,
+                           const std::vector<double>& ref_weights) {
+  const double err = max_relative_error(out.data(), ref);
+  EXPECT_LE(err, p.contract) << where << " out";
+  EXPECT_LE(err, one_rounding(p)) << where << " out";
+  if (!ref_lse.empty()) EXPECT_LT(max_relative_error(lse.data(), ref_lse), 1e-5) << where << " logsumexp";
+  if (!ref_weights.empty())
+    EXPECT_LE(max_relative_error(weights.data(), ref_weights), one_rounding(p)) << where << " attention weights";
+}
+
+/// The gradients `got` (model_args order, then the edge argument's when `ro` has edge features)
+/// of a backward from the forward's rounded out `out`: against the reference on that out within
+/// one rounding (`dx_roundings` for AGNN's dX) plus the float32 backward's tolerance, against the
+/// exact reference within the contract, both over the call's largest exact gradient (a gradient
+/// that vanishes in exact arithmetic is all rounding, so its own largest entry is no scale).
+/// AGNN's dbeta sums dr_e cos_e over every edge, each dr_e reading Delta_v of the rounded out:
+/// its cancelling terms leave it up to u sum_v |dOut_v| |out_v| (|cos_e| <= 1, sum_e p_e = 1) from
+/// the exact one besides the contract.
+inline void expect_gradients(ScoreKind kind, const Precision& p, const std::string& where, const HostGraph& g, int H,
+                             int D, const std::vector<std::vector<float>>& in, const std::vector<float>& dout,
+                             const std::vector<float>& out, ReferenceOptions ro,
+                             const std::vector<std::vector<float>>& got, int dx_roundings) {
+  const ModelArgs& m = model_args(kind);
+  ro.logsumexp = nullptr, ro.weights = nullptr;
+  const auto exact = reference_gradients(kind, g, H, D, in, dout, ro);
+  double scale = 0;
+  for (const auto& r : exact)
+    for (double x : r) scale = std::max(scale, std::abs(x));
+  ro.backward_out = out.data();
+  const auto ref = reference_gradients(kind, g, H, D, in, dout, ro);
+  double propagated = 0;
+  for (std::size_t r = 0; r < out.size() / std::size_t(D); ++r) {
+    double dd = 0, oo = 0;
+    for (std::size_t d = r * D; d < (r + 1) * D; ++d) dd += double(dout[d]) * dout[d], oo += double(out[d]) * out[d];
+    propagated += p.unit * std::sqrt(dd * oo);
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool edge = i == std::size_t(m.count);
+    const std::string name = edge ? std::string("d") + m.edge.name : m.gradients[i];
+    const double tol = edge ? 1e-4 : gradient_tolerance(kind, i);
+    const int roundings = kind == ScoreKind::AGNN && i == 0 ? dx_roundings : 1;
+    const double slack = kind == ScoreKind::AGNN && i == 1 && scale > 0 ? propagated / scale : 0.0;
+    EXPECT_LE(gradient_error(got[i], ref[i], scale), roundings * p.unit * (1 + 1e-3) + tol) << where << " " << name;
+    EXPECT_LE(gradient_error(got[i], exact[i], scale), 2 * p.contract + slack) << where << " " << name << " (exact out)";
+  }
+}
+
+}  // namespace dfgnn::test

@@ -1,0 +1,279 @@
+// Two-byte element types (bf16, f16; half.hpp) on the portable kernels through the Kokkos API:
+// every model's forward (Online, Auto's pick for them) and backward against the float64
+// reference on the same rounded inputs, as tests/gpu/test_precision_cuda.cpp holds the CUDA-native
+// ones. The output must be within the accuracy contract (normwise relative error: bf16 1e-2,
+// f16 2e-3) and within one rounding of a float32-accurate result (the type's unit roundoff: what
+// sums in the type itself would miss), the float32 logsumexp within 1e-5, the attention weights
+// within one rounding, and two runs bitwise the same. The gradients read the forward's rounded
+// out (Delta_v = <dOut_v, out_v>): against the float64 reference on that out each is within one
+// rounding plus the float32 backward's own tolerance (gradient_check.hpp), against the exact
+// reference within the contract (bf16 2e-2, f16 4e-3), both over the call's largest exact
+// gradient. Graphs: the suite's shapes (empty rows, one node, no edges, self loops, a super node
+// beyond the team scratch, a batch, a power law) and a bipartite one; H x D of the suite, odd D
+// included; edge values, dropout, attention weights, edge features; tensors one element off
+// their alignment (W = 1). Then the refusals: another strategy, a call of another type.
+
+#include "expect_error.hpp"
+#include "graphs.hpp"
+#include "precision_checks.hpp"
+
+#include <dfgnn/backward.hpp>
+#include <dfgnn/half.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using namespace dfgnn;
+using test::Precision;
+using Exec = Kokkos::DefaultExecutionSpace;
+using Mem = Exec::memory_space;
+
+template <class T>
+constexpr DType type_of() {
+  return std::is_same_v<T, bf16> ? DType::BF16 : std::is_same_v<T, f16> ? DType::F16 : DType::F32;
+}
+
+/// x (holding one of T's values) as a T, and back.
+template <class T>
+T element(float x) {
+  if constexpr (std::is_same_v<T, float>)
+    return x;
+  else
+    return T{to_bits(type_of<T>(), x)};
+}
+template <class T>
+float value(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return x;
+  else
+    return to_float(x);
+}
+
+/// n elements of T in the execution space's memory, `offset` elements past the allocation's
+/// start: a copy of host floats (which hold T's values), or NaN to be overwritten.
+template <class T>
+class Tensor {
+ public:
+  Tensor(const std::vector<float>& host, int offset = 0)
+      : all_("tensor", host.size() + std::size_t(offset) + 1), offset_(std::size_t(offset)), n_(host.size()) {
+    const auto m = Kokkos::create_mirror_view(all_);
+    for (std::size_t i = 0; i < m.size(); ++i) m(i) = element<T>(std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t i = 0; i < n_; ++i) m(offset_ + i) = element<T>(host[i]);
+    Kokkos::deep_copy(all_, m);
+  }
+  Tensor(std::size_t n, int offset = 0)
+      : Tensor(std::vector<float>(n, std::numeric_limits<float>::quiet_NaN()), offset) {}
+
+  T* data() const { return n_ ? all_.data() + offset_ : nullptr; }
+  /// A View of the tensor with these extents (rank 1 to 3).
+  template <class... Extents>
+  auto view(Extents... e) const {
+    using Data = std::conditional_t<sizeof...(e) == 1, T*, std::conditional_t<sizeof...(e) == 2, T**, T***>>;
+    return Kokkos::View<Data, Kokkos::LayoutRight, Mem>(data(), std::size_t(e)...);
+  }
+  /// The view shaped as `shape` (TensorRef::shaped's extents) as the call's tensor.
+  TensorRef ref(const TensorRef& shape) const {
+    const std::size_t* x = shape.extents;
+    switch (shape.rank) {
+      case 1: return detail::tensor_ref(view(x[0]));
+      case 2: return detail::tensor_ref(view(x[0], x[1]));
+      default: return detail::tensor_ref(view(x[0], x[1], x[2]));
+    }
+  }
+  std::vector<float> host() const {
+    const auto m = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), all_);
+    std::vector<float> r(n_);
+    for (std::size_t i = 0; i < n_; ++i) r[i] = value(m(offset_ + i));
+    return r;
+  }
+
+ private:
+  Kokkos::View<T*, Mem> all_;
+  std::size_t offset_, n_;
+};
+
+const std::vector<test::NamedGraph>& graphs() {
+  static const std::vector<test::NamedGraph> gs = [] {
+    std::vector<test::NamedGraph> g = test::test_graphs(20000);  // beyond the team scratch's 8192 floats
+    g.push_back({"bipartite", test::random_bipartite(400, 150, 350, 120, 3000, 5)});
+    return g;
+  }();
+  return gs;
+}
+
+/// What a case runs besides the inputs: edge values, dropout and the attention weights
+/// (training), the model's edge argument, tensors off their alignment; the backward.
+struct Variant {
+  bool training = false, edges = false, unaligned = false, backward = false;
+};
+
+template <class T>
+void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGraph& named, int H, int D, Variant var,
+                    unsigned seed) {
+  const HostGraph& g = named.graph;
+  const DType t = prec.dtype;
+  const Exec exec;
+  const Plan<Exec> plan(exec, Graph<Mem>(g), kind, H, D, t);
+  ASSERT_EQ(plan.strategy(), Strategy::Online);
+  const Op& op = plan.op();
+  const ModelArgs& m = model_args(kind);
+  const int offset = var.unaligned ? 1 : 0;
+  std::vector<std::vector<float>> host;
+  std::vector<std::unique_ptr<Tensor<T>>> in;
+  Tensors inputs;
+  for (int i = 0; i < m.count; ++i) {
+    const Extent x = m.inputs[i].extent;
+    const TensorRef shape = TensorRef::shaped(nullptr, op, x, std::size_t(H));
+    // GATv2's a [H, D] at 1/sqrt(D), as its layer initialises it (docs/design.md).
+    const float a = x == Extent::HeadFeatures ? 1.f / std::sqrt(float(D)) : 1.f;
+    host.push_back(x == Extent::HeadVector ? test::typed_values(shape.entries(), t, seed + 1, 0.5f, 3.f)
+                                           : test::typed_values(shape.entries(), t, seed + unsigned(i), -a, a));
+    in.push_back(std::make_unique<Tensor<T>>(host.back(), offset));
+    inputs.refs[inputs.count++] = in.back()->ref(shape);
+  }
+  const std::size_t E = std::size_t(g.num_edges()), N = std::size_t(g.num_nodes);
+  const TensorRef edge_shape = TensorRef::shaped(nullptr, op, m.edge.extent);
+  const std::vector<float> w = var.training ? test::typed_values(E * H, t, seed + 7, 0.5f, 1.5f) : std::vector<float>();
+  const std::vector<float> e = var.edges ? test::typed_values(edge_shape.entries(), t, seed + 8) : std::vector<float>();
+  Tensor<T> dw(w), de(e, offset), out(N * H * D, offset), weights(var.training ? E * H : 0);
+  if (var.edges) inputs.refs[inputs.count++] = de.ref(edge_shape);
+  Options<Mem, T> o;
+  if (var.training) o.edge_values = dw.view(E, std::size_t(H));
+  if (var.training || var.backward) o.logsumexp = decltype(o.logsumexp)("lse", N, std::size_t(H));
+  if (var.training) o.attention_weights = weights.view(E, std::size_t(H)), o.dropout = Dropout{0.25f, 11};
+  const auto out_view = out.view(N, std::size_t(H), std::size_t(D));
+  const auto lse_host = [&] {
+    const auto l = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), o.logsumexp);
+    return std::vector<float>(l.data(), l.data() + l.size());
+  };
+  const auto run = [&] {
+    visit_model(kind, [&](auto model) { attention(exec, plan, model, inputs, out_view, o); });
+    exec.fence();
+  };
+  run();
+  const std::vector<float> first = out.host(), first_lse = lse_host();
+  run();
+  EXPECT_EQ(0, std::memcmp(first.data(), out.host().data(), first.size() * 4)) << "two runs differ";
+  EXPECT_EQ(0, std::memcmp(first_lse.data(), lse_host().data(), first_lse.size() * 4)) << "two runs differ";
+
+  ReferenceOptions ro(HostEdgeValues{var.training ? w.data() : nullptr, var.training ? H : 0});
+  std::vector<double> ref_lse, ref_weights;
+  if (var.training) ro.dropout = o.dropout, ro.logsumexp = &ref_lse, ro.weights = &ref_weights;
+  ro.edge_features = var.edges ? e.data() : nullptr;
+  const std::vector<double> ref = test::reference_forward(kind, g, H, D, host, ro);
+  const std::string where = std::string(to_string(t)) + " " + named.name;
+  test::expect_forward(prec, where, out.host(), ref, lse_host(), ref_lse, weights.host(), ref_weights);
+  if (!var.backward) return;
+
+  // The backward from the forward's rounded out, into NaN-poisoned gradients, twice.
+  const std::vector<float> dout = test::typed_values(N * H * D, t, seed + 9);
+  Tensor<T> dy(dout, offset), dedge(e.size(), offset);
+  std::vector<std::unique_ptr<Tensor<T>>> grads;
+  Tensors grad_refs;
+  for (int i = 0; i < m.count; ++i) {
+    grads.push_back(std::make_unique<Tensor<T>>(host[std::size_t(i)].size(), offset));
+    grad_refs.refs[grad_refs.count++] = grads.back()->ref(inputs.refs[i]);
+  }
+  if (var.edges) grad_refs.refs[grad_refs.count++] = dedge.ref(edge_shape);
+  const auto back = [&] {
+    visit_model(kind, [&](auto model) {
+      attention_backward(exec, plan, model, inputs, out_view, o.logsumexp, dy.view(N, std::size_t(H), std::size_t(D)),
+                         grad_refs, o);
+    });
+    exec.fence();
+  };
+  back();
+  std::vector<std::vector<float>> once;
+  for (const auto& d : grads) once.push_back(d->host());
+  back();
+  for (std::size_t i = 0; i < grads.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(once[i].data(), grads[i]->host().data(), once[i].size() * 4)) << where << ": two runs differ";
+
+  std::vector<std::vector<float>> got;
+  for (const auto& d : grads) got.push_back(d->host());
+  if (var.edges) got.push_back(dedge.host());
+  test::expect_gradients(kind, prec, where, g, H, D, host, dout, out.host(), ro, got, 1);
+}
+
+using Param = std::tuple<ScoreKind, bool, std::pair<int, int>, int>;
+
+/// One case: a model, a type, H x D and a graph; AGNN skips the bipartite graph.
+class TwoByte : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    if (kind == ScoreKind::AGNN && named.graph.bipartite()) GTEST_SKIP() << "AGNN takes square graphs";
+  }
+  void expect(Variant v, unsigned seed) const {
+    if (f16)
+      expect_matches<dfgnn::f16>(kind, test::kF16, named, H, D, v, seed);
+    else
+      expect_matches<dfgnn::bf16>(kind, test::kBf16, named, H, D, v, seed);
+  }
+  const ScoreKind kind = std::get<0>(GetParam());
+  const bool f16 = std::get<1>(GetParam());
+  const int H = std::get<2>(GetParam()).first, D = std::get<2>(GetParam()).second;
+  const unsigned index = unsigned(std::get<3>(GetParam()));
+  const test::NamedGraph& named = graphs()[index];
+};
+
+TEST_P(TwoByte, ForwardWithinOneRounding) {
+  const unsigned seed = index * 31 + unsigned(D);
+  expect({}, seed);
+  expect({true, false, false}, seed + 1);
+  if (kind != ScoreKind::AGNN) expect({false, true, false}, seed + 2);
+  expect({false, false, true}, seed + 3);
+}
+
+TEST_P(TwoByte, BackwardOnTheRoundedOut) {
+  const unsigned seed = index * 37 + unsigned(D);
+  expect({false, false, false, true}, seed);
+  expect({true, false, false, true}, seed + 1);
+  if (kind != ScoreKind::AGNN) expect({false, true, false, true}, seed + 2);
+  expect({false, false, true, true}, seed + 3);
+}
+
+std::string name_of(const ::testing::TestParamInfo<Param>& info) {
+  const auto [kind, f16, hd, graph] = info.param;
+  return std::string(to_string(kind)) + (f16 ? "_f16" : "_bf16") + "_H" + std::to_string(hd.first) + "D" +
+         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, TwoByte,
+                         ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT,
+                                                              ScoreKind::GATv2),
+                                            ::testing::Bool(),
+                                            ::testing::Values(std::pair{1, 32}, std::pair{4, 16}, std::pair{3, 7},
+                                                              std::pair{1, 128}),
+                                            ::testing::Range(0, 9)),
+                         name_of);
+
+TEST(TwoByteRefusals, OtherStrategiesAndTypes) {
+  const HostGraph g = test::random_graph(100, 600, 1);
+  const Exec exec;
+  for (Strategy s : {Strategy::SMMF, Strategy::PMF, Strategy::Unfused})
+    test::expect_error([&] { Plan<Exec>(exec, Graph<Mem>(g), ScoreKind::GT, 2, 32, DType::BF16, s); },
+                       {std::string("plan: the ") + to_string(s) + " strategy runs float32 tensors only; bf16 ones run "
+                        "Online (Auto picks it)"});
+  const Plan<Exec> plan(exec, Graph<Mem>(g), ScoreKind::GT, 2, 32, DType::BF16);
+  const std::size_t N = 100;
+  Tensor<float> f(N * 64);
+  const auto x = f.view(N, std::size_t(2), std::size_t(32));
+  Tensor<bf16> b(test::typed_values(N * 64, DType::BF16, 3)), out(N * 64);
+  const auto y = b.view(N, std::size_t(2), std::size_t(32));
+  // A float32 call through a bf16 plan: the check names the first tensor of another type.
+  test::expect_error([&] { attention(exec, plan, GT{}, x, x, x, x); },
+                     {"attention: Q is f32, expected bf16 (the plan's element type)"});
+  test::expect_error([&] { attention(exec, plan, GT{}, tensors(y, y, x), out.view(N, std::size_t(2), std::size_t(32))); },
+                     {"attention: V is f32, expected bf16 (the plan's element type)"});
+}
+
+}  // namespace
