@@ -137,8 +137,6 @@ def main(argv=None):
                                f"{pas}_extra_fraction": moved / max(with_ - without, 1e-6) / 1e6 / copy_gbps})
             torch.cuda.empty_cache()
             emit(record)
-    if out:
-        out.close()
 
 
 if __name__ == "__main__":
