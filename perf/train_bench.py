@@ -362,13 +362,14 @@ class Clock:
             torch.cuda.synchronize()
 
 
-def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False):
+def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False, autocast=None):
     """Runs warmup + epochs epochs; each iterates epoch_steps() over (x, edges, y, rows): the
     step's graph is prepare(edges), the loss is taken over the output rows `rows` (an index
     tensor, or None for all) against labels y. Per-epoch medians, prepare's time as
     preprocess_ms. ahead: each step made and prepared one step ahead (Ahead), on the GPU on a
     side stream, where prepare's time is then measured. On the GPU, Adam is the fused one (one
-    kernel for all parameters)."""
+    kernel for all parameters). autocast: the forward and loss under torch.autocast in that
+    dtype (None: float32 throughout)."""
     clock = Clock(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=device.type == "cuda")
     model.train()
@@ -386,8 +387,9 @@ def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False):
         start = time.perf_counter()
         for x, graph, y, rows, p, q in steps():
             t0 = clock.mark()
-            out = model(x, graph)
-            loss = F.cross_entropy(out if rows is None else out.index_select(0, rows), y)
+            with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
+                out = model(x, graph)
+                loss = F.cross_entropy(out if rows is None else out.index_select(0, rows), y)
             t1 = clock.mark()
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -459,15 +461,17 @@ def bench_gt(args, device, workload):
                 for batch in loader:
                     batch = batch.to(device, non_blocking=True)
                     yield batch.x, batch, batch.y, None
-            result = train(model, epoch, prep, device, args.epochs, args.warmup, workload in args.ahead)
+            result = train(model, epoch, prep, device, args.epochs, args.warmup, workload in args.ahead,
+                           args.autocast)
         elif workload == "gt-shuffled-gpu":
             batcher = DeviceBatcher(dataset, args.batch_size, device, args.seed)
             result = train(model, lambda: ((b.x, b, b.y, None) for b in batcher), prep, device, args.epochs,
-                           args.warmup, workload in args.ahead)
+                           args.warmup, workload in args.ahead, args.autocast)
         else:
             graphs, preprocess_ms = timed(device, lambda: [prep(b) for b in batches])
             steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
-            result = {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup),
+            result = {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup,
+                              autocast=args.autocast),
                       "preprocess_ms": preprocess_ms}
         rows.append({**meta, "impl": impl, **result})
     return rows
@@ -499,7 +503,8 @@ def bench_gat(args, device, name):
     rows = []
     for impl, model, g, prep in (("pyg", theirs, pyg_edges, pyg_prep_ms), ("dfgnn", ours, graph, our_prep_ms)):
         steps = [(x, g, y[train_rows], train_rows)] * args.steps_per_epoch
-        rows.append({**meta, "impl": impl, **train(model, lambda: steps, as_given, device, args.epochs, args.warmup),
+        rows.append({**meta, "impl": impl, **train(model, lambda: steps, as_given, device, args.epochs, args.warmup,
+                                     autocast=args.autocast),
                      "preprocess_ms": prep})
     return rows
 
@@ -541,7 +546,7 @@ def bench_gat_sampled(args, device):
             "model": f"GATConv({args.features}, 8, heads=8) + GATConv(64, {classes})",
             "check_rel_diff": compare(theirs, ours, check_x, pyg_prep(check_edges), ours_prep(check_edges))}
     ahead = "gat-sampled" in args.ahead
-    return [{**meta, "impl": impl, **train(model, epoch, prep, device, args.epochs, args.warmup, ahead)}
+    return [{**meta, "impl": impl, **train(model, epoch, prep, device, args.epochs, args.warmup, ahead, args.autocast)}
             for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep))]
 
 
@@ -569,6 +574,8 @@ def main():
                    help="workloads (of gt-shuffled, gt-shuffled-gpu, gat-sampled) whose steps are made and prepared "
                         "one step ahead on a side stream")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--autocast", choices=["bf16", "f16"], help="train under torch.autocast in this type (both "
+                   "implementations; default: float32)")
     p.add_argument("--json")
     p.add_argument("--tiny", action="store_true")
     args = p.parse_args()
@@ -577,6 +584,7 @@ def main():
         args.epochs, args.warmup = min(args.epochs, 2), min(args.warmup, 1)
         args.sampled_graph, args.sample_size, args.sample_steps = "synthetic", 64, 2
     device = torch.device(args.device)
+    args.autocast = {"bf16": torch.bfloat16, "f16": torch.float16, None: None}[args.autocast]
     if args.workers is None:
         args.workers = 4 if device.type == "cuda" else 0
     workloads = args.workloads.split(",")
@@ -603,7 +611,7 @@ def main():
     for i in range(0, len(rows), 2):
         pyg, ours = rows[i], rows[i + 1]
         for r in (pyg, ours):
-            r["gpu"] = gpu
+            r["gpu"], r["autocast"] = gpu, str(args.autocast or "off").replace("torch.", "")
             speedup = pyg["epoch_ms"] / r["epoch_ms"]
             r["speedup_epoch"] = speedup
             print(f"| {r['workload']} | {r['graph']} | {r['impl']} | {r['preprocess_ms']:.2f} | {r['forward_ms']:.2f} | "

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,11 @@ inline std::vector<float> typed_values(std::size_t n, DType t, unsigned seed, fl
     if (x == 0.f) x = rounded(t, 0.5f);
   }
   return v;
+}
+
+/// Whether two runs' floats are bitwise the same (NaN included).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 /// The float64 forward of `kind` on its inputs `in` (model_args order).

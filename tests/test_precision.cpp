@@ -23,7 +23,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -162,8 +161,8 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   run();
   const std::vector<float> first = out.host(), first_lse = lse_host();
   run();
-  EXPECT_EQ(0, std::memcmp(first.data(), out.host().data(), first.size() * 4)) << "two runs differ";
-  EXPECT_EQ(0, std::memcmp(first_lse.data(), lse_host().data(), first_lse.size() * 4)) << "two runs differ";
+  EXPECT_TRUE(test::same_bits(first, out.host())) << "two runs differ";
+  EXPECT_TRUE(test::same_bits(first_lse, lse_host())) << "two runs differ";
 
   ReferenceOptions ro(HostEdgeValues{var.training ? w.data() : nullptr, var.training ? H : 0});
   std::vector<double> ref_lse, ref_weights;
@@ -196,7 +195,7 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   for (const auto& d : grads) once.push_back(d->host());
   back();
   for (std::size_t i = 0; i < grads.size(); ++i)
-    EXPECT_EQ(0, std::memcmp(once[i].data(), grads[i]->host().data(), once[i].size() * 4)) << where << ": two runs differ";
+    EXPECT_TRUE(test::same_bits(once[i], grads[i]->host())) << where << ": two runs differ";
 
   std::vector<std::vector<float>> got;
   for (const auto& d : grads) got.push_back(d->host());

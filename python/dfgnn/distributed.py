@@ -396,7 +396,7 @@ def _attention(name, graph, tensors, scalar, edge_features=None, edge_values=Non
                          f"graph), so that the ranks draw one process's mask")
     tensors = tuple(ops._input(op, key, t) for key, t in tensors.items())
     edge_values, edges = ops._edge_values(op, edge_values), ops._edges(op, edge_features)
-    if tensors[0].is_cuda and ops._autocast_enabled():
+    if ops._autocast_on(tensors[0]):
         *tensors, edge_values, edges = ops._autocast((*tensors, edge_values, edges))
     named = spec.named(tensors) + ([("edge_features", edges, spec.edge_dims)] if edges is not None else [])
     ops._check(op, None, named, edge_values, 0.0, None)  # against each other; then against this rank's share

@@ -2,7 +2,7 @@
 
 Public functions (tensors on one device: CPU runs the Kokkos host kernels, CUDA the CUDA-native
 kernels on the current stream; all float32, all bfloat16 or all float16, computed in float32
-and rounded to that type, gradients included; under torch.autocast("cuda") CUDA
+and rounded to that type, gradients included; under torch.autocast (CUDA's or the CPU's) the
 tensors are cast to the autocast type first, as PyTorch's own lower-precision ops do):
 
   gt_attention(graph, q, k, v)            out[v] = sum_u softmax_u(scale <q_v, k_u>) v_u
@@ -341,7 +341,7 @@ _AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims)
 # Looked up once: each attribute step of torch.x.y costs ~30 ns a call.
 _F32 = torch.float32
 _isfinite = math.isfinite
-_autocast_enabled = torch.is_autocast_enabled  # without an argument: CUDA's (~65 ns)
+_autocast_enabled = torch.is_autocast_enabled
 _AUTOCAST_FROM = (torch.float32, torch.float16, torch.bfloat16)
 _attention = _ops.attention
 _is_compiling = torch.compiler.is_compiling
@@ -371,12 +371,17 @@ def _eager_mode(tensors, edge_values=None):
     return edge_values is None or type(edge_values) in _PLAIN
 
 
+def _autocast_on(t):
+    """Whether torch.autocast is on for t's device (CUDA or the CPU)."""
+    return _autocast_enabled("cuda" if t.is_cuda else "cpu")
+
+
 def _autocast(tensors):
-    """The tensors in torch.autocast("cuda")'s type where it is on: each floating CUDA tensor
-    but float64 cast, as autocast casts the inputs of PyTorch's lower-precision ops (matmul,
-    linear); None and the rest as they are."""
-    dtype = torch.get_autocast_dtype("cuda")
-    return tuple(t.to(dtype) if t is not None and t.is_cuda and t.dtype in _AUTOCAST_FROM else t for t in tensors)
+    """The tensors in torch.autocast's type for the first one's device, where it is on: each
+    floating tensor but float64 cast, as autocast casts the inputs of PyTorch's lower-precision
+    ops (matmul, linear); None and the rest as they are."""
+    dtype = torch.get_autocast_dtype("cuda" if tensors[0].is_cuda else "cpu")
+    return tuple(t.to(dtype) if t is not None and t.dtype in _AUTOCAST_FROM else t for t in tensors)
 
 
 def _native(graph, first, kind, dims, dtype=0):
@@ -389,7 +394,7 @@ def _native(graph, first, kind, dims, dtype=0):
 
 def _fast(spec, graph, a, b, c, scalar, dropout):
     """The common eager call of GT, GAT or GATv2 in one function: plain contiguous float32
-    tensors of the model's shapes on one CPU (or CUDA, outside torch.autocast) device, a float
+    tensors of the model's shapes on one CPU or CUDA device outside torch.autocast, a float
     dropout, no edge values or seed (the callers check those two), not tracing. Returns out, or
     None for anything else: the caller then takes the general path, which checks everything
     again and raises the usual errors. The same checks as _run's, inlined: each Python call
@@ -403,8 +408,8 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
     dims = spec.dims(graph, a, b, c)
     index = a.get_device()  # -1 on the CPU
     if dims is None or b.get_device() != index or c.get_device() != index or not (
-            (a.is_cpu and b.is_cpu and c.is_cpu) if index < 0 else (a.is_cuda and b.is_cuda and c.is_cuda
-                                                                    and _lib.has_cuda and not _autocast_enabled())):
+            (a.is_cpu and b.is_cpu and c.is_cpu and not _autocast_enabled("cpu")) if index < 0
+            else (a.is_cuda and b.is_cuda and c.is_cuda and _lib.has_cuda and not _autocast_enabled("cuda"))):
         return None
     return _attention(_native(graph, a, spec.kind, dims), (a, b, c), scalar, 0, None, dropout,
                       _draw_seed() if dropout else 0, _forward_ad._current_level, None, None)
@@ -451,7 +456,7 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=F
                         f"got {type(graph).__name__}")
     if edge_values is not None:
         edge_values = _edge_values(op, edge_values)
-    if tensors[0].is_cuda and _autocast_enabled():
+    if _autocast_on(tensors[0]):
         *tensors, edge_values, edges = _autocast((*tensors, edge_values, edges))
         tensors = tuple(tensors)
     seed = _checked_seed(op, seed)
@@ -504,7 +509,7 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
             and h.dtype is _F32 and att_src.dtype is _F32 and att_dst.dtype is _F32
             and h.is_contiguous() and att_src.is_contiguous() and att_dst.is_contiguous()
             and att_src.device == h.device and att_dst.device == h.device
-            and not (h.is_cuda and _autocast_enabled())):
+            and not _autocast_on(h)):
         return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:]), h, att_src, att_dst, float(negative_slope),
                               dropout, _draw_seed() if dropout > 0.0 else 0, _forward_ad._current_level)
     if h_dst is None:  # both terms of h, packed: one product and one sum

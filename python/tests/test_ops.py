@@ -423,3 +423,30 @@ def test_two_byte(model, variant, dtype, device):
         assert t.grad.dtype == dtype
         err = (t.grad.double().cpu() - theirs[name].grad).abs().max() / theirs[name].grad.abs().max()
         assert err <= 2 * TWO_BYTE[dtype], f"{model} d{name}: normwise error {err:.3g}"
+
+
+@pytest.mark.parametrize("dtype", list(TWO_BYTE))
+def test_cpu_autocast(dtype):
+    """Under the CPU's torch.autocast the ops cast their float32 inputs to its type, as on CUDA:
+    out in that type, float32 gradients through autograd's casts; the GAT layer's float32 score
+    terms meet its autocast values without a mixed-type error. out within the type's contract of
+    float64 on the rounded inputs."""
+    n, heads, dim = 40, 2, 8
+    edge_index = ref.random_graph(n, 300, 5)
+    graph = dfgnn.Graph.from_edge_index(edge_index, n)
+    q = torch.randn(n, heads, dim, requires_grad=True)
+    with torch.autocast("cpu", dtype=dtype):
+        out = dfgnn.gt_attention(graph, q, q, q)
+    assert out.dtype == dtype
+    out.float().sum().backward()
+    assert q.grad.dtype == torch.float32
+    rounded = q.detach().to(dtype).double()
+    expected = ref.gt(edge_index, rounded, rounded, rounded, 1.0 / dim ** 0.5)
+    assert (out.double() - expected).abs().max() / expected.abs().max() <= TWO_BYTE[dtype]
+    layer = dfgnn.nn.GATConv(16, dim, heads=heads, edge_dim=3)
+    x, edge_attr = torch.randn(n, 16), torch.randn(edge_index.size(1), 3)
+    with torch.autocast("cpu", dtype=dtype):
+        y = layer(x, edge_index, edge_attr)
+    y.float().sum().backward()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in layer.parameters())
+
