@@ -254,24 +254,28 @@ at::Tensor attention(const Plan& plan, const std::vector<at::Tensor>& tensors, c
 
 // GATConv's attention as one node (the layer's call, python/dfgnn/nn.py): the score terms
 // el = <h, att_src> and er = <h, att_dst> as one [2, N, H] tensor, the fused kernels on its
-// halves, and a backward that adds the terms' share into dh and reduces d(att): no autograd
-// nodes for the products, sums and cat (five kernels and six nodes when autograd records them).
+// halves (and the edge term ee [E, H], the model's edge argument, when the layer has edge_dim),
+// and a backward that adds the terms' share into dh and reduces d(att): no autograd nodes for
+// the products, sums and cat (five kernels and six nodes when autograd records them).
 struct GATLayerBackward final : CallNode {
-  SavedVariable h, att_src, att_dst;
+  SavedVariable h, att_src, att_dst, ee;
   at::Tensor terms;
 
   std::string name() const override { return "DfgnnGATLayerBackward"; }
 
   void release_variables() override {
-    h.reset_data(), att_src.reset_data(), att_dst.reset_data();
+    h.reset_data(), att_src.reset_data(), att_dst.reset_data(), ee.reset_data();
     terms.reset();
     CallNode::release_variables();
   }
 
   variable_list apply(variable_list&& grads) override {
-    const at::Tensor x = h.unpack(), src = att_src.unpack(), dst = att_dst.unpack();
-    const std::vector<at::Tensor> d = gradients({terms, x}, grads);
-    variable_list result(3);
+    const at::Tensor x = h.unpack(), src = att_src.unpack(), dst = att_dst.unpack(), e = ee.unpack();
+    const std::vector<at::Tensor> d = gradients(e.defined() ? std::vector<at::Tensor>{terms, x, e}
+                                                            : std::vector<at::Tensor>{terms, x},
+                                                grads);
+    variable_list result(e.defined() ? 4 : 3);
+    if (e.defined()) result[3] = d[2];
     {
       const at::AutoGradMode no_grad(false);
       const at::Tensor& dterms = d[0];
@@ -289,20 +293,29 @@ at::Tensor gat_terms(const at::Tensor& h, const at::Tensor& att_src, const at::T
   return (h * at::cat({att_src, att_dst}).unsqueeze(1)).sum(-1);
 }
 
+// `ee`: the edge term [E, H], or undefined (o.edges says which).
 at::Tensor gat_layer(const Plan& plan, const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst,
-                     const Options& o, int64_t level) {
-  no_tangents({h, att_src, att_dst}, level);
-  if (!at::GradMode::is_enabled() || !(h.requires_grad() || att_src.requires_grad() || att_dst.requires_grad()))
-    return run_forward(*plan.state, {gat_terms(h, att_src, att_dst), h}, o, false).first;
+                     const at::Tensor& ee, const Options& o, int64_t level) {
+  const std::vector<at::Tensor> inputs = ee.defined() ? std::vector<at::Tensor>{h, att_src, att_dst, ee}
+                                                      : std::vector<at::Tensor>{h, att_src, att_dst};
+  no_tangents(inputs, level);
+  bool needs_grad = false;
+  for (const at::Tensor& t : inputs) needs_grad = needs_grad || t.requires_grad();
+  const auto call_tensors = [&](const at::Tensor& terms) {
+    return ee.defined() ? std::vector<at::Tensor>{terms, h, ee} : std::vector<at::Tensor>{terms, h};
+  };
+  if (!at::GradMode::is_enabled() || !needs_grad)
+    return run_forward(*plan.state, call_tensors(gat_terms(h, att_src, att_dst)), o, false).first;
   std::shared_ptr<GATLayerBackward> node(new GATLayerBackward(), torch::autograd::deleteNode);
-  node->set_next_edges(torch::autograd::collect_next_edges(h, att_src, att_dst));
+  node->set_next_edges(torch::autograd::collect_next_edges(inputs));
   {
     const at::AutoGradMode no_grad(false);
     node->terms = gat_terms(h, att_src, att_dst);
   }
-  at::Tensor out = node->record(plan, {node->terms, h}, o);
+  at::Tensor out = node->record(plan, call_tensors(node->terms), o);
   node->h = SavedVariable(h, false), node->att_src = SavedVariable(att_src, false);
   node->att_dst = SavedVariable(att_dst, false);
+  if (ee.defined()) node->ee = SavedVariable(ee, false);
   return out;
 }
 
@@ -349,12 +362,16 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "gat_layer",
       [](const Plan& plan, const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst, double slope,
-         double dropout, int64_t seed, int64_t level) {
+         double dropout, int64_t seed, int64_t level, const EdgeValues& ee) {
         Options o = options(slope, 0, c10::nullopt, dropout, seed);
-        o.packed = true;
-        return gat_layer(plan, h, att_src, att_dst, o, level);
+        o.packed = true, o.edges = ee.has_value();
+        return gat_layer(plan, h, att_src, att_dst, ee.value_or(at::Tensor()), o, level);
       },
-      "GATConv's attention of h [N, H, C] and att_src, att_dst [1, H, C], as one autograd node");
+      "GATConv's attention of h [N, H, C] and att_src, att_dst [1, H, C] (and the edge term ee [E, H], or "
+      "None), as one autograd node",
+      pybind11::arg("plan"), pybind11::arg("h"), pybind11::arg("att_src"), pybind11::arg("att_dst"),
+      pybind11::arg("slope"), pybind11::arg("dropout"), pybind11::arg("seed"), pybind11::arg("level"),
+      pybind11::arg("ee") = c10::optional<at::Tensor>());
   m.def(
       "forward",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,

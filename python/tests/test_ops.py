@@ -342,29 +342,33 @@ def test_backward_keeps_graph_alive(mode):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("heads", [1, 3])
-def test_gat_layer_equals_gat_attention(device, heads):
+@pytest.mark.parametrize("edge_term", [False, True], ids=["plain", "ee"])
+def test_gat_layer_equals_gat_attention(device, heads, edge_term):
     """GATConv's call (score terms and attention in one autograd node, el and er packed in one
-    [2, N, H] tensor) gives gat_attention's output on the terms computed by autograd, and the
-    same gradients for h, att_src and att_dst; a second differentiation raises."""
+    [2, N, H] tensor; with edge_dim, the edge term ee [E, H] its edge argument) gives
+    gat_attention's output on the terms computed by autograd, and the same gradients for h,
+    att_src, att_dst and ee; a second differentiation raises."""
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3).to(device), 10)
     gen = torch.Generator().manual_seed(0)
     h = torch.randn(10, heads, 5, generator=gen).to(device).requires_grad_()
     att = [torch.randn(1, heads, 5, generator=gen).to(device).requires_grad_() for _ in range(2)]
+    ee = torch.randn(graph.num_edges, heads, generator=gen).to(device).requires_grad_() if edge_term else None
+    inputs = (h, *att) + ((ee,) if edge_term else ())
     grad = torch.randn(10, heads, 5, generator=gen).to(device)
     torch.manual_seed(1)
-    layer = dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.4)
+    layer = dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.4, ee=ee)
     assert layer.grad_fn.name() == "DfgnnGATLayerBackward"
-    dlayer = torch.autograd.grad(layer, (h, *att), grad)
+    dlayer = torch.autograd.grad(layer, inputs, grad)
     torch.manual_seed(1)
     elr = (h * torch.cat(att).unsqueeze(1)).sum(dim=-1)
-    plain = dfgnn.gat_attention(graph, elr[0], elr[1], h, negative_slope=0.2, dropout=0.4)
-    dplain = torch.autograd.grad(plain, (h, *att), grad)
+    plain = dfgnn.gat_attention(graph, elr[0], elr[1], h, negative_slope=0.2, dropout=0.4, edge_features=ee)
+    dplain = torch.autograd.grad(plain, inputs, grad)
     assert torch.equal(layer, plain)
-    for a, b, name in zip(dlayer, dplain, ("dh", "datt_src", "datt_dst")):
+    for a, b, name in zip(dlayer, dplain, ("dh", "datt_src", "datt_dst", "dee")):
         assert_close(a, b, 1e-6, name)
     with torch.no_grad():
-        assert torch.equal(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0), dfgnn.gat_attention(
-            graph, elr[0], elr[1], h, negative_slope=0.2))
+        assert torch.equal(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0, ee=ee), dfgnn.gat_attention(
+            graph, elr[0], elr[1], h, negative_slope=0.2, edge_features=ee))
     (first,) = torch.autograd.grad(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0).sum(), h, create_graph=True)
     with pytest.raises(RuntimeError, match="no double backward"):
         first.sum().backward()
