@@ -3,9 +3,10 @@
 // every rank by a test main that defines `Transport` and `test_transport()` (this process's
 // transport) first: tests/mpi (MPI under mpirun, P = 1..4) and tests/nccl (NCCL, a process per
 // GPU). Each rank's forward and backward on its own rows equal its rows of one call on the
-// whole graph within 1e-5 normwise (GT, GAT, GATv2; edge values, edge features and dropout;
-// partitions by edges and a scattered one), bitwise equal on a second run and from a plan built
-// from the rank's edges alone; bad input on one rank throws the same Error on every rank.
+// whole graph within 1e-6 normwise, gradients 5e-6 (GT, GAT, GATv2; edge values, edge features
+// and dropout; partitions by edges and a scattered one), bitwise equal on a second run and from
+// a plan built from the rank's edges alone; bad input on one rank throws the same Error on every
+// rank.
 
 #include "expect_error.hpp"
 #include "model_call.hpp"
@@ -104,11 +105,11 @@ TEST_P(DistributedAttention, EqualsOneProcess) {
                               : edge_rows(x)                ? take_rows(one.tensors[t], s.edge_ids, width)
                                                             : take_rows(one.tensors[t], s.rows, width);
           const std::vector<double> ref(part.begin(), part.end());
-          // 1e-5: a rank's two calls merge through their float32 logsumexps, whose ulp at a super
-          // node's ~8 is 1e-6 (up to 5e-6 from one process there, 4.3e-6 from float64 where one
-          // process is at 4.6e-7; docs/distributed.md), and da sums over all edges, its terms
-          // cancelling (as tests/test_partition.cpp).
-          EXPECT_LE(max_relative_error(mine.tensors[t].data(), ref), 1e-5)
+          // out within 1e-6; a gradient within 5e-6: its terms read the merged float32
+          // logsumexp, whose ulp at a super node's ~8 is 1e-6 (one process rounds a different
+          // value), and a rank sums a row's cancelling terms in parts (GAT's der, da; as
+          // tests/test_partition.cpp; docs/distributed.md).
+          EXPECT_LE(max_relative_error(mine.tensors[t].data(), ref), t == 0 ? 1e-6 : 5e-6)
               << (t == 0 ? "out" : "gradient " + std::to_string(t)) << " on rank " << world_rank();
         }
         const Outcome again = rank_call(plan, in);

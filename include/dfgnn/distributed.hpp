@@ -398,11 +398,13 @@ class DistributedPlan {
             lse(v, h) = a ? la : 0.0f;
             return;
           }
-          const float m = a && la > lb ? la : lb;
-          const float l = a ? m + log(exp(la - m) + exp(lb - m)) : lb;
-          const float f = a ? exp(lb - l) : 1.0f;
+          // The weights in double: in float, exp and log of logsumexps near a super node's ~8 put
+          // 5e-6 into out (docs/distributed.md).
+          const double m = a && la > lb ? la : lb;
+          const double l = a ? m + log(exp(double(la) - m) + exp(double(lb) - m)) : double(lb);
+          const float f = a ? float(exp(double(lb) - l)) : 1.0f;
           for (std::size_t d = 0; d < D; ++d) out(v, h, d) += f * (other(k * D + d) - out(v, h, d));
-          lse(v, h) = l;
+          lse(v, h) = float(l);
         });
   }
 

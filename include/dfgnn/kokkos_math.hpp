@@ -16,6 +16,8 @@ namespace kmath = ::Kokkos::Experimental;
 
 KOKKOS_INLINE_FUNCTION float exp(float x) { return kmath::exp(x); }
 KOKKOS_INLINE_FUNCTION float log(float x) { return kmath::log(x); }
+KOKKOS_INLINE_FUNCTION double exp(double x) { return kmath::exp(x); }
+KOKKOS_INLINE_FUNCTION double log(double x) { return kmath::log(x); }
 KOKKOS_INLINE_FUNCTION float sqrt(float x) { return kmath::sqrt(x); }
 KOKKOS_INLINE_FUNCTION float fmax(float a, float b) { return kmath::fmax(a, b); }
 KOKKOS_INLINE_FUNCTION float leaky_relu(float x, float slope) { return x > 0.0f ? x : slope * x; }

@@ -281,17 +281,20 @@ def _merge(graph, inner, outer):
     a call's terms taken only for rows where it has edges (the kernels give an empty row out 0,
     lse 0). As f_in + f_out = 1, out is one lerp from out_in to out_out by f_out (one pass: two
     broadcast products took twice as long); where one call has every edge (one rank, no halo,
-    only halo) its result stands. Returns out, lse and the factors (f_in, f_out) [rows, H],
-    float32."""
+    only halo) its result stands. The factors are formed in float64. Returns out, lse and the
+    factors (f_in, f_out) [rows, H], float32."""
     (out_in, lse_in), (out_out, lse_out) = inner, outer
     if not (graph.inner.num_edges and graph.outer.num_edges):
         one, zero = torch.ones_like(lse_in), torch.zeros_like(lse_in)
         return (*outer, [zero, one]) if graph.outer.num_edges else (*inner, [one, zero])
-    parts = [lse.masked_fill(~rows[:, None], -math.inf) for lse, rows in zip((lse_in, lse_out), graph._rows_with)]
+    # In float64: in float32, exp and log of logsumexps near a super node's ~8 put 5e-6 into out.
+    parts = [lse.double().masked_fill_(~rows[:, None], -math.inf)
+             for lse, rows in zip((lse_in, lse_out), graph._rows_with)]
     lse = torch.logaddexp(*parts)
-    factors = [torch.exp(part - lse).nan_to_num_(0.0) for part in parts]  # a row without edges: -inf - -inf
+    # a row without edges: -inf - -inf
+    factors = [torch.exp(part - lse).nan_to_num_(0.0).float() for part in parts]
     out = _in_float32(out_in, lambda x: x.lerp_(out_out.to(x.dtype), factors[1][..., None]))
-    return out, lse.masked_fill_(lse == -math.inf, 0.0), factors
+    return out, lse.masked_fill_(lse == -math.inf, 0.0).float(), factors
 
 
 def _in_float32(x, update):
