@@ -83,18 +83,24 @@ def attention_cost(kind, graph, n, e, heads, dim, warmup, iters):
     return result, edges.numel() * 4
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def add_common_args(p):
+    """The arguments this script and layer_profile.py share: the graphs, the CLI that generates
+    the synthetic ones, a work folder, the timing and the JSON output."""
     run_bench.add_graph_args(p)
     p.set_defaults(graphs="cora,pubmed,pattern,tolokers,web-NotreDame,rmat-s17-d64")
     p.add_argument("--dfgnn", required=True, help="the dfgnn CLI (dfgnn gen makes the synthetic graphs)")
     p.add_argument("--work", default="edge_bench_work")
-    p.add_argument("--heads", type=int, default=1)
-    p.add_argument("--dim", type=int, default=128)
-    p.add_argument("--edge-dim", type=int, default=16)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--json")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_common_args(p)
+    p.add_argument("--heads", type=int, default=1)
+    p.add_argument("--dim", type=int, default=128)
+    p.add_argument("--edge-dim", type=int, default=16)
     a = p.parse_args(argv)
     import dfgnn
     from torch_geometric import EdgeIndex

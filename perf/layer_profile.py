@@ -43,13 +43,7 @@ def breakdown(step, iters):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    run_bench.add_graph_args(p)
-    p.set_defaults(graphs="cora,pubmed,pattern,tolokers,web-NotreDame,rmat-s17-d64")
-    p.add_argument("--dfgnn", required=True, help="the dfgnn CLI (dfgnn gen makes the synthetic graphs)")
-    p.add_argument("--work", default="edge_bench_work")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--json")
+    edge_bench.add_common_args(p)
     a = p.parse_args(argv)
     import dfgnn
     from torch_geometric import EdgeIndex

@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace dfgnn::test {
@@ -70,6 +72,30 @@ inline std::vector<std::vector<double>> reference_gradients(ScoreKind kind, cons
       if constexpr (Model::kind == ScoreKind::GATv2) return {r.dXL, r.dXR, r.da, r.dE};
     }
   });
+}
+
+/// The parameter of a two-byte case: model, f16 (else bf16), H x D, the graph's index.
+using TwoByteParam = std::tuple<ScoreKind, bool, std::pair<int, int>, int>;
+
+/// Its fields.
+struct TwoByteCase {
+  explicit TwoByteCase(const TwoByteParam& p)
+      : kind(std::get<0>(p)), prec(std::get<1>(p) ? kF16 : kBf16), H(std::get<2>(p).first),
+        D(std::get<2>(p).second), index(unsigned(std::get<3>(p))) {}
+  ScoreKind kind;
+  Precision prec;
+  int H, D;
+  unsigned index;
+};
+
+/// The host values of a call's gradients (buffers with host()), then the edge argument's when
+/// `edge` is given.
+template <class Buffers, class Buffer>
+std::vector<std::vector<float>> host_values(const Buffers& grads, const Buffer* edge) {
+  std::vector<std::vector<float>> r;
+  for (const auto& d : grads) r.push_back(d->host());
+  if (edge) r.push_back(edge->host());
+  return r;
 }
 
 /// One rounding of a float32-accurate result: at most the unit roundoff, relative to the

@@ -197,30 +197,23 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   for (std::size_t i = 0; i < grads.size(); ++i)
     EXPECT_TRUE(test::same_bits(once[i], grads[i]->host())) << where << ": two runs differ";
 
-  std::vector<std::vector<float>> got;
-  for (const auto& d : grads) got.push_back(d->host());
-  if (var.edges) got.push_back(dedge.host());
-  test::expect_gradients(kind, prec, where, g, H, D, host, dout, out.host(), ro, got, 1);
+  test::expect_gradients(kind, prec, where, g, H, D, host, dout, out.host(), ro,
+                         test::host_values(grads, var.edges ? &dedge : nullptr), 1);
 }
 
-using Param = std::tuple<ScoreKind, bool, std::pair<int, int>, int>;
-
 /// One case: a model, a type, H x D and a graph; AGNN skips the bipartite graph.
-class TwoByte : public ::testing::TestWithParam<Param> {
+class TwoByte : public ::testing::TestWithParam<test::TwoByteParam>, protected test::TwoByteCase {
  protected:
+  TwoByte() : TwoByteCase(GetParam()) {}
   void SetUp() override {
     if (kind == ScoreKind::AGNN && named.graph.bipartite()) GTEST_SKIP() << "AGNN takes square graphs";
   }
   void expect(Variant v, unsigned seed) const {
-    if (f16)
-      expect_matches<dfgnn::f16>(kind, test::kF16, named, H, D, v, seed);
+    if (prec.dtype == DType::F16)
+      expect_matches<f16>(kind, prec, named, H, D, v, seed);
     else
-      expect_matches<dfgnn::bf16>(kind, test::kBf16, named, H, D, v, seed);
+      expect_matches<bf16>(kind, prec, named, H, D, v, seed);
   }
-  const ScoreKind kind = std::get<0>(GetParam());
-  const bool f16 = std::get<1>(GetParam());
-  const int H = std::get<2>(GetParam()).first, D = std::get<2>(GetParam()).second;
-  const unsigned index = unsigned(std::get<3>(GetParam()));
   const test::NamedGraph& named = graphs()[index];
 };
 
@@ -240,7 +233,7 @@ TEST_P(TwoByte, BackwardOnTheRoundedOut) {
   expect({false, false, true, true}, seed + 3);
 }
 
-std::string name_of(const ::testing::TestParamInfo<Param>& info) {
+std::string name_of(const ::testing::TestParamInfo<test::TwoByteParam>& info) {
   const auto [kind, f16, hd, graph] = info.param;
   return std::string(to_string(kind)) + (f16 ? "_f16" : "_bf16") + "_H" + std::to_string(hd.first) + "D" +
          std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;

@@ -34,8 +34,6 @@
 namespace {
 
 using namespace dfgnn;
-using test::kBf16;
-using test::kF16;
 using test::Precision;
 
 void ok(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
@@ -194,27 +192,20 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   back();
   for (std::size_t i = 0; i < grads.size(); ++i) EXPECT_EQ(bits[i], grads[i]->bits()) << where << ": two runs differ";
 
-  std::vector<std::vector<float>> got;
-  for (const auto& d : grads) got.push_back(d->host());
-  if (var.edges) got.push_back(dedge.host());
   // AGNN's dX: each walk rounds its share.
-  test::expect_gradients(kind, prec, where, g, H, D, host, dout, out.host(), ro, got, 2);
+  test::expect_gradients(kind, prec, where, g, H, D, host, dout, out.host(), ro,
+                         test::host_values(grads, var.edges ? &dedge : nullptr), 2);
 }
-
-using Param = std::tuple<ScoreKind, bool, std::pair<int, int>, int>;
 
 /// One case of the suites below: a model, a type, H x D and a graph; skipped without a device
 /// and for AGNN on the bipartite graph.
-class TwoByte : public ::testing::TestWithParam<Param> {
+class TwoByte : public ::testing::TestWithParam<test::TwoByteParam>, protected test::TwoByteCase {
  protected:
+  TwoByte() : TwoByteCase(GetParam()) {}
   void SetUp() override {
     if (no_device()) GTEST_SKIP() << "no CUDA device";
     if (kind == ScoreKind::AGNN && named.graph.bipartite()) GTEST_SKIP() << "AGNN takes square graphs";
   }
-  const ScoreKind kind = std::get<0>(GetParam());
-  const Precision& prec = std::get<1>(GetParam()) ? kF16 : kBf16;
-  const int H = std::get<2>(GetParam()).first, D = std::get<2>(GetParam()).second;
-  const unsigned index = unsigned(std::get<3>(GetParam()));
   const test::NamedGraph& named = graphs()[index];
 };
 
@@ -246,7 +237,7 @@ TEST_P(TwoByteBackward, MatchesFloat64ReferenceOnTheRoundedOut) {
   expect_matches(kind, prec, named, H, D, {true, false, true, true, Order::ColumnsFirst}, seed + 5);
 }
 
-std::string name_of(const ::testing::TestParamInfo<Param>& info) {
+std::string name_of(const ::testing::TestParamInfo<test::TwoByteParam>& info) {
   const auto [kind, f16, hd, graph] = info.param;
   return std::string(to_string(kind)) + (f16 ? "_f16" : "_bf16") + "_H" + std::to_string(hd.first) + "D" +
          std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
