@@ -36,27 +36,6 @@ using test::Precision;
 using Exec = Kokkos::DefaultExecutionSpace;
 using Mem = Exec::memory_space;
 
-template <class T>
-constexpr DType type_of() {
-  return std::is_same_v<T, bf16> ? DType::BF16 : std::is_same_v<T, f16> ? DType::F16 : DType::F32;
-}
-
-/// x (holding one of T's values) as a T, and back.
-template <class T>
-T element(float x) {
-  if constexpr (std::is_same_v<T, float>)
-    return x;
-  else
-    return T{to_bits(type_of<T>(), x)};
-}
-template <class T>
-float value(T x) {
-  if constexpr (std::is_same_v<T, float>)
-    return x;
-  else
-    return to_float(x);
-}
-
 /// n elements of T in the execution space's memory, `offset` elements past the allocation's
 /// start: a copy of host floats (which hold T's values), or NaN to be overwritten.
 template <class T>
@@ -65,8 +44,8 @@ class Tensor {
   Tensor(const std::vector<float>& host, int offset = 0)
       : all_("tensor", host.size() + std::size_t(offset) + 1), offset_(std::size_t(offset)), n_(host.size()) {
     const auto m = Kokkos::create_mirror_view(all_);
-    for (std::size_t i = 0; i < m.size(); ++i) m(i) = element<T>(std::numeric_limits<float>::quiet_NaN());
-    for (std::size_t i = 0; i < n_; ++i) m(offset_ + i) = element<T>(host[i]);
+    for (std::size_t i = 0; i < m.size(); ++i) m(i) = from_float<T>(std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t i = 0; i < n_; ++i) m(offset_ + i) = from_float<T>(host[i]);
     Kokkos::deep_copy(all_, m);
   }
   Tensor(std::size_t n, int offset = 0)
@@ -91,7 +70,7 @@ class Tensor {
   std::vector<float> host() const {
     const auto m = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), all_);
     std::vector<float> r(n_);
-    for (std::size_t i = 0; i < n_; ++i) r[i] = value(m(offset_ + i));
+    for (std::size_t i = 0; i < n_; ++i) r[i] = to_float(m(offset_ + i));
     return r;
   }
 

@@ -416,23 +416,13 @@ class KokkosRun {
   static std::vector<float> to_host(const View& v) {
     const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
     std::vector<float> r(host.size());
-    for (std::size_t i = 0; i < r.size(); ++i) {
-      if constexpr (std::is_same_v<T, float>)
-        r[i] = host.data()[i];
-      else
-        r[i] = to_float(host.data()[i]);
-    }
+    for (std::size_t i = 0; i < r.size(); ++i) r[i] = to_float(host.data()[i]);
     return r;
   }
   /// floats holding T's values as a View of T.
   static Kokkos::View<T*, Mem> upload(const std::string& label, const std::vector<float>& host) {
     std::vector<T> x(host.size());
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      if constexpr (std::is_same_v<T, float>)
-        x[i] = host[i];
-      else
-        x[i] = T{to_bits(std::is_same_v<T, bf16> ? DType::BF16 : DType::F16, host[i])};
-    }
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = from_float<T>(host[i]);
     return detail::upload<T, Mem>(label, x);
   }
   /// The model's arguments (or gradients), and its edge argument's last when given, on flat

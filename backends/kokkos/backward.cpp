@@ -52,10 +52,10 @@ void backward_of(const AGNN& model, const Exec& exec, const PortablePlan<Exec>& 
   const int count = int(score.beta.extent(0));
   const auto dx = t.output(c.grads[0]);
   AGNNGrad<Mem, T> grad{score.x, up.dout, score.inv_norm, score.beta, dx, {}, {}};
-  const bool wide = std::is_same_v<T, float>;
+  constexpr bool wide = std::is_same_v<T, float>;
   const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count,
                            wide ? 0 : dx.size());
-  if constexpr (std::is_same_v<T, float>)
+  if constexpr (wide)
     grad.part = dx;
   else
     grad.part = Output<Mem>(s.rows.data(), dx.extent(0), dx.extent(1), dx.extent(2));

@@ -137,7 +137,7 @@ struct AGNNGrad {
   EdgeWork<Mem> work;
   Output<Mem> part;
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(dx.extent(2)), x, dout, dx, part); }
-  KOKKOS_INLINE_FUNCTION float beta_of(int h) const { return widen(beta(beta.extent(0) == 1 ? 0 : h)); }
+  KOKKOS_INLINE_FUNCTION float beta_of(int h) const { return to_float(beta(beta.extent(0) == 1 ? 0 : h)); }
   KOKKOS_INLINE_FUNCTION void note(edge_t i, node_t v, node_t u, int h, float raw) const {
     work.cos(i) = raw * inv_norm(v, h) * inv_norm(u, h);
   }
@@ -193,7 +193,7 @@ struct GATGrad {
   /// The score's derivative as the first entry of a chunk.
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, edge_t i, int h) const {
-    const float x = widen(el(u, h)) + widen(er(v, h)) + (edge.given() ? widen(edge.in(edge.edge_id(e), h)) : 0.0f);
+    const float x = to_float(el(u, h)) + to_float(er(v, h)) + (edge.given() ? to_float(edge.in(edge.edge_id(e), h)) : 0.0f);
     Vec<W> d{};
     d.x[0] = work.dr(i) * leaky_relu_grad(x, slope);
     return d;
@@ -206,7 +206,7 @@ struct GATGrad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int, const Vec<W>& s) const {
-    der(v, h) = narrow<T>(s.x[0]);
+    der(v, h) = from_float<T>(s.x[0]);
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return dim() + 1; }
   template <int W>
@@ -218,12 +218,12 @@ struct GATGrad {
     if (c < dim() / W)
       store<W>(dv, u, h, c, s);
     else
-      del(u, h) = narrow<T>(s.x[0]);
+      del(u, h) = from_float<T>(s.x[0]);
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? 1 : 0; }
   template <int W>
   KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int) const {
-    edge.grad(edge.edge_id(e), h) = narrow<T>(dscore<W>(v, u, e, e * edge_t(der.extent(1)) + h, h).x[0]);
+    edge.grad(edge.edge_id(e), h) = from_float<T>(dscore<W>(v, u, e, e * edge_t(der.extent(1)) + h, h).x[0]);
   }
 };
 
@@ -303,7 +303,7 @@ struct Destinations {
     float delta = 0.0f;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim),
-        [&](int d, float& acc) { acc += widen(up.dout(v, h, d)) * widen(up.out(v, h, d)); }, delta);
+        [&](int d, float& acc) { acc += to_float(up.dout(v, h, d)) * to_float(up.out(v, h, d)); }, delta);
     const float lse = up.lse(v, h);
     edge_t e = a;
     for (; b - e >= kStepEdges; e += kStepEdges) step<kStepEdges>(team, v, h, e, delta, lse);
@@ -554,7 +554,7 @@ void sum_over_edges(const Exec& exec, const PortablePlan<Exec>& plan, const Term
       "dfgnn::backward_parameter_sum", Kokkos::RangePolicy<Exec>(exec, 0, count), KOKKOS_LAMBDA(int k) {
         float acc = 0.0f;
         for (int s = 0; s < slices; ++s) acc += partials(std::size_t(s) * count + k);
-        result(k) = narrow<T>(acc);
+        result(k) = from_float<T>(acc);
       });
 }
 

@@ -107,7 +107,7 @@ Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> in
         const node_t n = node_t(k / H);
         const int h = int(k % H);
         float sq = 0.0f;
-        for (int d = 0; d < D; ++d) sq += widen(X(n, h, d)) * widen(X(n, h, d));
+        for (int d = 0; d < D; ++d) sq += to_float(X(n, h, d)) * to_float(X(n, h, d));
         inv(n, h) = sq > 0.0f ? 1.0f / sqrt(sq) : 0.0f;
       });
   return inv;

@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <type_traits>
 
 namespace dfgnn::kokkos_impl {
 
@@ -34,7 +33,8 @@ template <class Exec>
 class PortablePlan;
 
 // A call's tensors, of its element type T (float, or half.hpp's bf16 and f16: docs/design.md,
-// "Element types"); the kernels widen what they read to float and narrow what they write once.
+// "Element types"); the kernels widen what they read to float (to_float) and round what they
+// write once (from_float, half.hpp).
 template <class Mem, class T = float>
 using Features = Kokkos::View<const T***, Kokkos::LayoutRight, Mem>;
 template <class Mem, class T = float>
@@ -45,21 +45,6 @@ template <class Mem, class T = float>
 using Output = Kokkos::View<T***, Kokkos::LayoutRight, Mem>;
 template <class Mem, class T = float>
 using ScalarsOut = Kokkos::View<T**, Kokkos::LayoutRight, Mem>;
-
-KOKKOS_INLINE_FUNCTION float widen(float x) { return x; }
-KOKKOS_INLINE_FUNCTION float widen(bf16 x) { return to_float(x); }
-KOKKOS_INLINE_FUNCTION float widen(f16 x) { return to_float(x); }
-
-/// float to T, rounding to nearest even (half.hpp).
-template <class T>
-KOKKOS_INLINE_FUNCTION T narrow(float x) {
-  if constexpr (std::is_same_v<T, bf16>)
-    return to_bf16(x);
-  else if constexpr (std::is_same_v<T, f16>)
-    return to_f16(x);
-  else
-    return x;
-}
 
 /// W consecutive floats, aligned to their size so that W = 4 is one 16-byte access.
 template <int W>
@@ -79,7 +64,7 @@ template <int W, class T>
 KOKKOS_INLINE_FUNCTION Vec<W> widened(const T* row, int i) {
   const Packed<T, W> p = reinterpret_cast<const Packed<T, W>*>(row)[i];
   Vec<W> x;
-  for (int j = 0; j < W; ++j) x.x[j] = widen(p.x[j]);
+  for (int j = 0; j < W; ++j) x.x[j] = to_float(p.x[j]);
   return x;
 }
 template <int W, class Mem, class T>
@@ -100,11 +85,11 @@ bool rows_aligned(int W, int dim, const Views&... t) {
   return dim % W == 0 && (ok(t.data()) && ...);
 }
 
-/// Stores x, narrowed to T, as features [W i, W i + W) of row (n, h) of an output tensor.
+/// Stores x, rounded to T, as features [W i, W i + W) of row (n, h) of an output tensor.
 template <int W, class Mem, class T>
 KOKKOS_INLINE_FUNCTION void store(const Output<Mem, T>& t, std::int64_t n, int h, int i, const Vec<W>& x) {
   Packed<T, W> p;
-  for (int j = 0; j < W; ++j) p.x[j] = narrow<T>(x.x[j]);
+  for (int j = 0; j < W; ++j) p.x[j] = from_float<T>(x.x[j]);
   reinterpret_cast<Packed<T, W>*>(&t(n, h, 0))[i] = p;
 }
 
@@ -166,7 +151,7 @@ struct AGNNScore {
     return dot(chunk<W>(x, dst, h, i), chunk<W>(x, src, h, i));
   }
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t dst, node_t src, edge_t, int h) const {
-    return widen(beta(beta.extent(0) == 1 ? 0 : h)) * acc * inv_norm(dst, h) * inv_norm(src, h);
+    return to_float(beta(beta.extent(0) == 1 ? 0 : h)) * acc * inv_norm(dst, h) * inv_norm(src, h);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(x, u, h, i); }
@@ -185,7 +170,7 @@ struct GATScore {
   KOKKOS_INLINE_FUNCTION float terms(node_t, node_t, edge_t, int, int) const { return 0.0f; }
   /// el_u + er_v (+ ee_e): the LeakyReLU's argument.
   KOKKOS_INLINE_FUNCTION float logit(node_t dst, node_t src, edge_t id, int h) const {
-    return widen(el(src, h)) + widen(er(dst, h)) + (ee.data() ? widen(ee(id, h)) : 0.0f);
+    return to_float(el(src, h)) + to_float(er(dst, h)) + (ee.data() ? to_float(ee(id, h)) : 0.0f);
   }
   KOKKOS_INLINE_FUNCTION float finish(float, node_t dst, node_t src, edge_t id, int h) const {
     return leaky_relu(logit(dst, src, id, h), slope);
@@ -245,12 +230,12 @@ struct Problem {
   Output<Mem, T> out;
   int heads, dim;
 
-  /// Stores feature d of row (v, h) of the output, narrowed to T.
-  KOKKOS_INLINE_FUNCTION void put(node_t v, int h, int d, float x) const { out(v, h, d) = narrow<T>(x); }
+  /// Stores feature d of row (v, h) of the output, rounded to T.
+  KOKKOS_INLINE_FUNCTION void put(node_t v, int h, int d, float x) const { out(v, h, d) = from_float<T>(x); }
 
   /// The score of CSR edge e, head h, times its edge value.
   KOKKOS_INLINE_FUNCTION float scaled(float s, edge_t e, int h) const {
-    return edge_values.data() ? s * widen(edge_values(edge_id(e), edge_values.extent(1) == 1 ? 0 : h)) : s;
+    return edge_values.data() ? s * to_float(edge_values(edge_id(e), edge_values.extent(1) == 1 ? 0 : h)) : s;
   }
   /// The dropout factor of CSR edge e, head h (1 without dropout).
   KOKKOS_INLINE_FUNCTION float keep(edge_t e, int h) const {

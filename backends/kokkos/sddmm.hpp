@@ -54,7 +54,7 @@ struct ToWeights {
   Problem<Mem, T> p;
   ScalarsOut<Mem, T> weights;
   KOKKOS_INLINE_FUNCTION void operator()(edge_t e, int h, float x) const {
-    weights(p.edge_id(e), h) = narrow<T>(exp(x - p.lse(p.dst(e), h)) * p.keep(e, h));
+    weights(p.edge_id(e), h) = from_float<T>(exp(x - p.lse(p.dst(e), h)) * p.keep(e, h));
   }
 };
 

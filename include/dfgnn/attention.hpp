@@ -59,12 +59,9 @@ namespace detail {
 /// View made on a null pointer, whatever its extents.
 template <class View>
 TensorRef tensor_ref(const View& v) {
-  using T = typename View::non_const_value_type;
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
-                "dfgnn tensors hold float, dfgnn::bf16 or dfgnn::f16");
   TensorRef t;
   t.data = v.data();
-  t.dtype = std::is_same_v<T, bf16> ? DType::BF16 : std::is_same_v<T, f16> ? DType::F16 : DType::F32;
+  t.dtype = dtype_of<typename View::non_const_value_type>();
   t.rank = int(View::rank);
   for (int r = 0; r < t.rank; ++r) t.extents[r] = v.extent(r);
   t.strided = v.span() != t.entries();

@@ -207,13 +207,6 @@ void attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind kind, f
                         const void* const* inputs, std::size_t count, const void* out, const float* logsumexp,
                         const void* dOut, void* const* grads, const Options& options);
 
-template <class E>
-constexpr DType dtype_of() {
-  static_assert(std::is_same_v<E, float> || std::is_same_v<E, bf16> || std::is_same_v<E, f16>,
-                "tensors are float, bf16 or f16");
-  return std::is_same_v<E, float> ? DType::F32 : std::is_same_v<E, bf16> ? DType::BF16 : DType::F16;
-}
-
 /// A list's pointers as void pointers (at most 4: a model's inputs and its edge argument).
 template <class P, class Q>
 std::array<P, 4> untyped(std::initializer_list<Q> list) {
@@ -231,7 +224,7 @@ template <class Model, class E>
 void attention(cudaStream_t stream, const Plan& plan, const Model& model, std::initializer_list<const E*> inputs,
                E* out, const Options& options = {}, std::size_t count = 0) {
   const auto in = detail::untyped<const void*>(inputs);
-  detail::attention(stream, plan, Model::kind, model.param(), detail::dtype_of<E>(), in.data(), count, out, options);
+  detail::attention(stream, plan, Model::kind, model.param(), dfgnn::dtype_of<E>(), in.data(), count, out, options);
 }
 
 /// The backward of any model: its inputs and gradients in order (see attention_backward below).
@@ -241,7 +234,7 @@ void attention_backward(cudaStream_t stream, const Plan& plan, const Model& mode
                         std::initializer_list<E*> grads, const Options& options = {}, std::size_t count = 0) {
   const auto in = detail::untyped<const void*>(inputs);
   const auto gr = detail::untyped<void*>(grads);
-  detail::attention_backward(stream, plan, Model::kind, model.param(), detail::dtype_of<E>(), in.data(), count, out,
+  detail::attention_backward(stream, plan, Model::kind, model.param(), dfgnn::dtype_of<E>(), in.data(), count, out,
                              logsumexp, dOut, gr.data(), options);
 }
 

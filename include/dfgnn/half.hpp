@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace dfgnn {
 
@@ -79,6 +80,20 @@ DFGNN_HOST_DEVICE inline f16 to_f16(float x) {
   if (shift > 24) return {std::uint16_t(sign)};  // below half of 2^-24 (at most 2^-25: ties to even 0)
   const std::uint32_t significand = (a & 0x7fffffu) | 0x800000u;
   return {std::uint16_t(sign | detail::round_even(significand >> shift, significand & ((1u << shift) - 1), shift))};
+}
+
+/// A float itself, so that to_float reads any element type (float, bf16, f16).
+DFGNN_HOST_DEVICE inline float to_float(float x) { return x; }
+
+/// x as an element of type T (float, bf16, f16): itself, or to_bf16 / to_f16's rounding.
+template <class T>
+DFGNN_HOST_DEVICE inline T from_float(float x) {
+  if constexpr (std::is_same_v<T, bf16>)
+    return to_bf16(x);
+  else if constexpr (std::is_same_v<T, f16>)
+    return to_f16(x);
+  else
+    return x;
 }
 
 }  // namespace dfgnn

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace dfgnn {
 
@@ -33,6 +34,14 @@ void with_element(DType t, F&& f) {
     case DType::F32: break;
   }
   f(float{});
+}
+
+/// The DType of the C++ element type T (with_element's inverse).
+template <class T>
+constexpr DType dtype_of() {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16> || std::is_same_v<T, f16>,
+                "tensors are float, bf16 or f16");
+  return std::is_same_v<T, float> ? DType::F32 : std::is_same_v<T, bf16> ? DType::BF16 : DType::F16;
 }
 
 /// Bytes of one element.

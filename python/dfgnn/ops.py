@@ -506,8 +506,11 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
     if (h_dst is None and not weights and 0.0 <= dropout < 1.0 and _eager_mode(tensors)
             and (h.is_cpu or h.is_cuda and _lib.has_cuda)
             and h.dim() == 3 and h.size(0) == n and att_src.shape == (1, *h.shape[1:]) == att_dst.shape
-            and all(t.dtype is _F32 and t.is_contiguous() and t.device == h.device for t in tensors)
-            and (ee is None or ee.shape == (graph.num_edges, h.size(1)))
+            and h.dtype is _F32 and att_src.dtype is _F32 and att_dst.dtype is _F32
+            and h.is_contiguous() and att_src.is_contiguous() and att_dst.is_contiguous()
+            and att_src.device == h.device and att_dst.device == h.device
+            and (ee is None or ee.dtype is _F32 and ee.is_contiguous() and ee.device == h.device
+                 and ee.shape == (graph.num_edges, h.size(1)))
             and not _autocast_on(h)):
         return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:]), h, att_src, att_dst, float(negative_slope),
                               dropout, _draw_seed() if dropout > 0.0 else 0, _forward_ad._current_level, ee)
