@@ -58,11 +58,13 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
 
 namespace detail {
 
-Strategy element_strategy(const char* who, Strategy asked, DType dtype) {
-  if (dtype == DType::F32 || asked == Strategy::Online) return asked;
-  if (asked == Strategy::Auto) return Strategy::Online;
+Strategy element_strategy(const char* who, Strategy asked, DType dtype, unsigned two_byte) {
+  const auto runs = [&](Strategy s) { return (two_byte >> int(s) & 1u) != 0; };
+  const bool dense = runs(Strategy::Dense);  // Online runs every type on both backends
+  if (dtype == DType::F32 || (asked != Strategy::Auto && runs(asked))) return asked;
+  if (asked == Strategy::Auto) return dense ? Strategy::Auto : Strategy::Online;
   throw Error(std::string(who) + ": the " + to_string(asked) + " strategy runs float32 tensors only; " +
-              to_string(dtype) + " ones run Online (Auto picks it)");
+              to_string(dtype) + " ones run " + (dense ? "Online or Dense (Auto picks one)" : "Online (Auto picks it)"));
 }
 
 void check_op(const char* who, const Op& op) {

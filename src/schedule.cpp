@@ -14,8 +14,12 @@ namespace {
 /// weigh more against its products, and is highest for GAT, whose Online kernel is the
 /// cheapest (a scalar key). On MNIST-like batches (~57 nodes, 0.13) Dense lost at all nine
 /// H x D measured: the products of absent pairs and the per-graph staging outweigh the reuse,
-/// and the 64-node mean keeps such batches on Online.
-bool dense_pays(ScoreKind kind, int dim, const BatchStats& batch) {
+/// and the 64-node mean keeps such batches on Online. Two-byte elements keep float32's bars:
+/// their Dense gains more over their Online at every score and D measured on PATTERN-like but
+/// bf16 GAT at 4x32 (docs/cuda.md, "Dense").
+bool dense_pays(const Op& op, const BatchStats& batch) {
+  const ScoreKind kind = op.kind;
+  const int dim = op.dim;
   constexpr double kDenseMeanNodes = 64;
   //                             D <= 32, 64, above
   constexpr double kBar[3][3] = {{0.26, 0.225, 0.225},   // GT
@@ -29,13 +33,12 @@ bool dense_pays(ScoreKind kind, int dim, const BatchStats& batch) {
 
 }  // namespace
 
-Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& degrees, const BatchStats& batch,
-                         const DeviceFacts& device) {
-  if (device.has(Strategy::Dense) && dense_pays(kind, dim, batch)) return Strategy::Dense;
-  if (device.has(Strategy::Online) && std::size_t(dim) * sizeof(float) <= device.scratch_bytes)
+Strategy choose_strategy(const Op& op, const DegreeStats& degrees, const BatchStats& batch, const DeviceFacts& device) {
+  if (device.has(Strategy::Dense) && dense_pays(op, batch)) return Strategy::Dense;
+  if (device.has(Strategy::Online) && std::size_t(op.dim) * sizeof(float) <= device.scratch_bytes)
     return Strategy::Online;
-  const bool reduces_features = kind == ScoreKind::GT || kind == ScoreKind::AGNN;
-  const std::size_t heaviest = std::size_t(degrees.max) * heads * sizeof(float);
+  const bool reduces_features = op.kind == ScoreKind::GT || op.kind == ScoreKind::AGNN;
+  const std::size_t heaviest = std::size_t(degrees.max) * op.heads * sizeof(float);
   return reduces_features && heaviest >= device.scratch_bytes ? Strategy::PMF : Strategy::SMMF;
 }
 

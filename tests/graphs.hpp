@@ -2,6 +2,7 @@
 // Graph shapes every kernel test runs on, and random inputs (never zeros).
 
 #include <dfgnn/csr.hpp>
+#include <dfgnn/generate.hpp>
 
 #include <cmath>
 #include <random>
@@ -90,6 +91,50 @@ inline std::vector<NamedGraph> test_graphs(std::size_t super_degree) {
   gs.push_back({"batch64", batch_of_small_graphs(64, 3)});
   gs.push_back({"power_law", power_law_graph(1000, 8000, 4)});
   return gs;
+}
+
+/// Dense's own batches: PATTERN-like; the same with every 7th edge three times and the first
+/// node of each graph without in-edges; random graphs (edge probability 1/2, self loops, no
+/// duplicates) at and around each of its buckets' size limits; rows whose edges start past the
+/// first key chunks, stop in the first, or skip keys.
+inline std::vector<NamedGraph> dense_batches() {
+  std::vector<NamedGraph> m;
+  m.push_back({"pattern", gen::sbm_batch(gen::SbmKind::Pattern, 64)});
+  {
+    const HostGraph p = gen::sbm_batch(gen::SbmKind::Pattern, 64, 7);
+    std::vector<node_t> src, dst;
+    for (std::size_t i = 0; i + 1 < p.graph_ptr.size(); ++i)
+      for (node_t v = p.graph_ptr[i] + 1; v < p.graph_ptr[i + 1]; ++v)
+        for (edge_t e = p.row_ptr[v]; e < p.row_ptr[v + 1]; ++e)
+          for (int r = 0; r < (e % 7 == 0 ? 3 : 1); ++r) src.push_back(p.src[e]), dst.push_back(v);
+    m.push_back({"pattern_dup", graph_from_edges(p.num_nodes, src, dst)});
+    m.back().graph.graph_ptr = p.graph_ptr;
+  }
+  {
+    std::mt19937 rng(11);
+    std::vector<HostGraph> parts;
+    for (node_t n : {1, 7, 8, 9, 63, 64, 65, 127, 128, 129, 191, 192}) {
+      std::vector<node_t> src, dst;
+      for (node_t v = 0; v < n; ++v)
+        for (node_t u = 0; u < n; ++u)
+          if (rng() % 2) src.push_back(u), dst.push_back(v);
+      parts.push_back(graph_from_edges(n, src, dst));
+    }
+    m.push_back({"sizes", batch_graphs(parts)});
+  }
+  {
+    std::vector<HostGraph> parts;
+    for (node_t n : {150, 40}) {
+      std::vector<node_t> src, dst;
+      for (node_t v = 0; v < n; ++v)
+        for (node_t u = 0; u < n; ++u)
+          if ((v % 3 == 0 && u >= n - 40) || (v % 3 == 1 && u < 24) || (v % 3 == 2 && u % 5 == v % 5))
+            src.push_back(u), dst.push_back(v);
+      parts.push_back(graph_from_edges(n, src, dst));
+    }
+    m.push_back({"late_edges", batch_graphs(parts)});
+  }
+  return m;
 }
 
 }  // namespace dfgnn::test

@@ -88,6 +88,13 @@ struct TwoByteCase {
   unsigned index;
 };
 
+/// A case's test name: model, type, H x D and the name of its graph.
+inline std::string case_name(const TwoByteParam& p, const std::string& graph) {
+  const auto [H, D] = std::get<2>(p);
+  return std::string(to_string(std::get<0>(p))) + (std::get<1>(p) ? "_f16" : "_bf16") + "_H" + std::to_string(H) +
+         "D" + std::to_string(D) + "_" + graph;
+}
+
 /// The host values of a call's gradients (buffers with host()), then the edge argument's when
 /// `edge` is given.
 template <class Buffers, class Buffer>

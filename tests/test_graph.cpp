@@ -660,7 +660,7 @@ TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
 
 // Auto on a device with the portable strategies and `scratch` bytes free (a Kokkos team).
 Strategy portable_auto(ScoreKind kind, int heads, int dim, const DegreeStats& s, std::size_t scratch) {
-  return choose_strategy(kind, heads, dim, s, BatchStats{}, DeviceFacts{kPortableStrategies, scratch});
+  return choose_strategy(Op{kind, DType::F32, heads, dim}, s, BatchStats{}, DeviceFacts{kPortableStrategies, scratch});
 }
 
 TEST(GraphChooseStrategy, OnlineWhenTheAccumulatorFits) {
@@ -723,18 +723,21 @@ TEST(GraphChooseStrategy, DenseWhereTheDeviceHasItAndTheBatchIsDenseEnough) {
   const DeviceFacts no_dense{kPortableStrategies, 227 * 1024};
   const DegreeStats s;
   // GT's bar at D = 128 is 0.225, with at least 64 nodes a graph.
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.41, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.225, 64}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.22, 115}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.41, 63}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 1, 128, s, BatchStats{0.41, 115}, no_dense), Strategy::Online);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.41, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.225, 64}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.22, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.41, 63}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.41, 115}, no_dense), Strategy::Online);
   // The bar rises as D falls and is highest for GAT; GATv2 has no Dense score.
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, 32, s, BatchStats{0.25, 115}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(ScoreKind::GT, 4, 32, s, BatchStats{0.26, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(ScoreKind::AGNN, 2, 64, s, BatchStats{0.25, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(ScoreKind::GAT, 4, 32, s, BatchStats{0.35, 115}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(ScoreKind::GAT, 4, 32, s, BatchStats{0.355, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(ScoreKind::GATv2, 1, 128, s, BatchStats{1.0, 192}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 4, 32}, s, BatchStats{0.25, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 4, 32}, s, BatchStats{0.26, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::AGNN, DType::F32, 2, 64}, s, BatchStats{0.25, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GAT, DType::F32, 4, 32}, s, BatchStats{0.35, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GAT, DType::F32, 4, 32}, s, BatchStats{0.355, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GATv2, DType::F32, 1, 128}, s, BatchStats{1.0, 192}, native), Strategy::Online);
+  // Two-byte elements keep the bars.
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::BF16, 4, 32}, s, BatchStats{0.26, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose_strategy(Op{ScoreKind::GAT, DType::F16, 4, 32}, s, BatchStats{0.35, 115}, native), Strategy::Online);
 }
 
 TEST(GraphChooseStrategy, PlanAutoFollowsTheRule) {

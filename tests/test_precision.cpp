@@ -213,9 +213,7 @@ TEST_P(TwoByte, BackwardOnTheRoundedOut) {
 }
 
 std::string name_of(const ::testing::TestParamInfo<test::TwoByteParam>& info) {
-  const auto [kind, f16, hd, graph] = info.param;
-  return std::string(to_string(kind)) + (f16 ? "_f16" : "_bf16") + "_H" + std::to_string(hd.first) + "D" +
-         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+  return test::case_name(info.param, graphs()[std::size_t(std::get<3>(info.param))].name);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, TwoByte,

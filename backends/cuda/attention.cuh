@@ -61,10 +61,15 @@ inline unsigned blocks_for(std::int64_t threads, int block) {
 }
 
 /// Dense (GT, AGNN, GAT) needs 16-byte aligned tensors, i.e. the 16-byte tile (its D is a
-/// multiple of 32); returns false, and launches nothing, for the others.
+/// multiple of 32), and of f16 a dropout factor 1 / (1 - rate) within f16's range with room to
+/// spare, since its normalised P carries it (dense.cuh); returns false, and launches nothing,
+/// for the others.
 template <class S, class T>
-bool dense(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScale& w, const Train& tr, float* out) {
-  constexpr bool kRuns = S::kKind != ScoreKind::GATv2 && T::VEC == 4;
+bool dense(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScaleOf<typename S::Elem>& w,
+           const Train& tr, typename S::Elem* out) {
+  using E = typename S::Elem;
+  constexpr bool kRuns = S::kKind != ScoreKind::GATv2 && T::VEC * sizeof(E) == 16;
+  if (std::is_same_v<E, f16> && tr.dropout.rate > 0.999f) return false;
   if constexpr (kRuns) launch_dense(st, p.dense, sc, w, tr, p.graph.row_ptr, p.heads, p.dim, out);
   return kRuns;
 }
@@ -111,8 +116,14 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typen
   const int H = p.heads, D = p.dim;
   const DeviceGraph& g = p.graph;
   if (g.num_nodes == 0) return;
-  if constexpr (!kFloat<S>) {  // two-byte elements: Online only (the plan saw to it)
-    online<S, T>(st, p, sc, w, tr, out);
+  const auto dense_or_online = [&] {
+    // Unaligned tensors, Auto's edge-wise calls and edge features: Online on whole rows (no pieces).
+    if (!(p.strategy == Strategy::Dense && !(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr)) &&
+          dense<S, T>(st, p, sc, w, tr, out)))
+      online<S, T>(st, p, sc, w, tr, out);
+  };
+  if constexpr (!kFloat<S>) {  // two-byte elements: Online or Dense only (the plan saw to it)
+    dense_or_online();
   } else {
     const std::int64_t E = g.num_edges, N = g.num_nodes;
     auto sddmm = [&] {
@@ -146,10 +157,7 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typen
         });
         break;
       case Strategy::Dense:
-        if (!(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr)) && dense<S, T>(st, p, sc, w, tr, out))
-          break;
-        [[fallthrough]];  // unaligned tensors, Auto's edge-wise calls, edge features: Online on whole rows (no pieces)
-      case Strategy::Online: online<S, T>(st, p, sc, w, tr, out); break;
+      case Strategy::Online: dense_or_online(); break;
       default: throw Error("cuda::attention: plan without a strategy");
     }
   }

@@ -18,35 +18,38 @@ void with_bucket(int b, F&& f) {
   f(std::integral_constant<int, kDenseWarps[2]>{});
 }
 
-/// Calls f(S{}) with the score type of `kind` (GT, AGNN or GAT).
+/// Calls f(S{}) with the score type of `kind` (GT, AGNN or GAT) on elements of type t.
 template <class F>
-void with_score(ScoreKind kind, F&& f) {
-  if (kind == ScoreKind::GT) return f(GTScore<>{});
-  if (kind == ScoreKind::AGNN) return f(AGNNScore<>{});
-  f(GATScore<>{});
+void with_score(ScoreKind kind, DType t, F&& f) {
+  with_element(t, [&](auto e) {
+    using E = decltype(e);
+    if (kind == ScoreKind::GT) return f(GTScore<E>{});
+    if (kind == ScoreKind::AGNN) return f(AGNNScore<E>{});
+    f(GATScore<E>{});
+  });
 }
 
 }  // namespace
 
-bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std::size_t optin) {
+bool dense_shared_region(ScoreKind kind, DType t, int b, int max_nodes, int H, int D, std::size_t optin) {
   // Plans of new graphs of the same shapes (a batch per step) reuse the answer: the occupancy
   // queries cost more than the rest of a Dense plan's host work.
-  using Key = std::tuple<int, ScoreKind, int, int, int, int, std::size_t>;
+  using Key = std::tuple<int, ScoreKind, DType, int, int, int, int, std::size_t>;
   static std::mutex lock;
   static std::map<Key, bool> known;
   int device = 0;
   DFGNN_CUDA(cudaGetDevice(&device));
-  const Key key{device, kind, b, max_nodes, H, D, optin};
+  const Key key{device, kind, t, b, max_nodes, H, D, optin};
   {
     const std::lock_guard<std::mutex> hold(lock);
     if (const auto it = known.find(key); it != known.end()) return it->second;
   }
   bool shared = true;
-  with_score(kind, [&](auto score) {
+  with_score(kind, t, [&](auto score) {
     with_bucket(b, [&](auto warps) {
       constexpr auto kernel = dense_kernel<decltype(score), warps, false, false>;
       const auto blocks_per_sm = [&](bool one) {
-        const std::size_t bytes = dense_smem_bytes(kind, max_nodes, H, D, one);
+        const std::size_t bytes = dense_smem_bytes(kind, max_nodes, H, D, one, t);
         if (bytes > optin) return 0;
         allow_smem<kernel>(bytes);  // the occupancy API counts only what the kernel may ask for
         int blocks = 0;
@@ -63,9 +66,10 @@ bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std
 }
 
 template <class S>
-void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScale& w, const Train& tr,
-                  const edge_t* row_ptr, int H, int D, float* out) {
-  const bool edge_wise = dense_edge_wise(w, tr), chunked = !edge_wise && dense_chunked(S::kKind, D);
+void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScaleOf<typename S::Elem>& w,
+                  const Train& tr, const edge_t* row_ptr, int H, int D, typename S::Elem* out) {
+  using E = typename S::Elem;
+  const bool edge_wise = dense_edge_wise(w, tr), chunked = !edge_wise && dense_chunked(S::kKind, D, dtype_of<E>());
   bool first = true;  // the buckets after the first run as dependents (dense.cuh)
   for (int b = kDenseBuckets - 1; b >= 0; --b) {  // largest graphs first: the long blocks start early
     const DenseBucket& k = d.bucket[b];
@@ -85,18 +89,20 @@ void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeSc
         run(std::true_type{}, std::false_type{});
       else if (!chunked)
         run(std::false_type{}, std::false_type{});
-      else if constexpr (!dense_stages_keys(S::kKind))
+      else if constexpr (!dense_stages_keys(S::kKind) && std::is_same_v<E, float>)
         run(std::false_type{}, std::true_type{});
     });
   }
 }
 
-#define DFGNN_DENSE(S)                                                                                         \
-  template void launch_dense<S>(cudaStream_t, const DenseData&, const S&, const EdgeScale&, const Train&, \
-                                const edge_t*, int, int, float*);
-DFGNN_DENSE(GTScore<>)
-DFGNN_DENSE(AGNNScore<>)
-DFGNN_DENSE(GATScore<>)
+#define DFGNN_DENSE(S)                                                                                    \
+  template void launch_dense<S>(cudaStream_t, const DenseData&, const S&, const EdgeScaleOf<S::Elem>&,   \
+                                const Train&, const edge_t*, int, int, S::Elem*);
+#define DFGNN_DENSE_SCORES(E) DFGNN_DENSE(GTScore<E>) DFGNN_DENSE(AGNNScore<E>) DFGNN_DENSE(GATScore<E>)
+DFGNN_DENSE_SCORES(float)
+DFGNN_DENSE_SCORES(bf16)
+DFGNN_DENSE_SCORES(f16)
+#undef DFGNN_DENSE_SCORES
 #undef DFGNN_DENSE
 
 }  // namespace dfgnn::cuda::detail

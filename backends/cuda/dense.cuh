@@ -13,6 +13,10 @@
 // SplitFrag): max relative error 1.3-1.4e-6 against float64 on the benchmark batches (plain
 // TF32: 8e-4), as with three tf32 MMAs (which were 1-2.5% slower).
 //
+// Two-byte elements (bf16, f16): staged as they are, multiplied by native m16n8k16 MMAs (exact
+// products, fp32 sums); P is normalised and split into hi + lo of the type for P V
+// (split_pair), so out is one rounding of a float32-accurate result (docs/cuda.md, "Dense").
+//
 // Buckets: graphs of n <= 64, 128, 192 nodes run in kernels of 4, 8, 12 warps (one launch
 // each, largest graphs first; each later bucket a programmatic dependent of the one before, so
 // that it fills the SMs the earlier one's last blocks leave idle). Needs D % 32 == 0 and
@@ -33,6 +37,8 @@
 // consecutive outputs of a row.
 
 #include "score.cuh"
+
+#include <dfgnn/op.hpp>
 
 #include <cstdint>
 
@@ -100,6 +106,53 @@ __device__ __forceinline__ void mma_term(int term, float (&c)[4], const SplitA& 
   mma_tf32(c, a.hi, b.hi[0], b.hi[1]);
 }
 
+/// c += a * b on two-byte operands (bf16 or f16; m16n8k16, fp32 accumulators).
+template <class E>
+__device__ __forceinline__ void mma_k16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {
+  if constexpr (std::is_same_v<E, bf16>) {
+    mma_bf16(c, a, b0, b1);
+  } else {
+    static_assert(std::is_same_v<E, f16>);
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+/// Four 8x8 matrices of two-byte elements from shared memory, transposed: lane i gives the
+/// address of row i % 8 of matrix i / 8, and receives in r[m] elements (2t, g) and (2t + 1, g)
+/// of matrix m, i.e. an m16n8k16 B fragment of a row-major [k][n] block.
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], const void* row) {
+  const auto a = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+/// The 16 bytes of elements E at p (shared memory), widened.
+template <class E>
+__device__ __forceinline__ void widen16(const E* p, float (&x)[16 / sizeof(E)]) {
+  if constexpr (sizeof(E) == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+  } else {
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    widen_pair<E>(v.x, x), widen_pair<E>(v.y, x + 2), widen_pair<E>(v.z, x + 4), widen_pair<E>(v.w, x + 6);
+  }
+}
+
+/// Two floats as a pair of E (x0 in the low half) split into hi = x rounded to E and lo = x - hi
+/// rounded to E, so that hi + lo carries x to about twice E's precision: a two-byte P V as
+/// P_hi V + P_lo V is then as exact as the float32 one (dense_kernel).
+template <class E>
+__device__ __forceinline__ void split_pair(float x0, float x1, std::uint32_t& hi, std::uint32_t& lo) {
+  hi = narrow_pair<E>(x0, x1);
+  float h[2];
+  widen_pair<E>(hi, h);
+  lo = narrow_pair<E>(x0 - h[0], x1 - h[1]);
+}
+
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   const auto s = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(src) : "memory");
@@ -113,12 +166,25 @@ __device__ __forceinline__ void cp_async_wait() {
 // ---------------------------------------------------------------------------------------------
 // Layout and limits (shared with the plan)
 
-/// Shared row strides (floats) for `cols` staged columns. K fragments are read as float4 by
-/// lanes (g, t) at row g, column 4t: a stride of 16 mod 32 puts rows g and g+1 on disjoint
-/// banks. V fragments are read at rows 2t, column 4g: a stride of 4 mod 16 spreads rows
-/// 0, 2, 4, 6 over banks 0, 8, 16, 24. Both conflict-free for 16-byte loads.
-__host__ __device__ constexpr int dense_key_stride(int cols) { return (cols + 31) / 32 * 32 + 16; }
-__host__ __device__ constexpr int dense_value_stride(int cols) { return (cols + 15) / 16 * 16 + 4; }
+/// Shared row strides (elements of `bytes` bytes: 4 or 2) for `cols` staged columns. K
+/// fragments are read as 16 bytes by lanes (g, t) at row g, column 16t bytes: a stride of 64
+/// bytes mod 128 puts rows g and g+1 on disjoint banks. Floats: V fragments are read at rows 2t,
+/// column 4g, and a stride of 4 mod 16 floats spreads rows 0, 2, 4, 6 over banks 0, 8, 16, 24;
+/// two-byte elements: V goes through ldmatrix, whose 8 rows of 16 bytes each take distinct
+/// banks at a stride of 16 bytes mod 128. Conflict-free, all of them.
+__host__ __device__ constexpr int dense_key_stride(int cols, int bytes) {
+  const int w = 128 / bytes;  // elements of one pass over the banks
+  return (cols + w - 1) / w * w + w / 2;
+}
+__host__ __device__ constexpr int dense_value_stride(int cols, int bytes) {
+  return bytes == 4 ? (cols + 15) / 16 * 16 + 4 : (cols + 63) / 64 * 64 + 8;
+}
+/// Rows a block stages for a graph of n nodes, zeros past n: whole key tiles of P V's MMA steps,
+/// 8 keys (tf32 m16n8k8) or 16 (two-byte m16n8k16).
+__host__ __device__ constexpr int dense_pad(int n, int bytes) {
+  const int keys = bytes == 4 ? 8 : 16;
+  return (n + keys - 1) / keys * keys;
+}
 
 /// Largest graph (nodes) a block handles: 192 keeps the S row of a warp (96 registers) and the
 /// two regions (192 x (144 + 132) floats = 212 KB at H*D = 128) inside one SM.
@@ -165,21 +231,25 @@ __host__ __device__ constexpr bool dense_keeps_norms(ScoreKind kind) { return ki
 /// D = 32 only (one V region per head, which the plan always picks for it): 7-11% faster on the
 /// PATTERN- and CLUSTER-like batches at 4x32. GT and AGNN, whose S takes K fragments, either
 /// spilled at 80 registers or lost their tile groups, and were 4-14% slower (docs/cuda.md).
-inline bool dense_chunked(ScoreKind kind, int D) { return kind == ScoreKind::GAT && D == 32; }
+/// Floats only: a two-byte P is normalised before it is rounded (dense_kernel), which needs
+/// the whole row's sum.
+inline bool dense_chunked(ScoreKind kind, int D, DType t) { return kind == ScoreKind::GAT && D == 32 && t == DType::F32; }
 
-/// Floats per staged row: `shared_region` stages K and V of one head after the other in one
-/// region (half the memory, two blocks per SM); otherwise K and V of all heads are resident in
-/// two regions from the start (V's copy overlaps S).
-__host__ __device__ constexpr int dense_row_floats(bool keys, int H, int D, bool shared_region) {
-  const int ks = dense_key_stride(shared_region ? D : H * D), vs = dense_value_stride(shared_region ? D : H * D);
+/// Elements per staged row (of `bytes` bytes each): `shared_region` stages K and V of one head
+/// after the other in one region (half the memory, two blocks per SM); otherwise K and V of
+/// all heads are resident in two regions from the start (V's copy overlaps S).
+__host__ __device__ constexpr int dense_row_elements(bool keys, int H, int D, bool shared_region, int bytes) {
+  const int cols = shared_region ? D : H * D;
+  const int ks = dense_key_stride(cols, bytes), vs = dense_value_stride(cols, bytes);
   return !keys ? vs : shared_region ? (ks > vs ? ks : vs) : ks + vs;
 }
 
-/// Shared memory of a block for graphs of up to max_nodes nodes: the staged rows, then the
-/// adjacency bitmask, then (AGNN) the inverse norms.
-inline std::size_t dense_smem_bytes(ScoreKind kind, int max_nodes, int H, int D, bool shared_region) {
-  const std::size_t rows = (max_nodes + 7) / 8 * 8, mask = rows * ((max_nodes + 31) / 32) * 4;
-  return rows * dense_row_floats(dense_stages_keys(kind), H, D, shared_region) * 4 + mask +
+/// Shared memory of a block for graphs of up to max_nodes nodes of element type t: the staged
+/// rows, then the adjacency bitmask, then (AGNN) the inverse norms.
+inline std::size_t dense_smem_bytes(ScoreKind kind, int max_nodes, int H, int D, bool shared_region, DType t) {
+  const int bytes = int(size_of(t));
+  const std::size_t rows = dense_pad(max_nodes, bytes), mask = rows * ((max_nodes + 31) / 32) * 4;
+  return rows * dense_row_elements(dense_stages_keys(kind), H, D, shared_region, bytes) * bytes + mask +
          (dense_keeps_norms(kind) ? rows * 4 : 0);
 }
 
@@ -210,30 +280,32 @@ struct DenseData {
 
 template <class S>
 struct DenseArgs {
-  S sc;  ///< GTScore, AGNNScore or GATScore (score.cuh)
-  float* out;
+  S sc;  ///< GTScore, AGNNScore or GATScore (score.cuh), of element type S::Elem
+  typename S::Elem* out;
   int H, D;
   DenseGraphs batch;
   const int* graphs;  ///< graph ids of this launch (one bucket)
   bool shared_region;
   const edge_t* row_ptr;  ///< the CSR's, for the edge-wise softmax
-  EdgeScale w;
+  EdgeScaleOf<typename S::Elem> w;
   Train tr;
 };
 
 /// Copies columns [col, col + cols) of rows [n0, n0 + n) of a [N, HD] tensor into shared rows
-/// of `stride` floats with 16-byte cp.async, and zeroes rows n .. pad: padded keys must hold
+/// of `stride` elements with 16-byte cp.async, and zeroes rows n .. pad: padded keys must hold
 /// finite values, since P = 0 times a stale NaN would still be NaN.
-__device__ __forceinline__ void dense_stage(float* dst, int stride, const float* __restrict__ src, int HD, int col,
-                                            int cols, node_t n0, int n, int pad) {
-  const int c4 = cols / 4;
-  for (int i = threadIdx.x; i < n * c4; i += blockDim.x) {
-    const int r = i / c4, c = i - r * c4;
-    cp_async16(dst + r * stride + 4 * c, src + (std::size_t(n0) + r) * HD + col + 4 * c);
+template <class E>
+__device__ __forceinline__ void dense_stage(E* dst, int stride, const E* __restrict__ src, int HD, int col, int cols,
+                                            node_t n0, int n, int pad) {
+  constexpr int kVec = 16 / sizeof(E);
+  const int cv = cols / kVec;
+  for (int i = threadIdx.x; i < n * cv; i += blockDim.x) {
+    const int r = i / cv, c = i - r * cv;
+    cp_async16(dst + r * stride + kVec * c, src + (std::size_t(n0) + r) * HD + col + kVec * c);
   }
-  for (int i = threadIdx.x; i < (pad - n) * c4; i += blockDim.x) {
-    const int r = n + i / c4, c = i % c4;
-    *reinterpret_cast<float4*>(dst + r * stride + 4 * c) = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int i = threadIdx.x; i < (pad - n) * cv; i += blockDim.x) {
+    const int r = n + i / cv, c = i % cv;
+    *reinterpret_cast<uint4*>(dst + r * stride + kVec * c) = make_uint4(0u, 0u, 0u, 0u);
   }
 }
 
@@ -244,8 +316,14 @@ __device__ __forceinline__ void dense_stage(float* dst, int stride, const float*
 /// kChunked: the keys in passes of 4 tiles with an online softmax (dense_chunked).
 template <class S, int WARPS, bool kEdgeWise, bool kChunked>
 __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked>) dense_kernel(DenseArgs<S> a) {
-  static_assert(!(kChunked && (kEdgeWise || dense_stages_keys(S::kKind))),
-                "key chunks: GAT's plain softmax only (dense_chunked)");
+  using E = typename S::Elem;
+  constexpr int kBytes = sizeof(E);
+  constexpr bool kTf32 = kBytes == 4;  // float: split tf32 MMAs; two-byte: native m16n8k16 ones
+  static_assert(!(kChunked && (kEdgeWise || dense_stages_keys(S::kKind) || !kTf32)),
+                "key chunks: GAT's plain softmax on floats only (dense_chunked)");
+  using Vec16 = std::conditional_t<kTf32, float4, uint4>;  // 16 bytes of a row
+  constexpr int kLaneCols = 16 / kBytes;  // elements of a lane's 16 bytes
+  constexpr int kStep = 4 * kLaneCols;    // d per Q fragment (a quad's 64 bytes): two k-steps
   constexpr int NKT = 2 * WARPS;          // key tiles of 8 (graphs of at most 16 * WARPS nodes)
   constexpr int KT = kChunked ? 4 : NKT;  // key tiles of a pass
   constexpr int MW = (KT + 3) / 4;        // mask words per row and pass
@@ -253,13 +331,13 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
   constexpr bool kKeys = dense_stages_keys(S::kKind), kCosine = dense_keeps_norms(S::kKind);
   constexpr float kLog2e = 1.4426950408889634f;  // the softmax runs in base 2
   extern __shared__ float4 dense_smem4[];
-  float* smem = reinterpret_cast<float*>(dense_smem4);
+  E* smem = reinterpret_cast<E*>(dense_smem4);
   allow_dependents();  // the next bucket's blocks may take the SMs this bucket's tail frees
 
   const int gid = a.graphs[blockIdx.x];
   const node_t n0 = a.batch.graph_ptr[gid];
   const int n = a.batch.graph_ptr[gid + 1] - n0;
-  const int nkt = (n + 7) / 8, pad = 8 * nkt;
+  const int nkt = (n + 7) / 8, pad = dense_pad(n, kBytes);
   const int H = a.H, D = a.D, HD = H * D;
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, g = lane / 4, t = lane % 4;
   const int row[2] = {16 * warp + g, 16 * warp + g + 8};  // this lane's destination rows (graph-local)
@@ -273,14 +351,15 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
   }
 
   const bool shared_region = a.shared_region;  // kChunked: always (the plan's)
-  const int ks = dense_key_stride(shared_region ? D : HD), vs = dense_value_stride(shared_region ? D : HD);
-  float* kbuf = smem;
-  float* vbuf = shared_region || !kKeys ? smem : smem + pad * ks;
+  const int ks = dense_key_stride(shared_region ? D : HD, kBytes), vs = dense_value_stride(shared_region ? D : HD, kBytes);
+  E* kbuf = smem;
+  E* vbuf = shared_region || !kKeys ? smem : smem + pad * ks;
   // The adjacency rows (n x nw words, bit u of word u/32) go behind the feature regions, in a
   // copy group of their own; kept out of registers until the softmax. AGNN's inverse row norms
   // follow.
   const int nw = (n + 31) / 32;
-  std::uint32_t* mbuf = reinterpret_cast<std::uint32_t*>(smem + pad * dense_row_floats(kKeys, H, D, shared_region));
+  std::uint32_t* mbuf =
+      reinterpret_cast<std::uint32_t*>(smem + pad * dense_row_elements(kKeys, H, D, shared_region, kBytes));
   float* inv_norm = reinterpret_cast<float*>(mbuf + pad * nw);
   {
     const std::uint32_t* mg = a.batch.mask + a.batch.mask_off[gid];
@@ -299,11 +378,10 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
     cp_async_commit();
   }
 
-  const float* q = a.sc.key;  // AGNN: X
+  const E* q = a.sc.key;  // AGNN: X
   if constexpr (S::kKind == ScoreKind::GT) q = a.sc.q;
   auto load_q = [&](int r, int col) {
-    return r < n ? __ldg(reinterpret_cast<const float4*>(q + (std::size_t(n0) + r) * HD + col))
-                 : make_float4(0.f, 0.f, 0.f, 0.f);
+    return r < n ? __ldg(reinterpret_cast<const Vec16*>(q + (std::size_t(n0) + r) * HD + col)) : Vec16{};
   };
 
   for (int h = 0; h < H; ++h) {
@@ -316,9 +394,9 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
       cp_async_commit();
     }
     // First Q block in flight while the keys arrive.
-    float4 qa = make_float4(0.f, 0.f, 0.f, 0.f), qb = qa;
+    Vec16 qa{}, qb{};
     if constexpr (kKeys) {
-      qa = load_q(row[0], h * D + 4 * t), qb = load_q(row[1], h * D + 4 * t);
+      qa = load_q(row[0], h * D + kLaneCols * t), qb = load_q(row[1], h * D + kLaneCols * t);
       if (shared_region || h == 0) {
         if (shared_region)
           cp_async_wait<0>();
@@ -327,23 +405,34 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
         __syncthreads();
       }
 
-      if constexpr (kCosine) {  // each warp scales its rows of the staged X to unit norm (two lanes a row)
+      if constexpr (kCosine) {  // the inverse norms of each warp's rows of the staged X (two lanes a row)
+        // Two-byte S reads every row's norm (floats: a warp reads its own rows' only), so with
+        // two regions, where a head starts without a barrier, the previous head's readers must
+        // be done before this head's norms overwrite theirs.
+        if (!kTf32 && h > 0 && !shared_region) __syncthreads();
         const int r = 16 * warp + lane / 2;
-        float* xr = kbuf + r * ks + soff + (lane % 2) * (D / 2);
+        E* xr = kbuf + r * ks + soff + (lane % 2) * (D / 2);
         float n2 = 0.f;
         if (r < n)
-          for (int c = 0; c < D / 2; c += 4) {
-            const float4 x = *reinterpret_cast<const float4*>(xr + c);
-            n2 += x.x * x.x + x.y * x.y + x.z * x.z + x.w * x.w;
+          for (int c = 0; c < D / 2; c += kLaneCols) {
+            float x[kLaneCols];
+            widen16(xr + c, x);
+#pragma unroll
+            for (int i = 0; i < kLaneCols; i += 4) n2 += x[i] * x[i] + x[i + 1] * x[i + 1] + x[i + 2] * x[i + 2] + x[i + 3] * x[i + 3];
           }
         n2 += __shfl_xor_sync(kFull, n2, 1);
         const float inv = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;  // a zero vector scores 0
         if (r < n) {
-          for (int c = 0; c < D / 2; c += 4) {
-            float4& x = *reinterpret_cast<float4*>(xr + c);
-            x = make_float4(x.x * inv, x.y * inv, x.z * inv, x.w * inv);
-          }
+          // Floats: the rows scaled to unit norm in place. Two-byte rows stay as they are, since
+          // rounding the scaled ones would cost a rounding; S divides by the key's norm instead.
+          if constexpr (kTf32)
+            for (int c = 0; c < D / 2; c += 4) {
+              float4& x = *reinterpret_cast<float4*>(xr + c);
+              x = make_float4(x.x * inv, x.y * inv, x.z * inv, x.w * inv);
+            }
           if (lane % 2 == 0) inv_norm[r] = inv;
+        } else if (r < pad && lane % 2 == 0) {
+          inv_norm[r] = 0.f;
         }
         __syncthreads();
       }
@@ -362,51 +451,85 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
       for (int j = 0; j < KT; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
       float to_log2[2];  // a row's factor from s to its base-2 score
       if constexpr (kKeys) {
-        // ---- S = Q K^T over 16-column blocks of d (two k-steps each)
+        // ---- S = Q K^T over blocks of kStep columns of d (two k-steps each)
         if (active) {
-          const float* kp = kbuf + g * ks + soff + 4 * t;
-          for (int b = 0; b < D / 16; ++b) {
-            const float4 xa = qa, xb = qb;
-            if (b + 1 < D / 16) qa = load_q(row[0], h * D + 16 * (b + 1) + 4 * t), qb = load_q(row[1], h * D + 16 * (b + 1) + 4 * t);
-            const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
-            const SplitA A0(a0), A1(a1);
-            const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
+          const E* kp = kbuf + g * ks + soff + kLaneCols * t;
+          for (int b = 0; b < D / kStep; ++b) {
+            const Vec16 xa = qa, xb = qb;
+            if (b + 1 < D / kStep)
+              qa = load_q(row[0], h * D + kStep * (b + 1) + kLaneCols * t),
+              qb = load_q(row[1], h * D + kStep * (b + 1) + kLaneCols * t);
+            if constexpr (kTf32) {
+              const float a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
+              const SplitA A0(a0), A1(a1);
+              const float* kq = kp + 16 * b;  // stepped by a key tile: no per-tile address registers
 #pragma unroll
-            for (int j0 = 0; j0 < KT; j0 += TG) {
-              if (j0 < nkt) {
-                // TG key tiles at once: their MMAs are independent and interleave. Tiles past the
-                // graph are split as zeros and only their MMAs skipped, so that the group is one
-                // block of predicated code, scheduled as a whole (not a branch per tile).
-                float4 kv[TG];
+              for (int j0 = 0; j0 < KT; j0 += TG) {
+                if (j0 < nkt) {
+                  // TG key tiles at once: their MMAs are independent and interleave. Tiles past the
+                  // graph are split as zeros and only their MMAs skipped, so that the group is one
+                  // block of predicated code, scheduled as a whole (not a branch per tile).
+                  float4 kv[TG];
 #pragma unroll
-                for (int u = 0; u < TG; ++u) {
-                  kv[u] = j0 + u < nkt ? *reinterpret_cast<const float4*>(kq) : make_float4(0.f, 0.f, 0.f, 0.f);
-                  kq += 8 * ks;
+                  for (int u = 0; u < TG; ++u) {
+                    kv[u] = j0 + u < nkt ? *reinterpret_cast<const float4*>(kq) : make_float4(0.f, 0.f, 0.f, 0.f);
+                    kq += 8 * ks;
+                  }
+                  SplitB kb[TG][2];
+#pragma unroll
+                  for (int u = 0; u < TG; ++u) {
+                    const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
+                    kb[u][0] = SplitB(b0), kb[u][1] = SplitB(b1);
+                  }
+#pragma unroll
+                  for (int term = 0; term < kSplitTerms; ++term)
+#pragma unroll
+                    for (int half = 0; half < 2; ++half)
+#pragma unroll
+                      for (int u = 0; u < TG; ++u)
+                        if (j0 + u < nkt) mma_term(term, s[j0 + u], half ? A1 : A0, kb[u][half]);
                 }
-                SplitB kb[TG][2];
+              }
+            } else {
+              // k-step 0 takes d 8t .. 8t+3 of the block (the pairs in x and y), k-step 1 d 8t+4 ..
+              // 8t+7 (z, w): a lane's k pair (2t, 2t+1) is its first pair, (2t+8, 2t+9) the
+              // second, in A and B alike.
+              const std::uint32_t a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
+              const E* kq = kp + kStep * b;
 #pragma unroll
-                for (int u = 0; u < TG; ++u) {
-                  const float b0[2] = {kv[u].x, kv[u].y}, b1[2] = {kv[u].z, kv[u].w};
-                  kb[u][0] = SplitB(b0), kb[u][1] = SplitB(b1);
-                }
+              for (int j0 = 0; j0 < KT; j0 += TG) {
+                if (j0 < nkt) {
+                  uint4 kv[TG];
 #pragma unroll
-                for (int term = 0; term < kSplitTerms; ++term)
+                  for (int u = 0; u < TG; ++u) {
+                    kv[u] = j0 + u < nkt ? *reinterpret_cast<const uint4*>(kq) : make_uint4(0u, 0u, 0u, 0u);
+                    kq += 8 * ks;
+                  }
 #pragma unroll
                   for (int half = 0; half < 2; ++half)
 #pragma unroll
                     for (int u = 0; u < TG; ++u)
-                      if (j0 + u < nkt) mma_term(term, s[j0 + u], half ? A1 : A0, kb[u][half]);
+                      if (j0 + u < nkt)
+                        mma_k16<E>(s[j0 + u], half ? a1 : a0, half ? kv[u].z : kv[u].x, half ? kv[u].w : kv[u].y);
+                }
               }
             }
           }
+        }
+        if constexpr (kCosine && !kTf32) {  // S is X_v . X_u: the key's norm divides it here
+#pragma unroll
+          for (int j = 0; j < KT; ++j)
+            if (j < nkt)
+#pragma unroll
+              for (int i = 0; i < 4; ++i) s[j][i] *= inv_norm[8 * j + 2 * t + i % 2];
         }
         if (shared_region) {  // every warp is done with K: V of this head into the same region
           __syncthreads();
           dense_stage(vbuf, vs, a.sc.value, HD, h * D, D, n0, n, pad);
           cp_async_commit();
         }
-        if constexpr (kCosine) {  // S is |X_v| cos(X_v, X_u): the row's own norm goes with beta
-          const float beta = __ldg(a.sc.beta + (a.sc.beta_count == 1 ? 0 : h)) * kLog2e;
+        if constexpr (kCosine) {  // S is |X_v| cos(X_v, X_u) (floats; two-byte, the same after the division above): the row's own norm goes with beta
+          const float beta = load_one(a.sc.beta + (a.sc.beta_count == 1 ? 0 : h)) * kLog2e;
 #pragma unroll
           for (int x = 0; x < 2; ++x) to_log2[x] = row[x] < n ? beta * inv_norm[row[x]] : 0.f;
         } else {
@@ -416,7 +539,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
         // ---- GAT: S = LeakyReLU(el[u] + er[v]), while V arrives
         float er[2];
 #pragma unroll
-        for (int x = 0; x < 2; ++x) er[x] = row[x] < n ? __ldg(a.sc.er + (std::size_t(n0) + row[x]) * H + h) : 0.f;
+        for (int x = 0; x < 2; ++x) er[x] = row[x] < n ? load_one(a.sc.er + (std::size_t(n0) + row[x]) * H + h) : 0.f;
         if (active) {
 #pragma unroll
           for (int j = 0; j < KT; ++j)
@@ -424,7 +547,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
 #pragma unroll
               for (int e = 0; e < 2; ++e) {
                 const int u = 8 * (j_base + j) + 2 * t + e;
-                const float el = u < n ? __ldg(a.sc.key + (std::size_t(n0) + u) * H + h) : 0.f;
+                const float el = u < n ? load_one(a.sc.key + (std::size_t(n0) + u) * H + h) : 0.f;
                 s[j][e] = leaky_relu(el + er[0], a.sc.slope), s[j][2 + e] = leaky_relu(el + er[1], a.sc.slope);
               }
         }
@@ -571,63 +694,107 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
       }
 
       // ---- O = P V in blocks of 32 output columns (16 accumulators; P stays in registers)
-      if (active) {
-        for (int c = 0; c < D / 32; ++c) {
-          if (!kChunked || kc == 0) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
-          } else {
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-#pragma unroll
-              for (int e = 0; e < 4; ++e) o[i][e] *= rescale[e / 2];
-          }
-          const float* vp = vbuf + (8 * j_base + 2 * t) * vs + soff + 32 * c + 4 * g;
-          // Key tiles in pairs, as one block of code with the second tile's MMAs predicated: the
-          // compiler overlaps one tile's loads and splits with the other's MMAs. With the S groups
-          // above, 3-5% faster than a branch per tile (docs/cuda.md, "Dense", Predicated tiles).
-          // kChunked: the pass's 4 tiles as one block (with the pair branch it spilled 16 bytes, not 8).
-#pragma unroll
-          for (int j0 = 0; j0 < KT; j0 += 2) {
-            if (kChunked || j_base + j0 < nkt) {
-#pragma unroll
-              for (int j = j0; j < j0 + 2; ++j) {
-                const bool on = j_base + j < nkt;  // a pair's second tile may be past the graph (and the staged rows)
-                float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
-                // Opaque per block: else the compiler hoists every tile's P split out of the block
-                // loop (2 x 64 live registers) and spills. (kChunked has one block.)
-                if constexpr (!kChunked) asm volatile("" : "+f"(pa[0]), "+f"(pa[1]), "+f"(pa[2]), "+f"(pa[3]));
-                const SplitA A(pa);
-                const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
-                const float4 v0 = on ? *reinterpret_cast<const float4*>(vp) : z,
-                             v1 = on ? *reinterpret_cast<const float4*>(vp + vs) : z;
-                vp += 8 * vs;
-                const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
-                const SplitB B0(e0), B1(e1), B2(e2), B3(e3);
-#pragma unroll
-                for (int term = 0; term < kSplitTerms; ++term)
-                  if (on) {
-                    mma_term(term, o[0], A, B0);
-                    mma_term(term, o[1], A, B1);
-                    mma_term(term, o[2], A, B2);
-                    mma_term(term, o[3], A, B3);
-                  }
+      if constexpr (kTf32) {
+        if (active) {
+          for (int c = 0; c < D / 32; ++c) {
+            if (!kChunked || kc == 0) {
+  #pragma unroll
+              for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+            } else {
+  #pragma unroll
+              for (int i = 0; i < 4; ++i)
+  #pragma unroll
+                for (int e = 0; e < 4; ++e) o[i][e] *= rescale[e / 2];
+            }
+            const float* vp = vbuf + (8 * j_base + 2 * t) * vs + soff + 32 * c + 4 * g;
+            // Key tiles in pairs, as one block of code with the second tile's MMAs predicated: the
+            // compiler overlaps one tile's loads and splits with the other's MMAs. With the S groups
+            // above, 3-5% faster than a branch per tile (docs/cuda.md, "Dense", Predicated tiles).
+            // kChunked: the pass's 4 tiles as one block (with the pair branch it spilled 16 bytes, not 8).
+  #pragma unroll
+            for (int j0 = 0; j0 < KT; j0 += 2) {
+              if (kChunked || j_base + j0 < nkt) {
+  #pragma unroll
+                for (int j = j0; j < j0 + 2; ++j) {
+                  const bool on = j_base + j < nkt;  // a pair's second tile may be past the graph (and the staged rows)
+                  float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
+                  // Opaque per block: else the compiler hoists every tile's P split out of the block
+                  // loop (2 x 64 live registers) and spills. (kChunked has one block.)
+                  if constexpr (!kChunked) asm volatile("" : "+f"(pa[0]), "+f"(pa[1]), "+f"(pa[2]), "+f"(pa[3]));
+                  const SplitA A(pa);
+                  const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
+                  const float4 v0 = on ? *reinterpret_cast<const float4*>(vp) : z,
+                               v1 = on ? *reinterpret_cast<const float4*>(vp + vs) : z;
+                  vp += 8 * vs;
+                  const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
+                  const SplitB B0(e0), B1(e1), B2(e2), B3(e3);
+  #pragma unroll
+                  for (int term = 0; term < kSplitTerms; ++term)
+                    if (on) {
+                      mma_term(term, o[0], A, B0);
+                      mma_term(term, o[1], A, B1);
+                      mma_term(term, o[2], A, B2);
+                      mma_term(term, o[3], A, B3);
+                    }
+                }
               }
             }
+            if (!last) continue;
+            // n-tile i, accumulator (row x, 2t + e) is o[i][2x + e], output column 32c + 8t + 4e + i.
+            const int col = h * D + 32 * c + 8 * t;
+  #pragma unroll
+            for (int x = 0; x < 2; ++x)
+              if (row[x] < n) {
+                float* dst = a.out + (std::size_t(n0) + row[x]) * HD + col;
+                const float f = inv[x];
+                *reinterpret_cast<float4*>(dst) =
+                    make_float4(o[0][2 * x] * f, o[1][2 * x] * f, o[2][2 * x] * f, o[3][2 * x] * f);
+                *reinterpret_cast<float4*>(dst + 4) =
+                    make_float4(o[0][2 * x + 1] * f, o[1][2 * x + 1] * f, o[2][2 * x + 1] * f, o[3][2 * x + 1] * f);
+              }
           }
-          if (!last) continue;
-          // n-tile i, accumulator (row x, 2t + e) is o[i][2x + e], output column 32c + 8t + 4e + i.
-          const int col = h * D + 32 * c + 8 * t;
+        }
+      } else {
+        if (active) {
+          // Key tiles in pairs (one k16 step). P is normalised first, which keeps it within
+          // f16's range (a pair's multiplicity, dropout's factor), and split into hi + lo parts
+          // of E (split_pair): P V within float32's error, at twice the MMAs of a rounded P.
+          // Lanes give ldmatrix the rows of the pair's 16 keys (lane % 16) at the 8-column
+          // halves of 16 output columns (lane / 16).
+          std::uint32_t ph[KT / 2][4], pl[KT / 2][4];
 #pragma unroll
-          for (int x = 0; x < 2; ++x)
-            if (row[x] < n) {
-              float* dst = a.out + (std::size_t(n0) + row[x]) * HD + col;
-              const float f = inv[x];
-              *reinterpret_cast<float4*>(dst) =
-                  make_float4(o[0][2 * x] * f, o[1][2 * x] * f, o[2][2 * x] * f, o[3][2 * x] * f);
-              *reinterpret_cast<float4*>(dst + 4) =
-                  make_float4(o[0][2 * x + 1] * f, o[1][2 * x + 1] * f, o[2][2 * x + 1] * f, o[3][2 * x + 1] * f);
+          for (int j = 0; j < KT; j += 2)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)  // A's registers: rows g, g + 8 of key tile j, then of j + 1
+              split_pair<E>(s[j + r / 2][2 * (r % 2)] * inv[r % 2], s[j + r / 2][2 * (r % 2) + 1] * inv[r % 2],
+                            ph[j / 2][r], pl[j / 2][r]);
+          const E* vrow = vbuf + (lane % 16) * vs + soff + 8 * (lane / 16);
+          for (int c = 0; c < D / 32; ++c) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
+#pragma unroll
+            for (int j = 0; j < KT; j += 2) {
+              if (j < nkt) {
+                std::uint32_t b[2][4];  // n-tiles 2m, 2m + 1 of the block: b[m][0..1], b[m][2..3]
+                ldmatrix_x4_trans(b[0], vrow + 8 * j * vs + 32 * c);
+                ldmatrix_x4_trans(b[1], vrow + 8 * j * vs + 32 * c + 16);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) mma_k16<E>(o[i], ph[j / 2], b[i / 2][2 * (i % 2)], b[i / 2][2 * (i % 2) + 1]);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) mma_k16<E>(o[i], pl[j / 2], b[i / 2][2 * (i % 2)], b[i / 2][2 * (i % 2) + 1]);
+              }
             }
+            // n-tile i, accumulator (row x, 2t + e) is o[i][2x + e], output column 32c + 8i + 2t + e.
+            const int col = h * D + 32 * c + 2 * t;
+#pragma unroll
+            for (int x = 0; x < 2; ++x)
+              if (row[x] < n) {
+                E* dst = a.out + (std::size_t(n0) + row[x]) * HD + col;
+#pragma unroll
+                for (int i = 0; i < 4; ++i)
+                  *reinterpret_cast<std::uint32_t*>(dst + 8 * i) = narrow_pair<E>(o[i][2 * x], o[i][2 * x + 1]);
+              }
+          }
         }
       }
     }
@@ -639,15 +806,18 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
 /// Whether bucket b's graphs (up to max_nodes nodes) stage K and V in one region: only when that
 /// fits more blocks on an SM (occupancy API) or two regions exceed `optin` bytes. Raises the
 /// kernels' shared-memory limit (dense.cu). Remembers each shape's answer per device.
-bool dense_shared_region(ScoreKind kind, int b, int max_nodes, int H, int D, std::size_t optin);
+bool dense_shared_region(ScoreKind kind, DType t, int b, int max_nodes, int H, int D, std::size_t optin);
 
 /// Whether a call needs the edge-wise kernel: it has edge values or dropout.
-inline bool dense_edge_wise(const EdgeScale& w, const Train& tr) { return w.data != nullptr || tr.dropout.rate > 0.f; }
+template <class E>
+bool dense_edge_wise(const EdgeScaleOf<E>& w, const Train& tr) {
+  return w.data != nullptr || tr.dropout.rate > 0.f;
+}
 
 /// Launches the plan's buckets, largest graphs first; the edge-wise kernels when there are edge
 /// values or dropout (dense.cu).
 template <class S>
-void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScale& w, const Train& tr,
-                  const edge_t* row_ptr, int H, int D, float* out);
+void launch_dense(cudaStream_t st, const DenseData& d, const S& sc, const EdgeScaleOf<typename S::Elem>& w,
+                  const Train& tr, const edge_t* row_ptr, int H, int D, typename S::Elem* out);
 
 }  // namespace dfgnn::cuda::detail

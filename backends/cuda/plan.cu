@@ -74,7 +74,7 @@ struct DenseFit {
 /// nodes, rows of at most kDenseMaxDegree edges, and each bucket's largest graph in shared
 /// memory with one region.
 DenseFit dense_fit(bool batch, const detail::BatchSums& b, const DegreeStats& degrees, node_t N, edge_t E,
-                   ScoreKind kind, int H, int D, std::size_t optin) {
+                   ScoreKind kind, int H, int D, DType t, std::size_t optin) {
   DenseFit f;
   const auto fail = [&](std::string why) {
     f.why = std::move(why);
@@ -90,7 +90,7 @@ DenseFit dense_fit(bool batch, const detail::BatchSums& b, const DegreeStats& de
     return fail("needs a batch of graphs of at most " + std::to_string(detail::kDenseMaxNodes) + " nodes; graph " +
                 std::to_string(b.first_too_large) + " has " + std::to_string(b.too_large_nodes));
   for (const int nodes : b.max_nodes) {
-    const std::size_t bytes = detail::dense_smem_bytes(kind, nodes, H, D, true);
+    const std::size_t bytes = detail::dense_smem_bytes(kind, nodes, H, D, true, t);
     if (nodes > 0 && bytes > optin)
       return fail("needs " + std::to_string(bytes) + " bytes of shared memory for graphs of " + std::to_string(nodes) +
                   " nodes at D = " + std::to_string(D) + ", the device allows " + std::to_string(optin));
@@ -123,6 +123,9 @@ edge_t native_piece_edges(Strategy s, edge_t E, node_t N, int sms) {
 /// 16 and 32 (docs/cuda.md).
 double uneven_mean(const WholeDegrees& d) { return d.uneven() ? d.mean : 0; }
 
+/// The strategies whose kernels take two-byte elements (docs/cuda.md, "Element types").
+constexpr unsigned kTwoByteStrategies = strategy_bit(Strategy::Online) | strategy_bit(Strategy::Dense);
+
 /// What Auto (choose_strategy) reads of this device: every strategy but Dense and Staged,
 /// which only where their limits allow, and the shared memory a block may ask for, where any
 /// D's accumulator fits, so Auto takes Online wherever Dense does not pay. Online was the
@@ -131,10 +134,11 @@ double uneven_mean(const WholeDegrees& d) { return d.uneven() ? d.mean : 0; }
 /// more launches, and Staged, which reads each edge's rows from shared memory with a warp-wide
 /// reduction, ran 2x slower on PATTERN; a cost model between Online and Staged only ever
 /// preferred Staged on tiny batches, by one launch, so it was dropped.
-DeviceFacts device_facts(const DenseFit& dense, std::size_t staged_smem, std::size_t smem_optin) {
+DeviceFacts device_facts(const DenseFit& dense, std::size_t staged_smem, std::size_t smem_optin, DType t) {
   unsigned strategies = kPortableStrategies;
   if (dense.why.empty()) strategies |= strategy_bit(Strategy::Dense);
   if (staged_smem > 0) strategies |= strategy_bit(Strategy::Staged);
+  if (t != DType::F32) strategies &= kTwoByteStrategies;
   return {strategies, smem_optin};
 }
 
@@ -350,7 +354,7 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
   p.kind = kind, p.heads = heads, p.dim = dim;
   p.op = {kind, dtype, heads, dim, g.num_src_nodes, N, E};
   dfgnn::detail::check_op("cuda::Plan", p.op);
-  strategy = dfgnn::detail::element_strategy("cuda::Plan", strategy, dtype);  // docs/cuda.md, "Element types"
+  strategy = dfgnn::detail::element_strategy("cuda::Plan", strategy, dtype, kTwoByteStrategies);
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
   // The kernels' per-node byte stride H*D*4 is 32-bit (online.cuh, message_passing.cuh).
@@ -379,10 +383,11 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
                                                                 : detail::batch_sums(stream, batch.ptr, batch.count);
   const std::size_t staged = staged_smem(has_batch, sums.widest, kind, heads, dim, p.smem_optin);
   const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
-                             ? dense_fit(has_batch, sums, g.stats, N, E, kind, heads, dim, p.smem_optin)
+                             ? dense_fit(has_batch, sums, g.stats, N, E, kind, heads, dim, dtype, p.smem_optin)
                              : DenseFit{};
   if (strategy == Strategy::Auto) {
-    strategy = choose_strategy(kind, heads, dim, g.stats, dense.batch, device_facts(dense, staged, p.smem_optin));
+    strategy =
+        choose_strategy(p.op, g.stats, dense.batch, device_facts(dense, staged, p.smem_optin, dtype));
     // A plan whose Dense Auto picked runs Online for calls with edge values or dropout
     // (attention.cuh).
     p.auto_dense = strategy == Strategy::Dense;
@@ -447,10 +452,10 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
         const int nodes = sums.max_nodes[b];
         // GAT's key chunks stage one head's V at a time even where all heads' fit as many
         // blocks per SM: that was 3-5% faster at 4x32 (docs/cuda.md, "Shared memory").
-        const bool shared = detail::dense_chunked(kind, dim) ||
-                            detail::dense_shared_region(kind, b, nodes, heads, dim, p.smem_optin);
-        p.dense.bucket[b] = {d.bucket[b], sums.count[b], detail::dense_smem_bytes(kind, nodes, heads, dim, shared),
-                             shared};
+        const bool shared = detail::dense_chunked(kind, dim, dtype) ||
+                            detail::dense_shared_region(kind, dtype, b, nodes, heads, dim, p.smem_optin);
+        p.dense.bucket[b] = {d.bucket[b], sums.count[b],
+                             detail::dense_smem_bytes(kind, nodes, heads, dim, shared, dtype), shared};
       }
       // Online's data for unaligned tensors: whole rows, so no pieces and no merge.
       p.split = std::numeric_limits<edge_t>::max();

@@ -35,10 +35,13 @@ class Executor {
 /// and a model that has the graph's form: AGNN's one X serves both sides, so not bipartite.
 void check_op(const char* who, const Op& op);
 
-/// The strategy a plan of element type `dtype` runs for the asked one: two-byte elements run
-/// Online, the one strategy both backends have for them (Auto picks it; another is an Error
-/// naming `who`); float32 keeps the asked one.
-Strategy element_strategy(const char* who, Strategy asked, DType dtype);
+/// The strategy a plan of element type `dtype` runs for the asked one, on a backend whose
+/// two-byte kernels are the strategies in `two_byte` (bits 1 << int(s); Online on both
+/// backends, Dense too on the CUDA-native one): float32 keeps the asked one, and so does a
+/// two-byte type where the backend runs it; Auto stays Auto where the backend has more than
+/// Online for two-byte types (its rule then sees only `two_byte`), else becomes Online; another
+/// strategy is an Error naming `who`.
+Strategy element_strategy(const char* who, Strategy asked, DType dtype, unsigned two_byte);
 
 /// Throws Error naming `who` and the argument unless `call` fits `op` for `model`: the plan's
 /// kind, a finite scale or slope, every tensor's shape (null only when empty; contiguous),

@@ -102,7 +102,8 @@ class Plan {
       : Plan(exec, std::move(graph), kind, heads, dim, DType::F32, strategy, backend) {}
 
   /// A plan for tensors of element type `dtype` (op.hpp; the logsumexp stays float32). Two-byte
-  /// types run Online (detail::element_strategy).
+  /// types run Online on the portable kernels, Online or Dense on the CUDA-native ones
+  /// (detail::element_strategy).
   Plan(const ExecutionSpace& exec, Graph<memory_space> graph, ScoreKind kind, int heads, int dim, DType dtype,
        Strategy strategy = Strategy::Auto, Backend backend = Backend::Auto)
       : graph_(std::move(graph)),
@@ -114,7 +115,7 @@ class Plan {
       executor_ = native(strategy);  // the native plan is the whole plan: no portable layout
       return;
     }
-    strategy = detail::element_strategy("plan", strategy, dtype);
+    strategy = detail::element_strategy("plan", strategy, dtype, strategy_bit(Strategy::Online));
     if (strategy == Strategy::Staged || strategy == Strategy::Dense)
       throw Error(std::string("plan: the ") + to_string(strategy) + " strategy is CUDA-native only (dfgnn::cuda::Plan)");
     // Level-0 scratch as the policy allows it; the SMMF scores plus kMaxTeamRows * H
@@ -125,7 +126,7 @@ class Plan {
       throw Error("plan: " + std::to_string(heads) + " heads do not fit the team scratch of " +
                   std::to_string(scratch_bytes) + " bytes");
     const Strategy resolved = strategy == Strategy::Auto
-                    ? choose_strategy(kind, heads, dim, graph_.stats(), BatchStats{},
+                    ? choose_strategy(op_, graph_.stats(), BatchStats{},
                                       DeviceFacts{kPortableStrategies, std::size_t(capacity) * sizeof(float)})
                     : strategy;
     Layout L;

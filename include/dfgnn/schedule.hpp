@@ -4,6 +4,7 @@
 /// rows are packed into node-parallel teams. Kokkos-free.
 
 #include <dfgnn/csr.hpp>
+#include <dfgnn/op.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -50,8 +51,7 @@ struct BatchStats {
 /// 3. else DF-GNN's rule: PMF when the heaviest row's scores do not fit the scratch and the
 ///    score reduces over features (GT, AGNN), so they are computed once, edge-parallel;
 ///    otherwise SMMF.
-Strategy choose_strategy(ScoreKind kind, int heads, int dim, const DegreeStats& degrees, const BatchStats& batch,
-                         const DeviceFacts& device);
+Strategy choose_strategy(const Op& op, const DegreeStats& degrees, const BatchStats& batch, const DeviceFacts& device);
 
 /// SMMF row partition: team t owns rows [bounds[t], bounds[t+1]). Consecutive rows are packed
 /// while the team has at most `max_rows` rows and its scores (edges * heads) fit in

@@ -8,6 +8,7 @@
 
 #include "../expect_error.hpp"
 #include "../gradient_check.hpp"
+#include "../graphs.hpp"
 
 #include <dfgnn/cuda.hpp>
 #include <dfgnn/generate.hpp>
@@ -486,110 +487,15 @@ TEST(BackwardArgs, RejectsBadArguments) {
       {"attention_backward(gat)", "no rows-first order"});
 }
 
-/// Dense's own batches: PATTERN-like; the same with every 7th edge three times and the first
-/// node of each graph without in-edges; random graphs (edge probability 1/2, self loops, no
-/// duplicates) at and around each bucket's size limit.
+/// Dense's own batches (graphs.hpp) and this file's batch64.
 const std::map<std::string, HostGraph>& dense_graphs() {
   static const std::map<std::string, HostGraph> g = [] {
     std::map<std::string, HostGraph> m;
     m["batch64"] = graphs().at("batch64");
-    m["pattern"] = gen::sbm_batch(gen::SbmKind::Pattern, 64);
-    {
-      const HostGraph p = gen::sbm_batch(gen::SbmKind::Pattern, 64, 7);
-      std::vector<node_t> src, dst;
-      for (std::size_t i = 0; i + 1 < p.graph_ptr.size(); ++i)
-        for (node_t v = p.graph_ptr[i] + 1; v < p.graph_ptr[i + 1]; ++v)
-          for (edge_t e = p.row_ptr[v]; e < p.row_ptr[v + 1]; ++e)
-            for (int r = 0; r < (e % 7 == 0 ? 3 : 1); ++r) src.push_back(p.src[e]), dst.push_back(v);
-      m["pattern_dup"] = graph_from_edges(p.num_nodes, src, dst);
-      m["pattern_dup"].graph_ptr = p.graph_ptr;
-    }
-    {
-      std::mt19937 rng(11);
-      std::vector<HostGraph> parts;
-      for (node_t n : {1, 7, 8, 9, 63, 64, 65, 127, 128, 129, 191, 192}) {
-        std::vector<node_t> src, dst;
-        for (node_t v = 0; v < n; ++v)
-          for (node_t u = 0; u < n; ++u)
-            if (rng() % 2) src.push_back(u), dst.push_back(v);
-        parts.push_back(graph_from_edges(n, src, dst));
-      }
-      m["sizes"] = batch_graphs(parts);
-    }
-    {  // rows whose edges start past the first key chunks, stop in the first, or skip keys
-      std::vector<HostGraph> parts;
-      for (node_t n : {150, 40}) {
-        std::vector<node_t> src, dst;
-        for (node_t v = 0; v < n; ++v)
-          for (node_t u = 0; u < n; ++u)
-            if ((v % 3 == 0 && u >= n - 40) || (v % 3 == 1 && u < 24) || (v % 3 == 2 && u % 5 == v % 5))
-              src.push_back(u), dst.push_back(v);
-        parts.push_back(graph_from_edges(n, src, dst));
-      }
-      m["late_edges"] = batch_graphs(parts);
-    }
+    for (test::NamedGraph& named : test::dense_batches()) m[named.name] = std::move(named.graph);
     return m;
   }();
   return g;
-}
-
-// A misaligned feature pointer takes the scalar tile (Dense: the Online kernel) and must give
-// the same answer.
-TEST(ForwardMisc, UnalignedPointersUseScalarPath) {
-  if (!cuda::device_available()) GTEST_SKIP();
-  const int H = 2, D = 32;
-  for (const auto& [g, s] : {std::pair{&graphs().at("power_law"), Strategy::SMMF},
-                             std::pair{&graphs().at("power_law"), Strategy::Online},
-                             std::pair{&dense_graphs().at("pattern"), Strategy::Dense}}) {
-    const Case c(ScoreKind::GT, *g, {H, D}, 0, 3);
-    const std::size_t nf = std::size_t(g->num_nodes) * H * D;
-    Buf q(nf + 1), k(nf + 1), v(nf + 1), out(nf);
-    ok(cudaMemcpy(q.get() + 1, c.in[0].data(), nf * 4, cudaMemcpyHostToDevice));
-    ok(cudaMemcpy(k.get() + 1, c.in[1].data(), nf * 4, cudaMemcpyHostToDevice));
-    ok(cudaMemcpy(v.get() + 1, c.in[2].data(), nf * 4, cudaMemcpyHostToDevice));
-    const cuda::Plan plan(*g, ScoreKind::GT, H, D, s);
-    out.poison();
-    cuda::attention(nullptr, plan, GT{}, q.get() + 1, k.get() + 1, v.get() + 1, out.get());
-    ok(cudaDeviceSynchronize());
-    EXPECT_LT(max_relative_error(out.host().data(), c.reference()), 1e-5) << to_string(s);
-  }
-}
-
-// D = 512, the widest head the plan takes: every strategy and the backward on 16-byte tiles
-// of 4 chunks a lane; unaligned tensors (the scalar tiles hold 256 floats a row) are refused.
-TEST(ForwardMisc, WidestRows) {
-  if (!cuda::device_available()) GTEST_SKIP();
-  const Shape shape{1, 512};
-  for (const char* name : {"empty_rows", "super_node"}) {
-    const HostGraph& g = graphs().at(name);
-    for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
-      SCOPED_TRACE(std::string(name) + " " + to_string(kind));
-      const Case c(kind, g, shape, 1, 61);
-      const std::vector<double> ref = c.reference();
-      for (Strategy s : kStrategies) {
-        const auto plan = make_plan(g, kind, shape, s);
-        if (plan) EXPECT_LT(max_relative_error(c.run(*plan).first.out.data(), ref), 1e-5) << to_string(s);
-      }
-      const BackwardCase b(kind, g, shape, 1, Dropout{0.3f, 5}, 62);
-      const auto grads = b.gradients(cuda::Plan(g, kind, shape.H, shape.D));
-      const auto ref_grads = b.reference_gradients();
-      for (std::size_t i = 0; i < ref_grads.size(); ++i)
-        EXPECT_LT(test::gradient_error(grads[0][i], ref_grads[i]), test::gradient_tolerance(kind, i))
-            << test::gradient_names(kind)[i];
-    }
-  }
-  const HostGraph& g = graphs().at("empty_rows");
-  const std::size_t nf = std::size_t(g.num_nodes) * shape.D, ns = g.num_nodes;
-  Buf q(nf + 1), k(nf), v(nf), out(nf), lse(ns), dout(nf), dq(nf), dk(nf), dv(nf);
-  const cuda::Plan plan(g, ScoreKind::GT, shape.H, shape.D);
-  test::expect_error([&] { cuda::attention(nullptr, plan, GT{}, q.get() + 1, k.get(), v.get(), out.get()); },
-                     {"cuda::attention", "dim 512", "16-byte aligned"});
-  test::expect_error(
-      [&] {
-        cuda::attention_backward(nullptr, plan, GT{}, q.get() + 1, k.get(), v.get(), out.get(), lse.get(), dout.get(),
-                                 dq.get(), dk.get(), dv.get());
-      },
-      {"cuda::attention_backward", "dim 512", "16-byte aligned"});
 }
 
 // Dense on the batches it is for: every score it computes, every shape, edge values, training

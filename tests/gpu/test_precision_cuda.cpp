@@ -1,5 +1,6 @@
 // Two-byte element types (bf16, f16; half.hpp) on the CUDA-native forward and backward: every
-// model through Online, Auto's pick for them, and the backward's walks in both orders, against
+// model through Auto's pick (Online, or Dense on a batch), Dense on its own batches, and the
+// backward's walks in both orders, against
 // the float64 reference on the same rounded inputs. The output must be within the accuracy
 // contract (normwise relative error: bf16 1e-2, f16 2e-3) and within one rounding of a
 // float32-accurate result (the type's unit roundoff: what sums in the type itself would miss),
@@ -119,11 +120,14 @@ struct Variant {
 };
 
 void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGraph& named, int H, int D, Variant var,
-                    unsigned seed) {
+                    unsigned seed, Strategy strategy = Strategy::Auto) {
   const HostGraph& g = named.graph;
   const DType t = prec.dtype;
-  const cuda::Plan plan(g, kind, H, D, Strategy::Auto, t);
-  ASSERT_EQ(plan.strategy(), Strategy::Online);
+  const cuda::Plan plan(g, kind, H, D, strategy, t);
+  if (strategy == Strategy::Auto)  // Dense where its rule takes a batch, else Online
+    ASSERT_TRUE(plan.strategy() == Strategy::Online || plan.strategy() == Strategy::Dense) << to_string(plan.strategy());
+  else
+    ASSERT_EQ(plan.strategy(), strategy);
   const Op& op = plan.op();
   const ModelArgs& m = model_args(kind);
   const int offset = var.unaligned ? 1 : 0;
@@ -238,9 +242,7 @@ TEST_P(TwoByteBackward, MatchesFloat64ReferenceOnTheRoundedOut) {
 }
 
 std::string name_of(const ::testing::TestParamInfo<test::TwoByteParam>& info) {
-  const auto [kind, f16, hd, graph] = info.param;
-  return std::string(to_string(kind)) + (f16 ? "_f16" : "_bf16") + "_H" + std::to_string(hd.first) + "D" +
-         std::to_string(hd.second) + "_" + graphs()[std::size_t(graph)].name;
+  return test::case_name(info.param, graphs()[std::size_t(std::get<3>(info.param))].name);
 }
 
 const auto kCases =
@@ -253,13 +255,60 @@ const auto kCases =
 INSTANTIATE_TEST_SUITE_P(Models, TwoByteForward, kCases, name_of);
 INSTANTIATE_TEST_SUITE_P(Models, TwoByteBackward, kCases, name_of);
 
+const std::vector<test::NamedGraph>& dense_graphs() {
+  static const std::vector<test::NamedGraph> gs = test::dense_batches();
+  return gs;
+}
+
+/// Dense on its own batches (graphs.hpp): every score it computes, both types, the float32
+/// Dense suite's shapes; plain, with the training options (edge values and dropout: the
+/// edge-wise kernel; the attention weights) and the backward from its out and logsumexp, and
+/// unaligned (Online's fallback).
+class TwoByteDense : public ::testing::TestWithParam<test::TwoByteParam>, protected test::TwoByteCase {
+ protected:
+  TwoByteDense() : TwoByteCase(GetParam()) {}
+  void SetUp() override {
+    if (no_device()) GTEST_SKIP() << "no CUDA device";
+  }
+  const test::NamedGraph& named = dense_graphs()[index];
+};
+
+TEST_P(TwoByteDense, MatchesFloat64ReferenceWithinOneRounding) {
+  const unsigned seed = index * 41 + unsigned(D);
+  expect_matches(kind, prec, named, H, D, {}, seed, Strategy::Dense);
+  expect_matches(kind, prec, named, H, D, {true, false, false, true}, seed + 1, Strategy::Dense);
+  expect_matches(kind, prec, named, H, D, {false, false, true}, seed + 2, Strategy::Dense);
+}
+
+std::string dense_name_of(const ::testing::TestParamInfo<test::TwoByteParam>& info) {
+  return test::case_name(info.param, dense_graphs()[std::size_t(std::get<3>(info.param))].name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Batches, TwoByteDense,
+                         ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT),
+                                            ::testing::Bool(),
+                                            ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{1, 32},
+                                                              std::pair{8, 32}, std::pair{2, 64}, std::pair{3, 64}),
+                                            ::testing::Range(0, 4)),
+                         dense_name_of);
+
+// Auto's rule takes Dense for two-byte batches by the float32 bars (docs/cuda.md, "Element types").
+TEST(TwoByte, AutoPicksDenseOnPatternBatches) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  for (const DType t : {DType::BF16, DType::F16})
+    for (const ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT})
+      EXPECT_EQ(cuda::Plan(dense_graphs()[0].graph, kind, 1, 128, Strategy::Auto, t).strategy(), Strategy::Dense)
+          << to_string(kind) << " " << to_string(t);
+}
+
 TEST(TwoByte, RefusedWhereNotRun) {
   if (no_device()) GTEST_SKIP() << "no CUDA device";
   const HostGraph g = test::random_graph(100, 600, 1);
   test::expect_error([&] { cuda::Plan(g, ScoreKind::GT, 2, 32, Strategy::SMMF, DType::BF16); },
-                     {"cuda::Plan: the smmf strategy runs float32 tensors only; bf16 ones run Online (Auto picks it)"});
-  test::expect_error([&] { cuda::Plan(g, ScoreKind::GAT, 2, 32, Strategy::Dense, DType::F16); },
-                     {"cuda::Plan: the dense strategy runs float32 tensors only; f16 ones run Online"});
+                     {"cuda::Plan: the smmf strategy runs float32 tensors only; bf16 ones run Online or Dense "
+                      "(Auto picks one)"});
+  test::expect_error([&] { cuda::Plan(g, ScoreKind::GAT, 2, 32, Strategy::Staged, DType::F16); },
+                     {"cuda::Plan: the staged strategy runs float32 tensors only; f16 ones run Online or Dense"});
   const cuda::Plan plan(g, ScoreKind::GT, 2, 32, Strategy::Auto, DType::BF16);
   const std::size_t n = std::size_t(g.num_nodes) * 2 * 32;
   const std::vector<float> x = test::typed_values(n, DType::BF16, 3);
