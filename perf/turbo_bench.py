@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""turbo-gnn and dfgnn in one process, on the same tensors, per element type (issue 39).
+
+turbo-gnn 0.1.0rc4, the released code of "On Efficient Scaling of GNNs via IO-Aware Layers
+Implementations", runs GT and GATv2 in float32, bf16 and f16. ../shared/anchors.md says how to
+build it from its PyPI sdist on the GPU machine; nothing of it is committed: put its install
+directory on PYTHONPATH. Ours: dfgnn.gt_attention and dfgnn.gatv2_attention on a dfgnn.Graph.
+
+What is timed (CUDA events, median of --iters after --warmup): fwd, the forward under
+torch.no_grad(); fwdbwd, the forward and the backward of (out * g).sum() to every input. The
+outputs of the two libraries are compared (max difference over the largest entry): a check
+that both computed the same attention, not an accuracy figure (`dfgnn bench --check` measures
+ours against float64).
+
+turbo-gnn's GT score is Q[src] . K[dst] over its forward CSR, so our k goes in as its Q and our
+q as its K; its GATv2 takes the destination's features as x_left and the source's as x_right
+(../shared/anchors.md). Head dims 32, 64, 128 and 256 only.
+
+Usage: PYTHONPATH=python:TURBO_SITE python3 perf/turbo_bench.py --graph G [--nodes N]
+         [--symmetrize] --name NAME [--models gt,gatv2] [--shapes 1x128,4x32] [--dtypes f32,bf16]
+         [--json OUT.jsonl]
+"""
+
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import emitter, median_ms, read_edge_list  # noqa: E402
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def edge_index_of(args):
+    """The graph's [2, E] edge index on the GPU; with --symmetrize each edge in both directions,
+    duplicates removed."""
+    src, dst, n = read_edge_list(args.graph, args.nodes)
+    if args.symmetrize:
+        pairs = np.unique(np.concatenate([src * n + dst, dst * n + src]))
+        src, dst = pairs // n, pairs % n
+    return torch.tensor(np.stack([src, dst]), dtype=torch.int64, device="cuda"), n
+
+
+def calls(model, ours_graph, adj, n, H, D, dtype, seed):
+    """(inputs, ours(), theirs()) of one model and shape; both return [N, H, D]."""
+    import dfgnn
+    from turbo_gnn._functions import _FusedGraphAttention, gatv2_function
+
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def rand(*shape, scale=1.0):
+        x = (torch.rand(shape, generator=g, device="cuda") * 2 - 1) * scale
+        return x.to(dtype).requires_grad_()
+
+    csr = (adj.forward_indptr, adj.forward_indices, adj.backward_indptr, adj.backward_indices)
+    if model == "gt":
+        q, k, v = rand(n, H, D), rand(n, H, D), rand(n, H, D)
+        scale = 1.0 / math.sqrt(D)
+        return ((q, k, v), lambda: dfgnn.gt_attention(ours_graph, q, k, v),
+                lambda: _FusedGraphAttention.apply(*csr, k, q, v, scale))
+    # GATv2's a at 1/sqrt(D), as its layer initialises it.
+    xl, xr, a = rand(n, H, D), rand(n, H, D), rand(H, D, scale=1.0 / math.sqrt(D))
+    return ((xl, xr, a), lambda: dfgnn.gatv2_attention(ours_graph, xl, xr, a),
+            lambda: gatv2_function.apply(*csr, xr, xl, a, 0.2, 512).view(n, H, D))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--graph", required=True, help=".npz (src, dst, num_nodes) or text edge list (.gz ok)")
+    p.add_argument("--nodes", type=int, help="node count when the file does not say")
+    p.add_argument("--symmetrize", action="store_true", help="each edge in both directions, duplicates removed")
+    p.add_argument("--name", default="")
+    p.add_argument("--models", default="gt,gatv2")
+    p.add_argument("--shapes", default="1x128,4x32")
+    p.add_argument("--dtypes", default="f32,bf16")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", help="append the JSON lines to this file too")
+    args = p.parse_args(argv)
+
+    import dfgnn
+    from turbo_gnn.graph import AdjacencyForwardBackwardWithNodeBuckets
+
+    emit = emitter(args.json)
+    edge_index, n = edge_index_of(args)
+    ours_graph = dfgnn.Graph.from_edge_index(edge_index, n)
+    adj = AdjacencyForwardBackwardWithNodeBuckets.from_edge_list(edge_index, n, index_dtype=torch.int32)
+    device = torch.cuda.get_device_name()
+    for model in args.models.split(","):
+        for shape in args.shapes.split(","):
+            H, D = (int(x) for x in shape.split("x"))
+            for name in args.dtypes.split(","):
+                inputs, ours, theirs = calls(model, ours_graph, adj, n, H, D, DTYPES[name], args.seed)
+                grad = torch.rand(n, H, D, device="cuda").to(DTYPES[name])
+
+                def fwdbwd(f):
+                    for x in inputs:
+                        x.grad = None
+                    (f() * grad).sum().backward()
+
+                with torch.no_grad():
+                    a, b = ours().float(), theirs().float()
+                diff = ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
+                record = {"name": args.name, "device": device, "model": model, "H": H, "D": D, "dtype": name,
+                          "N": n, "E": int(edge_index.shape[1]), "out_diff": diff}
+                for impl, f in (("dfgnn", ours), ("turbo-gnn", theirs)):
+                    with torch.no_grad():
+                        fwd, _ = median_ms(f, args.warmup, args.iters)
+                    both, _ = median_ms(lambda: fwdbwd(f), args.warmup, args.iters)
+                    emit({**record, "impl": impl, "fwd_ms": fwd, "fwdbwd_ms": both})
+
+
+if __name__ == "__main__":
+    main()
