@@ -225,6 +225,24 @@ INSTANTIATE_TEST_SUITE_P(Models, TwoByte,
                                             ::testing::Range(0, 9)),
                          name_of);
 
+// The one rule of both backends: a two-byte type keeps a strategy its backend runs on it (the
+// portable one Online; the CUDA-native one Online and Dense), Auto resolves to Online where that
+// is all, and another strategy is an Error naming what runs.
+TEST(TwoByteRefusals, ElementStrategyRule) {
+  const unsigned portable = strategy_bit(Strategy::Online);
+  const unsigned native = portable | strategy_bit(Strategy::Dense);
+  EXPECT_EQ(detail::element_strategy("p", Strategy::SMMF, DType::F32, portable), Strategy::SMMF);
+  EXPECT_EQ(detail::element_strategy("p", Strategy::Auto, DType::BF16, portable), Strategy::Online);
+  EXPECT_EQ(detail::element_strategy("p", Strategy::Auto, DType::F16, native), Strategy::Auto);
+  EXPECT_EQ(detail::element_strategy("p", Strategy::Dense, DType::F16, native), Strategy::Dense);
+  EXPECT_EQ(detail::element_strategy("p", Strategy::Online, DType::BF16, portable), Strategy::Online);
+  test::expect_error([&] { detail::element_strategy("p", Strategy::Dense, DType::BF16, portable); },
+                     {"p: the dense strategy runs float32 tensors only; bf16 ones run Online (Auto picks it)"});
+  test::expect_error([&] { detail::element_strategy("p", Strategy::Staged, DType::F16, native); },
+                     {"p: the staged strategy runs float32 tensors only; f16 ones run Online or Dense (Auto picks "
+                      "one)"});
+}
+
 TEST(TwoByteRefusals, OtherStrategiesAndTypes) {
   const HostGraph g = test::random_graph(100, 600, 1);
   const Exec exec;
