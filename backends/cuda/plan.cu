@@ -70,9 +70,9 @@ struct DenseFit {
 };
 
 /// Dense needs the GT, AGNN (D <= kDenseMaxCosineDim) or GAT score, D % 32 == 0 (S takes d in
-/// blocks of 16, PV writes 32-column chunks), a batch of square graphs of at most kDenseMaxNodes
-/// nodes, rows of at most kDenseMaxDegree edges, and each bucket's largest graph in shared
-/// memory with one region.
+/// blocks of 16 floats or 32 two-byte elements, PV writes 32-column chunks), a batch of square
+/// graphs of at most kDenseMaxNodes nodes, rows of at most kDenseMaxDegree edges, and each
+/// bucket's largest graph in shared memory (of elements of type t) with one region.
 DenseFit dense_fit(bool batch, const detail::BatchSums& b, const DegreeStats& degrees, node_t N, edge_t E,
                    ScoreKind kind, int H, int D, DType t, std::size_t optin) {
   DenseFit f;
