@@ -418,7 +418,8 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
             float x[kLaneCols];
             widen16(xr + c, x);
 #pragma unroll
-            for (int i = 0; i < kLaneCols; i += 4) n2 += x[i] * x[i] + x[i + 1] * x[i + 1] + x[i + 2] * x[i + 2] + x[i + 3] * x[i + 3];
+            for (int i = 0; i < kLaneCols; i += 4)
+              n2 += x[i] * x[i] + x[i + 1] * x[i + 1] + x[i + 2] * x[i + 2] + x[i + 3] * x[i + 3];
           }
         n2 += __shfl_xor_sync(kFull, n2, 1);
         const float inv = n2 > 0.f ? 1.f / sqrtf(n2) : 0.f;  // a zero vector scores 0
@@ -528,7 +529,9 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
           dense_stage(vbuf, vs, a.sc.value, HD, h * D, D, n0, n, pad);
           cp_async_commit();
         }
-        if constexpr (kCosine) {  // S is |X_v| cos(X_v, X_u) (floats; two-byte, the same after the division above): the row's own norm goes with beta
+        // S is |X_v| cos(X_v, X_u) (two-byte: after the division by the key's norm above): the
+        // row's own norm goes with beta.
+        if constexpr (kCosine) {
           const float beta = load_one(a.sc.beta + (a.sc.beta_count == 1 ? 0 : h)) * kLog2e;
 #pragma unroll
           for (int x = 0; x < 2; ++x) to_log2[x] = row[x] < n ? beta * inv_norm[row[x]] : 0.f;
@@ -698,12 +701,12 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
         if (active) {
           for (int c = 0; c < D / 32; ++c) {
             if (!kChunked || kc == 0) {
-  #pragma unroll
+#pragma unroll
               for (int i = 0; i < 4; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.f;
             } else {
-  #pragma unroll
+#pragma unroll
               for (int i = 0; i < 4; ++i)
-  #pragma unroll
+#pragma unroll
                 for (int e = 0; e < 4; ++e) o[i][e] *= rescale[e / 2];
             }
             const float* vp = vbuf + (8 * j_base + 2 * t) * vs + soff + 32 * c + 4 * g;
@@ -711,10 +714,10 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
             // compiler overlaps one tile's loads and splits with the other's MMAs. With the S groups
             // above, 3-5% faster than a branch per tile (docs/cuda.md, "Dense", Predicated tiles).
             // kChunked: the pass's 4 tiles as one block (with the pair branch it spilled 16 bytes, not 8).
-  #pragma unroll
+#pragma unroll
             for (int j0 = 0; j0 < KT; j0 += 2) {
               if (kChunked || j_base + j0 < nkt) {
-  #pragma unroll
+#pragma unroll
                 for (int j = j0; j < j0 + 2; ++j) {
                   const bool on = j_base + j < nkt;  // a pair's second tile may be past the graph (and the staged rows)
                   float pa[4] = {s[j][0], s[j][2], s[j][1], s[j][3]};
@@ -728,7 +731,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
                   vp += 8 * vs;
                   const float e0[2] = {v0.x, v1.x}, e1[2] = {v0.y, v1.y}, e2[2] = {v0.z, v1.z}, e3[2] = {v0.w, v1.w};
                   const SplitB B0(e0), B1(e1), B2(e2), B3(e3);
-  #pragma unroll
+#pragma unroll
                   for (int term = 0; term < kSplitTerms; ++term)
                     if (on) {
                       mma_term(term, o[0], A, B0);
@@ -742,7 +745,7 @@ __global__ void __launch_bounds__(WARPS * kWarp, kDenseMinBlocks<WARPS, kChunked
             if (!last) continue;
             // n-tile i, accumulator (row x, 2t + e) is o[i][2x + e], output column 32c + 8t + 4e + i.
             const int col = h * D + 32 * c + 8 * t;
-  #pragma unroll
+#pragma unroll
             for (int x = 0; x < 2; ++x)
               if (row[x] < n) {
                 float* dst = a.out + (std::size_t(n0) + row[x]) * HD + col;
