@@ -117,10 +117,11 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typen
   const DeviceGraph& g = p.graph;
   if (g.num_nodes == 0) return;
   const auto dense_or_online = [&] {
-    // Unaligned tensors, Auto's edge-wise calls and edge features: Online on whole rows (no pieces).
-    if (!(p.strategy == Strategy::Dense && !(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr)) &&
-          dense<S, T>(st, p, sc, w, tr, out)))
-      online<S, T>(st, p, sc, w, tr, out);
+    // Auto's Dense takes calls with edge values, dropout or edge features to Online, and Dense
+    // launches nothing for unaligned tensors: those run Online on whole rows (no pieces).
+    const bool dense_call =
+        p.strategy == Strategy::Dense && !(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr));
+    if (!dense_call || !dense<S, T>(st, p, sc, w, tr, out)) online<S, T>(st, p, sc, w, tr, out);
   };
   if constexpr (!kFloat<S>) {  // two-byte elements: Online or Dense only (the plan saw to it)
     dense_or_online();
