@@ -167,14 +167,13 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typen
 }
 
 /// The widest scalar tile of with_tile covers 256 elements a row: wider rows (up to 512, the
-/// plan's limit) need the 16-byte tile, i.e. aligned tensors (and, of two-byte elements, D a
-/// multiple of 8).
-template <class E = float>
+/// plan's limit) need a tile of kVec-element lanes, i.e. aligned tensors and D a multiple of kVec.
+template <class E = float, int kVec = int(16 / sizeof(E))>
 void require_tile(int D, bool vec16, const char* entry) {
-  constexpr int kScalarMaxD = Tile<1, 32, 8>::MAX_D, kVec = 16 / sizeof(E);
+  constexpr int kScalarMaxD = Tile<1, 32, 8>::MAX_D;
   if (D > kScalarMaxD && !(vec16 && D % kVec == 0))
     throw Error(std::string(entry) + ": dim " + std::to_string(D) + " above " + std::to_string(kScalarMaxD) +
-                " needs 16-byte aligned tensors" + (kVec == 8 ? " and a multiple of 8" : ""));
+                " needs 16-byte aligned tensors" + (D % kVec != 0 ? " and a multiple of " + std::to_string(kVec) : ""));
 }
 
 /// Edge features run on Online (Auto's pick, and Dense's fallback where Auto picked Dense); an
@@ -233,7 +232,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const DeviceGraph& g = p.graph;
   const int H = p.heads, D = p.dim;
   const node_t N = g.num_nodes, NS = p.op.src_nodes;  // rows (destinations), columns (sources)
-  require_tile<E>(D, vec16, "cuda::attention_backward");
+  require_tile<E, kWalkVec>(D, vec16, "cuda::attention_backward");
   const bool edges = sc.edge != nullptr;
   const bool cols_first = columns_first<S>(o.backward_order, p.kind, g, edges);
   if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
@@ -251,7 +250,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     if (threads == 0) return;
     launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr);
   };
-  with_tile<!S::kRowKey, E>(D, vec16, [&](auto tile) {
+  const auto walk = [&](auto tile) {
     using T = decltype(tile);
     const int slots = T::GROUPS / std::min(H, T::GROUPS);
     const int row_threads = online_threads(b.rows.uneven), col_threads = online_threads(b.cols.uneven);
@@ -300,11 +299,18 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
         merge(std::true_type{}, b.cols, wk.col_part);
       }
     };
-    if constexpr (T::VEC == 4) {  // the fast path (float): rows that fill the tile (without edge features)
+    if constexpr (T::VEC == kWalkVec) {  // the fast path: rows that fill the tile (without edge features)
       if (D == T::MAX_D && !edges) return walks(std::true_type{});
     }
     walks(std::false_type{});
-  }, pair_rows(!b.rows.uneven && !b.cols.uneven, H, D));  // the forward's rule, over both walks' degrees
+  };
+  const bool pair = pair_rows(!b.rows.uneven && !b.cols.uneven, H, D);  // the forward's rule, over both walks' degrees
+  bool wide = false;
+  if constexpr (S::kKind == ScoreKind::GAT && !kFloat<S>) {
+    wide = gat_wide_lanes(g, D);
+    if (wide) with_tile<true, E>(D, vec16, walk, pair);
+  }
+  if (!wide) with_tile<!S::kRowKey, E, kWalkVec>(D, vec16, walk, pair);
   if (param != nullptr) {
     const std::int64_t units = std::int64_t(N) + b.rows.slots;
     launch_param_sums(st, wk.param, units, H * param_width<S>(D), wk.param_slices, param, param_count);

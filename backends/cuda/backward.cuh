@@ -75,12 +75,34 @@ inline constexpr bool kColsFirst = S::kKind == ScoreKind::GT || S::kKind == Scor
 template <class S>
 inline constexpr bool kRowsFirst = S::kKind != ScoreKind::GAT;
 
+/// Elements a lane of the walks loads at once, whatever the type: 16 bytes of floats, 8 of a
+/// two-byte type. On 16-byte lanes of 8 two-byte elements a lane held twice the query rows and
+/// sums of a float lane, which left 2 edges in flight a group where floats have 4, spilled up to
+/// 380 bytes at 64 registers (GATv2's row walk) and held GT's column walk to 2 blocks an SM: the
+/// two-byte backward ran 0.58-0.84x float32's on R-MAT. On lanes of 4 the walks are float32's,
+/// with its registers and edges in flight, on half the bytes: 1.15-1.87x faster there, on
+/// tolokers and for GATv2 everywhere (docs/cuda.md, "Element types").
+inline constexpr int kWalkVec = 4;
+
+/// Mean in-degree below which GAT's two-byte walks keep 16-byte lanes of 8 (gat_wide_lanes): two
+/// columns a warp, 2 edges in flight each, where the short columns of lanes of 4 leave lanes
+/// idle. Lanes of 4 against 8, GAT backward at 1x128 and 4x32 (H200): web-NotreDame (mean 7)
+/// 0.77-0.86x, PATTERN-like (49) 0.94-0.97x; tolokers (88) 1.0-1.16x, rmat-s17-d64 (54)
+/// 1.15-1.42x.
+inline constexpr double kGatNarrowLanesDegree = 52;
+
 /// Mean in-degree from which Auto runs GT columns first: below it the rows' second gather
 /// mostly hits L1, or the degree is too low to pay for the Delta pass. GT backward, H100
 /// (docs/backward.md, "Two orders"): columns first 16-18% faster on tolokers (mean 88)
 /// and rmat-s17-d64 (54); 0-2% slower on PATTERN-like (49), CLUSTER-like (37) and 1.5-13%
 /// slower on web-NotreDame, MNIST-like and pubmed (7-4.5).
 inline constexpr double kColsFirstDegree = 52;
+
+/// Whether GAT's two-byte walks take 16-byte lanes of 8 elements instead of kWalkVec: below
+/// kGatNarrowLanesDegree, for D a multiple of 8.
+inline bool gat_wide_lanes(const DeviceGraph& g, int D) {
+  return D % 8 == 0 && double(g.num_edges) < kGatNarrowLanesDegree * double(g.num_nodes);
+}
 
 /// The segments of one walk: rows (CSR) or columns (CSC), and the pieces of those above split.
 struct Segments {
@@ -541,19 +563,13 @@ __global__ void __launch_bounds__(256) row_deltas(Upstream<E> up, float* __restr
 }
 
 /// Blocks per SM of the scoring column walk: 3 (80 registers) where GT's group holds K_u and V_u
-/// besides 4 edges of 16-byte Q and dOut fragments in flight. The GT backward against it (H100,
+/// besides 4 edges of Q and dOut fragments in flight. The GT backward against it (H100,
 /// 7 graphs, 1x128 and 4x32; docs/backward.md, "Two orders"): 4 blocks spilled 96-144
 /// bytes and was 10-45% slower; 4 blocks with 2 edges in flight 1-7% slower on the batches and
 /// sparse graphs of high degree; 2 blocks 3-9% slower.
-/// GT's on two-byte elements' 16-byte lanes of 8 (fewer than 32 lanes): 2 (128 registers),
-/// where 64 spilled 300-400 bytes: its bf16 backward 1.15-1.5x faster on tolokers and R-MAT
-/// (H200). The other two-byte walks spill 60-500 bytes at 64 registers too, yet 2 blocks made
-/// them 5-17% slower (GAT's scoring columns, the row walk on web-NotreDame; docs/cuda.md).
 template <class S, class T>
 inline constexpr int kScoredColsMinBlocks =
-    S::kKind == ScoreKind::GT && T::VEC == 8                              ? 2
-    : S::kKind == ScoreKind::GT && T::PER_LANE == 4 && kOnlineEdges<T> == 4 ? 3
-                                                                            : kOnlineMinBlocks<T>;
+    S::kKind == ScoreKind::GT && T::PER_LANE == 4 && kOnlineEdges<T> == 4 ? 3 : kOnlineMinBlocks<T>;
 
 /// Step 1, the columns: recomputes each in-edge's score from the column's own K_u (GAT el_u)
 /// and the gathered Q_v (er_v), dq_e from its own V_u and the gathered dOut_v, and sums dK, dV

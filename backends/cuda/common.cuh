@@ -95,16 +95,18 @@ struct Tile {
 /// per warp already, pairing made the backward 15-22% slower).
 inline bool pair_rows(bool even, int H, int D) { return even && (D > 32 || H >= 4); }
 
-/// Calls f(Tile{}) with the tile for head width D of elements E: 16-byte lanes when D is a
-/// multiple of their elements (4 floats, 8 two-byte ones) and the rows are 16-byte aligned
-/// (`vec16`), else one element per lane. Lanes per head grow with D up to a warp; larger D
-/// gives each lane several chunks. kMayPair and `pair` (pair_rows, floats): 16 lanes x 2
-/// chunks instead of 32 x 1 at 64 < D <= 128, 4 x 2 instead of 8 x 1 at 16 < D <= 32, so that
-/// a warp walks two rows at once (Online and the backward walks: faster only for scalar keys
-/// on even degrees, docs/cuda.md).
-template <bool kMayPair = false, class E = float, class F>
+/// Calls f(Tile{}) with the tile for head width D of elements E: lanes of kVec elements (16
+/// bytes by default: 4 floats, 8 two-byte ones) when D is a multiple of kVec and the rows are
+/// 16-byte aligned (`vec16`), else one element per lane. Lanes per head grow with D up to a
+/// warp; larger D gives each lane several chunks. kMayPair and `pair` (pair_rows, 4-element
+/// lanes): 16 lanes x 2 chunks instead of 32 x 1 at 64 < D <= 128, 4 x 2 instead of 8 x 1 at
+/// 16 < D <= 32, so that a warp walks two rows at once (Online and the backward walks: faster
+/// only for scalar keys on even degrees, docs/cuda.md). Two-byte elements on 8-byte lanes
+/// (kVec 4) take the float tiles (the backward walks', docs/cuda.md "Element types").
+template <bool kMayPair = false, class E = float, int kVec = int(16 / sizeof(E)), class F>
 void with_tile(int D, bool vec16, F&& f, bool pair = false) {
-  if constexpr (sizeof(E) == 2) {
+  static_assert(kVec == 4 || (kVec == 8 && sizeof(E) == 2));
+  if constexpr (kVec == 8) {
     if (vec16 && D % 8 == 0) {
       if (D <= 16) return f(Tile<8, 2, 1>{});
       if (D <= 32) return f(Tile<8, 4, 1>{});
