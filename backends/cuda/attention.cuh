@@ -110,23 +110,22 @@ void online(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScaleOf
   });
 }
 
-/// Whether a call of a Dense plan runs Dense: Auto's Dense takes calls with edge values, dropout
-/// or edge features to Online. (Dense also launches nothing for unaligned tensors, dense():
-/// those run Online on whole rows, no pieces.)
-template <class S>
-bool dense_call(const Plan::Impl& p, const S& sc, const EdgeScaleOf<typename S::Elem>& w, const Train& tr) {
-  return p.strategy == Strategy::Dense && !(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr));
-}
-
-/// The forward of float32 tensors on tile T, by the plan's strategy.
 template <class S, class T>
 void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typename S::Elem> w, const Train& tr,
             typename S::Elem* out) {
-  static_assert(kFloat<S>);
   const int H = p.heads, D = p.dim;
   const DeviceGraph& g = p.graph;
   if (g.num_nodes == 0) return;
-  {
+  const auto dense_or_online = [&] {
+    // Auto's Dense takes calls with edge values, dropout or edge features to Online, and Dense
+    // launches nothing for unaligned tensors: those run Online on whole rows (no pieces).
+    const bool dense_call =
+        p.strategy == Strategy::Dense && !(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr));
+    if (!dense_call || !dense<S, T>(st, p, sc, w, tr, out)) online<S, T>(st, p, sc, w, tr, out);
+  };
+  if constexpr (!kFloat<S>) {  // two-byte elements: Online or Dense only (the plan saw to it)
+    dense_or_online();
+  } else {
     const std::int64_t E = g.num_edges, N = g.num_nodes;
     auto sddmm = [&] {
       if (E > 0) sddmm_kernel<S, T><<<edge_blocks<S, T>(p), 256, 0, st>>>(sc, g, w, H, D, p.scores);
@@ -159,30 +158,11 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typen
         });
         break;
       case Strategy::Dense:
-      case Strategy::Online:
-        if (!dense_call(p, sc, w, tr) || !dense<S, T>(st, p, sc, w, tr, out)) online<S, T>(st, p, sc, w, tr, out);
-        break;
+      case Strategy::Online: dense_or_online(); break;
       default: throw Error("cuda::attention: plan without a strategy");
     }
   }
   launch_merge(st, p.split_rows, p.num_split_rows, H, D, p.part, out, tr.lse);
-  DFGNN_CUDA(cudaGetLastError());
-}
-
-/// The forward of two-byte tensors: Online or Dense only (the plan saw to it). Dense's MMAs read
-/// 16-byte lanes of 8 elements; Online walks lanes of kWalkVec, as the backward does.
-template <class S>
-void launch_two_byte(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typename S::Elem> w,
-                     const Train& tr, typename S::Elem* out, bool vec16, bool pair) {
-  using E = typename S::Elem;
-  if (p.graph.num_nodes == 0) return;
-  bool ran = false;
-  if (dense_call(p, sc, w, tr))
-    with_tile<false, E>(p.dim, vec16, [&](auto tile) { ran = dense<S, decltype(tile)>(st, p, sc, w, tr, out); });
-  if (!ran)
-    with_tile<!S::kRowKey, E, kWalkVec>(
-        p.dim, vec16, [&](auto tile) { online<S, decltype(tile)>(st, p, sc, w, tr, out); }, pair);
-  launch_merge(st, p.split_rows, p.num_split_rows, p.heads, p.dim, p.part, out, tr.lse);
   DFGNN_CUDA(cudaGetLastError());
 }
 
@@ -216,12 +196,8 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, typen
   // degrees a warp then does better walking two rows (half a warp each) than one.
   const bool pair = pair_rows(p.strategy == Strategy::Online && p.online_uneven_mean == 0, p.heads, p.dim);
   vec16 = vec16 && aligned16({out});
-  require_tile<E, kWalkVec>(p.dim, vec16, "cuda::attention");
-  if constexpr (kFloat<S>)
-    with_tile<!S::kRowKey, E>(p.dim, vec16, [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); },
-                              pair);
-  else
-    launch_two_byte(st, p, sc, scale, tr, out, vec16, pair);
+  require_tile<E>(p.dim, vec16, "cuda::attention");
+  with_tile<!S::kRowKey, E>(p.dim, vec16, [&](auto tile) { launch<S, decltype(tile)>(st, p, sc, scale, tr, out); }, pair);
   if (o.attention_weights == nullptr || p.graph.num_edges == 0) return;
   with_tile<!S::kRowKey, E>(p.dim, vec16, [&](auto tile) {
     using T = decltype(tile);
