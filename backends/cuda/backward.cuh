@@ -250,13 +250,6 @@ struct WalkLane {
   __device__ Unit unit(const Segments& segs) const { return grp / hp < slots ? Unit(segs, first + grp / hp) : Unit(); }
 };
 
-/// Edges in flight counted in the registers of packed rows.
-template <class T, class E, bool kPacked = true>
-inline constexpr int kWalkEdges = !kPacked || T::LANES < 4 ? kOnlineEdges<T>
-                                  : Packed<T, E>::kWords <= 4 ? 4
-                                  : Packed<T, E>::kWords <= 8 ? 2
-                                                              : 1;
-
 /// Blocks per SM of the row walk: Online's, and 3 (80 registers) for AGNN wherever a group has
 /// 4 edges in flight: at 64 registers its cosine terms spilled 64-130 bytes, and 3 blocks made
 /// its backward up to 7% faster (GATv2's, which spills as much, got 2-5% slower; docs/backward.md).
@@ -278,8 +271,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
   static_assert(kRowsFirst<S> && (!kEdge || S::kKind != ScoreKind::AGNN));
   using E = typename S::Elem;
   allow_dependents();  // the merge of split rows, else step 2, may get resident
-  constexpr int U = kWalkEdges<T, E, !kEdge>;
-  using Gathered = std::conditional_t<kEdge, Frag<T>, Packed<T, E>>;
+  constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kAGNN = S::kKind == ScoreKind::AGNN, kGATv2 = S::kKind == ScoreKind::GATv2;
   const WalkLane<T> wl(rows, H);
@@ -310,7 +302,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
       constexpr bool kChecked = decltype(checked)::value;
       const int pos = t * U;
       ids.advance(pos);
-      Gathered kf[U], vf[U];
+      Frag<T> kf[U], vf[U];
 #pragma unroll
       for (int j = 0; j < U; ++j) {
         const node_t src = ids.at(pos + j);
@@ -333,7 +325,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
         }
       }
       const auto key_of = [&](int j) {
-        Frag<T> k = widen(kf[j]);
+        Frag<T> k = kf[j];
         if constexpr (kEdge && kGATv2) add(k, ef[j]);
         return k;
       };
@@ -348,7 +340,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
       float dq[U], x[S::kParts][U];
 #pragma unroll
       for (int j = 0; j < U; ++j) {
-        dq[j] = dot(dout, widen(S::kValueIsKey ? kf[j] : vf[j]));
+        dq[j] = dot(dout, S::kValueIsKey ? kf[j] : vf[j]);
         float y[S::kParts];
         sc.partial(qv, key_of(j), y);
 #pragma unroll
@@ -396,7 +388,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
             acc_param.x[i] = fmaf(cj, leaky_relu(z, sc.slope), acc_param.x[i]);
           }
         } else {
-          axpy(acc, cj, widen(kf[j]));
+          axpy(acc, cj, kf[j]);
           if constexpr (kEdge) {  // GT: dE = scale dr Q_v + q dOut_v (qv holds scale Q_v)
             const float qj = __shfl_sync(kFull, q, j * (L / U), L);
 #pragma unroll
@@ -592,7 +584,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
   static_assert(kColsFirst<S> && (!kEdge || S::kKind == ScoreKind::GAT));
   using E = typename S::Elem;
   allow_dependents();  // the merge of split columns, else step 2, may get resident
-  constexpr int U = kWalkEdges<T, E>;
+  constexpr int U = kOnlineEdges<T>;
   constexpr int L = T::LANES;
   constexpr bool kGT = S::kKind == ScoreKind::GT;
   const WalkLane<T> wl(cols, H);
@@ -628,8 +620,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
       constexpr bool kChecked = decltype(checked)::value;
       const int pos = t * U;
       ids.advance(pos);
-      [[maybe_unused]] Packed<T, E> qf[U];
-      Packed<T, E> of[U];
+      [[maybe_unused]] Frag<T> qf[U];
+      Frag<T> of[U];
       node_t v_own = 0;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
@@ -654,13 +646,13 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
       // dq_e = <dOut_v, V_u> and GT's score, reduced together: lane l ends with edge `own`'s.
       float dq[U];
 #pragma unroll
-      for (int j = 0; j < U; ++j) dq[j] = dot(widen(of[j]), value);
+      for (int j = 0; j < U; ++j) dq[j] = dot(of[j], value);
       reduce_scatter<L, U>(dq, l);
       float score;
       if constexpr (kGT) {
         float x[U];
 #pragma unroll
-        for (int j = 0; j < U; ++j) x[j] = dot(widen(qf[j]), key);
+        for (int j = 0; j < U; ++j) x[j] = dot(qf[j], key);
         reduce_scatter<L, U>(x, l);
         score = x[0];
       } else {
@@ -681,8 +673,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kScoredColsMinBlocks<S, T>)
       const float q = p * keep;
 #pragma unroll
       for (int j = 0; j < U; ++j) {
-        if constexpr (kGT) axpy(acc_key, __shfl_sync(kFull, dr, j * (L / U), L), widen(qf[j]));
-        axpy(acc_value, __shfl_sync(kFull, q, j * (L / U), L), widen(of[j]));
+        if constexpr (kGT) axpy(acc_key, __shfl_sync(kFull, dr, j * (L / U), L), qf[j]);
+        axpy(acc_value, __shfl_sync(kFull, q, j * (L / U), L), of[j]);
       }
     };
     int t = 0;

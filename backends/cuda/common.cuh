@@ -208,52 +208,6 @@ __device__ __forceinline__ void load_chunks(Frag<T>& f, const E* lane_row, In in
   for (int c = 0; c < T::CHUNKS; ++c) load_vec<T::VEC>(lane_row + c * T::LANES * T::VEC, in(c), f.x + T::VEC * c);
 }
 
-/// A lane's slice of a gathered head row as it was loaded: two-byte elements of 16- or 8-byte
-/// lanes stay two to a 32-bit register and are widened where they are used.
-template <class T, class E>
-struct Packed {
-  static constexpr bool kPairs = sizeof(E) == 2 && T::VEC % 2 == 0;
-  static constexpr int kWords = kPairs ? T::PER_LANE / 2 : T::PER_LANE;
-  std::conditional_t<kPairs, unsigned, float> w[kWords];
-};
-
-template <class T, class E, class In>
-__device__ __forceinline__ void load_chunks(Packed<T, E>& f, const E* lane_row, In in) {
-#pragma unroll
-  for (int c = 0; c < T::CHUNKS; ++c) {
-    const E* p = lane_row + c * T::LANES * T::VEC;
-    if constexpr (!Packed<T, E>::kPairs) {
-      load_vec<T::VEC>(p, in(c), f.w + T::VEC * c);
-    } else if constexpr (T::VEC == 8) {
-      uint4 v = make_uint4(0u, 0u, 0u, 0u);
-      if (in(c)) v = __ldg(reinterpret_cast<const uint4*>(p));
-      unsigned* w = f.w + 4 * c;
-      w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-    } else {
-      uint2 v = make_uint2(0u, 0u);
-      if (in(c)) v = __ldg(reinterpret_cast<const uint2*>(p));
-      f.w[2 * c] = v.x, f.w[2 * c + 1] = v.y;
-    }
-  }
-}
-
-template <class T, class E>
-__device__ __forceinline__ Frag<T> widen(const Packed<T, E>& f) {
-  Frag<T> r;
-#pragma unroll
-  for (int k = 0; k < Packed<T, E>::kWords; ++k) {
-    if constexpr (Packed<T, E>::kPairs)
-      widen_pair<E>(f.w[k], r.x + 2 * k);
-    else
-      r.x[k] = f.w[k];
-  }
-  return r;
-}
-template <class T>
-__device__ __forceinline__ const Frag<T>& widen(const Frag<T>& f) {
-  return f;
-}
-
 /// Loads a lane's slice of the head row at `row` (D elements) from global memory; columns at or
 /// past D read as 0. Rows are 16-byte aligned when VEC > 1.
 template <class T, class E>

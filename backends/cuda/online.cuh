@@ -83,8 +83,8 @@ struct HeadColumns {
   }
   /// The fragment of node u. kAll: every column is inside the row and the edge is valid, so
   /// the loads need neither a predicate nor zeros; else zeros where !ok or outside.
-  template <bool kAll, class F>
-  __device__ __forceinline__ void load(F& f, node_t u, bool ok) const {
+  template <bool kAll>
+  __device__ __forceinline__ void load(Frag<T>& f, node_t u, bool ok) const {
     load_chunks<T>(f, row_at<E>(base, unsigned(u), stride), [&](int c) { return kAll || (ok && inside[c]); });
   }
 };
