@@ -4,12 +4,13 @@ forward+backward on run_bench.py's graphs, P ranks against the plain op on one G
 
 Per graph and model, rank 0 first times the plain op on the whole graph (`one`). Then every rank
 takes Graph.partition(P)'s rows, builds its DistributedGraph and times its call (`P ranks`: the
-slowest rank's median, each iteration started after a barrier) and the halo exchange alone (the
+slowest rank's median, each iteration started after a barrier), the same in one call after the
+exchange (`one_call_ms`: DistributedGraph(overlap=False)) and the halo exchange alone (the
 source-side inputs' exchange, DistributedGraph.sources, and with --backward also the
 gradients' return). Records: the halo rows and bytes each rank receives per exchange, the
-exchange's ms and GB/s (bytes received per ms, the slowest rank), each rank's peak memory, and
-the speedup one / P ranks. CUDA events,
-median of --iters after --warmup. Prints one JSON object per line (also appended to --json).
+exchange's ms and GB/s (bytes received per ms, the slowest rank), each rank's peak memory (the larger
+of the two forms': the split's, which holds two calls' outputs), and the speedup one / P ranks.
+CUDA events, median of --iters after --warmup. Prints one JSON object per line (also appended to --json).
 
 Graphs: run_bench.py's, and gpu-rmat-sS-dD, an R-MAT graph generated on the GPU (gpu_rmat).
 Every rank builds the whole graph to partition it; rank 0 times the plain op on it, then every
@@ -101,6 +102,7 @@ def worker(rank, ranks, port, a, jobs):
         owner = whole.partition(ranks).to(dev)
         mask = owner[edges[1]] == rank
         graph = dd.DistributedGraph(edges[:, mask], owner)
+        one_call = dd.DistributedGraph(edges[:, mask], owner, overlap=False)
         jobs_here = [(model, *map(int, shape.split("x"))) for model in a.models.split(",")
                      for shape in a.shapes.split(",")]
         one = {}  # (model, heads, dim) -> (ms, peak MiB): the plain op on the whole graph, one GPU
@@ -129,29 +131,35 @@ def worker(rank, ranks, port, a, jobs):
             mine = inputs(model, graph.num_rows, heads, dim, dev, gen)
             grad = torch.randn(graph.num_rows, heads, dim, generator=gen, device=dev)
             fn = getattr(dd, f"{model}_attention")
-            call = lambda: step(lambda *x: fn(graph, *x), mine, grad, a.backward)  # noqa: E731
+
+            def call(g=graph):
+                step(lambda *x: fn(g, *x), mine, grad, a.backward)
             source = [mine[1], mine[2]] if model == "gt" else [mine[0], mine[2]]
 
             def exchange():
                 parts = graph.sources(*source)
                 if a.backward:
                     torch.autograd.backward(parts, [torch.ones_like(p) for p in parts])
-            # This rank's (call ms, exchange ms, peak MiB, halo rows); each timed call after a barrier.
-            stats = [peers.median_ms(f, a.warmup, a.iters, before=synced)[0] for f in (call, exchange)]
+            # This rank's (call ms, one call's ms, exchange ms, peak MiB, halo rows); each timed call
+            # after a barrier.
+            stats = [peers.median_ms(f, a.warmup, a.iters, before=synced)[0]
+                     for f in (call, lambda: call(one_call), exchange)]
             stats += [torch.cuda.max_memory_allocated(dev) / 2**20, graph.halo.numel()]
             row_bytes = sum(t[0].numel() * t.element_size() for t in source)
             every = [None] * ranks
             dist.all_gather_object(every, stats)
             if rank == 0:
                 record["ranks_ms"] = max(e[0] for e in every)
-                record["exchange_ms"] = max(e[1] for e in every)
-                record["peak_mib"] = [round(e[2]) for e in every]
-                record["halo_rows"] = [e[3] for e in every]
-                record["halo_bytes"] = [e[3] * row_bytes for e in every]
-                moved = max(e[3] for e in every) * row_bytes * (2 if a.backward else 1)
+                record["one_call_ms"] = max(e[1] for e in every)
+                record["exchange_ms"] = max(e[2] for e in every)
+                record["peak_mib"] = [round(e[3]) for e in every]
+                record["halo_rows"] = [e[4] for e in every]
+                record["halo_bytes"] = [e[4] * row_bytes for e in every]
+                moved = max(e[4] for e in every) * row_bytes * (2 if a.backward else 1)
                 record["exchange_GBps"] = moved / (record["exchange_ms"] * 1e-3) / 1e9
                 if "one_ms" in record:
                     record["speedup"] = record["one_ms"] / record["ranks_ms"]
+                    record["one_call_speedup"] = record["one_ms"] / record["one_call_ms"]
                 emit(record)
             del mine, grad
     dist.destroy_process_group()

@@ -49,10 +49,17 @@ class DistributedGraph:
 
     edge_ids ([E_r], optional): each of these edges' index in the whole graph's edge order. With
     them attention dropout draws this rank's part of one process's mask on the whole graph, in
-    the ops and in the layers (their self loops included); without them both refuse dropout."""
+    the ops and in the layers (their self loops included); without them both refuse dropout.
 
-    def __init__(self, edge_index, owner, group=None, edge_ids=None):
-        self.group = group
+    overlap: the ops run in two calls, the halo exchange behind the first (True, the default),
+    or in one call over [rows | halo] after the exchange (False), as the layers do. The split
+    hides the exchange behind the rank's own edges but adds a call and a merge: it pays where
+    that work is long (GT fwd+bwd on rmat-s20-d32 over two H200s: 1.54x one GPU, against 1.35x
+    in one call), not on graphs whose exchange exceeds it (web-NotreDame: 0.56x, against 0.73x;
+    docs/performance.md, "Attention over two GPUs"). Every rank of the group must pass the same."""
+
+    def __init__(self, edge_index, owner, group=None, edge_ids=None, overlap=True):
+        self.group, self.overlap = group, overlap
         ranks, rank = dist.get_world_size(group), dist.get_rank(group)
         # Every check ends in the one collective of _agree: a rank that raised before it would
         # leave the others waiting there.
@@ -62,6 +69,8 @@ class DistributedGraph:
             problem = None
         except (TypeError, ValueError, RuntimeError) as e:
             owner, problem = torch.empty(0, dtype=torch.long, device=device), f"owner is not a vector of ranks: {e}"
+        if problem is None and not isinstance(overlap, bool):
+            problem = f"overlap must be True or False, got {overlap!r}"
         if problem is None:
             try:
                 problem = _problem(edge_index, owner, ranks, rank) or _edge_ids_problem(edge_ids, edge_index)
@@ -409,6 +418,15 @@ def _attention(name, graph, tensors, scalar, edge_features=None, edge_values=Non
             raise ValueError(f"{op}: {key} has {t.size(0)} rows, but this rank has {want} {what}")
     seed = ops._checked_seed(op, seed)
     seed = 0 if not dropout else ops._draw_seed() if seed is None else seed
+    if not graph.overlap:  # the exchange, then one call over [rows | halo], as the layers
+        tensors = list(tensors)
+        for i, t in zip(sources, graph.sources(*(tensors[i] for i in sources))):
+            tensors[i] = t
+        # GT's scale as the op takes it: None for the kernels' default (0.0 here)
+        keyword = {"scale": scalar or None} if spec is ops._GT else {"negative_slope": scalar}
+        return getattr(ops, name)(graph.graph, *tensors, **keyword, edge_features=edges,
+                                  edge_values=edge_values, dropout=dropout, seed=seed,
+                                  return_attention_weights=return_attention_weights)
     out, w = _Split.apply(graph, spec, sources, scalar, dropout, seed, return_attention_weights, edge_values,
                           *tensors, edges)
     return (out, w) if return_attention_weights else out
