@@ -3,11 +3,12 @@ two GPUs where there are two: GT, GAT and GATv2 forward and backward on a
 destination-partitioned graph, the ops in two calls (overlap, the default) and in one, equal
 one process's, with edge values and edge features, under Graph.partition's ranges and a
 scattered partition that leaves a rank without rows: out and the
-attention weights within 1e-6 normwise; the gradients within 4e-6 (GATv2's da, summed over the
-ranks, 1e-5): a rank sums a row's gradient in parts (its inner and outer edges' calls, the
-returned halo rows) where one process sums it in one walk, and GAT's del and der cancel (their
-softmax-Jacobian terms sum to about 0) while the parts do not, so the parts' rounding shows:
-up to 2.6e-6 from one process (GAT's der; 2.2e-6 from float64, where one process is at 1e-6).
+attention weights within 1e-6 normwise; the gradients within 1e-6 in one call and 4e-6 split
+(GATv2's da, summed over the ranks, 1e-5): split, a rank sums a row's gradient in parts (its
+inner and outer edges' calls, the returned halo rows) where one process sums it in one walk, and
+GAT's del and der cancel (their softmax-Jacobian terms sum to about 0) while the parts do not, so
+the parts' rounding shows: up to 2.6e-6 from one process (GAT's der; 2.2e-6 from float64, where
+one process is at 1e-6).
 Two runs bitwise equal; the layers (TransformerConv, GATConv, GATv2Conv with edge_attr and self
 loops) likewise, their parameters' gradients summed over the ranks; attention dropout (GT's and
 GATv2's ops, the layers), drawn by the graph's edge_ids, the same as one process's; bad input
@@ -105,7 +106,8 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
                         dist.all_reduce(total)
                         assert normwise(total, ones[k].grad) <= 1e-5, f"{model} da"
                     else:  # see the module's docstring
-                        assert normwise(t.grad, ones[k].grad[g.rows]) <= 4e-6, f"{model} d{k}"
+                        bound = 4e-6 if g is split else 1e-6
+                        assert normwise(t.grad, ones[k].grad[g.rows]) <= bound, f"{model} d{k}"
                 assert normwise(em.grad, e1.grad[mask]) <= 1e-6, f"{model} dE"
                 # The attention weights: each call's rescaled to the merged softmax, in edge_index's order.
                 _, want = call(dfgnn, model, whole, full, edge_values=w, edge_features=e, return_attention_weights=True,
