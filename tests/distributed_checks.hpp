@@ -3,10 +3,10 @@
 // every rank by a test main that defines `Transport` and `test_transport()` (this process's
 // transport) first: tests/mpi (MPI under mpirun, P = 1..4) and tests/nccl (NCCL, a process per
 // GPU). Each rank's forward and backward on its own rows equal its rows of one call on the
-// whole graph within 1e-6 normwise, gradients 5e-6 (GT, GAT, GATv2; edge values, edge features
-// and dropout; partitions by edges and a scattered one), bitwise equal on a second run and from
-// a plan built from the rank's edges alone; bad input on one rank throws the same Error on every
-// rank.
+// whole graph within 1e-6 normwise, gradients 5e-6 split and 1e-6 in one call (overlap = false;
+// GT, GAT, GATv2; edge values, edge features and dropout; partitions by edges and a scattered
+// one), bitwise equal on a second run and from a plan built from the rank's edges alone; bad
+// input on one rank throws the same Error on every rank.
 
 #include "expect_error.hpp"
 #include "model_call.hpp"
@@ -95,23 +95,32 @@ TEST_P(DistributedAttention, EqualsOneProcess) {
         const Distributed plan(Exec(), test_transport(), g, owner, kind, H, D);
         const RankGraph& s = plan.share();
         // No ASSERT between collectives: a rank that left the test early would leave the others waiting.
-        const Outcome mine = rank_call(plan, in);
-        EXPECT_EQ(mine.tensors.size(), one.tensors.size());
-        for (std::size_t t = 0; t < std::min(one.tensors.size(), mine.tensors.size()); ++t) {
-          // This rank's part of the whole call's tensor t: its rows, its edges or all of it.
+        // This rank's part of each of the whole call's tensors: its rows, its edges or all of it.
+        std::vector<std::vector<double>> parts;
+        for (std::size_t t = 0; t < one.tensors.size(); ++t) {
           const Extent x = test::outcome_extent(m, t);
           const std::size_t width = row_entries(x, H, D);
           const Floats part = x == Extent::HeadFeatures ? one.tensors[t]
                               : edge_rows(x)                ? take_rows(one.tensors[t], s.edge_ids, width)
                                                             : take_rows(one.tensors[t], s.rows, width);
-          const std::vector<double> ref(part.begin(), part.end());
-          // out within 1e-6; a gradient within 5e-6: its terms read the merged float32
-          // logsumexp, whose ulp at a super node's ~8 is 1e-6 (one process rounds a different
-          // value), and a rank sums a row's cancelling terms in parts (GAT's der, da; as
-          // tests/test_partition.cpp; docs/distributed.md).
-          EXPECT_LE(max_relative_error(mine.tensors[t].data(), ref), t == 0 ? 1e-6 : 5e-6)
-              << (t == 0 ? "out" : "gradient " + std::to_string(t)) << " on rank " << world_rank();
+          parts.emplace_back(part.begin(), part.end());
         }
+        // `bound(t)` on tensor t of this rank's outcome.
+        const auto expect_near = [&](const Outcome& got, const char* form, auto bound) {
+          EXPECT_EQ(got.tensors.size(), parts.size());
+          for (std::size_t t = 0; t < std::min(parts.size(), got.tensors.size()); ++t)
+            EXPECT_LE(max_relative_error(got.tensors[t].data(), parts[t]), bound(t))
+                << form << ": " << (t == 0 ? "out" : "gradient " + std::to_string(t)) << " on rank " << world_rank();
+        };
+        const Outcome mine = rank_call(plan, in);
+        // Split: out within 1e-6; a gradient within 5e-6: its terms read the merged float32
+        // logsumexp, whose ulp at a super node's ~8 is 1e-6 (one process rounds a different
+        // value), and a rank sums a row's cancelling terms in parts (GAT's der, da; as
+        // tests/test_partition.cpp; docs/distributed.md).
+        expect_near(mine, "split", [](std::size_t t) { return t == 0 ? 1e-6 : 5e-6; });
+        // In one call a row's terms are summed in one walk as one process does: 1e-6 throughout.
+        const Distributed whole(Exec(), test_transport(), g, owner, kind, H, D, Strategy::Auto, false);
+        expect_near(rank_call(whole, in), "one call", [](std::size_t) { return 1e-6; });
         const Outcome again = rank_call(plan, in);
         for (std::size_t t = 0; t < mine.tensors.size(); ++t)
           EXPECT_EQ(again.tensors[t], mine.tensors[t]) << "tensor " << t << " not reproduced bitwise";
@@ -133,8 +142,9 @@ INSTANTIATE_TEST_SUITE_P(Models, DistributedAttention, ::testing::Values(ScoreKi
 TEST(DistributedErrors, EveryRankNamesTheProblem) {
   const int P = world_size(), me = world_rank(), last = P - 1;
   const HostGraph g = test::random_graph(40, 200, 5);
-  const auto plan = [&](const HostGraph& graph, std::vector<int> owner, ScoreKind kind = ScoreKind::GT) {
-    Distributed(Exec(), test_transport(), graph, std::move(owner), kind, 2, 4);
+  const auto plan = [&](const HostGraph& graph, std::vector<int> owner, ScoreKind kind = ScoreKind::GT,
+                        bool overlap = true) {
+    Distributed(Exec(), test_transport(), graph, std::move(owner), kind, 2, 4, Strategy::Auto, overlap);
   };
   // A partition vector of the wrong length on the last rank; an out-of-range rank on rank 0.
   std::vector<int> owner(40, 0);
@@ -155,8 +165,10 @@ TEST(DistributedErrors, EveryRankNamesTheProblem) {
                         std::to_string(last) + " 41 and 200"});
     owner.assign(40, 0);
     if (me == last) owner[0] = 1;
-    test::expect_error([&] { plan(g, owner); },
-                       {"rank " + std::to_string(last) + " passed another graph, partition, model, heads or dim"});
+    const std::string other = "rank " + std::to_string(last) + " passed another graph, partition, model, heads, dim";
+    test::expect_error([&] { plan(g, owner); }, {other});
+    // The last rank alone in one call.
+    test::expect_error([&] { plan(g, {}, ScoreKind::GT, me != last); }, {other + " or overlap than rank 0"});
   }
   // Built from each rank's edges: an edge into another rank's row on the last rank; ranks that
   // disagree on the node count.

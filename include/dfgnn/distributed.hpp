@@ -3,8 +3,9 @@
 /// Attention over several ranks on Kokkos (docs/distributed.md): each rank owns a partition's
 /// destination rows, and its calls take and return those rows only. A forward starts the
 /// exchange of the halo (the remote source rows its rows read), runs its edges from its own
-/// rows meanwhile, then those from the halo, and merges the two softmaxes by their logsumexps;
-/// a backward sends the halo rows' gradients back to their owners, which add them in rank order,
+/// rows meanwhile, then those from the halo, and merges the two softmaxes by their logsumexps
+/// (or, built with overlap = false, runs all its edges in one call after the exchange); a
+/// backward sends the halo rows' gradients back to their owners, which add them in rank order,
 /// so results are reproducible for a given partition.
 ///
 /// \code
@@ -70,6 +71,11 @@ std::vector<std::string> all_gather_strings(const Transport& t, const std::strin
 /// from its own rows, which run while the halo travels, and those from the halo), and the
 /// calls' workspaces. Built collectively once per graph, reused by every call; a call and its
 /// plan run on one transport's ranks together.
+///
+/// overlap = false: one local call over all the rank's edges, [rows | halo] its sources, after
+/// the exchange. It saves the second call and the merge where the exchange exceeds the work it
+/// would hide, and sums each row's destination-side gradient in one walk as one process does
+/// (docs/distributed.md). Every rank must pass the same.
 template <class Exec, class Transport>
 class DistributedPlan {
  public:
@@ -81,8 +87,8 @@ class DistributedPlan {
   /// an op the kernels refuse, AGNN) and ranks that disagree on the graph, the partition or the
   /// op throw the same Error on every rank, naming the first rank that has the problem.
   DistributedPlan(const Exec& exec, Transport transport, const HostGraph& g, std::vector<int> owner, ScoreKind kind,
-                  int heads, int dim, Strategy strategy = Strategy::Auto)
-      : transport_(std::move(transport)) {
+                  int heads, int dim, Strategy strategy = Strategy::Auto, bool overlap = true)
+      : transport_(std::move(transport)), overlap_(overlap) {
     std::uint64_t digest[3] = {std::uint64_t(g.num_nodes), std::uint64_t(g.num_edges()), 0};
     build(exec, kind, heads, dim, strategy, digest, [&] {
       const int P = transport_.ranks();
@@ -103,8 +109,8 @@ class DistributedPlan {
   /// are in the order the edges come here.
   DistributedPlan(const Exec& exec, Transport transport, node_t num_nodes, const std::vector<node_t>& src,
                   const std::vector<node_t>& dst, std::vector<edge_t> edge_ids, std::vector<int> owner,
-                  ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto)
-      : transport_(std::move(transport)) {
+                  ScoreKind kind, int heads, int dim, Strategy strategy = Strategy::Auto, bool overlap = true)
+      : transport_(std::move(transport)), overlap_(overlap) {
     std::uint64_t digest[3] = {std::uint64_t(num_nodes), 0, 0};  // the ranks' edges differ
     build(exec, kind, heads, dim, strategy, digest, [&] {
       const Partition p = partition_from(num_nodes, transport_.ranks(), std::move(owner));
@@ -126,8 +132,11 @@ class DistributedPlan {
   const Transport& transport() const { return transport_; }
   /// The rank's share: its rows, halo, local graph, edge ids and exchange plan.
   const RankGraph& share() const { return share_; }
-  /// The plans of its two local calls: the edges from its own rows (rows x rows) and those from
-  /// its halo (halo x rows).
+  /// Whether its calls run split in two (the exchange behind the first) or as one.
+  bool overlap() const { return overlap_; }
+  /// The plans of its local calls. Split: the edges from its own rows (rows x rows), then those
+  /// from its halo (halo x rows). In one call, inner() takes all its edges ([rows | halo] x
+  /// rows) and there is no outer().
   const Plan<Exec>& inner() const { return *parts_[0].plan; }
   const Plan<Exec>& outer() const { return *parts_[1].plan; }
   /// The rank's op: its rows the destinations, [rows | halo] the sources, its edges.
@@ -147,7 +156,13 @@ class DistributedPlan {
     const bool weights = options.attention_weights.data() != nullptr;
     if (weights) edge_rows_of(who, "attention weights", detail::tensor_ref(options.attention_weights), H);
     std::vector<Travelling> travelling;
-    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
+    const Tensors halo_inputs = start_halo(who, exec, args, inputs, travelling);
+    if (!overlap_) {  // all the rank's edges in one call, once the halo is in
+      Options<memory_space> o = part_options(who, exec, 0, options, travelling);
+      o.logsumexp = options.logsumexp, o.attention_weights = options.attention_weights;
+      attention(exec, halo_call(), model, part_inputs(who, exec, 0, args, halo_inputs), out, o);
+      return;
+    }
     const Flat lse_parts = buffer(lse_parts_, 2 * n * H);
     for (int k = 0; k < 2; ++k) {
       const Part& part = parts_[k];
@@ -157,7 +172,7 @@ class DistributedPlan {
                                                  part.edges.size(), H);
       const NodeOutput<memory_space> part_out =
           k == 0 ? out : NodeOutput<memory_space>(buffer(outer_out_, n * H * D).data(), n, H, D);
-      attention(exec, *part.plan, model, part_inputs(who, exec, k, args, k == 0 ? inputs : outer_inputs), part_out,
+      attention(exec, *part.plan, model, part_inputs(who, exec, k, args, k == 0 ? inputs : halo_inputs), part_out,
                 o);
     }
     const Scalars lse = options.logsumexp.data() ? options.logsumexp : Scalars(buffer(lse_, n * H).data(), n, H);
@@ -166,44 +181,52 @@ class DistributedPlan {
   }
 
   /// The backward (attention_backward below): the halo travels while the inner edges' backward
-  /// runs; the outer edges' backward then gives the halo rows' gradients, which go back to their
-  /// owners and are added in rank order there.
+  /// runs; the outer edges' backward (in one call, the call's) then gives the halo rows'
+  /// gradients, which go back to their owners and are added in rank order there.
   template <class Model>
   void backward(const Exec& exec, const Model& model, const Tensors& inputs, const NodeFeatures<memory_space>& out,
                 const NodeScalars<memory_space>& logsumexp, const NodeFeatures<memory_space>& dOut,
                 const Tensors& grads, const Options<memory_space>& options) const {
     const char* who = "attention_backward";
     const ModelArgs& args = Model::args;
-    Tensors outer_grads = grads;
-    for (int i = 0; i < args.count && i < grads.count; ++i) {  // the outer call's gradients: workspaces
+    // The halo call's gradients: workspaces, all of them split (the outer call's), the
+    // source-side ones in one call (its [rows | halo]).
+    Tensors halo_grads = grads;
+    for (int i = 0; i < args.count && i < grads.count; ++i) {
       const Extent x = args.inputs[i].extent;
       if (!source_rows(x) && x != Extent::HeadFeatures) rows_of(who, args.gradients[i], grads.refs[i], row_width(x));
-      outer_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries(x, true)).data(), outer().op(), x);
+      if (overlap_ || source_rows(x))
+        halo_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries(x, true)).data(), halo_call().op(), x);
     }
     std::vector<Travelling> travelling;
-    const Tensors outer_inputs = start_halo(who, exec, args, inputs, travelling);
-    for (int k = 0; k < 2; ++k) {
+    const Tensors halo_inputs = start_halo(who, exec, args, inputs, travelling);
+    for (int k = 0; k < calls(); ++k) {
       const Part& part = parts_[k];
       const Options<memory_space> o = part_options(who, exec, k, options, travelling);
-      Tensors g = k == 0 ? grads : outer_grads;
+      Tensors g = k < calls() - 1 ? grads : halo_grads;
       if (grads.count > args.count)  // the edge argument's gradient: this call's edges, scattered below
         g.refs[args.count] = TensorRef::shaped(
             buffer(part.edge_grad, part.edges.size() * row_width(args.edge.extent)).data(), part.plan->op(),
             args.edge.extent);
-      attention_backward(exec, *part.plan, model, part_inputs(who, exec, k, args, k == 0 ? inputs : outer_inputs),
-                         out, logsumexp, dOut, g, o);
+      attention_backward(exec, *part.plan, model,
+                         part_inputs(who, exec, k, args, k < calls() - 1 ? inputs : halo_inputs), out, logsumexp,
+                         dOut, g, o);
     }
     for (int i = 0; i < args.count && i < grads.count; ++i) {
       const Extent x = args.inputs[i].extent;
       const Flat mine(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), entries(x, false));
-      const Flat theirs(part_grads_[i].data(), entries(x, true));
-      if (source_rows(x)) {
-        return_halo(exec, theirs, mine, row_width(x), i);
+      // The halo call's workspace (none in one call for a destination or head argument).
+      const Flat theirs(part_grads_[i].data(), overlap_ || source_rows(x) ? entries(x, true) : 0);
+      if (source_rows(x)) {  // its halo rows back to their owners; in one call its own rows first
+        const std::size_t own = own_sources() * row_width(x);
+        if (own) Kokkos::deep_copy(exec, mine, Kokkos::subview(theirs, std::pair<std::size_t, std::size_t>(0, own)));
+        return_halo(exec, Flat(theirs.data() + own, theirs.size() - own), mine, row_width(x), i);
         continue;
       }
-      Kokkos::parallel_for(
-          "dfgnn::add_outer", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()),
-          KOKKOS_LAMBDA(std::size_t e) { mine(e) += theirs(e); });
+      if (overlap_)  // the outer call's part
+        Kokkos::parallel_for(
+            "dfgnn::add_outer", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()),
+            KOKKOS_LAMBDA(std::size_t e) { mine(e) += theirs(e); });
       if (x == Extent::HeadFeatures) sum_over_ranks(exec, grads.refs[i]);
     }
     if (grads.count > args.count) scatter_edge_grads(exec, args, grads.refs[args.count]);
@@ -241,11 +264,21 @@ class DistributedPlan {
 
   /// Entries per row of an argument of extent x.
   std::size_t row_width(Extent x) const { return row_entries(x, std::size_t(op_.heads), std::size_t(op_.dim)); }
-  /// Entries of an argument of extent x (a head argument is one row) in the inner call (this
-  /// rank's rows) or the outer one (`outer`: its source-side arguments are the halo).
-  std::size_t entries(Extent x, bool outer) const {
-    const node_t rows = x == Extent::HeadFeatures ? 1 : outer && source_rows(x) ? share_.num_halo() : num_rows();
-    return std::size_t(rows) * row_width(x);
+  /// The local calls: 2 split, 1 in one call.
+  int calls() const { return overlap_ ? 2 : 1; }
+  /// The call that reads the halo: split the outer one, else the one call.
+  const Plan<Exec>& halo_call() const { return *parts_[calls() - 1].plan; }
+  /// Rows of the halo call's source-side arguments before their halo rows: 0 split, this rank's
+  /// rows in one call.
+  std::size_t own_sources() const { return overlap_ ? 0 : std::size_t(num_rows()); }
+
+  /// Entries of an argument of extent x (a head argument is one row) in this rank's rows or in
+  /// the halo call (`halo`: its source-side arguments hold own_sources() rows, then the halo).
+  std::size_t entries(Extent x, bool halo) const {
+    const std::size_t rows = x == Extent::HeadFeatures                  ? 1
+                             : halo && source_rows(x)                    ? own_sources() + share_.num_halo()
+                                                                         : std::size_t(num_rows());
+    return rows * row_width(x);
   }
 
   /// A caller's tensor of this rank's rows as a flat View: Error naming it unless it is a dense
@@ -299,25 +332,27 @@ class DistributedPlan {
   }
 
   /// Begins the halo exchange of each source-side argument of `inputs` (this rank's rows) into
-  /// its halo workspace; returns the outer call's inputs (the halo workspaces, the others as
-  /// given).
+  /// its workspace (in one call after a copy of the rank's own rows); returns the halo call's
+  /// inputs (the workspaces, the others as given).
   Tensors start_halo(const char* who, const Exec& exec, const ModelArgs& args, const Tensors& inputs,
                      std::vector<Travelling>& travelling) const {
-    Tensors outer_inputs = inputs;
+    Tensors halo_inputs = inputs;
     for (int i = 0; i < inputs.count && i < args.count; ++i) {
       if (!source_rows(args.inputs[i].extent)) continue;
-      const std::size_t width = row_width(args.inputs[i].extent);
+      const std::size_t width = row_width(args.inputs[i].extent), own = own_sources() * width;
       const Flat mine = rows_of(who, args.inputs[i].name, inputs.refs[i], width);
-      const Flat halo = buffer(halo_[i], std::size_t(share_.num_halo()) * width);
+      const Flat sources = buffer(halo_[i], entries(args.inputs[i].extent, true));
+      if (own) Kokkos::deep_copy(exec, Kokkos::subview(sources, std::pair<std::size_t, std::size_t>(0, own)), mine);
+      const Flat halo(sources.data() + own, sources.size() - own);
       const Flat packed = buffer(packed_[i], share_.send_rows.size() * width);
       const auto rows = send_rows_;
       Kokkos::parallel_for(
           "dfgnn::pack_halo", Kokkos::RangePolicy<Exec>(exec, 0, packed.size()),
           KOKKOS_LAMBDA(std::size_t k) { packed(k) = mine(std::size_t(rows(k / width)) * width + k % width); });
       travelling.push_back(start(exec, packed, counts(share_.send_ptr), halo, counts(share_.recv_ptr), width));
-      outer_inputs.refs[i] = TensorRef::shaped(halo.data(), outer().op(), args.inputs[i].extent);
+      halo_inputs.refs[i] = TensorRef::shaped(sources.data(), halo_call().op(), args.inputs[i].extent);
     }
-    return outer_inputs;
+    return halo_inputs;
   }
 
   /// The halo rows' gradients `theirs` back to their owners, each adding what it receives to its
@@ -355,10 +390,10 @@ class DistributedPlan {
   }
 
   /// Call k's options: its edge values, and the dropout with its edges' global ids as counter.
-  /// The outer call's (k = 1) first ends the exchanges the inner call ran beside.
+  /// The halo call's first ends the exchanges (split, those the inner call ran beside).
   Options<memory_space> part_options(const char* who, const Exec& exec, int k, const Options<memory_space>& options,
                                      std::vector<Travelling>& travelling) const {
-    if (k == 1)
+    if (k == calls() - 1)
       for (Travelling& t : travelling) t.finish(exec);
     Options<memory_space> o;
     o.edge_values = part_edge_values(who, exec, k, options.edge_values);
@@ -430,7 +465,8 @@ class DistributedPlan {
   void scatter_edge_grads(const Exec& exec, const ModelArgs& args, const TensorRef& grad) const {
     const std::size_t width = row_width(args.edge.extent);
     const Flat all = edge_rows_of("attention_backward", args.edge_gradient, grad, width);
-    for (const Part& part : parts_) {
+    for (int k = 0; k < calls(); ++k) {
+      const Part& part = parts_[k];
       const Flat mine(part.edge_grad.data(), part.edges.size() * width);
       const auto edges = part.edges;
       Kokkos::parallel_for(
@@ -465,14 +501,23 @@ class DistributedPlan {
       if (kind == ScoreKind::AGNN)
         throw Error("AGNN has no distributed form: its one x is both sides of a rank's bipartite call, which the "
                     "kernels refuse");
-      digest[2] = share() ^ (std::uint64_t(kind) << 56) ^ (std::uint64_t(heads) << 32) ^ std::uint64_t(dim);
-      SourceSplit split = split_by_source(share_);
-      for (auto [part, half] : {std::pair{&parts_[0], &split.inner}, std::pair{&parts_[1], &split.outer}}) {
-        part->plan.emplace(exec, Graph<memory_space>(half->graph), kind, heads, dim, strategy);
-        part->edges = detail::upload<edge_t, memory_space>("dfgnn::part_edges", half->edges);
-        std::vector<edge_t> ids(half->edges.size());
-        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = share_.edge_ids[std::size_t(half->edges[i])];
-        part->ids = detail::upload<edge_t, memory_space>("dfgnn::part_edge_ids", ids);
+      digest[2] = share() ^ (std::uint64_t(kind) << 56) ^ (std::uint64_t(heads) << 32) ^ std::uint64_t(dim) ^
+                  (std::uint64_t(overlap_) << 48);
+      const auto set_part = [&](Part& part, const HostGraph& graph, const std::vector<edge_t>& edges) {
+        part.plan.emplace(exec, Graph<memory_space>(graph), kind, heads, dim, strategy);
+        part.edges = detail::upload<edge_t, memory_space>("dfgnn::part_edges", edges);
+        std::vector<edge_t> ids(edges.size());
+        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = share_.edge_ids[std::size_t(edges[i])];
+        part.ids = detail::upload<edge_t, memory_space>("dfgnn::part_edge_ids", ids);
+      };
+      if (overlap_) {
+        const SourceSplit split = split_by_source(share_);
+        set_part(parts_[0], split.inner.graph, split.inner.edges);
+        set_part(parts_[1], split.outer.graph, split.outer.edges);
+      } else {  // its edges in the rank's order
+        std::vector<edge_t> all(share_.edge_ids.size());
+        for (std::size_t i = 0; i < all.size(); ++i) all[i] = edge_t(i);
+        set_part(parts_[0], share_.graph, all);
       }
       op_ = inner().op();
       op_.src_nodes = share_.num_rows() + share_.num_halo(), op_.edges = share_.graph.num_edges();
@@ -502,14 +547,15 @@ class DistributedPlan {
                     (d[1] || all[1] ? " and " + std::to_string(d[1]) : std::string()));
       if (d[2] != all[2])
         throw Error("distributed plan: rank " + std::to_string(r) +
-                    " passed another graph, partition, model, heads or dim than rank 0");
+                    " passed another graph, partition, model, heads, dim or overlap than rank 0");
     }
   }
 
   Transport transport_;
+  bool overlap_ = true;
   RankGraph share_;
   Op op_;
-  Part parts_[2];  ///< the inner call's, the outer call's
+  Part parts_[2];  ///< the inner call's, the outer call's; in one call, its only one
   Kokkos::View<const node_t*, memory_space> send_rows_;
   /// Per model argument: its halo rows, the outer call's gradient, the rows an exchange packs or
   /// receives (one per argument: their exchanges travel together); both calls' logsumexp, the
