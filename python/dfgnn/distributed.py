@@ -422,11 +422,8 @@ def _attention(name, graph, tensors, scalar, edge_features=None, edge_values=Non
         tensors = list(tensors)
         for i, t in zip(sources, graph.sources(*(tensors[i] for i in sources))):
             tensors[i] = t
-        # GT's scale as the op takes it: None for the kernels' default (0.0 here)
-        keyword = {"scale": scalar or None} if spec is ops._GT else {"negative_slope": scalar}
-        return getattr(ops, name)(graph.graph, *tensors, **keyword, edge_features=edges,
-                                  edge_values=edge_values, dropout=dropout, seed=seed,
-                                  return_attention_weights=return_attention_weights)
+        return ops._run(spec, op, graph.graph, tuple(tensors), scalar, edge_values, dropout, seed,
+                        return_attention_weights, edges)
     out, w = _Split.apply(graph, spec, sources, scalar, dropout, seed, return_attention_weights, edge_values,
                           *tensors, edges)
     return (out, w) if return_attention_weights else out
