@@ -16,9 +16,13 @@ turbo-gnn's GT score is Q[src] . K[dst] over its forward CSR, so our k goes in a
 q as its K; its GATv2 takes the destination's features as x_left and the source's as x_right
 (../shared/anchors.md). Head dims 32, 64, 128 and 256 only.
 
-Usage: PYTHONPATH=python:TURBO_SITE python3 perf/turbo_bench.py --graph G [--nodes N]
-         [--symmetrize] --name NAME [--models gt,gatv2] [--shapes 1x128,4x32] [--dtypes f32,bf16]
-         [--json OUT.jsonl]
+The graphs are run_bench.py's, as prepare_graph makes them (real graphs symmetrised, self loops
+and duplicates dropped; the synthetic ones from `dfgnn gen`), so the edges are those of every
+other benchmark's table.
+
+Usage: PYTHONPATH=python:TURBO_SITE python3 perf/turbo_bench.py --dfgnn build/dfgnn
+         [--graphs cora,citeseer,...] [--data ../shared/data] [--models gt,gatv2]
+         [--shapes 1x128,4x32] [--dtypes f32,bf16] [--json OUT.jsonl]
 """
 
 import argparse
@@ -26,23 +30,13 @@ import math
 import os
 import sys
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from peers import emitter, median_ms, read_edge_list  # noqa: E402
+import run_bench  # noqa: E402
+from peers import emitter, median_ms  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-
-
-def edge_index_of(args):
-    """The graph's [2, E] edge index on the GPU; with --symmetrize each edge in both directions,
-    duplicates removed."""
-    src, dst, n = read_edge_list(args.graph, args.nodes)
-    if args.symmetrize:
-        pairs = np.unique(np.concatenate([src * n + dst, dst * n + src]))
-        src, dst = pairs // n, pairs % n
-    return torch.tensor(np.stack([src, dst]), dtype=torch.int64, device="cuda"), n
 
 
 def calls(model, ours_graph, adj, n, H, D, dtype, seed):
@@ -70,16 +64,15 @@ def calls(model, ours_graph, adj, n, H, D, dtype, seed):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--graph", required=True, help=".npz (src, dst, num_nodes) or text edge list (.gz ok)")
-    p.add_argument("--nodes", type=int, help="node count when the file does not say")
-    p.add_argument("--symmetrize", action="store_true", help="each edge in both directions, duplicates removed")
-    p.add_argument("--name", default="")
+    run_bench.add_graph_args(p)
+    p.set_defaults(graphs="cora,citeseer,pubmed,pattern,mnist,tolokers,web-NotreDame,rmat-s17-d64")
+    p.add_argument("--dfgnn", required=True, help="the dfgnn CLI (dfgnn gen makes the synthetic graphs)")
+    p.add_argument("--work", default="turbo_bench_work")
     p.add_argument("--models", default="gt,gatv2")
     p.add_argument("--shapes", default="1x128,4x32")
     p.add_argument("--dtypes", default="f32,bf16")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", help="append the JSON lines to this file too")
     args = p.parse_args(argv)
 
@@ -87,32 +80,47 @@ def main(argv=None):
     from turbo_gnn.graph import AdjacencyForwardBackwardWithNodeBuckets
 
     emit = emitter(args.json)
-    edge_index, n = edge_index_of(args)
-    ours_graph = dfgnn.Graph.from_edge_index(edge_index, n)
-    adj = AdjacencyForwardBackwardWithNodeBuckets.from_edge_list(edge_index, n, index_dtype=torch.int32)
     device = torch.cuda.get_device_name()
-    for model in args.models.split(","):
-        for shape in args.shapes.split(","):
-            H, D = (int(x) for x in shape.split("x"))
-            for name in args.dtypes.split(","):
-                inputs, ours, theirs = calls(model, ours_graph, adj, n, H, D, DTYPES[name], args.seed)
-                grad = torch.rand(n, H, D, device="cuda").to(DTYPES[name])
+    for name in args.graphs.split(","):
+        spec = run_bench.prepare_graph(name, args, args.work)
+        n = spec["nodes"]
+        edge_index = torch.stack([torch.as_tensor(spec["src"]), torch.as_tensor(spec["dst"])]).long().cuda()
+        ours_graph = dfgnn.Graph.from_edge_index(edge_index, n)
+        adj = AdjacencyForwardBackwardWithNodeBuckets.from_edge_list(edge_index, n, index_dtype=torch.int32)
+        for model in args.models.split(","):
+            for shape in args.shapes.split(","):
+                H, D = (int(x) for x in shape.split("x"))
+                for dtype in args.dtypes.split(","):
+                    record = {"name": name, "device": device, "model": model, "H": H, "D": D, "dtype": dtype,
+                              "N": n, "E": spec["edges"]}
+                    diff, times = timings(model, ours_graph, adj, n, H, D, DTYPES[dtype], args)
+                    for impl, fwd, both in times:
+                        emit({**record, "out_diff": diff, "impl": impl, "fwd_ms": fwd, "fwdbwd_ms": both})
+        del ours_graph, adj, edge_index
+        torch.cuda.empty_cache()
 
-                def fwdbwd(f):
-                    for x in inputs:
-                        x.grad = None
-                    (f() * grad).sum().backward()
 
-                with torch.no_grad():
-                    a, b = ours().float(), theirs().float()
-                diff = ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
-                record = {"name": args.name, "device": device, "model": model, "H": H, "D": D, "dtype": name,
-                          "N": n, "E": int(edge_index.shape[1]), "out_diff": diff}
-                for impl, f in (("dfgnn", ours), ("turbo-gnn", theirs)):
-                    with torch.no_grad():
-                        fwd, _ = median_ms(f, args.warmup, args.iters)
-                    both, _ = median_ms(lambda: fwdbwd(f), args.warmup, args.iters)
-                    emit({**record, "impl": impl, "fwd_ms": fwd, "fwdbwd_ms": both})
+def timings(model, ours_graph, adj, n, H, D, dtype, args):
+    """(the outputs' difference, [(impl, fwd ms, fwd+bwd ms)] of both libraries) on the same
+    inputs."""
+    inputs, ours, theirs = calls(model, ours_graph, adj, n, H, D, dtype, args.seed)
+    grad = torch.rand(n, H, D, device="cuda").to(dtype)
+
+    def fwdbwd(f):
+        for x in inputs:
+            x.grad = None
+        (f() * grad).sum().backward()
+
+    with torch.no_grad():
+        a, b = ours().float(), theirs().float()
+    diff = ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
+    times = []
+    for impl, f in (("dfgnn", ours), ("turbo-gnn", theirs)):
+        with torch.no_grad():
+            fwd, _ = median_ms(f, args.warmup, args.iters)
+        both, _ = median_ms(lambda: fwdbwd(f), args.warmup, args.iters)
+        times.append((impl, fwd, both))
+    return diff, times
 
 
 if __name__ == "__main__":
