@@ -339,9 +339,9 @@ _GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims, EHD)
 _AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims)
 
 # Looked up once: each attribute step of torch.x.y costs ~30 ns a call.
-_F32 = torch.float32
 _isfinite = math.isfinite
 _autocast_enabled = torch.is_autocast_enabled
+_autocast_dtype = torch.get_autocast_dtype
 _AUTOCAST_FROM = (torch.float32, torch.float16, torch.bfloat16)
 _attention = _ops.attention
 _is_compiling = torch.compiler.is_compiling
@@ -380,7 +380,7 @@ def _autocast(tensors):
     """The tensors in torch.autocast's type for the first one's device, where it is on: each
     floating tensor but float64 cast, as autocast casts the inputs of PyTorch's lower-precision
     ops (matmul, linear); None and the rest as they are."""
-    dtype = torch.get_autocast_dtype("cuda" if tensors[0].is_cuda else "cpu")
+    dtype = _autocast_dtype("cuda" if tensors[0].is_cuda else "cpu")
     return tuple(t.to(dtype) if t is not None and t.dtype in _AUTOCAST_FROM else t for t in tensors)
 
 
@@ -393,14 +393,15 @@ def _native(graph, first, kind, dims, dtype=0):
 
 
 def _fast(spec, graph, a, b, c, scalar, dropout):
-    """The common eager call of GT, GAT or GATv2 in one function: plain contiguous float32
-    tensors of the model's shapes on one CPU or CUDA device outside torch.autocast, a float
-    dropout, no edge values or seed (the callers check those two), not tracing. Returns out, or
-    None for anything else: the caller then takes the general path, which checks everything
-    again and raises the usual errors. The same checks as _run's, inlined: each Python call
-    costs ~0.1-0.3 us."""
+    """The common eager call of GT, GAT or GATv2 in one function: plain contiguous tensors of
+    one element type and the model's shapes on one CPU or CUDA device outside torch.autocast, a
+    float dropout, no edge values or seed (the callers check those two), not tracing. Returns
+    out, or None for anything else: the caller then takes the general path, which checks
+    everything again and raises the usual errors. The same checks as _run's, inlined: each
+    Python call costs ~0.1-0.3 us."""
+    dtype = a.dtype
     if (_is_compiling() or type(a) not in _PLAIN or type(b) not in _PLAIN or type(c) not in _PLAIN
-            or a.dtype is not _F32 or b.dtype is not _F32 or c.dtype is not _F32
+            or dtype not in _lib.DTYPES or b.dtype is not dtype or c.dtype is not dtype
             or not (a.is_contiguous() and b.is_contiguous() and c.is_contiguous())
             or type(graph) is not Graph or type(dropout) is not float or not 0.0 <= dropout < 1.0
             or _dispatch_modes() or _functorch_level() is not None):
@@ -411,7 +412,7 @@ def _fast(spec, graph, a, b, c, scalar, dropout):
             (a.is_cpu and b.is_cpu and c.is_cpu and not _autocast_enabled("cpu")) if index < 0
             else (a.is_cuda and b.is_cuda and c.is_cuda and _lib.has_cuda and not _autocast_enabled("cuda"))):
         return None
-    return _attention(_native(graph, a, spec.kind, dims), (a, b, c), scalar, 0, None, dropout,
+    return _attention(_native(graph, a, spec.kind, dims, _lib.DTYPES[dtype]), (a, b, c), scalar, 0, None, dropout,
                       _draw_seed() if dropout else 0, _forward_ad._current_level, None, None)
 
 
@@ -477,7 +478,6 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=F
     device, dtype = first.device, first.dtype
     dims = spec.dims(graph, *tensors)
     if (dims is None or not (first.is_cpu or first.is_cuda and _lib.has_cuda)
-            or dtype is not _F32 and not first.is_cuda
             or any(t.device != device or t.dtype != dtype for t in tensors[1:])
             or edge_values is not None and edge_values.dtype != dtype
             or edges is not None and edges.dtype != dtype
@@ -503,17 +503,24 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
     dropout = float(dropout)
     tensors = (h, att_src, att_dst) if ee is None else (h, att_src, att_dst, ee)
     n = graph.num_nodes
+    dtype = h.dtype
+    # The call runs in h's type. Under torch.autocast that is the autocast type (the layer's
+    # projection gives it) and the score vectors may be float32: the node forms the terms in
+    # float32 and rounds them once, as the public path's casts do. Else all of one type.
     if (h_dst is None and not weights and 0.0 <= dropout < 1.0 and _eager_mode(tensors)
             and (h.is_cpu or h.is_cuda and _lib.has_cuda)
             and h.dim() == 3 and h.size(0) == n and att_src.shape == (1, *h.shape[1:]) == att_dst.shape
-            and h.dtype is _F32 and att_src.dtype is _F32 and att_dst.dtype is _F32
+            and dtype in _lib.DTYPES
+            and (dtype is _autocast_dtype(h.device.type) and att_src.dtype in _AUTOCAST_FROM
+                 and att_dst.dtype in _AUTOCAST_FROM if _autocast_on(h)
+                 else att_src.dtype is dtype and att_dst.dtype is dtype)
             and h.is_contiguous() and att_src.is_contiguous() and att_dst.is_contiguous()
             and att_src.device == h.device and att_dst.device == h.device
-            and (ee is None or ee.dtype is _F32 and ee.is_contiguous() and ee.device == h.device
-                 and ee.shape == (graph.num_edges, h.size(1)))
-            and not _autocast_on(h)):
-        return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:]), h, att_src, att_dst, float(negative_slope),
-                              dropout, _draw_seed() if dropout > 0.0 else 0, _forward_ad._current_level, ee)
+            and (ee is None or ee.dtype is dtype and ee.is_contiguous() and ee.device == h.device
+                 and ee.shape == (graph.num_edges, h.size(1)))):
+        return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:], _lib.DTYPES[dtype]), h, att_src, att_dst,
+                              float(negative_slope), dropout, _draw_seed() if dropout > 0.0 else 0,
+                              _forward_ad._current_level, ee)
     if h_dst is None:  # both terms of h, packed: one product and one sum
         el, er = (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
     else:

@@ -281,7 +281,8 @@ struct GATLayerBackward final : CallNode {
       const at::Tensor& dterms = d[0];
       result[0] = d[1].addcmul_(dterms[0].unsqueeze(-1), src).addcmul_(dterms[1].unsqueeze(-1), dst);
       if (task_should_compute_output(1) || task_should_compute_output(2)) {
-        const at::Tensor datt = (dterms.unsqueeze(-1) * x).sum(1, true);
+        // In the score vectors' type (float32 under autocast): products and sum in float32.
+        const at::Tensor datt = (dterms.to(src.scalar_type()).unsqueeze(-1) * x).sum(1, true);
         result[1] = datt[0], result[2] = datt[1];
       }
     }
@@ -289,8 +290,10 @@ struct GATLayerBackward final : CallNode {
   }
 };
 
+// The score terms in h's type: under torch.autocast h is the autocast type and the score vectors
+// float32, so the product is formed in float32 and rounded once, as the public path's casts do.
 at::Tensor gat_terms(const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst) {
-  return (h * at::cat({att_src, att_dst}).unsqueeze(1)).sum(-1);
+  return (h * at::cat({att_src, att_dst}).unsqueeze(1)).sum(-1).to(h.scalar_type());
 }
 
 // `ee`: the edge term [E, H], or undefined (o.edges says which).

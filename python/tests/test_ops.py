@@ -340,36 +340,50 @@ def test_backward_keeps_graph_alive(mode):
     assert q.grad is not None
 
 
+# The GAT layer's types: float32; all bf16 (a layer converted with .to); under autocast, h and
+# ee in its type (the layer's projections give them) and the score vectors float32.
+GAT_LAYER_TYPES = {"f32": (torch.float32, torch.float32, False), "bf16": (torch.bfloat16, torch.bfloat16, False),
+                   "autocast": (torch.bfloat16, torch.float32, True)}
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("heads", [1, 3])
 @pytest.mark.parametrize("edge_term", [False, True], ids=["plain", "ee"])
-def test_gat_layer_equals_gat_attention(device, heads, edge_term):
+@pytest.mark.parametrize("types", list(GAT_LAYER_TYPES))
+def test_gat_layer_equals_gat_attention(device, heads, edge_term, types):
     """GATConv's call (score terms and attention in one autograd node, el and er packed in one
     [2, N, H] tensor; with edge_dim, the edge term ee [E, H] its edge argument) gives
-    gat_attention's output on the terms computed by autograd, and the same gradients for h,
-    att_src, att_dst and ee; a second differentiation raises."""
+    gat_attention's output on the terms computed by autograd, bit for bit, and the same
+    gradients for h, att_src, att_dst and ee (float32: within 1e-6; two-byte: within a rounding
+    of the type, dh's terms being added in one step); a second differentiation raises."""
+    dtype, att_dtype, autocast = GAT_LAYER_TYPES[types]
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3).to(device), 10)
     gen = torch.Generator().manual_seed(0)
-    h = torch.randn(10, heads, 5, generator=gen).to(device).requires_grad_()
-    att = [torch.randn(1, heads, 5, generator=gen).to(device).requires_grad_() for _ in range(2)]
-    ee = torch.randn(graph.num_edges, heads, generator=gen).to(device).requires_grad_() if edge_term else None
+    h = torch.randn(10, heads, 5, generator=gen).to(device, dtype).requires_grad_()
+    att = [torch.randn(1, heads, 5, generator=gen).to(device, att_dtype).requires_grad_() for _ in range(2)]
+    ee = (torch.randn(graph.num_edges, heads, generator=gen).to(device, dtype).requires_grad_() if edge_term
+          else None)
     inputs = (h, *att) + ((ee,) if edge_term else ())
-    grad = torch.randn(10, heads, 5, generator=gen).to(device)
-    torch.manual_seed(1)
-    layer = dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.4, ee=ee)
-    assert layer.grad_fn.name() == "DfgnnGATLayerBackward"
-    dlayer = torch.autograd.grad(layer, inputs, grad)
-    torch.manual_seed(1)
-    elr = (h * torch.cat(att).unsqueeze(1)).sum(dim=-1)
-    plain = dfgnn.gat_attention(graph, elr[0], elr[1], h, negative_slope=0.2, dropout=0.4, edge_features=ee)
-    dplain = torch.autograd.grad(plain, inputs, grad)
-    assert torch.equal(layer, plain)
-    for a, b, name in zip(dlayer, dplain, ("dh", "datt_src", "datt_dst", "dee")):
-        assert_close(a, b, 1e-6, name)
-    with torch.no_grad():
-        assert torch.equal(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0, ee=ee), dfgnn.gat_attention(
-            graph, elr[0], elr[1], h, negative_slope=0.2, edge_features=ee))
-    (first,) = torch.autograd.grad(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0).sum(), h, create_graph=True)
+    grad = torch.randn(10, heads, 5, generator=gen).to(device, dtype)
+    tol = 1e-6 if dtype is torch.float32 else TWO_BYTE[dtype]
+    with torch.autocast(device, dtype=dtype) if autocast else contextlib.nullcontext():
+        torch.manual_seed(1)
+        layer = dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.4, ee=ee)
+        assert layer.grad_fn.name() == "DfgnnGATLayerBackward" and layer.dtype == dtype
+        dlayer = torch.autograd.grad(layer, inputs, grad)
+        torch.manual_seed(1)
+        elr = (h * torch.cat(att).unsqueeze(1)).sum(dim=-1)
+        plain = dfgnn.gat_attention(graph, elr[0], elr[1], h, negative_slope=0.2, dropout=0.4, edge_features=ee)
+        dplain = torch.autograd.grad(plain, inputs, grad)
+        assert torch.equal(layer, plain)
+        for a, b, t, name in zip(dlayer, dplain, inputs, ("dh", "datt_src", "datt_dst", "dee")):
+            assert a.dtype == t.dtype, name
+            assert_close(a, b, tol, name)
+        with torch.no_grad():
+            assert torch.equal(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0, ee=ee), dfgnn.gat_attention(
+                graph, elr[0], elr[1], h, negative_slope=0.2, edge_features=ee))
+        (first,) = torch.autograd.grad(dfgnn.ops._gat_layer(graph, h, None, *att, 0.2, 0.0).sum(), h,
+                                       create_graph=True)
     with pytest.raises(RuntimeError, match="no double backward"):
         first.sum().backward()
 
