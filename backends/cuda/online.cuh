@@ -24,14 +24,16 @@ namespace dfgnn::cuda::detail {
 template <class T>
 inline constexpr int kOnlineEdges = T::LANES < 4 ? T::LANES : T::PER_LANE <= 4 ? 4 : T::PER_LANE <= 8 ? 2 : 1;
 
-/// Edges a lane group of Online has in flight per step for score S: kOnlineEdges<T>, but 4 for
-/// a scalar key (GAT) on 16-byte lanes of 8 two-byte elements (at least 4 lanes: one edge a lane
-/// for the transposed reduction), whose 4 value rows still fit the registers of 4 blocks:
-/// 1.1-1.3x faster on every benchmark graph. GT at 4 (2 blocks) was up to 10% slower on
+/// Edges a lane group of Online has in flight per step for score S: kOnlineEdges<T>, but 4 on
+/// 16-byte lanes of 8 two-byte elements (at least 4 lanes: one edge a lane for the transposed
+/// reduction) where a step loads one row per edge: a scalar key (GAT), whose 4 value rows still
+/// fit the registers of 4 blocks (1.1-1.3x faster on every benchmark graph), or a key that is
+/// its own value (AGNN, GATv2), whose 4 rows fit those of 3 (kOnlineRowMinBlocks; 1.05-1.31x).
+/// GT at 4 (2 blocks), with a key and a value row per edge, was up to 10% slower on
 /// web-NotreDame, R-MAT and PATTERN-like (docs/cuda.md, "Element types").
 template <class S, class T>
 inline constexpr int kOnlineStepEdges =
-    !S::kRowKey && T::VEC == 8 && T::PER_LANE == 8 && T::LANES >= 4 ? 4 : kOnlineEdges<T>;
+    (!S::kRowKey || S::kValueIsKey) && T::VEC == 8 && T::PER_LANE == 8 && T::LANES >= 4 ? 4 : kOnlineEdges<T>;
 
 /// Threads per block at most (the launch bounds).
 inline constexpr int kOnlineThreads = 256;
@@ -47,10 +49,14 @@ inline constexpr int kOnlineMinBlocks = T::PER_LANE <= 4 || T::LANES < kWarp ? 4
 /// keeps the 16-byte fragments of 4 key rows and 4 value rows in flight (GT) with fewer than 32
 /// lanes (D <= 64) or with dropout: at 64 registers those spilled 44-116 bytes around the step,
 /// and 3 blocks made GT 3-25% faster; the other scores spill less and lost 5-19% at 3
-/// (docs/cuda.md, "Online").
+/// (docs/cuda.md, "Online"). Also 3 where a key that is its own value has 4 rows of 8 two-byte
+/// elements in flight (kOnlineStepEdges): against 2 edges at 4 blocks it ran 1.05-1.31x as fast
+/// at 3 blocks (40 bytes of spills for GATv2), 0.87-1.18x at 2 (no spills, but the rows in flight
+/// per SM of 2 edges at 4 blocks; docs/cuda.md, "Element types").
 template <class S, class T, bool kDrop>
-inline constexpr int kOnlineRowMinBlocks = S::kRowKey && !S::kValueIsKey && T::PER_LANE == 4 &&
-                                                   kOnlineEdges<T> == 4 && (T::LANES < kWarp || kDrop)
+inline constexpr int kOnlineRowMinBlocks = (S::kRowKey && !S::kValueIsKey && T::PER_LANE == 4 &&
+                                            kOnlineEdges<T> == 4 && (T::LANES < kWarp || kDrop)) ||
+                                                   (S::kValueIsKey && T::VEC == 8 && kOnlineStepEdges<S, T> == 4)
                                                ? 3
                                                : kOnlineMinBlocks<T>;
 
