@@ -47,12 +47,12 @@ inline constexpr int kOnlineMinBlocks = T::PER_LANE <= 4 || T::LANES < kWarp ? 4
 
 /// The bound of Online and the backward's row walk for score S: 3 (80 registers) where a group
 /// keeps the 16-byte fragments of 4 key rows and 4 value rows in flight (GT) with fewer than 32
-/// lanes (D <= 64) or with dropout: at 64 registers those spilled 44-116 bytes around the step,
-/// and 3 blocks made GT 3-25% faster; the other scores spill less and lost 5-19% at 3
-/// (docs/cuda.md, "Online"). Also 3 where a key that is its own value has 4 rows of 8 two-byte
-/// elements in flight (kOnlineStepEdges): against 2 edges at 4 blocks it ran 1.05-1.31x as fast
-/// at 3 blocks (40 bytes of spills for GATv2), 0.87-1.18x at 2 (no spills, but the rows in flight
-/// per SM of 2 edges at 4 blocks; docs/cuda.md, "Element types").
+/// lanes (D <= 64) or with dropout: at 64 registers those spilled 44-116 bytes around the step, and
+/// 3 blocks made GT 3-25% faster; the other scores spill less and lost 5-19% at 3 (docs/cuda.md,
+/// "Online"). Also 3 where a key that is its own value has 4 rows of 8 two-byte elements in flight
+/// (kOnlineStepEdges): against 2 edges at 4 blocks it ran 1.05-1.31x as fast at 3 blocks (52 bytes
+/// of spill stores for GATv2 at 1x128), 0.87-1.18x at 2 (no spills, but the rows in flight per SM
+/// of 2 edges at 4 blocks; docs/cuda.md, "Element types").
 template <class S, class T, bool kDrop>
 inline constexpr int kOnlineRowMinBlocks = (S::kRowKey && !S::kValueIsKey && T::PER_LANE == 4 &&
                                             kOnlineEdges<T> == 4 && (T::LANES < kWarp || kDrop)) ||
