@@ -29,7 +29,8 @@ the same weights (load_state_dict), on the same data; both train with Adam (the 
 the GPU), the GAT's loss over the training rows found once (indexing by the boolean mask would
 synchronise host and GPU every step, in both).
 
-Reported per implementation (median over --epochs after --warmup epochs):
+Reported per implementation (median over --epochs after --warmup epochs; with --rounds R the
+implementations train in turn R times and the median of the R medians is reported):
   preprocess_ms  building the graph structures: dfgnn.Graph from the edge_index plus its plans
                  and their backward's data (and, for GAT, its self-loop graph); PyG: the
                  edge_index on the device sorted by destination, as an EdgeIndex with
@@ -405,6 +406,18 @@ def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False, auto
     return {key: statistics.median(r[key] for r in records) for key in records[0]}
 
 
+def alternating(runs, rounds):
+    """[{impl, **record}] of runs {impl: () -> record (train's)}, each called `rounds` times in
+    turn, the medians of their records: the implementations alternate, so a slow stretch of the
+    host (a small graph's step is its host time) weighs on both."""
+    records = {impl: [] for impl in runs}
+    for _ in range(rounds):
+        for impl, run in runs.items():
+            records[impl].append(run())
+    return [{"impl": impl, **{key: statistics.median(r[key] for r in rs) for key in rs[0]}}
+            for impl, rs in records.items()]
+
+
 def as_given(graph):
     return graph
 
@@ -451,8 +464,7 @@ def bench_gt(args, device, workload):
             "nodes": sum(b.num_nodes for b in batches), "edges": sum(b.num_edges for b in batches),
             "model": f"{args.layers} x TransformerConv({args.hidden}, {args.hidden // args.heads}, heads={args.heads})",
             "check_rel_diff": compare(theirs, ours, first.x, pyg_prep(first), ours_prep(first))}
-    rows = []
-    for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep)):
+    def run(model, prep):
         if workload == "gt-shuffled":
             loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                                 pin_memory=device.type == "cuda", persistent_workers=args.workers > 0)
@@ -461,20 +473,17 @@ def bench_gt(args, device, workload):
                 for batch in loader:
                     batch = batch.to(device, non_blocking=True)
                     yield batch.x, batch, batch.y, None
-            result = train(model, epoch, prep, device, args.epochs, args.warmup, workload in args.ahead,
-                           args.autocast)
-        elif workload == "gt-shuffled-gpu":
+            return train(model, epoch, prep, device, args.epochs, args.warmup, workload in args.ahead, args.autocast)
+        if workload == "gt-shuffled-gpu":
             batcher = DeviceBatcher(dataset, args.batch_size, device, args.seed)
-            result = train(model, lambda: ((b.x, b, b.y, None) for b in batcher), prep, device, args.epochs,
-                           args.warmup, workload in args.ahead, args.autocast)
-        else:
-            graphs, preprocess_ms = timed(device, lambda: [prep(b) for b in batches])
-            steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
-            result = {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup,
-                              autocast=args.autocast),
-                      "preprocess_ms": preprocess_ms}
-        rows.append({**meta, "impl": impl, **result})
-    return rows
+            return train(model, lambda: ((b.x, b, b.y, None) for b in batcher), prep, device, args.epochs,
+                         args.warmup, workload in args.ahead, args.autocast)
+        graphs, preprocess_ms = timed(device, lambda: [prep(b) for b in batches])
+        steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
+        return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
+                "preprocess_ms": preprocess_ms}
+    results = alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
+    return [{**meta, **r} for r in results]
 
 
 def bench_gat(args, device, name):
@@ -500,13 +509,13 @@ def bench_gat(args, device, name):
     meta = {"workload": "gat", "graph": name, "nodes": x.size(0),
             "edges": edge_index.size(1), "model": "GATConv(F, 8, heads=8) + GATConv(64, C)",
             "check_rel_diff": compare(theirs, ours, x, pyg_edges, graph)}
-    rows = []
-    for impl, model, g, prep in (("pyg", theirs, pyg_edges, pyg_prep_ms), ("dfgnn", ours, graph, our_prep_ms)):
+    def run(model, g, prep_ms):
         steps = [(x, g, y[train_rows], train_rows)] * args.steps_per_epoch
-        rows.append({**meta, "impl": impl, **train(model, lambda: steps, as_given, device, args.epochs, args.warmup,
-                                     autocast=args.autocast),
-                     "preprocess_ms": prep})
-    return rows
+        return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
+                "preprocess_ms": prep_ms}
+    results = alternating({"pyg": lambda: run(theirs, pyg_edges, pyg_prep_ms),
+                           "dfgnn": lambda: run(ours, graph, our_prep_ms)}, args.rounds)
+    return [{**meta, **r} for r in results]
 
 
 def bench_gat_sampled(args, device):
@@ -546,8 +555,11 @@ def bench_gat_sampled(args, device):
             "model": f"GATConv({args.features}, 8, heads=8) + GATConv(64, {classes})",
             "check_rel_diff": compare(theirs, ours, check_x, pyg_prep(check_edges), ours_prep(check_edges))}
     ahead = "gat-sampled" in args.ahead
-    return [{**meta, "impl": impl, **train(model, epoch, prep, device, args.epochs, args.warmup, ahead, args.autocast)}
-            for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep))]
+    results = alternating({impl: lambda model=model, prep=prep: train(model, epoch, prep, device, args.epochs,
+                                                                       args.warmup, ahead, args.autocast)
+                           for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep))},
+                          args.rounds)
+    return [{**meta, **r} for r in results]
 
 
 def main():
@@ -558,6 +570,8 @@ def main():
     p.add_argument("--datasets", default="cora,pubmed")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=1,
+                   help="train each implementation this many times in turn, the medians of the rounds' medians")
     p.add_argument("--batches", type=int, default=32)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--layers", type=int, default=4)
@@ -605,7 +619,8 @@ def main():
     if "gat-sampled" in workloads:
         rows += bench_gat_sampled(args, device)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    print(f"# {gpu}, torch {torch.__version__}, median of {args.epochs} epochs after {args.warmup} warm-up")
+    print(f"# {gpu}, torch {torch.__version__}, median of {args.epochs} epochs after {args.warmup} warm-up"
+          + (f", median of {args.rounds} alternating rounds" if args.rounds > 1 else ""))
     print("| workload | graph | impl | preprocess ms | forward ms | backward ms | epoch ms | speedup/epoch | check |")
     print("|---|---|---|---|---|---|---|---|---|")
     for i in range(0, len(rows), 2):
