@@ -464,6 +464,7 @@ def bench_gt(args, device, workload):
             "nodes": sum(b.num_nodes for b in batches), "edges": sum(b.num_edges for b in batches),
             "model": f"{args.layers} x TransformerConv({args.hidden}, {args.hidden // args.heads}, heads={args.heads})",
             "check_rel_diff": compare(theirs, ours, first.x, pyg_prep(first), ours_prep(first))}
+
     def run(model, prep):
         if workload == "gt-shuffled":
             loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
@@ -509,6 +510,7 @@ def bench_gat(args, device, name):
     meta = {"workload": "gat", "graph": name, "nodes": x.size(0),
             "edges": edge_index.size(1), "model": "GATConv(F, 8, heads=8) + GATConv(64, C)",
             "check_rel_diff": compare(theirs, ours, x, pyg_edges, graph)}
+
     def run(model, g, prep_ms):
         steps = [(x, g, y[train_rows], train_rows)] * args.steps_per_epoch
         return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
@@ -555,10 +557,10 @@ def bench_gat_sampled(args, device):
             "model": f"GATConv({args.features}, 8, heads=8) + GATConv(64, {classes})",
             "check_rel_diff": compare(theirs, ours, check_x, pyg_prep(check_edges), ours_prep(check_edges))}
     ahead = "gat-sampled" in args.ahead
-    results = alternating({impl: lambda model=model, prep=prep: train(model, epoch, prep, device, args.epochs,
-                                                                       args.warmup, ahead, args.autocast)
-                           for impl, model, prep in (("pyg", theirs, pyg_prep), ("dfgnn", ours, ours_prep))},
-                          args.rounds)
+
+    def run(model, prep):
+        return train(model, epoch, prep, device, args.epochs, args.warmup, ahead, args.autocast)
+    results = alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
     return [{**meta, **r} for r in results]
 
 
