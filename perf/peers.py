@@ -136,6 +136,18 @@ def median_ms(fn, warmup, iters, before=None):
     return statistics.median(times), times
 
 
+def alternating(runs, rounds):
+    """[{impl, **record}] of runs {impl: () -> record (a dict of numbers)}, each called `rounds`
+    times in turn, the medians of their records: the implementations alternate, so a slow
+    stretch of the host (a small graph's call is its host time) weighs on both."""
+    records = {impl: [] for impl in runs}
+    for _ in range(rounds):
+        for impl, run in runs.items():
+            records[impl].append(run())
+    return [{"impl": impl, **{key: statistics.median(r[key] for r in rs) for key in rs[0]}}
+            for impl, rs in records.items()]
+
+
 def peak_extra_mib(fn):
     import torch
 

@@ -406,18 +406,6 @@ def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False, auto
     return {key: statistics.median(r[key] for r in records) for key in records[0]}
 
 
-def alternating(runs, rounds):
-    """[{impl, **record}] of runs {impl: () -> record (train's)}, each called `rounds` times in
-    turn, the medians of their records: the implementations alternate, so a slow stretch of the
-    host (a small graph's step is its host time) weighs on both."""
-    records = {impl: [] for impl in runs}
-    for _ in range(rounds):
-        for impl, run in runs.items():
-            records[impl].append(run())
-    return [{"impl": impl, **{key: statistics.median(r[key] for r in rs) for key in rs[0]}}
-            for impl, rs in records.items()]
-
-
 def as_given(graph):
     return graph
 
@@ -483,7 +471,7 @@ def bench_gt(args, device, workload):
         steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
         return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
                 "preprocess_ms": preprocess_ms}
-    results = alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
+    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
     return [{**meta, **r} for r in results]
 
 
@@ -515,7 +503,7 @@ def bench_gat(args, device, name):
         steps = [(x, g, y[train_rows], train_rows)] * args.steps_per_epoch
         return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
                 "preprocess_ms": prep_ms}
-    results = alternating({"pyg": lambda: run(theirs, pyg_edges, pyg_prep_ms),
+    results = peers.alternating({"pyg": lambda: run(theirs, pyg_edges, pyg_prep_ms),
                            "dfgnn": lambda: run(ours, graph, our_prep_ms)}, args.rounds)
     return [{**meta, **r} for r in results]
 
@@ -560,7 +548,7 @@ def bench_gat_sampled(args, device):
 
     def run(model, prep):
         return train(model, epoch, prep, device, args.epochs, args.warmup, ahead, args.autocast)
-    results = alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
+    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
     return [{**meta, **r} for r in results]
 
 

@@ -30,14 +30,13 @@ Usage: PYTHONPATH=python:TURBO_SITE python3 perf/turbo_bench.py --dfgnn build/df
 import argparse
 import math
 import os
-import statistics
 import sys
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_bench  # noqa: E402
-from peers import emitter, median_ms  # noqa: E402
+from peers import alternating, emitter, median_ms  # noqa: E402
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -99,14 +98,14 @@ def main(argv=None):
                     record = {"name": name, "device": device, "model": model, "H": H, "D": D, "dtype": dtype,
                               "N": n, "E": spec["edges"]}
                     diff, times = timings(model, ours_graph, adj, n, H, D, DTYPES[dtype], args)
-                    for impl, fwd, both in times:
-                        emit({**record, "out_diff": diff, "impl": impl, "fwd_ms": fwd, "fwdbwd_ms": both})
+                    for t in times:
+                        emit({**record, "out_diff": diff, **t})
         del ours_graph, adj, edge_index
         torch.cuda.empty_cache()
 
 
 def timings(model, ours_graph, adj, n, H, D, dtype, args):
-    """(the outputs' difference, [(impl, fwd ms, fwd+bwd ms)] of both libraries) on the same
+    """(the outputs' difference, [{impl, fwd_ms, fwdbwd_ms}] of both libraries) on the same
     inputs."""
     inputs, ours, theirs = calls(model, ours_graph, adj, n, H, D, dtype, args.seed)
     grad = torch.rand(n, H, D, device="cuda").to(dtype)
@@ -119,15 +118,12 @@ def timings(model, ours_graph, adj, n, H, D, dtype, args):
     with torch.no_grad():
         a, b = ours().float(), theirs().float()
     diff = ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
-    rounds = {"dfgnn": [], "turbo-gnn": []}
-    for _ in range(args.rounds):  # the libraries alternate, so a slow stretch of the host hits both
-        for impl, f in (("dfgnn", ours), ("turbo-gnn", theirs)):
-            with torch.no_grad():
-                fwd, _ = median_ms(f, args.warmup, args.iters)
-            both, _ = median_ms(lambda: fwdbwd(f), args.warmup, args.iters)
-            rounds[impl].append((fwd, both))
-    return diff, [(impl, statistics.median(t[0] for t in r), statistics.median(t[1] for t in r))
-                  for impl, r in rounds.items()]
+
+    def run(f):
+        with torch.no_grad():
+            fwd, _ = median_ms(f, args.warmup, args.iters)
+        return {"fwd_ms": fwd, "fwdbwd_ms": median_ms(lambda: fwdbwd(f), args.warmup, args.iters)[0]}
+    return diff, alternating({"dfgnn": lambda: run(ours), "turbo-gnn": lambda: run(theirs)}, args.rounds)
 
 
 if __name__ == "__main__":
