@@ -248,7 +248,8 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     const std::size_t threads =
         std::size_t(seg.num_split) * H * pad4(decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D)) / 4;
     if (threads == 0) return;
-    launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr);
+    launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr,
+                     wk.param);
   };
   const auto walk = [&](auto tile) {
     using T = decltype(tile);

@@ -149,10 +149,19 @@ struct Unit {
   }
 };
 
-/// Floats per (slot, head) of the partials: the widest gather of a side, padded to 16 bytes.
+/// Whether AGNN's dbeta takes out's rounding out of Delta_v: in two-byte calls, where the row
+/// walk sums R_v = sum_e r_e, r_e = p_e (keep_e dq_e - Delta_v), and C_v = sum_e w_e p_e cos_e
+/// besides S_v = sum_e dr_e cos_e, and the row's partial is S_v - R_v C_v (docs/backward.md,
+/// "dbeta of a two-byte call").
+template <class S>
+inline constexpr bool kCentredBeta = S::kKind == ScoreKind::AGNN && !kFloat<S>;
+
+/// Floats per (slot, head) of the partials: the widest gather of a side, padded to 16 bytes
+/// where it is stored; AGNN's row slots then hold a piece's R and C (kCentredBeta), whatever
+/// the type, so that one plan serves every type.
 template <class S>
 __host__ __device__ constexpr int row_width(int D) {
-  return S::kKind == ScoreKind::GAT ? 1 : D;
+  return S::kKind == ScoreKind::GAT ? 1 : S::kKind == ScoreKind::AGNN ? (D + 3) / 4 * 4 + 2 : D;
 }
 template <class S>
 __host__ __device__ constexpr int col_width(int D) {
@@ -294,6 +303,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     Frag<T> acc, acc_param;  // the destination-side sum; GATv2: the row's share of da
     zero(acc), zero(acc_param);
     float acc_s = 0.f;  // this lane's edges: AGNN sum dr c
+    [[maybe_unused]] float acc_r = 0.f, acc_c = 0.f;  // and R and C (kCentredBeta)
     IdStream<L> ids(rows.ids, u.e0, gw.len, l);
     KeepStream<L, kDrop> keeps(tr, u.e0, gw.len, l, h);
     IdStream<L, edge_t> edge_ids(rows.edge_id, u.e0, kEdge ? gw.len : 0, l);  // loads nothing without edges
@@ -363,6 +373,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
         cosine = parts[0] * inv_norm_v * inv_norm_u;
         coef = dr * inv_norm_u;
         acc_s += dr * cosine;
+        if constexpr (kCentredBeta<S>) acc_r += p * (keep * dq[0] - delta), acc_c += we * p * cosine;
       }
       if (writer) {
         const std::size_t c = std::size_t(at_csc) * H + h;
@@ -402,13 +413,23 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     int t = 0;
     for (; t < gw.full; ++t) step(t, std::false_type{});
     for (; t < gw.steps; ++t) step(t, std::true_type{});
-    acc_s = across_edges<L, U>(acc_s, [](float x, float y) { return x + y; });
+    const auto add = [](float x, float y) { return x + y; };
+    acc_s = across_edges<L, U>(acc_s, add);
+    if constexpr (kCentredBeta<S>) acc_r = across_edges<L, U>(acc_r, add), acc_c = across_edges<L, U>(acc_c, add);
 
     if (!gw.active) continue;
     const std::int64_t unit = u.slot < 0 ? std::int64_t(v) : rows.count + u.slot;
     if constexpr (kAGNN) {
       if (u.slot < 0 && l == 0) wk.inv_norm[std::size_t(v) * H + h] = inv_norm_v;
-      if (l == 0) wk.param[std::size_t(unit) * H + h] = acc_s;
+      float param = acc_s;
+      if constexpr (kCentredBeta<S>) {  // a piece leaves R and C to merge_sums, which adds -R C
+        if (u.slot < 0)
+          param -= acc_r * acc_c;
+        else if (l == 0)
+          *reinterpret_cast<float2*>(slot_row(wk.row_part, u.slot, h, H, pad4(row_width<S>(D))) + pad4(D)) =
+              make_float2(acc_r, acc_c);
+      }
+      if (l == 0) wk.param[std::size_t(unit) * H + h] = param;
     }
     if constexpr (kGATv2) store_row<T>(slot_row(wk.param, unit, h, H, D), acc_param, D, l);
     if (!u.gathers) continue;
@@ -423,7 +444,8 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(-self, qv.x.x[i], acc.x[i] * scale);
     }
-    store_sum(u.slot < 0, slot_row(gr.at_dst, v, h, H, D), slot_row(wk.row_part, u.slot, h, H, pad4(D)), acc, D, l);
+    store_sum(u.slot < 0, slot_row(gr.at_dst, v, h, H, D), slot_row(wk.row_part, u.slot, h, H, pad4(row_width<S>(D))),
+              acc, D, l);
   }
 }
 
@@ -755,12 +777,14 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
 }
 
 /// Adds the pieces of each split segment in slot order and stores the sums where the whole
-/// segment's walk would have (kCols: the column side; AGNN's dX adds to the row side's). A
-/// thread per 4 columns of a head, one 16-byte load a slot (slot rows are padded to 4 floats):
-/// a quarter of the threads of one per column, and each sum still runs over the slots in order.
+/// segment's walk would have (kCols: the column side; AGNN's dX adds to the row side's; the
+/// row side's R and C give dbeta's partial -R C in `param`, kCentredBeta). A thread per 4
+/// columns of a head, one 16-byte load a slot (slot rows are padded to 4 floats): a quarter of
+/// the threads of one per column, and each sum still runs over the slots in order.
 template <class S, bool kCols>
 __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ segs, int num, int H, int D,
-                                                  const float* __restrict__ part, Grads<typename S::Elem> gr) {
+                                                  const float* __restrict__ part, Grads<typename S::Elem> gr,
+                                                  float* __restrict__ param) {
   using E = typename S::Elem;
   allow_dependents();  // step 2 after the rows' merge
   const int W = kCols ? col_width<S>(D) : row_width<S>(D), stride = pad4(W), chunks = stride / 4;
@@ -775,11 +799,18 @@ __global__ void __launch_bounds__(256) merge_sums(const SplitRow* __restrict__ s
       [&](int, float4 x) { s.x += x.x, s.y += x.y, s.z += x.z, s.w += x.w; });
   const float sum[4] = {s.x, s.y, s.z, s.w};
   const std::size_t node_head = std::size_t(r.row) * H + h;
-  for (int c = 0; c < 4 && f0 + c < W; ++c) {
+  if constexpr (!kCols && S::kKind == ScoreKind::AGNN) {
+    if (f0 >= D) {  // the chunk of R and C: the whole row's unit's partial (its walk left 0)
+      if constexpr (kCentredBeta<S>) param[node_head] = -sum[0] * sum[1];
+      return;
+    }
+  }
+  const int entries = kCols || S::kKind != ScoreKind::AGNN ? W : D;  // of the gradient rows
+  for (int c = 0; c < 4 && f0 + c < entries; ++c) {
     const int f = f0 + c;
     const E x = narrow<E>(sum[c]);
     if constexpr (!kCols) {
-      gr.at_dst[node_head * W + f] = x;
+      gr.at_dst[node_head * entries + f] = x;
     } else if constexpr (S::kKind == ScoreKind::GT) {
       (f < D ? gr.at_src : gr.value)[node_head * D + f % D] = x;
     } else if constexpr (S::kKind == ScoreKind::GAT) {

@@ -8,9 +8,9 @@ namespace dfgnn::kokkos_impl {
 
 namespace {
 
-// The plan's workspace for `model`: `slots` per-(edge, head) arrays (dr, q and AGNN's cos),
+// The plan's workspace for `model`: `slots` per-(edge, head) arrays (EdgeWork's, in its order),
 // then the gathers' chunk partials, which the parameter sums (`parameters` floats) reuse, then
-// `rows` floats (AGNN's float partial dX of a two-byte call). Allocated by the plan's first
+// `rows` floats (a two-byte AGNN call's float partial dX and row sums). Allocated by the plan's first
 // backward (grown by a later one that needs more); its size depends only on the plan and type.
 template <class Exec, class Model>
 Workspace<typename Exec::memory_space> workspace(const PortablePlan<Exec>& plan, const Model& model, int slots,
@@ -24,7 +24,7 @@ Workspace<typename Exec::memory_space> workspace(const PortablePlan<Exec>& plan,
     all = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::backward_workspace"),
                slots * slot_size + extra + rows);
   auto slot = [&](int i) { return i < slots ? View(all.data() + i * slot_size, slot_size) : View(); };
-  return {{slot(0), slot(1), slot(2)}, View(all.data() + slots * slot_size, extra),
+  return {{slot(0), slot(1), slot(2), slot(3), slot(4)}, View(all.data() + slots * slot_size, extra),
           View(all.data() + slots * slot_size + extra, rows)};
 }
 
@@ -51,17 +51,23 @@ void backward_of(const AGNN& model, const Exec& exec, const PortablePlan<Exec>& 
   const AGNNScore<Mem, T> score = score_of(model, exec, plan, t);
   const int count = int(score.beta.extent(0));
   const auto dx = t.output(c.grads[0]);
-  AGNNGrad<Mem, T> grad{score.x, up.dout, score.inv_norm, score.beta, dx, {}, {}};
-  constexpr bool wide = std::is_same_v<T, float>;
-  const auto s = workspace(plan, grad, 3, std::size_t(edge_slices(plan.graph().num_edges())) * count,
-                           wide ? 0 : dx.size());
-  if constexpr (wide)
+  using Grad = AGNNGrad<Mem, T>;
+  Grad grad{score.x, up.dout, score.inv_norm, score.beta, dx, {}, {}, {}};
+  const std::size_t N = dx.extent(0), H = dx.extent(1), row_sums = N * H * Grad::kRowSums;
+  const edge_t items = Grad::kCentred ? edge_t(N) : plan.graph().num_edges();  // dbeta's
+  const auto s = workspace(plan, grad, Grad::kCentred ? 5 : 3, std::size_t(slices_of(items)) * count,
+                           Grad::kCentred ? dx.size() + row_sums : 0);
+  const auto dbeta = t.vector_out(c.grads[1]);
+  if constexpr (Grad::kCentred) {
+    grad.part = Output<Mem>(s.rows.data(), N, H, dx.extent(2));
+    grad.row_sums = Output<Mem>(s.rows.data() + dx.size(), N, H, Grad::kRowSums);
+    backward(exec, plan, p, score, grad, up, s);
+    sum_in_slices(exec, plan, items, RowBetaTerm<Mem>{grad.row_sums, count}, s.partials, dbeta);
+  } else {
     grad.part = dx;
-  else
-    grad.part = Output<Mem>(s.rows.data(), dx.extent(0), dx.extent(1), dx.extent(2));
-  backward(exec, plan, p, score, grad, up, s);
-  sum_over_edges(exec, plan, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials,
-                 t.vector_out(c.grads[1]));
+    backward(exec, plan, p, score, grad, up, s);
+    sum_in_slices(exec, plan, items, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials, dbeta);
+  }
 }
 
 template <class Exec, class T>
@@ -85,10 +91,10 @@ void backward_of(const GATv2& model, const Exec& exec, const PortablePlan<Exec>&
   const GATv2Score<Mem, T> score = score_of(model, exec, plan, t);
   const GATv2Grad<Mem, T> grad{score.xl, score.xr, up.dout, score.a, t.output(c.grads[0]), t.output(c.grads[1]),
                                model.slope, {}, {score.e, t.output(c.edge_grad), plan.graph().edge_id()}};
-  const auto s = workspace(plan, grad, 2, std::size_t(edge_slices(plan.graph().num_edges())) * score.a.size());
+  const auto s = workspace(plan, grad, 2, std::size_t(slices_of(plan.graph().num_edges())) * score.a.size());
   backward(exec, plan, p, score, grad, up, s);
   const auto& g = plan.graph();
-  sum_over_edges(exec, plan, WeightTerm<Mem, T>{s.work.dr, score, g.src(), g.dst(), g.edge_id()}, s.partials,
+  sum_in_slices(exec, plan, g.num_edges(), WeightTerm<Mem, T>{s.work.dr, score, g.src(), g.dst(), g.edge_id()}, s.partials,
                  t.vector_out(c.grads[2]));
 }
 

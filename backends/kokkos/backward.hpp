@@ -24,7 +24,7 @@
 //                                        between n (the segment's node) and m, at workspace slot
 //                                        i = e*H + h (zeros past the width)
 //   put<W>(side, n, h, c, sums)          stores node n's entries [W c, W c + W) within the width
-// and note(i, v, u, h, raw): what it keeps of an edge's score besides dr_e and q_e,
+// and note(i, v, u, h, raw, term): what it keeps of an edge's score (raw) and SoftmaxTerm,
 // rows_aligned(W): whether its tensors allow W = 4, and for the edge argument's gradient
 // (models with edge features, types.hpp) edge_width() (its entries per (edge, head); 0: none)
 // and edge_grad<W>(v, u, e, h, c), which step 1 calls once per edge after forming dr_e and q_e,
@@ -41,10 +41,18 @@ struct AtDestination {};
 struct AtSource {};
 
 /// What step 1 leaves for step 2 and the parameter sums, [E*H] edge-major like the forward's
-/// scores (slot e*H + h); cos is AGNN's only.
+/// scores (slot e*H + h); cos is AGNN's only, residual and weighted_cos a two-byte AGNN call's
+/// (AGNNGrad, "dbeta").
 template <class Mem>
 struct EdgeWork {
-  Kokkos::View<float*, Mem> dr, q, cos;
+  Kokkos::View<float*, Mem> dr, q, cos, residual, weighted_cos;
+};
+
+/// What step 1 knows of an edge's softmax term besides dr_e and q_e: r_e = p_e (keep_e dq_e -
+/// Delta_v), dr_e before the edge's weight (sum_e r_e = sum_e q_e dq_e - Delta_v: what Delta_v
+/// misses of its exact value), and w_e p_e.
+struct SoftmaxTerm {
+  float residual, weighted_p;
 };
 
 /// The plan's backward workspace: the edge arrays above, then the chunk partials of the gathers,
@@ -91,7 +99,7 @@ struct GTGrad {
   bool rows_aligned(int W) const {
     return kokkos_impl::rows_aligned(W, dim(), q, k, dout, dq, dk, dv, edge.in, edge.grad);
   }
-  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float, SoftmaxTerm) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return dim(); }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t, node_t u, edge_t e, edge_t i, int h, int c) const {
@@ -128,18 +136,30 @@ struct GTGrad {
 // cos_e = <x_v, x_u> n_v n_u with n = 1/|x|, kept per edge by step 1. X is also the values, so
 // the source side adds q_e dOut_v and its sum to what the destination side left in `part`: dx
 // itself for float, a float workspace for a two-byte dx, which is then rounded once.
+// dbeta = sum_e dr_e cos_e. Delta_v of a two-byte out misses its exact value sum_e q_e dq_e by up
+// to u |dOut_v| |out_v|, and dbeta's terms cancel, which those errors do not: summed over the
+// rows they missed the fp16 contract 1.5x on a batch of 64 graphs. So a two-byte call's
+// destination gather also sums, as entries D, D + 1 and D + 2 of its width, S_v = sum dr_e cos_e,
+// R_v = sum r_e (SoftmaxTerm) and C_v = sum w_e p_e cos_e into row_sums, and dbeta =
+// sum_v S_v - R_v C_v takes Delta_v's error out (docs/backward.md, "dbeta of a two-byte call").
 template <class Mem, class T>
 struct AGNNGrad {
+  static constexpr bool kCentred = !std::is_same_v<T, float>;
+  static constexpr int kRowSums = kCentred ? 3 : 0;
   Features<Mem, T> x, dout;
   Matrix<Mem> inv_norm;
   Vector<Mem, T> beta;
   Output<Mem, T> dx;
   EdgeWork<Mem> work;
   Output<Mem> part;
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(dx.extent(2)), x, dout, dx, part); }
+  Output<Mem> row_sums;  // [N, H, kRowSums]: S_v, R_v, C_v
+  KOKKOS_INLINE_FUNCTION int dim() const { return int(dx.extent(2)); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, dim(), x, dout, dx, part); }
   KOKKOS_INLINE_FUNCTION float beta_of(int h) const { return to_float(beta(beta.extent(0) == 1 ? 0 : h)); }
-  KOKKOS_INLINE_FUNCTION void note(edge_t i, node_t v, node_t u, int h, float raw) const {
-    work.cos(i) = raw * inv_norm(v, h) * inv_norm(u, h);
+  KOKKOS_INLINE_FUNCTION void note(edge_t i, node_t v, node_t u, int h, float raw, SoftmaxTerm t) const {
+    const float c = raw * inv_norm(v, h) * inv_norm(u, h);
+    work.cos(i) = c;
+    if constexpr (kCentred) work.residual(i) = t.residual, work.weighted_cos(i) = t.weighted_p * c;
   }
   /// d cos_e / d x_n[f] = n_n n_m x_m[f] - cos_e n_n^2 x_n[f], m the edge's other node.
   template <int W>
@@ -150,14 +170,21 @@ struct AGNNGrad {
     for (int f = 0; f < W; ++f) d.x[f] = a * xm.x[f] - b * xn.x[f];
     return d;
   }
-  KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return int(dx.extent(2)); }
+  KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return dim() + kRowSums; }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t, edge_t i, int h, int c) const {
-    return work.dr(i) * dcos<W>(i, v, u, h, c);
+    if (W * c < dim()) return work.dr(i) * dcos<W>(i, v, u, h, c);
+    Vec<W> t{};  // the row sums' terms
+    if constexpr (kCentred) {
+      const float terms[kRowSums] = {work.dr(i) * work.cos(i), work.residual(i), work.weighted_cos(i)};
+      for (int f = 0, k = W * c - dim(); f < W && k + f < kRowSums; ++f) t.x[f] = terms[k + f];
+    }
+    return t;
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
-    store<W>(part, v, h, c, beta_of(h) * s);
+    if (W * c < dim()) return store<W>(part, v, h, c, beta_of(h) * s);
+    for (int f = 0, k = W * c - dim(); f < W && k + f < kRowSums; ++f) row_sums(v, h, k + f) = s.x[f];
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dx.extent(2)); }
   template <int W>
@@ -198,7 +225,7 @@ struct GATGrad {
     d.x[0] = work.dr(i) * leaky_relu_grad(x, slope);
     return d;
   }
-  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float, SoftmaxTerm) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return 1; }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t e, edge_t i, int h, int) const {
@@ -250,7 +277,7 @@ struct GATv2Grad {
     for (int f = 0; f < W; ++f) d.x[f] = dr * w.x[f] * leaky_relu_grad(z.x[f], slope);
     return d;
   }
-  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float) const {}
+  KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float, SoftmaxTerm) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return int(dxr.extent(2)); }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t e, edge_t i, int h, int c) const {
@@ -332,10 +359,10 @@ struct Destinations {
       for (int j = 0; j < U; ++j) {
         const edge_t ej = e + j, i = ej * p.heads + h;
         const float prob = exp(p.scaled(score.finish(t.x[j], v, u[j], id[j], h), ej, h) - lse);
-        const float keep = p.keep(ej, h);
-        model.work.dr(i) = p.scaled(prob * (keep * t.x[U + j] - delta), ej, h);
+        const float keep = p.keep(ej, h), r = prob * (keep * t.x[U + j] - delta);
+        model.work.dr(i) = p.scaled(r, ej, h);
         model.work.q(i) = prob * keep;
-        model.note(i, v, u[j], h, t.x[j]);
+        model.note(i, v, u[j], h, t.x[j], SoftmaxTerm{r, p.scaled(prob, ej, h)});
       }
     });
     // The edge argument's gradient of these edges, from the dr_e and q_e just formed.
@@ -512,44 +539,44 @@ void backward(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<ty
     gathers<1>(exec, plan, p, score, model, up, s.partials);
 }
 
-/// Parameter gradients sum over all edges: at most kMaxSlices slices of at least kSliceEdges
-/// consecutive edges, each summed in order into a partial, then the partials in order. The
-/// grouping depends on E only, so the result does not vary with the team size or the run.
-inline constexpr edge_t kSliceEdges = 256;
+/// Parameter gradients sum over all edges (a two-byte AGNN call's dbeta: over its rows' sums):
+/// at most kMaxSlices slices of at least kSliceItems consecutive items, each summed in order
+/// into a partial, then the partials in order. The grouping depends on the item count only, so
+/// the result does not vary with the team size or the run.
+inline constexpr edge_t kSliceItems = 256;
 inline constexpr int kMaxSlices = 1024;
 
-inline int edge_slices(edge_t edges) {
-  return int(std::min<edge_t>(kMaxSlices, (edges + kSliceEdges - 1) / kSliceEdges));
+inline int slices_of(edge_t items) {
+  return int(std::min<edge_t>(kMaxSlices, (items + kSliceItems - 1) / kSliceItems));
 }
 
 template <class Exec, class Term>
 struct SliceSums {
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
-  Term term;  // term(e, k): edge e's share of output k
-  edge_t edges;
+  Term term;  // term(i, k): item i's share of output k
+  edge_t items;
   int slices, count;
   Kokkos::View<float*, typename Exec::memory_space> partials;  // [slices * count]
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
-    const edge_t s = team.league_rank(), e0 = edges * s / slices, e1 = edges * (s + 1) / slices;
+    const edge_t s = team.league_rank(), i0 = items * s / slices, i1 = items * (s + 1) / slices;
     Kokkos::parallel_for(Kokkos::TeamVectorRange(team, count), [&](int k) {
       float acc = 0.0f;
-      for (edge_t e = e0; e < e1; ++e) acc += term(e, k);
+      for (edge_t i = i0; i < i1; ++i) acc += term(i, k);
       partials(std::size_t(s) * count + k) = acc;
     });
   }
 };
 
-/// result[k] = sum over edges of term(e, k), k < result.extent(0), rounded once to T;
-/// `partials` holds at least edge_slices(E) * result.extent(0) floats.
+/// result[k] = sum over items i < `items` of term(i, k), k < result.extent(0), rounded once to
+/// T; `partials` holds at least slices_of(items) * result.extent(0) floats.
 template <class Exec, class Term, class T>
-void sum_over_edges(const Exec& exec, const PortablePlan<Exec>& plan, const Term& term,
-                    const Kokkos::View<float*, typename Exec::memory_space>& partials,
-                    const Kokkos::View<T*, Kokkos::LayoutRight, typename Exec::memory_space>& result) {
-  const edge_t edges = plan.graph().num_edges();
-  const int slices = edge_slices(edges), count = int(result.extent(0));
+void sum_in_slices(const Exec& exec, const PortablePlan<Exec>& plan, edge_t items, const Term& term,
+                   const Kokkos::View<float*, typename Exec::memory_space>& partials,
+                   const Kokkos::View<T*, Kokkos::LayoutRight, typename Exec::memory_space>& result) {
+  const int slices = slices_of(items), count = int(result.extent(0));
   const auto& L = plan.layout();
   launch(exec, "dfgnn::backward_parameter_slices", slices, L.team_size, L.vector_length,
-         SliceSums<Exec, Term>{term, edges, slices, count, partials});
+         SliceSums<Exec, Term>{term, items, slices, count, partials});
   Kokkos::parallel_for(
       "dfgnn::backward_parameter_sum", Kokkos::RangePolicy<Exec>(exec, 0, count), KOKKOS_LAMBDA(int k) {
         float acc = 0.0f;
@@ -557,6 +584,20 @@ void sum_over_edges(const Exec& exec, const PortablePlan<Exec>& plan, const Term
         result(k) = from_float<T>(acc);
       });
 }
+
+/// A two-byte call's dbeta from AGNNGrad's row sums: sum_v S_v - R_v C_v for each head, or over
+/// the heads too for a shared beta (count 1).
+template <class Mem>
+struct RowBetaTerm {
+  Output<Mem> sums;
+  int count;
+  KOKKOS_INLINE_FUNCTION float operator()(edge_t v, int k) const {
+    const int heads = int(sums.extent(1)), h0 = count == 1 ? 0 : k, h1 = count == 1 ? heads : k + 1;
+    float x = 0.0f;
+    for (int h = h0; h < h1; ++h) x += sums(v, h, 0) - sums(v, h, 1) * sums(v, h, 2);
+    return x;
+  }
+};
 
 /// dbeta: sum_e dr_e cos_e for each head, or over the heads too for a shared beta (count 1).
 template <class Mem>
