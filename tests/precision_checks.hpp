@@ -129,7 +129,7 @@ inline void expect_forward(const Precision& p, const std::string& where, const s
 /// exact reference within the contract, both over the call's largest exact gradient (a gradient
 /// that vanishes in exact arithmetic is all rounding, so its own largest entry is no scale).
 /// AGNN's dbeta takes the rounding of out out of Delta (docs/backward.md, "dbeta of a two-byte
-/// call"): it is held to the exact reference within one rounding.
+/// call"): it is held to the exact reference, within one rounding plus that tolerance.
 inline void expect_gradients(ScoreKind kind, const Precision& p, const std::string& where, const HostGraph& g, int H,
                              int D, const std::vector<std::vector<float>>& in, const std::vector<float>& dout,
                              const std::vector<float>& out, ReferenceOptions ro,
