@@ -79,6 +79,17 @@ inline HostGraph batch_of_small_graphs(int count, unsigned seed) {
   return batch_graphs(graphs);
 }
 
+/// Square g with every edge `times` times, each copy beside its edge in CSR order; its batch kept.
+inline HostGraph repeated_edges(const HostGraph& g, int times) {
+  std::vector<node_t> src, dst;
+  for (node_t v = 0; v < g.num_nodes; ++v)
+    for (edge_t e = g.row_ptr[v]; e < g.row_ptr[v + 1]; ++e)
+      for (int r = 0; r < times; ++r) src.push_back(g.src[e]), dst.push_back(v);
+  HostGraph r = graph_from_edges(g.num_nodes, src, dst);
+  r.graph_ptr = g.graph_ptr;
+  return r;
+}
+
 inline std::vector<NamedGraph> test_graphs(std::size_t super_degree) {
   std::vector<NamedGraph> gs;
   gs.push_back({"random", random_graph(300, 2400, 1)});

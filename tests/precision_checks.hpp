@@ -4,6 +4,7 @@
 // float64 reference on the same rounded inputs (docs/design.md, "Element types").
 
 #include "gradient_check.hpp"
+#include "graphs.hpp"
 
 #include <dfgnn/op.hpp>
 #include <dfgnn/reference.hpp>
@@ -27,6 +28,18 @@ struct Precision {
   double contract, unit;
 };
 inline constexpr Precision kBf16{DType::BF16, 1e-2, 1.0 / 256}, kF16{DType::F16, 2e-3, 1.0 / 2048};
+
+/// The two-byte suites' graphs: test_graphs (its super node of 20000 edges beyond the portable
+/// kernels' team scratch); the batch with every edge 8 times, whose rows of more than 16 edges
+/// the CUDA walks cut into pieces (plan.cu's native_piece_edges on a graph this small), so that
+/// many of AGNN's dbeta row sums cross merge_sums (docs/backward.md, "dbeta of a two-byte call":
+/// without them its f16 dbeta misses the contract, as the batch's does); then `bipartite`.
+inline std::vector<NamedGraph> two_byte_graphs(NamedGraph bipartite) {
+  std::vector<NamedGraph> g = test_graphs(20000);
+  g.push_back({"batch64_x8", repeated_edges(batch_of_small_graphs(64, 3), 8)});
+  g.push_back(std::move(bipartite));
+  return g;
+}
 
 /// Random values of the type (never zero), in [lo, hi].
 inline std::vector<float> typed_values(std::size_t n, DType t, unsigned seed, float lo = -1.f, float hi = 1.f) {

@@ -103,11 +103,8 @@ class Floats {
 };
 
 const std::vector<test::NamedGraph>& graphs() {
-  static const std::vector<test::NamedGraph> gs = [] {
-    std::vector<test::NamedGraph> g = test::test_graphs(20000);
-    g.push_back({"bipartite", test::random_bipartite(4000, 1500, 3500, 1200, 30000, 5)});
-    return g;
-  }();
+  static const std::vector<test::NamedGraph> gs =
+      test::two_byte_graphs({"bipartite", test::random_bipartite(4000, 1500, 3500, 1200, 30000, 5)});
   return gs;
 }
 
@@ -252,7 +249,7 @@ const auto kCases =
                        ::testing::Values(std::pair{1, 32}, std::pair{4, 16}, std::pair{8, 8}, std::pair{2, 64},
                                          std::pair{1, 7}, std::pair{3, 12}, std::pair{1, 128}, std::pair{2, 256},
                                          std::pair{1, 512}),
-                       ::testing::Range(0, 9));
+                       ::testing::Range(0, 10));
 INSTANTIATE_TEST_SUITE_P(Models, TwoByteForward, kCases, name_of);
 INSTANTIATE_TEST_SUITE_P(Models, TwoByteBackward, kCases, name_of);
 
