@@ -10,8 +10,9 @@ namespace {
 
 // The plan's workspace for `model`: `slots` per-(edge, head) arrays (EdgeWork's, in its order),
 // then the gathers' chunk partials, which the parameter sums (`parameters` floats) reuse, then
-// `rows` floats (a two-byte AGNN call's float partial dX and row sums). Allocated by the plan's first
-// backward (grown by a later one that needs more); its size depends only on the plan and type.
+// `rows` floats (a two-byte AGNN call's float partial dX and row sums). Allocated by the plan's
+// first backward (grown by a later one that needs more); its size depends only on the plan and
+// type.
 template <class Exec, class Model>
 Workspace<typename Exec::memory_space> workspace(const PortablePlan<Exec>& plan, const Model& model, int slots,
                                                  std::size_t parameters, std::size_t rows = 0) {
@@ -57,17 +58,18 @@ void backward_of(const AGNN& model, const Exec& exec, const PortablePlan<Exec>& 
   const edge_t items = Grad::kCentred ? edge_t(N) : plan.graph().num_edges();  // dbeta's
   const auto s = workspace(plan, grad, Grad::kCentred ? 5 : 3, std::size_t(slices_of(items)) * count,
                            Grad::kCentred ? dx.size() + row_sums : 0);
-  const auto dbeta = t.vector_out(c.grads[1]);
   if constexpr (Grad::kCentred) {
     grad.part = Output<Mem>(s.rows.data(), N, H, dx.extent(2));
     grad.row_sums = Output<Mem>(s.rows.data() + dx.size(), N, H, Grad::kRowSums);
-    backward(exec, plan, p, score, grad, up, s);
-    sum_in_slices(exec, plan, items, RowBetaTerm<Mem>{grad.row_sums, count}, s.partials, dbeta);
   } else {
     grad.part = dx;
-    backward(exec, plan, p, score, grad, up, s);
-    sum_in_slices(exec, plan, items, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials, dbeta);
   }
+  backward(exec, plan, p, score, grad, up, s);
+  const auto dbeta = t.vector_out(c.grads[1]);
+  if constexpr (Grad::kCentred)
+    sum_in_slices(exec, plan, items, RowBetaTerm<Mem>{grad.row_sums, count}, s.partials, dbeta);
+  else
+    sum_in_slices(exec, plan, items, BetaTerm<Mem>{s.work.dr, s.work.cos, plan.heads(), count}, s.partials, dbeta);
 }
 
 template <class Exec, class T>
@@ -94,8 +96,8 @@ void backward_of(const GATv2& model, const Exec& exec, const PortablePlan<Exec>&
   const auto s = workspace(plan, grad, 2, std::size_t(slices_of(plan.graph().num_edges())) * score.a.size());
   backward(exec, plan, p, score, grad, up, s);
   const auto& g = plan.graph();
-  sum_in_slices(exec, plan, g.num_edges(), WeightTerm<Mem, T>{s.work.dr, score, g.src(), g.dst(), g.edge_id()}, s.partials,
-                 t.vector_out(c.grads[2]));
+  sum_in_slices(exec, plan, g.num_edges(), WeightTerm<Mem, T>{s.work.dr, score, g.src(), g.dst(), g.edge_id()},
+                s.partials, t.vector_out(c.grads[2]));
 }
 
 }  // namespace
