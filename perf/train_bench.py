@@ -471,7 +471,8 @@ def bench_gt(args, device, workload):
         steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
         return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
                 "preprocess_ms": preprocess_ms}
-    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
+    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)},
+                                args.rounds)
     return [{**meta, **r} for r in results]
 
 
@@ -504,7 +505,7 @@ def bench_gat(args, device, name):
         return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
                 "preprocess_ms": prep_ms}
     results = peers.alternating({"pyg": lambda: run(theirs, pyg_edges, pyg_prep_ms),
-                           "dfgnn": lambda: run(ours, graph, our_prep_ms)}, args.rounds)
+                                 "dfgnn": lambda: run(ours, graph, our_prep_ms)}, args.rounds)
     return [{**meta, **r} for r in results]
 
 
@@ -548,7 +549,8 @@ def bench_gat_sampled(args, device):
 
     def run(model, prep):
         return train(model, epoch, prep, device, args.epochs, args.warmup, ahead, args.autocast)
-    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)}, args.rounds)
+    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)},
+                                args.rounds)
     return [{**meta, **r} for r in results]
 
 

@@ -219,7 +219,7 @@ INSTANTIATE_TEST_SUITE_P(Models, TwoByte,
                                             ::testing::Bool(),
                                             ::testing::Values(std::pair{1, 32}, std::pair{4, 16}, std::pair{3, 7},
                                                               std::pair{1, 128}),
-                                            ::testing::Range(0, 10)),
+                                            ::testing::Range(0, int(graphs().size()))),
                          name_of);
 
 // The one rule of both backends: a two-byte type keeps a strategy its backend runs on it (the
