@@ -139,6 +139,21 @@ class Checker {
     contiguous(name, t);
   }
 
+  /// t is the model's edge argument: of the model's extent or, for a model with edge columns,
+  /// [E, 1 or H, F] with 1 <= F <= D.
+  void edge_argument(const char* name, const TensorRef& t) const {
+    const TensorRef full = TensorRef::shaped(nullptr, op_, args_.edge.extent);
+    if (!args_.edge_columns || t.rank != 3) return shape(name, t, full, dims(args_.edge.extent));
+    const std::size_t heads = t.extents[1], width = t.extents[2];
+    if (t.extents[0] != full.extents[0] || (heads != 1 && heads != full.extents[1]) || width < 1 ||
+        width > full.extents[2])
+      fail(std::string(name) + " has shape " + shape_of(t) + ", expected [E,H,D] = " + shape_of(full) +
+           " or edge columns [E,1 or H,F] with F <= D = " + std::to_string(op_.dim));
+    TensorRef want = full;
+    want.extents[1] = heads, want.extents[2] = width;
+    shape(name, t, want, "[E,1 or H,F]");
+  }
+
   /// t has want's extents (named `dims`) and data, unless it is empty, and no gaps.
   void shape(const char* name, const TensorRef& t, const TensorRef& want, const char* dims) const {
     bool ok = t.rank == want.rank;
@@ -176,7 +191,7 @@ class Checker {
     const TensorRef& ef = call_.edge_features;
     if (ef.data || ef.entries() > 0) {
       if (!args_.edge.name) fail(std::string(to_string(op_.kind)) + " takes no edge features");
-      argument(args_.edge.name, ef, args_.edge.extent);
+      edge_argument(args_.edge.name, ef);
     }
     const float rate = call_.dropout.rate;
     if (!(rate >= 0.0f && rate < 1.0f)) fail("dropout rate " + std::to_string(rate) + " is outside [0, 1)");
@@ -193,6 +208,14 @@ class Checker {
   }
 
   const ModelArgs& args() const { return args_; }
+
+  /// The name of a checked edge argument's shape: the model's extent, or edge columns.
+  const char* edge_dims(const TensorRef& edge) const {
+    const TensorRef full = TensorRef::shaped(nullptr, op_, args_.edge.extent);
+    for (int r = 0; r < full.rank; ++r)
+      if (edge.extents[r] != full.extents[r]) return "[E,1 or H,F] as E";
+    return dims(args_.edge.extent);
+  }
 
  private:
   // A bipartite op names its sources NS.
@@ -265,7 +288,7 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
   const bool edges = call.edge_features.data || call.edge_features.entries() > 0;
   const bool edge_grad = call.edge_grad.data || call.edge_grad.entries() > 0;
   if (edges)
-    check.argument(args.edge_gradient, call.edge_grad, args.edge.extent);
+    check.shape(args.edge_gradient, call.edge_grad, call.edge_features, check.edge_dims(call.edge_features));
   else if (edge_grad)
     check.fail(std::string("an edge-feature gradient was passed without edge features"));
   const char* none = "";
@@ -278,12 +301,17 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
 }
 
 Call pointer_call(const Op& op, ScoreKind model, const void* const* inputs, std::size_t count,
-                  const void* edge_values, int edge_heads, const Dropout& dropout, const void* edge_features) {
+                  const void* edge_values, int edge_heads, const Dropout& dropout, const void* edge_features,
+                  EdgeShape edge_shape) {
   const ModelArgs& args = model_args(model);
   Call c;
   for (int i = 0; i < args.count; ++i) c.inputs[i] = TensorRef::shaped(inputs[i], op, args.inputs[i].extent, count);
   if (edge_values) c.edge_values = per_edge(edge_values, op, std::size_t(edge_heads));
-  if (edge_features) c.edge_features = TensorRef::shaped(edge_features, op, args.edge.extent);
+  if (edge_features) {
+    c.edge_features = TensorRef::shaped(edge_features, op, args.edge.extent);
+    if (c.edge_features.rank == 3 && edge_shape.heads > 0) c.edge_features.extents[1] = std::size_t(edge_shape.heads);
+    if (c.edge_features.rank == 3 && edge_shape.width > 0) c.edge_features.extents[2] = std::size_t(edge_shape.width);
+  }
   c.dropout = dropout;
   return c;
 }
@@ -297,7 +325,10 @@ void set_outputs(Call& c, const Op& op, void* out, float* logsumexp, void* weigh
 void set_upstream(Call& c, const Op& op, ScoreKind model, const void* out, const float* logsumexp,
                   const void* dout, void* const* grads, void* edge_grad) {
   const ModelArgs& args = model_args(model);
-  if (edge_grad) c.edge_grad = TensorRef::shaped(edge_grad, op, args.edge.extent);
+  if (edge_grad) {
+    c.edge_grad = c.edge_features.rank ? c.edge_features : TensorRef::shaped(nullptr, op, args.edge.extent);
+    c.edge_grad.data = edge_grad;
+  }
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
   c.logsumexp = statistic(logsumexp, op);
   c.dout = TensorRef::shaped(dout, op, Extent::DstFeatures);

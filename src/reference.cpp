@@ -56,7 +56,8 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const ReferenceOptions& options) {
   check_arguments("reference_attention", g, H, D, {Q, K, V}, options);
   const double scale = model.scale_for<double>(D);
-  const float* E = options.edge_features;
+  const std::vector<float> rows = edge_rows(options, g.num_edges(), H, D);
+  const float* E = options.edge_features ? rows.data() : nullptr;
   auto row = [&](const float* t, std::size_t n, int h) { return t + (n * H + h) * D; };
   return attend(g, H, D, V, options, [&](node_t v, node_t u, int h, edge_t x) {
     const double key = dot(row(Q, v, h), row(K, u, h), D);

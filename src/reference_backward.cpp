@@ -66,7 +66,8 @@ GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const
     return reference_attention(g, H, D, model, Q, K, V, o);
   });
   const double scale = model.scale_for<double>(D);
-  const float* E = options.edge_features;
+  const std::vector<float> rows = edge_rows(options, g.num_edges(), H, D);
+  const float* E = options.edge_features ? rows.data() : nullptr;
   auto at = [&](std::size_t n, int h) { return (n * H + h) * D; };
   const std::size_t dst = std::size_t(g.num_nodes) * H * D, src = std::size_t(g.num_src_nodes) * H * D;
   GTGradients r{std::vector<double>(dst), std::vector<double>(src), std::vector<double>(src),
@@ -85,6 +86,7 @@ GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const
         }
       },
       E, E ? &r.dE : nullptr);
+  if (E) r.dE = edge_columns_grad(options, r.dE, g.num_edges(), H, D);
   return r;
 }
 

@@ -62,6 +62,7 @@ struct Case {
   int edge_value_heads = 0;
   Dropout dropout{};
   bool edge_features = false;  // the model's edge argument (types.hpp), and its gradient
+  EdgeShape edge_shape{};      // GT's edge columns [E, heads, width]; 0: [E,H,D]
 
   // The model's inputs (GATv2's a scaled like an initialised layer so scores stay O(1)), dOut and edge values.
   std::vector<std::vector<float>> inputs(const Op& op) const {
@@ -78,9 +79,14 @@ struct Case {
   std::vector<float> dout(const Op& op) const {
     return test::random_values(entries(TensorRef::shaped(nullptr, op, Extent::DstFeatures)), seed * 31 + 7);
   }
+  TensorRef edge_ref(const void* data, const Op& op) const {
+    TensorRef t = TensorRef::shaped(data, op, model_args(kind).edge.extent);
+    if (edge_shape.heads) t.extents[1] = std::size_t(edge_shape.heads), t.extents[2] = std::size_t(edge_shape.width);
+    return t;
+  }
   std::vector<float> edges(const Op& op) const {
     if (!edge_features) return {};
-    return test::random_values(entries(TensorRef::shaped(nullptr, op, model_args(kind).edge.extent)), seed * 31 + 9);
+    return test::random_values(entries(edge_ref(nullptr, op)), seed * 31 + 9);
   }
   std::vector<float> edge_values() const {
     return test::random_values(std::size_t(g.num_edges()) * std::size_t(edge_value_heads), seed + 8, 0.1f, 2.0f);
@@ -91,6 +97,7 @@ struct Case {
     ReferenceOptions o(HostEdgeValues{edge_value_heads ? w.data() : nullptr, edge_value_heads});
     o.dropout = dropout;
     o.edge_features = edge_features ? e.data() : nullptr;
+    o.edge_heads = edge_shape.heads, o.edge_width = edge_shape.width;
     return o;
   }
 
@@ -139,8 +146,8 @@ struct Case {
       in.push_back(detail::upload<float, Mem>("edges", host_edges));
       grads.emplace_back("edge_grad", host_edges.size());
       Kokkos::deep_copy(grads.back(), std::numeric_limits<float>::quiet_NaN());
-      x.refs[x.count++] = TensorRef::shaped(in.back().data(), op, m.edge.extent);
-      dx.refs[dx.count++] = TensorRef::shaped(grads.back().data(), op, m.edge.extent);
+      x.refs[x.count++] = edge_ref(in.back().data(), op);
+      dx.refs[dx.count++] = edge_ref(grads.back().data(), op);
     }
     const std::size_t n = std::size_t(g.num_nodes), h = std::size_t(H), d = std::size_t(D);
     const auto w = detail::upload<float, Mem>("w", edge_values());
@@ -272,6 +279,68 @@ TEST_P(EdgeFeatures, WithEdgeValuesAndDropout) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllShapes, EdgeFeatures, all_shapes<edge_graphs>(), name_of<edge_graphs>);
+
+// GT's edge columns (types.hpp): [E, heads, F] on each head's last F columns, heads 1 (one row
+// for every head: dE sums the heads, SharedEdgeGrad) or H; F a multiple of 4 or not (W = 1).
+struct ColumnShape {
+  int H, D, heads, F;
+};
+using ColumnParam = std::tuple<Strategy, ColumnShape, int>;
+
+class EdgeColumns : public ::testing::TestWithParam<ColumnParam> {};
+
+TEST_P(EdgeColumns, MatchesFloat64Reference) {
+  const auto [strategy, s, graph] = GetParam();
+  const auto& [name, g] = edge_graphs()[std::size_t(graph)];
+  Case c{ScoreKind::GT, g, s.H, s.D, unsigned(graph) + 25};
+  c.edge_features = true;
+  c.edge_shape = {s.heads, s.F};
+  expect_matches(c, strategy, name + " edge columns");
+  Case d{ScoreKind::GT, g, s.H, s.D, unsigned(graph) + 27, s.H, Dropout{0.3f, 44}};
+  d.edge_features = true;
+  d.edge_shape = {s.heads, s.F};
+  expect_matches(d, strategy, name + " edge columns, edge values and dropout");
+}
+
+std::string column_name(const ::testing::TestParamInfo<ColumnParam>& info) {
+  const auto [strategy, s, graph] = info.param;
+  return std::string(to_string(strategy)) + "_H" + std::to_string(s.H) + "D" + std::to_string(s.D) + "_E" +
+         std::to_string(s.heads) + "x" + std::to_string(s.F) + "_" + edge_graphs()[std::size_t(graph)].name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, EdgeColumns,
+    ::testing::Combine(::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
+                                         Strategy::Auto),
+                       ::testing::Values(ColumnShape{1, 144, 1, 16}, ColumnShape{4, 40, 1, 8}, ColumnShape{4, 32, 4, 12},
+                                         ColumnShape{3, 7, 1, 3}, ColumnShape{2, 8, 1, 8}),
+                       ::testing::Range(0, int(edge_graphs().size()))),
+    column_name);
+
+TEST(EdgeFeatureErrors, EdgeColumns) {
+  Exec exec;
+  const Graph<Mem> g(graph_from_edges(4, 3, {0, 3}, {1, 2}));
+  const Plan<Exec> plan(exec, g, ScoreKind::GT, 2, 5), gatv2(exec, g, ScoreKind::GATv2, 2, 5);
+  const View1 q("q", 3 * 10), k("k", 4 * 10), e("e", 2 * 10), de("de", 2 * 10), a("a", 10);
+  const NodeFeatures<Mem> Q(q.data(), 3, 2, 5), K(k.data(), 4, 2, 5);
+  NodeOutput<Mem> out("out", 3, 2, 5), dq("dq", 3, 2, 5), dk("dk", 4, 2, 5), dv("dv", 4, 2, 5);
+  Options<Mem> opt;
+  opt.logsumexp = decltype(opt.logsumexp)("lse", 3, 2);
+  const auto columns = [&](int heads, int F) { return NodeFeatures<Mem>(e.data(), 2, std::size_t(heads), std::size_t(F)); };
+  test::expect_error([&] { attention(exec, plan, GT{}, tensors(Q, K, K, columns(1, 6)), out); },
+                     {"attention: E has shape [2,1,6], expected [E,H,D] = [2,2,5] or edge columns [E,1 or H,F] with F <= D = 5"});
+  test::expect_error([&] { attention(exec, plan, GT{}, tensors(Q, K, K, NodeFeatures<Mem>(e.data(), 2, 3, 2)), out); },
+                     {"attention: E has shape [2,3,2], expected [E,H,D] = [2,2,5] or edge columns"});
+  attention(exec, plan, GT{}, tensors(Q, K, K, columns(1, 3)), out, opt);
+  test::expect_error([&] {
+    attention_backward(exec, plan, GT{}, tensors(Q, K, K, columns(1, 3)), out, opt.logsumexp, Q,
+                       tensors(dq, dk, dv, NodeOutput<Mem>(de.data(), 2, 2, 3)), opt);
+  }, {"attention_backward: dE has shape [2,2,3], expected [E,1 or H,F] as E = [2,1,3]"});
+  // GATv2's edge features sit inside its LeakyReLU: no factored form, [E,H,D] only.
+  const HeadFeatures<Mem> A(a.data(), 2, 5);
+  test::expect_error([&] { attention(exec, gatv2, GATv2{}, tensors(K, Q, A, columns(1, 3)), out); },
+                     {"attention: E has shape [2,1,3], expected [E,H,D] = [2,2,5]"});
+}
 
 TEST(EdgeFeatureErrors, ShapesAndModels) {
   Exec exec;

@@ -26,7 +26,7 @@ void stamp(Call& c, DType dtype) {
 void detail::attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, DType dtype,
                        const void* const* inputs, std::size_t count, void* out, const Options& o) {
   Call c = dfgnn::detail::pointer_call(plan.op(), kind, inputs, count, o.edge_values.data, o.edge_values.heads,
-                                       o.dropout, o.edge_features);
+                                       o.dropout, o.edge_features, o.edge_shape);
   c.param = param;
   c.stream = stream;
   dfgnn::detail::set_outputs(c, plan.op(), out, o.logsumexp, o.attention_weights);
@@ -38,7 +38,7 @@ void detail::attention_backward(cudaStream_t stream, const Plan& plan, ScoreKind
                                 const void* const* inputs, std::size_t count, const void* out,
                                 const float* logsumexp, const void* dOut, void* const* grads, const Options& o) {
   Call c = dfgnn::detail::pointer_call(plan.op(), kind, inputs, count, o.edge_values.data, o.edge_values.heads,
-                                       o.dropout, o.edge_features);
+                                       o.dropout, o.edge_features, o.edge_shape);
   c.param = param;
   c.backward_order = o.backward_order;
   c.stream = stream;

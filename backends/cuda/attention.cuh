@@ -41,9 +41,19 @@ inline bool rows_aligned16(ScoreKind kind, const Call& c, bool backward) {
     if (x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::HeadVector) continue;
     ok = ok && aligned16({c.inputs[i].data}) && (!backward || aligned16({c.grads[i].data}));
   }
-  if (m.edge.extent == Extent::EdgeFeatures)  // GT's and GATv2's edge rows and their gradient
+  if (m.edge.extent == Extent::EdgeFeatures) {  // GT's and GATv2's edge rows and their gradient
     ok = ok && aligned16({c.edge_features.data}) && (!backward || aligned16({c.edge_grad.data}));
+    // Narrow edge columns (EdgeLayout) must fill whole 16-byte chunks of a head's row.
+    const std::size_t width = c.edge_features.extents[2];
+    if (c.edge_features.data && width != c.out.extents[2]) ok = ok && width * size_of(c.out.dtype) % 16 == 0;
+  }
   return ok;
+}
+
+/// The layout of a checked call's row edge argument (its extents; zeros without one).
+inline EdgeLayout edge_layout(const Call& c) {
+  const EdgeShape s = EdgeShape::of(c.edge_features);
+  return {s.heads, s.width};
 }
 
 /// Calls f(std::bool_constant<dropout on>{}): kernels with the dropout factor in their inner
@@ -298,6 +308,12 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
           cols_walk(backward_cols<S, T, kExact>);
         }
         merge(std::true_type{}, b.cols, wk.col_part);
+        if constexpr (S::kKind == ScoreKind::GT)
+          if (edges && sc.edge_layout.heads < H) {  // GT's edge columns, one row for every head
+            const int F = sc.edge_layout.width;
+            shared_edge_grad<E><<<blocks_for(std::int64_t(g.num_edges) * F, 256), 256, 0, st>>>(
+                sc.q, up.dout, sc.scale, p.with_destinations(st), b.csc_pos, wk.dr_q, H, D, F, gr.edge);
+          }
       }
     };
     if constexpr (T::VEC == kWalkVec) {  // the fast path: rows that fill the tile (without edge features)

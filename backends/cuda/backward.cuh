@@ -326,11 +326,11 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
       [[maybe_unused]] edge_t id[U];
       if constexpr (kEdge) {
         edge_ids.advance(pos);
-        const EdgeColumns<T, E> edges(sc.edge, H, D, h, l);
+        const EdgeColumns<T, E> edges(sc.edge_layout, D, h, l);
 #pragma unroll
         for (int j = 0; j < U; ++j) {
           id[j] = edge_ids.at(pos + j);
-          edges.load(ef[j], id[j], pos + j < gw.len);
+          edges.load(ef[j], sc.edge, id[j], pos + j < gw.len);
           if constexpr (S::kEdgeInValue) add(kf[j], ef[j]), add(vf[j], ef[j]);
         }
       }
@@ -406,8 +406,9 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
             for (int i = 0; i < T::PER_LANE; ++i) de.x[i] = fmaf(cj, qv.x.x[i], qj * dout.x[i]);
           }
         }
-        if constexpr (kEdge)
-          if (pos + j < gw.len) store_row<T>(gr.edge + (std::size_t(id[j]) * H + h) * D, de, D, l);
+        if constexpr (kEdge)  // edge columns shared by H > 1 heads: shared_edge_grad sums the heads
+          if (pos + j < gw.len && sc.edge_layout.heads == H)
+            EdgeColumns<T, E>(sc.edge_layout, D, h, l).store(gr.edge, id[j], de);
       }
     };
     int t = 0;
@@ -447,6 +448,27 @@ __global__ void __launch_bounds__(kOnlineThreads, kRowWalkMinBlocks<S, T, kDrop>
     store_sum(u.slot < 0, slot_row(gr.at_dst, v, h, H, D), slot_row(wk.row_part, u.slot, h, H, pad4(row_width<S>(D))),
               acc, D, l);
   }
+}
+
+/// dE of GT's edge columns that one row serves for H > 1 heads (EdgeLayout heads 1), after step
+/// 1: entry f of CSR edge e sums the heads' terms scale dr_e Q_v + q_e dOut_v over the last F
+/// columns in head order, from the (dr, q) step 1 left at e's CSC position. A thread an entry.
+template <class E>
+__global__ void shared_edge_grad(const E* __restrict__ q, const E* __restrict__ dout, float scale, DeviceGraph g,
+                                 const edge_t* __restrict__ csc_pos, const float2* __restrict__ dr_q, int H, int D,
+                                 int F, E* __restrict__ de) {
+  const std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= std::int64_t(g.num_edges) * F) return;
+  const edge_t e = k / F;
+  const int f = int(k % F);
+  const node_t v = __ldg(g.dst + e);
+  const std::size_t c = std::size_t(__ldg(csc_pos + e)) * H, at = std::size_t(v) * H * D + (D - F) + f;
+  float x = 0.f;
+  for (int h = 0; h < H; ++h) {
+    const float2 t = __ldg(dr_q + c + h);
+    x = fmaf(scale * t.x, load_one(q + at + std::size_t(h) * D), fmaf(t.y, load_one(dout + at + std::size_t(h) * D), x));
+  }
+  de[std::size_t(caller_edge(g.edge_id, e)) * F + f] = narrow<E>(x);
 }
 
 /// Step 2, the columns: reads dr_e and q_e back at the CSC positions. A programmatic dependent
@@ -505,7 +527,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineMinBlocks<T>)
         if (j == own) v_own = dst;
         const bool ok = !kChecked || pos + j < gw.len;
         if constexpr (kEdge)  // the edge's dE in place of XR_v
-          EdgeColumns<T, E>(gr.edge, H, D, h, l).load(ff[j], edge_ids.at(pos + j), ok);
+          EdgeColumns<T, E>(sc.edge_layout, D, h, l).load(ff[j], gr.edge, edge_ids.at(pos + j), ok);
         else
           features.template load<kExact && !kChecked>(ff[j], dst, ok);
         douts.template load<kExact && !kChecked>(of[j], dst, ok);

@@ -6,7 +6,7 @@ namespace dfgnn::cuda::detail {
 namespace {
 template <class E>
 GATv2Score<E> score(const Call& c) {
-  return {c.input<E>(0), c.input<E>(0), c.input<E>(1), c.input<E>(2), c.param, c.edges<E>()};
+  return {c.input<E>(0), c.input<E>(0), c.input<E>(1), c.input<E>(2), c.param, c.edges<E>(), edge_layout(c)};
 }
 }  // namespace
 

@@ -6,7 +6,8 @@ namespace dfgnn::cuda::detail {
 namespace {
 template <class E>
 GTScore<E> score(const Plan& plan, const Call& c) {
-  return {c.input<E>(0), c.input<E>(1), c.input<E>(2), GT{c.param}.scale_for(plan.dim()), c.edges<E>()};
+  return {c.input<E>(0), c.input<E>(1), c.input<E>(2), GT{c.param}.scale_for(plan.dim()), c.edges<E>(),
+          edge_layout(c)};
 }
 }  // namespace
 

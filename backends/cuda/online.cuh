@@ -95,25 +95,6 @@ struct HeadColumns {
   }
 };
 
-/// A lane's columns of one head of an edge tensor [E, H, D] (a model's edge argument, types.hpp),
-/// rows by the caller's edge id in 64 bits: E may pass 2^32 where node ids cannot.
-template <class T, class E = float>
-struct EdgeColumns {
-  const E* base;  ///< edge 0, head h, the lane's first column
-  std::size_t stride;  ///< elements per edge
-  bool inside[T::CHUNKS];
-
-  __device__ EdgeColumns(const E* t, int H, int D, int h, int l)
-      : base(t + std::size_t(h) * D + frag_col<T>(0, l)), stride(std::size_t(H) * D) {
-#pragma unroll
-    for (int c = 0; c < T::CHUNKS; ++c) inside[c] = frag_col<T>(c, l) < D;
-  }
-  /// Edge id's fragment, zeros where !ok or outside the row.
-  __device__ __forceinline__ void load(Frag<T>& f, edge_t id, bool ok) const {
-    load_chunks<T>(f, base + std::size_t(id) * stride, [&](int c) { return ok && inside[c]; });
-  }
-};
-
 template <class T>
 __device__ __forceinline__ void add(Frag<T>& a, const Frag<T>& b) {
 #pragma unroll
@@ -281,11 +262,11 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
       }
       if constexpr (kEdge && S::kRowKey) {
         edge_ids.advance(pos);
-        const EdgeColumns<T, E> edges(sc.edge, H, D, h, l);
+        const EdgeColumns<T, E> edges(sc.edge_layout, D, h, l);
 #pragma unroll
         for (int j = 0; j < U; ++j) {
           Frag<T> ef;
-          edges.load(ef, edge_ids.at(pos + j), !kChecked || pos + j < len);
+          edges.load(ef, sc.edge, edge_ids.at(pos + j), !kChecked || pos + j < len);
           if constexpr (S::kValueIsKey) vf[j] = kf[j];  // GATv2: the value stays XL_u, the key gets E_e
           add(kf[j], ef);
           if constexpr (S::kEdgeInValue) add(vf[j], ef);
@@ -313,7 +294,7 @@ __global__ void __launch_bounds__(kOnlineThreads, kOnlineRowMinBlocks<S, T, kDro
         if constexpr (kEdge) {
           edge_ids.advance(pos);
           const edge_t id = edge_ids.at(pos + own);
-          if (ok) add_edge_row<false>(k1, sc.edge, id, h, H, D, l);
+          if (ok) add_edge_scalar(k1, sc.edge, id, h, H);
         }
         float y[S::kParts];
         sc.partial(q, k1, y);

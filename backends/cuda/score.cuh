@@ -10,7 +10,8 @@
 // A model with an edge argument (types.hpp: GT and GATv2 E [E,H,D], GAT ee [E,H]) adds it to
 // the source's key row before the score (`edge`, read by the caller's edge id; null: none), and
 // GT to the value too (kEdgeInValue): every score's edge term is key-side, so the kernels add it
-// where they load the key (add_edge_row, EdgeColumns) and the functors stay as they are.
+// where they load the key (add_edge_row, EdgeColumns, add_edge_scalar) and the functors stay as
+// they are. A row edge argument's layout (EdgeLayout) may cover only a head's last columns.
 //
 // Each functor is a template on its tensors' element type E (element.cuh): float, bf16 or f16.
 // kKind names the model for the kernels that differ per model.
@@ -31,18 +32,55 @@ __device__ __forceinline__ void load_frag(Frag<T>& f, const E* row, int D, int l
 
 __device__ __forceinline__ float leaky_relu(float x, float slope) { return x > 0.f ? x : x * slope; }
 
-/// Adds row (id, h) of an edge tensor [E, H, width] to a lane's fragment: a row of D floats
-/// (kRow), or one scalar held by every lane.
-template <bool kRow, class T, class E>
-__device__ __forceinline__ void add_edge_row(Frag<T>& f, const E* edge, edge_t id, int h, int H, int D, int l) {
-  if constexpr (kRow) {
-    Frag<T> e;
-    load_global<T>(e, edge + (std::size_t(id) * H + h) * D, D, l);
+/// Where a row-key model's edge argument sits in a head's D columns (types.hpp): [E, heads,
+/// width], heads 1 (one row for every head) or H, added to the head's last `width` columns;
+/// [E,H,D] rows are {H, D}. GT's factored edge projection passes narrow edge columns.
+struct EdgeLayout {
+  int heads = 0, width = 0;
+};
+
+/// A lane's columns of one head of an edge argument (EdgeLayout), rows by the caller's edge id
+/// in 64 bits: E may pass 2^32 where node ids cannot. Chunks left of the edge columns, and past
+/// D, are outside: loads give 0 there and stores skip them (the vector tiles need `width` a
+/// multiple of their lanes' elements: rows_aligned16).
+template <class T, class E = float>
+struct EdgeColumns {
+  std::ptrdiff_t lane;  ///< the entry of the lane's first column in edge 0's row
+  std::size_t stride;   ///< elements per edge
+  bool inside[T::CHUNKS];
+
+  __device__ EdgeColumns(EdgeLayout s, int D, int h, int l)
+      : lane(std::ptrdiff_t(s.heads == 1 ? 0 : h) * s.width + frag_col<T>(0, l) - (D - s.width)),
+        stride(std::size_t(s.heads) * s.width) {
 #pragma unroll
-    for (int i = 0; i < T::PER_LANE; ++i) f.x[i] += e.x[i];
-  } else {
-    f.x[0] += load_one(edge + std::size_t(id) * H + h);
+    for (int c = 0; c < T::CHUNKS; ++c) inside[c] = frag_col<T>(c, l) >= D - s.width && frag_col<T>(c, l) < D;
   }
+  /// Edge id's fragment of t, zeros where !ok or outside.
+  __device__ __forceinline__ void load(Frag<T>& f, const E* t, edge_t id, bool ok) const {
+    load_chunks<T>(f, t + (std::ptrdiff_t(std::size_t(id) * stride) + lane), [&](int c) { return ok && inside[c]; });
+  }
+  /// Stores edge id's fragment f into t's columns.
+  __device__ __forceinline__ void store(E* t, edge_t id, const Frag<T>& f) const {
+    E* row = t + (std::ptrdiff_t(std::size_t(id) * stride) + lane);
+#pragma unroll
+    for (int c = 0; c < T::CHUNKS; ++c)
+      if (inside[c]) store_vec<T::VEC>(row + c * T::LANES * T::VEC, f.x + T::VEC * c);
+  }
+};
+
+/// Adds edge id's columns of a row edge argument (EdgeLayout) to a lane's fragment of head h.
+template <class T, class E>
+__device__ __forceinline__ void add_edge_row(Frag<T>& f, const E* edge, EdgeLayout s, edge_t id, int h, int D, int l) {
+  Frag<T> e;
+  EdgeColumns<T, E>(s, D, h, l).load(e, edge, id, true);
+#pragma unroll
+  for (int i = 0; i < T::PER_LANE; ++i) f.x[i] += e.x[i];
+}
+
+/// Adds edge id's scalar of a scalar edge argument [E, H] (GAT's ee), held by every lane.
+template <class T, class E>
+__device__ __forceinline__ void add_edge_scalar(Frag<T>& f, const E* edge, edge_t id, int h, int H) {
+  f.x[0] += load_one(edge + std::size_t(id) * H + h);
 }
 
 /// GT: scale * <Q[v,h], K[u,h] (+ E[e,h])>; values V (+ E[e,h]).
@@ -57,7 +95,8 @@ struct GTScore {
   const E* key;
   const E* value;
   float scale;
-  const E* edge = nullptr;  // E [E,H,D]
+  const E* edge = nullptr;  // E [E,H,D], or edge columns
+  EdgeLayout edge_layout{};
 
   template <class T>
   struct Query {
@@ -189,6 +228,7 @@ struct GATv2Score {
   const E* a;  // [H,D]
   float slope;
   const E* edge = nullptr;  // E [E,H,D]
+  EdgeLayout edge_layout{};  // {H, D}
 
   template <class T>
   struct Query {

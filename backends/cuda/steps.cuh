@@ -46,7 +46,15 @@ __device__ __forceinline__ void sddmm_items(const S& sc, const DeviceGraph& g, c
       const int h = int(i % H);
       q[j] = sc.template query<ST>(vs[j], h, H, D, l);
       sc.template load_key<ST, false>(k[j], sc.key + (std::size_t(us[j]) * H + h) * KW, D, l);
-      if (sc.edge != nullptr) add_edge_row<S::kRowKey>(k[j], sc.edge, caller_edge(g.edge_id, e_base + i / H), h, H, D, l);
+      if constexpr (kHasEdge<S>) {
+        if (sc.edge != nullptr) {
+          const edge_t id = caller_edge(g.edge_id, e_base + i / H);
+          if constexpr (S::kRowKey)
+            add_edge_row(k[j], sc.edge, sc.edge_layout, id, h, D, l);
+          else
+            add_edge_scalar(k[j], sc.edge, id, h, H);
+        }
+      }
     }
     fetch(base + U * groups);
 #pragma unroll

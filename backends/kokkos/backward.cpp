@@ -40,7 +40,16 @@ void backward_of(const GT& model, const Exec& exec, const PortablePlan<Exec>& pl
   const GTGrad<Mem, T> grad{t.input(0), t.input(1), up.dout, t.output(c.grads[0]), t.output(c.grads[1]),
                             t.output(c.grads[2]), model.scale_for(plan.dim()), {},
                             {t.features(c.edge_features), t.output(c.edge_grad), plan.graph().edge_id()}};
-  backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, workspace(plan, grad, 2, 0));
+  const auto s = workspace(plan, grad, 2, 0);
+  backward(exec, plan, p, score_of(model, exec, plan, t), grad, up, s);
+  if (grad.shared_edges()) {
+    GTGrad<Mem, T> g = grad;
+    g.work = s.work;
+    Kokkos::parallel_for("dfgnn::backward_shared_edge_grad",
+                         Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(
+                             exec, 0, std::int64_t(p.src.extent(0)) * std::int64_t(grad.edge.in.extent(2))),
+                         SharedEdgeGrad<Mem, T>{g, p.dst});
+  }
 }
 
 template <class Exec, class T>

@@ -87,7 +87,9 @@ template <class Mem, class T>
 using EdgeScalarsOf = EdgeArgument<Mem, Matrix<Mem, T>, ScalarsOut<Mem, T>>;
 
 // dQ_v = scale sum dr_e (K_u + E_e); dK_u = scale sum dr_e Q_v and dV_u = sum q_e dOut_v, as
-// entries [0, D) and [D, 2D) of one source-side gather; dE_e = scale dr_e Q_v + q_e dOut_v.
+// entries [0, D) and [D, 2D) of one source-side gather; dE_e = scale dr_e Q_v + q_e dOut_v,
+// over the edge argument's columns (edge columns: the last F). Edge columns shared by H > 1
+// heads sum the heads' terms: step 1 leaves them to SharedEdgeGrad (edge_width 0).
 template <class Mem, class T>
 struct GTGrad {
   Features<Mem, T> q, k, dout;
@@ -97,8 +99,11 @@ struct GTGrad {
   EdgeRows<Mem, T> edge;
   KOKKOS_INLINE_FUNCTION int dim() const { return int(dq.extent(2)); }
   bool rows_aligned(int W) const {
-    return kokkos_impl::rows_aligned(W, dim(), q, k, dout, dq, dk, dv, edge.in, edge.grad);
+    return kokkos_impl::rows_aligned(W, dim(), q, k, dout, dq, dk, dv) && edge_aligned(W, edge.in) &&
+           edge_aligned(W, Features<Mem, T>(edge.grad));
   }
+  /// Edge columns with one row for H > 1 heads.
+  KOKKOS_INLINE_FUNCTION bool shared_edges() const { return edge.given() && edge.in.extent(1) < dq.extent(1); }
   KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float, SoftmaxTerm) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return dim(); }
   template <int W>
@@ -123,13 +128,36 @@ struct GTGrad {
     else
       store<W>(dv, u, h, c - half, s);
   }
-  KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? dim() : 0; }
+  KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() && !shared_edges() ? int(edge.in.extent(2)) : 0; }
+  /// Chunk c of edge e's gradient row (its columns' chunk first + c of the head's row).
   template <int W>
   KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t, edge_t e, int h, int c) const {
     const edge_t i = e * edge_t(dq.extent(1)) + h;
-    Vec<W> g = (scale * work.dr(i)) * chunk<W>(q, v, h, c);
-    g += work.q(i) * chunk<W>(dout, v, h, c);
-    store<W>(edge.grad, edge.edge_id(e), h, c, g);
+    const int d = edge_first_chunk<W>(q, edge.in) + c;
+    Vec<W> g = (scale * work.dr(i)) * chunk<W>(q, v, h, d);
+    g += work.q(i) * chunk<W>(dout, v, h, d);
+    store<W>(edge.grad, edge.edge_id(e), edge.in.extent(1) == 1 ? 0 : h, c, g);
+  }
+};
+
+/// dE of edge columns that one row serves for H > 1 heads (GTGrad::shared_edges): entry f of
+/// CSR edge e sums the heads' terms in order, from the dr_e and q_e that step 1 left.
+template <class Mem, class T>
+struct SharedEdgeGrad {
+  GTGrad<Mem, T> grad;
+  Kokkos::View<const node_t*, Mem> dst;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t k) const {
+    const int F = int(grad.edge.in.extent(2)), H = int(grad.dq.extent(1)), first = grad.dim() - F;
+    const edge_t e = k / F;
+    const int f = int(k % F);
+    const node_t v = dst(e);
+    float g = 0.0f;
+    for (int h = 0; h < H; ++h) {
+      const edge_t i = e * H + h;
+      g += grad.scale * grad.work.dr(i) * to_float(grad.q(v, h, first + f)) +
+           grad.work.q(i) * to_float(grad.dout(v, h, first + f));
+    }
+    grad.edge.grad(grad.edge.edge_id(e), 0, f) = from_float<T>(g);
   }
 };
 

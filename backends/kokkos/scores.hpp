@@ -111,13 +111,31 @@ KOKKOS_INLINE_FUNCTION float dot(const Vec<W>& a, const Vec<W>& b) {
   return s;
 }
 
-/// Row (n, h)'s features [W i, W i + W) of `t`, plus edge `id`'s of `e` when there are some.
+/// The first chunk of W features of a head's row that edge argument e [E, 1 or H, F] adds to:
+/// its last F features (types.hpp, GT's edge columns; all of them for [E,H,D]).
+template <int W, class Mem, class T>
+KOKKOS_INLINE_FUNCTION int edge_first_chunk(const Features<Mem, T>& t, const Features<Mem, T>& e) {
+  return int(t.extent(2) - e.extent(2)) / W;
+}
+
+/// Row (n, h)'s features [W i, W i + W) of `t`, plus edge `id`'s of `e` where it has some (its
+/// one row for every head when it has one head).
 template <int W, class Mem, class T>
 KOKKOS_INLINE_FUNCTION Vec<W> with_edge(const Features<Mem, T>& t, node_t n, const Features<Mem, T>& e, edge_t id,
                                         int h, int i) {
   Vec<W> x = chunk<W>(t, n, h, i);
-  if (e.data()) x += chunk<W>(e, id, h, i);
+  if (e.data()) {
+    const int first = edge_first_chunk<W>(t, e);
+    if (i >= first) x += chunk<W>(e, id, e.extent(1) == 1 ? 0 : h, i - first);
+  }
   return x;
+}
+
+/// Whether an edge argument's rows allow W features a lane access (rows_aligned, and W
+/// dividing its width: its columns start on a chunk).
+template <class Mem, class T>
+bool edge_aligned(int W, const Features<Mem, T>& e) {
+  return !e.data() || (e.extent(2) % W == 0 && rows_aligned(W, int(e.extent(2)), e));
 }
 
 template <class Mem, class T = float>
@@ -126,7 +144,7 @@ struct GTScore {
   static constexpr bool reduces = true;
   Features<Mem, T> q, k, v;
   float scale;
-  Features<Mem, T> e;  // [E,H,D] added to the key and the value, or empty
+  Features<Mem, T> e;  // [E,H,D] (or edge columns [E, 1 or H, F]) added to the key and the value, or empty
   template <int W>
   KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t id, int h, int i) const {
     return dot(chunk<W>(q, dst, h, i), with_edge<W>(k, src, e, id, h, i));
@@ -136,7 +154,7 @@ struct GTScore {
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t id, int h, int i) const {
     return with_edge<W>(v, u, e, id, h, i);
   }
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(q.extent(2)), q, k, v, e); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(q.extent(2)), q, k, v) && edge_aligned(W, e); }
 };
 
 template <class Mem, class T = float>

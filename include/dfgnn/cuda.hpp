@@ -109,7 +109,11 @@ struct Options {
   /// [E,H]; types.hpp), null: none. The Online strategy takes it (Auto's pick, and Dense's
   /// fallback); an explicit other strategy throws Error.
   const void* edge_features = nullptr;  ///< of the plan's element type
-  /// Backward: receives the edge argument's gradient (dE, dee); needed with edge_features.
+  /// GT's edge features as edge columns (types.hpp): [E, heads, width], heads 1 or H, width <= D,
+  /// on each head's last `width` columns; {0, 0}: [E,H,D].
+  EdgeShape edge_shape;
+  /// Backward: receives the edge argument's gradient (dE, dee), of edge_features' shape; needed
+  /// with edge_features.
   void* edge_grad = nullptr;
 };
 

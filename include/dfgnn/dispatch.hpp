@@ -61,15 +61,16 @@ std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t
 /// A call on bare pointers, shaped as `op` says and of its element type (the CUDA C++ API's
 /// and the C ABI's): the model_args(model).count inputs of `model` in order (a HeadVector input
 /// has `count` entries), the edge values [E, edge_heads] (null: none), the dropout and the
-/// model's edge argument (model_args' edge; null: none).
+/// model's edge argument (model_args' edge; null: none) of extents `edge_shape` (row ones).
 Call pointer_call(const Op& op, ScoreKind model, const void* const* inputs, std::size_t count,
                   const void* edge_values, int edge_heads, const Dropout& dropout,
-                  const void* edge_features = nullptr);
+                  const void* edge_features = nullptr, EdgeShape edge_shape = {});
 /// A pointer call's forward outputs: out, logsumexp in training (float32; null: inference) and
 /// the attention weights [E,H] (null: none).
 void set_outputs(Call& call, const Op& op, void* out, float* logsumexp, void* weights = nullptr);
 /// A pointer call's backward operands: the forward's out and logsumexp, dOut, the gradients
-/// of `model`'s inputs in order and that of its edge argument (null: none).
+/// of `model`'s inputs in order and that of its edge argument (null: none), shaped as the
+/// call's edge argument.
 void set_upstream(Call& call, const Op& op, ScoreKind model, const void* out, const float* logsumexp,
                   const void* dout, void* const* grads, void* edge_grad = nullptr);
 

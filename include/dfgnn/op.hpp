@@ -99,6 +99,17 @@ struct TensorRef {
   static TensorRef shaped(const void* data, const Op& op, Extent extent, std::size_t count = 0);
 };
 
+/// The extents [E, heads, width] of a row edge argument (Extent::EdgeFeatures): the op's H
+/// and D, or for a model with edge columns (ModelArgs::edge_columns) heads 1 (one row for every
+/// head) or H and width F <= D, added to each head's last F columns. 0: the op's.
+struct EdgeShape {
+  int heads = 0, width = 0;
+  /// Of a checked call's edge argument (its extents; {0, 0} for none or a scalar one).
+  static EdgeShape of(const TensorRef& edge) {
+    return edge.rank == 3 ? EdgeShape{int(edge.extents[1]), int(edge.extents[2])} : EdgeShape{};
+  }
+};
+
 /// A model's tensor arguments in its order (model_args), or their gradients: what the generic
 /// entries take (dfgnn::tensors makes them of Views, attention.hpp). One more than the model's
 /// count: the last is its edge argument (model_args' edge), or that argument's gradient.

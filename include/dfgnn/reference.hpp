@@ -33,6 +33,9 @@ struct ReferenceOptions {
   /// ee)), GATv2 inside (sum_d a_d LeakyReLU(XL_u + XR_v + E)_d): the models' edge arguments
   /// (types.hpp), Call::edge_features.
   const float* edge_features = nullptr;
+  /// GT's edge columns (types.hpp): edge_features is [E, edge_heads, edge_width], heads 1 (one
+  /// row for every head) or H, on each head's last edge_width columns. 0: H and D.
+  int edge_heads = 0, edge_width = 0;
   /// The backward only (reference_backward.hpp): the forward's output [N,H,D] that the backward
   /// reads for Delta_v = <dOut_v, out_v> (null: the reference's own, exact): the kernels' out
   /// rounded to a two-byte type, to check their arithmetic apart from that rounding.

@@ -17,7 +17,7 @@ namespace dfgnn {
 
 struct GTGradients {
   std::vector<double> dQ, dK, dV;  ///< [N,H,D] each
-  std::vector<double> dE;          ///< [E,H,D] with edge features (ReferenceOptions), else empty
+  std::vector<double> dE;  ///< with edge features (ReferenceOptions): their shape ([E,H,D] or the edge columns'), else empty
 };
 struct AGNNGradients {
   std::vector<double> dX;     ///< [N,H,D]

@@ -84,7 +84,9 @@ struct ArgSpec {
 /// A model's arguments in call order (its score inputs and its values), the name of each
 /// input's gradient, its scalar parameter (null: none), and its optional edge argument with its
 /// gradient (PyG's edge_dim: edge features the score, and GT's message, take per edge; name
-/// null: the model has none).
+/// null: the model has none). `edge_columns`: the edge argument may also be narrow, [E, 1 or
+/// H, F] with F <= D, added to each head's last F columns (one row for every head at 1; GT,
+/// docs/design.md "Edge columns").
 struct ModelArgs {
   int count;
   ArgSpec inputs[3];
@@ -92,6 +94,7 @@ struct ModelArgs {
   const char* param;
   ArgSpec edge = {nullptr, Extent::EdgeFeatures};
   const char* edge_gradient = nullptr;
+  bool edge_columns = false;
 };
 
 // The models: each is its own traits type (docs/design.md, "Adding a model"): its kind, name
@@ -100,14 +103,16 @@ struct ModelArgs {
 
 /// Graph Transformer dot-product score: scale * <Q[v,h], K[u,h]>; with edge features E
 /// [E,H,D] (TransformerConv's edge_dim) scale * <Q[v,h], K[u,h] + E[e,h]> and message V[u,h] +
-/// E[e,h].
+/// E[e,h]. E may be narrow, [E, 1 or H, F] with F <= D: then it is added to the last F columns
+/// of K[u,h] and V[u,h] (row E[e,0] for every head at 1), so that a factored edge projection
+/// runs as concatenated columns (docs/design.md, "Edge columns").
 struct GT {
   float scale = 0.0f;  ///< 0 selects the default 1/sqrt(D)
   static constexpr ScoreKind kind = ScoreKind::GT;
   static constexpr const char* name = "gt";
   static constexpr ModelArgs args{
       3, {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}},
-      {"dQ", "dK", "dV"}, "GT::scale", {"E", Extent::EdgeFeatures}, "dE"};
+      {"dQ", "dK", "dV"}, "GT::scale", {"E", Extent::EdgeFeatures}, "dE", true};
   float param() const { return scale; }
   /// The scale of a score over `dim` features, in T's precision: `scale`, or 1/sqrt(dim).
   template <class T = float>

@@ -124,7 +124,9 @@ typedef struct dfgnn_call {
                                 times dropout factor); needs logsumexp */
   const void* edge_features; /* the model's edge argument in the caller's edge order (GT, GATv2: E [E, H, D];
                                  GAT: ee [E, H]); null: none */
-  void* edge_grad;           /* backward: written, its gradient (needed with edge_features) */
+  void* edge_grad;           /* backward: written, its gradient, of edge_features' shape (needed with them) */
+  int edge_features_heads;   /* GT's edge columns: edge_features [E, heads, width], heads 1 (one row for every */
+  int edge_features_width;   /* head) or H, width <= D, on each head's last `width` columns; 0, 0: [E, H, D] */
 } dfgnn_call;
 
 DFGNN_CAPI int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call);

@@ -120,6 +120,10 @@ dfgnn_call call_of(const std::vector<at::Tensor>& tensors, const Options& o) {
   dfgnn_call c{};
   c.param = float(o.param);
   c.edge_features = fill(c.inputs, tensors, o);
+  if (o.edges && tensors.back().dim() == 3) {  // GT's may be edge columns [E, 1 or H, F]
+    c.edge_features_heads = int(tensors.back().size(1));
+    c.edge_features_width = int(tensors.back().size(2));
+  }
   c.count = o.count;
   if (o.edge_values.defined()) {
     c.edge_values = o.edge_values.data_ptr();

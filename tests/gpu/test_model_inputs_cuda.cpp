@@ -97,9 +97,10 @@ std::vector<std::vector<double>> reference(ScoreKind kind, const HostGraph& g, i
 
 // Forward (training mode), attention weights and backward of `kind` on `g`, inputs sized by side
 // from the model's extents; with `options`, per-head edge values and dropout; with `edges`, the
-// model's edge argument (and its gradient). Strategies other than Online refuse edge features.
+// model's edge argument (and its gradient), GT's as edge columns of shape `columns` where given.
+// Strategies other than Online refuse edge features.
 void expect_matches(ScoreKind kind, Strategy strategy, int H, int D, const test::NamedGraph& named, unsigned seed,
-                    bool options, bool edges) {
+                    bool options, bool edges, EdgeShape columns = {}) {
   const auto& [name, g] = named;
   const cuda::Plan plan(g, kind, H, D, strategy);
   const Op op{kind, DType::F32, H, D, g.num_src_nodes, g.num_nodes, g.num_edges()};
@@ -120,17 +121,19 @@ void expect_matches(ScoreKind kind, Strategy strategy, int H, int D, const test:
   const std::size_t rows = std::size_t(g.num_nodes) * H;
   const auto dout = test::random_values(rows * D, 77);
   const auto w = test::random_values(std::size_t(g.num_edges()) * H, 78);
-  const auto e = edges ? test::random_values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(), seed + 79)
-                       : std::vector<float>();
+  const std::size_t edge_entries = columns.heads ? std::size_t(g.num_edges()) * columns.heads * columns.width
+                                                 : TensorRef::shaped(nullptr, op, m.edge.extent).entries();
+  const auto e = edges ? test::random_values(edge_entries, seed + 79) : std::vector<float>();
   Buf out(rows * D), lse(rows), dy(dout), dw(w), weights(std::size_t(g.num_edges()) * H), de(e), dde(e.size());
   cuda::Options o(cuda::DeviceEdgeValues{options ? dw.p : nullptr, options ? H : 0});
   o.logsumexp = lse.p;
   o.attention_weights = weights.p;
   if (options) o.dropout = Dropout{0.3f, 42};
-  if (edges) o.edge_features = de.p, o.edge_grad = dde.p;
+  if (edges) o.edge_features = de.p, o.edge_grad = dde.p, o.edge_shape = columns;
   ReferenceOptions ro(HostEdgeValues{options ? w.data() : nullptr, options ? H : 0});
   ro.dropout = o.dropout;
   ro.edge_features = edges ? e.data() : nullptr;
+  ro.edge_heads = columns.heads, ro.edge_width = columns.width;
   const float param = visit_model(kind, [](auto model) { return model.param(); });
   const auto forward = [&] { cuda::detail::attention(nullptr, plan, kind, param, DType::F32, inputs.data(), 0, out.p, o); };
   // An empty edge tensor (no edges) is no edge features: every strategy runs such a call.
@@ -224,6 +227,37 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
                        ::testing::Range(0, int(edge_graphs().size())), ::testing::Bool()),
     name_of<edge_graphs>);
+
+// GT's edge columns (types.hpp) [E, heads, F]: one row for every head (dE summed by
+// shared_edge_grad) or one per head; F in whole 16-byte chunks (vector tiles) or not (scalar).
+struct ColumnShape {
+  int H, D, heads, F;
+};
+using ColumnParam = std::tuple<Strategy, ColumnShape, int, bool>;
+
+class EdgeColumnsCuda : public ::testing::TestWithParam<ColumnParam> {};
+
+TEST_P(EdgeColumnsCuda, MatchesFloat64Reference) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const auto [strategy, s, index, options] = GetParam();
+  expect_matches(ScoreKind::GT, strategy, s.H, s.D, edge_graphs()[std::size_t(index)], unsigned(index) + 60, options,
+                 true, EdgeShape{s.heads, s.F});
+}
+
+std::string column_name(const ::testing::TestParamInfo<ColumnParam>& info) {
+  const auto [strategy, s, graph, options] = info.param;
+  return std::string(to_string(strategy)) + "_H" + std::to_string(s.H) + "D" + std::to_string(s.D) + "_E" +
+         std::to_string(s.heads) + "x" + std::to_string(s.F) + "_" + edge_graphs()[std::size_t(graph)].name +
+         (options ? "_options" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, EdgeColumnsCuda,
+    ::testing::Combine(::testing::Values(Strategy::Auto, Strategy::Online),
+                       ::testing::Values(ColumnShape{1, 144, 1, 16}, ColumnShape{4, 40, 1, 8}, ColumnShape{4, 32, 4, 12},
+                                         ColumnShape{3, 7, 1, 3}, ColumnShape{2, 64, 1, 16}, ColumnShape{1, 36, 1, 6}),
+                       ::testing::Range(0, int(edge_graphs().size())), ::testing::Bool()),
+    column_name);
 
 TEST(EdgeFeaturesCudaErrors, ColumnsFirstAndAgnn) {
   if (no_device()) GTEST_SKIP() << "no CUDA device";
