@@ -7,11 +7,14 @@ Per graph (run_bench.py's graphs: real ones symmetrised, generated ones as writt
            add_self_loops=False), ours and PyG's with the same weights on the same inputs: fwd
            (no_grad) and fwd+bwd (to x, edge_attr and every parameter), CUDA events, median of
            --iters after --warmup. PyG gets its edge index sorted by destination (EdgeIndex,
-           sort_order="col"), ours a prebuilt dfgnn.Graph.
+           sort_order="col"), ours a prebuilt dfgnn.Graph. Our TransformerConv also in both of
+           its forms, whichever dfgnn.nn._by_columns picks: edge columns (ours_columns_*) and
+           lin_edge's rows formed (ours_rows_*).
   bytes    gt_attention / gatv2_attention / gat_attention on [N, H, D] inputs with and without
            edge features: the extra time against the extra bytes (fwd: E*H*D*4 read, GAT's E*H*4;
            fwd+bwd: read twice and the gradient written), as a fraction of the copy bandwidth
-           measured in the same run.
+           measured in the same run; gt_columns: GT on D + ED columns with edge columns [E, 1,
+           ED] (the layer's form), against the same call without them.
 Prints one JSON object per line (also appended to --json).
 
 Usage: python3 perf/edge_bench.py --dfgnn BUILD/dfgnn [--graphs cora,tolokers,...] [--heads 1
@@ -57,14 +60,19 @@ def time_layer(layer, x, graph, edge_attr, warmup, iters):
     return fwd, both, peers.peak_extra_mib(step)
 
 
-def attention_cost(kind, graph, n, e, heads, dim, warmup, iters):
+def attention_cost(kind, graph, n, e, heads, dim, edge_dim, warmup, iters):
     """The op alone, with and without edge features: {pass: (ms without, ms with)}."""
     import dfgnn
     g = torch.Generator(device="cuda").manual_seed(3)
 
     def rand(*shape):
         return torch.rand(*shape, device="cuda", generator=g).sub_(0.5).requires_grad_()
-    if kind == "gt":
+    if kind == "gt_columns":
+        wide = dim + edge_dim
+        args, fn, edges = (rand(n, heads, wide), rand(n, heads, wide), rand(n, heads, wide)), dfgnn.gt_attention, \
+            rand(e, 1, edge_dim)
+        dim = wide
+    elif kind == "gt":
         args, fn, edges = (rand(n, heads, dim), rand(n, heads, dim), rand(n, heads, dim)), dfgnn.gt_attention, \
             rand(e, heads, dim)
     elif kind == "gatv2":
@@ -103,6 +111,7 @@ def main(argv=None):
     p.add_argument("--edge-dim", type=int, default=16)
     a = p.parse_args(argv)
     import dfgnn
+    import dfgnn.nn
     from torch_geometric import EdgeIndex
     copy_gbps = peers.copy_bandwidth()["read_write_GBps"]
     emit = peers.emitter(a.json)
@@ -123,6 +132,14 @@ def main(argv=None):
             record = {"graph": name, "nodes": n, "edges": e, "layer": kind, "H": h, "D": c, "edge_dim": a.edge_dim}
             o = time_layer(ours, x, graph, edge_attr, a.warmup, a.iters)
             record.update(ours_fwd=o[0], ours_fwdbwd=o[1], ours_peak_mib=o[2])
+            if kind == "gt":  # the layer in both forms, whichever it takes: edge columns and rows
+                for form, start in (("columns", 0), ("rows", float("inf"))):
+                    columns_from, dfgnn.nn._COLUMNS_FROM = dfgnn.nn._COLUMNS_FROM, start
+                    try:
+                        r = time_layer(ours, x, graph, edge_attr, a.warmup, a.iters)
+                    finally:
+                        dfgnn.nn._COLUMNS_FROM = columns_from
+                    record.update({f"ours_{form}_fwd": r[0], f"ours_{form}_fwdbwd": r[1], f"ours_{form}_peak_mib": r[2]})
             try:
                 t = time_layer(theirs, x, pyg_index, edge_attr, a.warmup, a.iters)
                 record.update(pyg_fwd=t[0], pyg_fwdbwd=t[1], pyg_peak_mib=t[2],
@@ -132,8 +149,8 @@ def main(argv=None):
             del ours, theirs
             torch.cuda.empty_cache()
             emit(record)
-        for kind in ("gt", "gat", "gatv2"):
-            cost, extra = attention_cost(kind, graph, n, e, h, c, a.warmup, a.iters)
+        for kind in ("gt", "gt_columns", "gat", "gatv2"):
+            cost, extra = attention_cost(kind, graph, n, e, h, c, a.edge_dim, a.warmup, a.iters)
             record = {"graph": name, "op": kind, "H": h, "D": c, "edge_bytes": extra}
             for i, pas in enumerate(("fwd", "fwdbwd")):
                 without, with_ = cost["without"][i], cost["with"][i]

@@ -26,6 +26,7 @@ import math
 import torch
 from torch import Tensor
 from torch.nn import Linear, Parameter
+from torch.nn import functional as nn_functional
 from torch.nn.parameter import UninitializedParameter
 
 from .distributed import DistributedGraph
@@ -165,6 +166,45 @@ def _edge_rows(layer, lin_edge, edge_attr, heads, channels):
     return lin_edge(edge_attr).view(-1, heads, channels)
 
 
+# The [E, H, C] entries from which TransformerConv takes its edge term as edge columns: 2^29,
+# float32 rows of 2 GiB. Measured on the H100 (docs/performance.md, "Edge features"): edge
+# columns made the layer 1.5-1.7x as fast on PATTERN-like and rmat-s17-d64 (730-900M
+# entries) but 3-17% slower on tolokers and web-NotreDame (133-279M), where the wider rows'
+# tile (C + edge_dim > 128: half the edges in flight) costs more than the rows it saves.
+_COLUMNS_FROM = 1 << 29
+
+
+def _by_columns(edges, edge_dim, heads, channels):
+    """Whether TransformerConv runs its edge term as edge columns (_edge_columns): where its
+    [E, H, C] rows reach _COLUMNS_FROM entries, an edge's edge_dim attributes are fewer than its
+    H x C projection, and the widened rows (C + edge_dim) stay within the CUDA plans' dims (up to
+    256, or 512 in whole 16-byte chunks)."""
+    width = channels + edge_dim
+    return (edges * heads * channels >= _COLUMNS_FROM and edge_dim < heads * channels
+            and (width <= 256 or width <= 512 and width % 8 == 0 and edge_dim % 8 == 0))
+
+
+def _edge_columns(lin_edge, edge_attr, q, k, v):
+    """TransformerConv's edge term without its [E, H, C] projection (docs/design.md, "Edge
+    columns"): with W_h head h's [C, F] block of lin_edge's weight and a_e the edge's attributes,
+    <q_v, W_h a_e> = <W_h^T q_v, a_e> and sum_e p_e W_h a_e = W_h sum_e p_e a_e, so the attention
+    runs on q' = [q | W^T q], k' = [k | 0], v' = [v | 0] with edge_attr as edge columns [E, 1,
+    F] (the heads' last F columns, one row for all), and out = out'[:C] + W out'[C:] (_columns_out).
+    Returns (q', k', v', the columns, W [H, C, F])."""
+    H, C = q.shape[1:]
+    W = lin_edge.weight.view(H, C, -1)
+    pad = (0, W.size(2))
+    t = torch.einsum("nhc,hcf->nhf", q, W)
+    return torch.cat([q, t], dim=-1), nn_functional.pad(k, pad), nn_functional.pad(v, pad), \
+        edge_attr.reshape(edge_attr.size(0), 1, -1), W
+
+
+def _columns_out(out, W):
+    """The attention's output on _edge_columns' inputs: out'[:C] + W out'[C:], [N, H, C]."""
+    C = W.size(1)
+    return out[..., :C] + torch.einsum("nhf,hcf->nhc", out[..., C:], W)
+
+
 def _with_weights(out, result, graph, edge_index, self_loops):
     """PyG's return form with attention weights: (out, (edge_index, alpha)), the edges those of
     the graph the attention ran on: a tensor edge_index itself unless self loops were added (then,
@@ -242,10 +282,16 @@ class TransformerConv(_Conv):
         v = self.lin_value(x_src).view(x_src.size(0), H, C)
         if self.lin_edge is not None and edge_attr is None:
             raise ValueError("TransformerConv: the layer has edge_dim: pass edge_attr")
-        e = _edge_rows("TransformerConv", self.lin_edge, edge_attr, H, C)
+        weights = return_attention_weights is not None
+        W = None
+        if edge_attr is not None and _by_columns(edge_attr.size(0), edge_attr.size(1), H, C):
+            q, k, v, e, W = _edge_columns(self.lin_edge, edge_attr, q, k, v)
+        else:
+            e = _edge_rows("TransformerConv", self.lin_edge, edge_attr, H, C)
         result = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C), edge_features=e, dropout=dropout,
-                              return_attention_weights=return_attention_weights is not None)
-        out = _heads_out(result[0] if return_attention_weights is not None else result, self.concat)
+                              return_attention_weights=weights)
+        out = result[0] if weights else result
+        out = _heads_out(out if W is None else _columns_out(out, W), self.concat)
         if self.root_weight:
             x_r = self.lin_skip(x_dst)
             if self.lin_beta is not None:

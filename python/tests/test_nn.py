@@ -218,6 +218,10 @@ EDGE_CASES = [  # (layer, args, kwargs, bipartite); edge_dim 3 unless the kwargs
     ("TransformerConv", (F, 6), {"heads": 2, "edge_dim": 3}, False),
     ("TransformerConv", (F, 5), {"heads": 3, "concat": False, "beta": True, "edge_dim": 3}, False),
     ("TransformerConv", ((FS, FD), 6), {"heads": 2, "edge_dim": 3}, True),
+    # edge columns (dfgnn.nn._by_columns, where the test lets them run) one row for all heads
+    # above, here in whole 16-byte chunks at one head; then edge_dim >= H x C, always rows
+    ("TransformerConv", (F, 16), {"heads": 1, "edge_dim": 8}, False),
+    ("TransformerConv", (F, 2), {"heads": 1, "edge_dim": 3}, False),
     ("GATConv", (F, 6), {"heads": 2, "edge_dim": 3}, False),  # loops filled with the mean
     ("GATConv", (F, 6), {"heads": 2, "edge_dim": 3, "fill_value": "add", "residual": True}, False),
     ("GATConv", (F, 5), {"heads": 3, "edge_dim": 3, "fill_value": 0.5, "concat": False}, False),
@@ -232,9 +236,14 @@ EDGE_CASES = [  # (layer, args, kwargs, bipartite); edge_dim 3 unless the kwargs
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,args,kwargs,bipartite", EDGE_CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(EDGE_CASES)])
-def test_edge_features_match_pyg(name, args, kwargs, bipartite, device):
+@pytest.mark.parametrize("columns", [False, True])
+def test_edge_features_match_pyg(name, args, kwargs, bipartite, device, columns, monkeypatch):
     """edge_dim and edge_attr (a self loop, a duplicate edge, a hub row; self loops filled as
-    PyG fills them): the same outputs and gradients, edge_attr's included, as PyG's layer."""
+    PyG fills them): the same outputs and gradients, edge_attr's included, as PyG's layer;
+    TransformerConv with its edge term as edge columns wherever they fit, and as rows."""
+    if columns and name != "TransformerConv":
+        pytest.skip("edge columns are TransformerConv's")
+    monkeypatch.setattr(dfgnn.nn, "_COLUMNS_FROM", 0 if columns else float("inf"))
     theirs, ours = make(name, args, kwargs)
     gen = torch.Generator().manual_seed(6)
     if bipartite:

@@ -117,6 +117,42 @@ def test_against_reference(model, graph, variant, heads, dim, device):
     check(model, ref.random_graph(n, e, 7, hub), n, heads, dim, device, variant, gen, **tol)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("heads,dim,edge_heads,width", [(1, 24, 1, 8), (3, 7, 1, 3), (2, 16, 2, 4), (2, 8, 1, 8)])
+def test_gt_edge_columns(heads, dim, edge_heads, width, graph, device):
+    """GT's edge columns [E, 1 or H, F]: the reference with them widened to [E, H, D] rows
+    (zeros before the last F columns, the one row copied to every head), gradients through
+    that widening."""
+    n, e, hub = GRAPHS[graph]
+    edge_index = ref.random_graph(n, e, 7, hub)
+    gen = torch.Generator().manual_seed(zlib.crc32(f"columns {graph} {heads} {dim} {edge_heads}".encode()))
+    graph_ = dfgnn.Graph.from_edge_index(edge_index.to(device), n)
+    master = inputs("gt", n, heads, dim, gen)
+    master["edge_features"] = torch.randn(edge_index.size(1), edge_heads, width, generator=gen, dtype=torch.float64)
+    ours = {k: v.float().to(device).requires_grad_() for k, v in master.items()}
+    theirs = {k: v.float().double().requires_grad_() for k, v in master.items()}
+    out = dfgnn.gt_attention(graph_, ours["q"], ours["k"], ours["v"], edge_features=ours["edge_features"])
+    rows = torch.nn.functional.pad(theirs["edge_features"].expand(-1, heads, -1), (dim - width, 0))
+    expected = ref.gt(edge_index, theirs["q"], theirs["k"], theirs["v"], dim ** -0.5, edges=rows)
+    assert_close(out, expected, 1e-5, "gt out")
+    grad = torch.randn(expected.shape, generator=gen, dtype=torch.float64)
+    out.backward(grad.float().to(device))
+    expected.backward(grad)
+    for name in master:
+        assert_close(ours[name].grad, theirs[name].grad, 3e-5 if hub else 2e-5, f"gt d{name}")
+
+
+def test_gt_edge_columns_errors():
+    graph = dfgnn.Graph.from_edge_index(torch.tensor([[0, 1], [1, 2]]), 3)
+    q = torch.randn(3, 2, 5)
+    with pytest.raises(ValueError, match=r"edge_features must have shape \[E, H, D\] or edge columns "
+                                         r"\[E, 1 or H, F\] with F <= D = 5, got \[2, 1, 6\]"):
+        dfgnn.gt_attention(graph, q, q, q, edge_features=torch.randn(2, 1, 6))
+    with pytest.raises(ValueError, match=r"edge_features must have shape \[E, W, F\] with W = 1 or H = 2"):
+        dfgnn.gt_attention(graph, q, q, q, edge_features=torch.randn(2, 3, 5))
+
+
 # Bipartite graphs: sources, destinations, random edges, extra edges into destination 0.
 BIPARTITE = {"more_sources": (30, 12, 80, 0), "fewer_sources": (6, 40, 90, 0), "hub": (80, 30, 100, 5000)}
 
