@@ -134,11 +134,12 @@ def main(argv=None):
             record.update(ours_fwd=o[0], ours_fwdbwd=o[1], ours_peak_mib=o[2])
             if kind == "gt":  # the layer in both forms, whichever it takes: edge columns and rows
                 for form, start in (("columns", 0), ("rows", float("inf"))):
-                    columns_from, dfgnn.nn._COLUMNS_FROM = dfgnn.nn._COLUMNS_FROM, start
+                    rule = dfgnn.nn._COLUMNS_DEGREE, dfgnn.nn._COLUMNS_HEADS
+                    dfgnn.nn._COLUMNS_DEGREE, dfgnn.nn._COLUMNS_HEADS = start, float("inf")
                     try:
                         r = time_layer(ours, x, graph, edge_attr, a.warmup, a.iters)
                     finally:
-                        dfgnn.nn._COLUMNS_FROM = columns_from
+                        dfgnn.nn._COLUMNS_DEGREE, dfgnn.nn._COLUMNS_HEADS = rule
                     record.update({f"ours_{form}_fwd": r[0], f"ours_{form}_fwdbwd": r[1], f"ours_{form}_peak_mib": r[2]})
             try:
                 t = time_layer(theirs, x, pyg_index, edge_attr, a.warmup, a.iters)

@@ -166,21 +166,25 @@ def _edge_rows(layer, lin_edge, edge_attr, heads, channels):
     return lin_edge(edge_attr).view(-1, heads, channels)
 
 
-# The [E, H, C] entries from which TransformerConv takes its edge term as edge columns: 2^29,
-# float32 rows of 2 GiB. Measured on the H100 (docs/performance.md, "Edge features"): edge
-# columns made the layer 1.5-1.7x as fast on PATTERN-like and rmat-s17-d64 (730-900M
-# entries) but 3-17% slower on tolokers and web-NotreDame (133-279M), where the wider rows'
-# tile (C + edge_dim > 128: half the edges in flight) costs more than the rows it saves.
-_COLUMNS_FROM = 1 << 29
+# Where TransformerConv takes its edge term as edge columns: from this mean in-degree (edges per
+# destination), up to this many heads. They trade node-side work (rows C + edge_dim wide, three
+# concatenations) for the edge-side [E, H, C] rows; on the H100 (docs/performance.md, "Edge
+# features") they made the one-head layer's fwd+bwd 1.4-1.7x as fast at mean in-degree 49-88
+# (PATTERN-like, tolokers, R-MAT) and 3-60% slower at 4-7 (web-NotreDame, Cora, Pubmed), and at
+# 4 heads x 32 they lost in fwd+bwd on every graph measured, as one row for all heads and as
+# per-head copies.
+_COLUMNS_DEGREE = 16
+_COLUMNS_HEADS = 1
 
 
-def _by_columns(edges, edge_dim, heads, channels):
-    """Whether TransformerConv runs its edge term as edge columns (_edge_columns): where its
-    [E, H, C] rows reach _COLUMNS_FROM entries, an edge's edge_dim attributes are fewer than its
-    H x C projection, and the widened rows (C + edge_dim) stay within the CUDA plans' dims (up to
-    256, or 512 in whole 16-byte chunks)."""
+def _by_columns(graph, edge_dim, heads, channels):
+    """Whether TransformerConv runs its edge term as edge columns (_edge_columns): where the
+    graph's mean in-degree reaches _COLUMNS_DEGREE, the heads are at most _COLUMNS_HEADS, an
+    edge's edge_dim attributes are fewer than its H x C projection, and the widened rows (C +
+    edge_dim) stay within the CUDA plans' dims (up to 256, or 512 in whole 16-byte chunks)."""
     width = channels + edge_dim
-    return (edges * heads * channels >= _COLUMNS_FROM and edge_dim < heads * channels
+    return (graph.num_edges >= _COLUMNS_DEGREE * max(graph.num_nodes, 1) and heads <= _COLUMNS_HEADS
+            and edge_dim < heads * channels
             and (width <= 256 or width <= 512 and width % 8 == 0 and edge_dim % 8 == 0))
 
 
@@ -188,9 +192,9 @@ def _edge_columns(lin_edge, edge_attr, q, k, v):
     """TransformerConv's edge term without its [E, H, C] projection (docs/design.md, "Edge
     columns"): with W_h head h's [C, F] block of lin_edge's weight and a_e the edge's attributes,
     <q_v, W_h a_e> = <W_h^T q_v, a_e> and sum_e p_e W_h a_e = W_h sum_e p_e a_e, so the attention
-    runs on q' = [q | W^T q], k' = [k | 0], v' = [v | 0] with edge_attr as edge columns [E, 1,
-    F] (the heads' last F columns, one row for all), and out = out'[:C] + W out'[C:] (_columns_out).
-    Returns (q', k', v', the columns, W [H, C, F])."""
+    runs on q' = [q | W^T q], k' = [k | 0], v' = [v | 0] with edge_attr as edge columns (the heads'
+    last F columns) [E, 1, F], one row for all heads, and out = out'[:C] + W out'[C:]
+    (_columns_out). Returns (q', k', v', the columns, W [H, C, F])."""
     H, C = q.shape[1:]
     W = lin_edge.weight.view(H, C, -1)
     pad = (0, W.size(2))
@@ -284,7 +288,7 @@ class TransformerConv(_Conv):
             raise ValueError("TransformerConv: the layer has edge_dim: pass edge_attr")
         weights = return_attention_weights is not None
         W = None
-        if edge_attr is not None and _by_columns(edge_attr.size(0), edge_attr.size(1), H, C):
+        if edge_attr is not None and _by_columns(graph, edge_attr.size(1), H, C):
             q, k, v, e, W = _edge_columns(self.lin_edge, edge_attr, q, k, v)
         else:
             e = _edge_rows("TransformerConv", self.lin_edge, edge_attr, H, C)

@@ -243,7 +243,8 @@ def test_edge_features_match_pyg(name, args, kwargs, bipartite, device, columns,
     TransformerConv with its edge term as edge columns wherever they fit, and as rows."""
     if columns and name != "TransformerConv":
         pytest.skip("edge columns are TransformerConv's")
-    monkeypatch.setattr(dfgnn.nn, "_COLUMNS_FROM", 0 if columns else float("inf"))
+    monkeypatch.setattr(dfgnn.nn, "_COLUMNS_DEGREE", 0 if columns else float("inf"))
+    monkeypatch.setattr(dfgnn.nn, "_COLUMNS_HEADS", float("inf"))
     theirs, ours = make(name, args, kwargs)
     gen = torch.Generator().manual_seed(6)
     if bipartite:
@@ -255,6 +256,18 @@ def test_edge_features_match_pyg(name, args, kwargs, bipartite, device, columns,
     dim = kwargs["edge_dim"]
     edge_attr = torch.randn(edge_index.size(1), *((dim,) if dim > 1 else ()), generator=gen)
     _compare(theirs, ours, x, edge_index, device, name, edge_attr)
+
+
+def test_edge_columns_rule():
+    """TransformerConv's default form: edge columns at one head from mean in-degree 16 where they
+    fit, rows otherwise (docs/performance.md, "Edge features")."""
+    dense = dfgnn.Graph.from_edge_index(ref.random_graph(8, 8 * 16, 3), 8)
+    sparse = dfgnn.Graph.from_edge_index(ref.random_graph(8, 8 * 15, 3), 8)
+    assert dfgnn.nn._by_columns(dense, 16, 1, 128)
+    assert not dfgnn.nn._by_columns(sparse, 16, 1, 128)  # too few edges per node
+    assert not dfgnn.nn._by_columns(dense, 16, 4, 32)  # several heads
+    assert not dfgnn.nn._by_columns(dense, 128, 1, 128)  # no fewer attributes than projected
+    assert not dfgnn.nn._by_columns(dense, 12, 1, 250)  # 262 wide, not whole 16-byte chunks
 
 
 @pytest.mark.parametrize("name,args,kwargs,bipartite", EDGE_CASES,
