@@ -9,6 +9,8 @@
 #   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs
 #   backward the CUDA-native training forward + backward (dfgnn bench --backward --check)
 # The sanitizers run SANITIZER_SHARDS gtest shards at once (default: one a core, at most 16).
+# GTEST_FILTER (gtest's own variable) narrows the suite and the sanitizer runs to the cases a change
+# touched, e.g. GTEST_FILTER='*EdgeColumnsCuda*' perf/gpu_run.sh BIN DATA OUT racecheck.
 # Usage: perf/gpu_run.sh BIN DATA OUT [tests|racecheck|kokkos|bench|backward|all] [extra run_bench.py args]
 #   BIN   dfgnn, dfgnn_gpu_tests, cusparse_pipeline (cuda preset + perf build) and kokkos/{dfgnn,
 #         dfgnn_tests} (a build against a CUDA-enabled Kokkos with DFGNN_ENABLE_CUDA)
@@ -23,7 +25,7 @@ step() { echo "== $*"; }
 # sanitize TOOL: the GPU suite under compute-sanitizer TOOL, in SANITIZER_SHARDS gtest shards at once
 sanitize() {
   local tool=$1 start=$SECONDS i
-  step "compute-sanitizer $tool (whole GPU suite, $SANITIZER_SHARDS shards)"
+  step "compute-sanitizer $tool (GPU suite${GTEST_FILTER:+ $GTEST_FILTER}, $SANITIZER_SHARDS shards)"
   for ((i = 0; i < SANITIZER_SHARDS; ++i)); do
     GTEST_TOTAL_SHARDS=$SANITIZER_SHARDS GTEST_SHARD_INDEX=$i compute-sanitizer --tool "$tool" --error-exitcode 1 \
       "$bin/dfgnn_gpu_tests" >"$out/$tool-$i.log" 2>&1 &
