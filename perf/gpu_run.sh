@@ -9,8 +9,9 @@
 #   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs
 #   backward the CUDA-native training forward + backward (dfgnn bench --backward --check)
 # The sanitizers run SANITIZER_SHARDS gtest shards at once (default: one a core, at most 16).
-# GTEST_FILTER (gtest's own variable) narrows the suite and the sanitizer runs to the cases a change
-# touched, e.g. GTEST_FILTER='*EdgeColumnsCuda*' perf/gpu_run.sh BIN DATA OUT racecheck.
+# GTEST_FILTER (gtest's own variable) narrows every gtest run (both suites, the sanitizers) to the
+# cases a change touched, e.g.
+#   GTEST_FILTER='*EdgeColumnsCuda*' perf/gpu_run.sh BIN DATA OUT racecheck
 # Usage: perf/gpu_run.sh BIN DATA OUT [tests|racecheck|kokkos|bench|backward|all] [extra run_bench.py args]
 #   BIN   dfgnn, dfgnn_gpu_tests, cusparse_pipeline (cuda preset + perf build) and kokkos/{dfgnn,
 #         dfgnn_tests} (a build against a CUDA-enabled Kokkos with DFGNN_ENABLE_CUDA)
