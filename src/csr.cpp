@@ -1,5 +1,5 @@
 #include <dfgnn/csr.hpp>
-#include <dfgnn/parallel.hpp>
+#include <dfgnn/detail/parallel.hpp>
 
 #include <algorithm>
 #include <string>

@@ -1,6 +1,6 @@
-// The op description's tables and the one check of every call (include/dfgnn/dispatch.hpp).
+// The op description's tables and the one check of every call (include/dfgnn/detail/dispatch.hpp).
 
-#include <dfgnn/dispatch.hpp>
+#include <dfgnn/detail/dispatch.hpp>
 
 #include <cmath>
 #include <initializer_list>
@@ -57,15 +57,6 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
 }
 
 namespace detail {
-
-Strategy element_strategy(const char* who, Strategy asked, DType dtype, unsigned two_byte) {
-  const auto runs = [&](Strategy s) { return (two_byte >> int(s) & 1u) != 0; };
-  const bool dense = runs(Strategy::Dense);  // Online runs every type on both backends
-  if (dtype == DType::F32 || (asked != Strategy::Auto && runs(asked))) return asked;
-  if (asked == Strategy::Auto) return dense ? Strategy::Auto : Strategy::Online;
-  throw Error(std::string(who) + ": the " + to_string(asked) + " strategy runs float32 tensors only; " +
-              to_string(dtype) + " ones run " + (dense ? "Online or Dense (Auto picks one)" : "Online (Auto picks it)"));
-}
 
 void check_op(const char* who, const Op& op) {
   const std::string w(who);

@@ -1,5 +1,5 @@
 #include <dfgnn/generate.hpp>
-#include <dfgnn/parallel.hpp>
+#include <dfgnn/detail/parallel.hpp>
 
 #include <zlib.h>
 

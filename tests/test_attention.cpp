@@ -1,6 +1,6 @@
 // Every model x strategy x (H,D) x graph shape against the float64 reference.
 
-#include "../backends/kokkos/scores.hpp"
+#include "../backends/kokkos/executor.hpp"
 #include "expect_error.hpp"
 #include "graphs.hpp"
 
@@ -238,21 +238,21 @@ TEST(Launch, TeamCountBeyondIntIsAnError) {
 
 TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
   const int concurrency = int(Exec().concurrency());
-  const node_t bar = node_t((concurrency + kNarrowLanes - 1) / kNarrowLanes);
+  const node_t bar = node_t((concurrency + kokkos_impl::kNarrowLanes - 1) / kokkos_impl::kNarrowLanes);
   const HostGraph exact = test::power_law_graph(std::max<node_t>(64, bar), std::size_t(std::max<node_t>(64, bar)) * 6, 5);
   const HostGraph half = test::random_graph(std::max<node_t>(32, (bar + 1) / 2), std::size_t(std::max<node_t>(32, bar)) * 2, 7);
   const HostGraph small = test::random_graph(64, 400, 6);
   for (const auto& [H, D] : {std::pair{1, 128}, std::pair{2, 64}, std::pair{1, 256}, std::pair{4, 32}, std::pair{1, 100},
                              std::pair{2, 16}}) {
-    const int wide = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(D % 4 == 0 ? D / 4 : D);
+    const int wide = kokkos_impl::vector_lanes<Kokkos::TeamPolicy<Exec>>(D % 4 == 0 ? D / 4 : D);
     for (const HostGraph* g : {&exact, &half, &small}) {
-      const bool fills = std::int64_t(g->num_nodes) * H * kNarrowLanes >= concurrency;
+      const bool fills = std::int64_t(g->num_nodes) * H * kokkos_impl::kNarrowLanes >= concurrency;
       const Plan<Exec> plan(Exec(), Graph<Mem>(*g), ScoreKind::GT, H, D, Strategy::Online, Backend::Portable);
       SCOPED_TRACE("N = " + std::to_string(g->num_nodes) + ", " + std::to_string(H) + " x " + std::to_string(D));
       ASSERT_EQ(plan.strategy(), Strategy::Online);
-      const auto& L = plan.layout();
-      EXPECT_EQ(L.online_lanes, fills && D % 4 == 0 && D <= 128 ? std::min(wide, kNarrowLanes) : wide);
-      EXPECT_EQ(L.split, piece_edges(g->num_edges(), L.online_lanes, concurrency));
+      const auto& L = kokkos_impl::layout_of(plan);
+      EXPECT_EQ(L.online_lanes, fills && D % 4 == 0 && D <= 128 ? std::min(wide, kokkos_impl::kNarrowLanes) : wide);
+      EXPECT_EQ(L.split, detail::piece_edges(g->num_edges(), {L.online_lanes, concurrency, 32, detail::kMaxPieceEdges}));
       for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2}) {
         Case c{kind, *g, H, D, 3};
         EXPECT_LT(c.run(Strategy::Online), 1e-5) << to_string(kind);

@@ -3,6 +3,7 @@
 // strategy x (H,D) x graph shape; bitwise reproducibility; argument checks.
 
 #include "call_fixture.hpp"
+#include "../backends/kokkos/executor.hpp"
 #include "expect_error.hpp"
 #include "gradient_check.hpp"
 #include "graphs.hpp"
@@ -481,7 +482,7 @@ TEST(BackwardMisaligned, MatchesFloat64Reference) {
 // it. Every model, plain and with edge values and dropout, is checked on each.
 TEST(BackwardLanes, NarrowOnEvenRowsThatFillTheDevice) {
   const int concurrency = int(Exec().concurrency());
-  const node_t bar = std::max<node_t>(64, node_t((concurrency + kNarrowLanes - 1) / kNarrowLanes));
+  const node_t bar = std::max<node_t>(64, node_t((concurrency + kokkos_impl::kNarrowLanes - 1) / kokkos_impl::kNarrowLanes));
   const test::NamedGraph even{"even", test::random_graph(bar, std::size_t(bar) * 8, 3)};
   const test::NamedGraph uneven{"uneven", test::power_law_graph(bar, std::size_t(bar) * 8, 4)};
   const test::NamedGraph small{"small", test::random_graph(64, 500, 5)};
@@ -495,9 +496,9 @@ TEST(BackwardLanes, NarrowOnEvenRowsThatFillTheDevice) {
     const auto [H, D] = hd;
     for (const test::NamedGraph* g : {&even, &uneven, &small}) {
       SCOPED_TRACE(g->name + " " + shape_name(hd));
-      const bool fills = std::int64_t(g->graph.num_nodes) * H * kNarrowLanes >= concurrency;
+      const bool fills = std::int64_t(g->graph.num_nodes) * H * kokkos_impl::kNarrowLanes >= concurrency;
       const Plan<Exec> plan(Exec(), Graph<Mem>(g->graph), ScoreKind::GT, H, D, Strategy::Online, Backend::Portable);
-      EXPECT_EQ(plan.layout().row_walk_lanes, fills && D % 4 == 0 && D <= 128 && is_even(g->graph) ? kNarrowLanes : 32);
+      EXPECT_EQ(kokkos_impl::layout_of(plan).row_walk_lanes, fills && D % 4 == 0 && D <= 128 && is_even(g->graph) ? kokkos_impl::kNarrowLanes : 32);
       for (ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2})
         expect_matches_reference(kind, Strategy::Online, hd, *g, index++);
     }

@@ -1,6 +1,7 @@
 // Tests of the host graph preprocessing (csr.hpp), the scheduling rules (schedule.hpp) and the
 // Kokkos-side Graph (graph.hpp).
 
+#include "../backends/kokkos/executor.hpp"
 #include "expect_error.hpp"
 #include "graphs.hpp"
 
@@ -11,7 +12,8 @@
 #include <dfgnn/reference_backward.hpp>
 #include <dfgnn/reference_message_passing.hpp>
 #include <dfgnn/reorder.hpp>
-#include <dfgnn/schedule.hpp>
+#include <dfgnn/detail/schedule.hpp>
+#include <dfgnn/detail/strategy.hpp>
 
 #include <gtest/gtest.h>
 
@@ -544,7 +546,7 @@ TEST(GraphPartitionRows, RespectsRowsAndCapacity) {
   for (const auto& [name, g] : test::test_graphs(5000)) {
     for (int heads : {1, 3}) {
       for (edge_t capacity : {edge_t(8), edge_t(64), edge_t(8192)}) {
-        for (int max_rows : {1, 4, kMaxTeamRows}) {
+        for (int max_rows : {1, 4, kokkos_impl::kMaxTeamRows}) {
           SCOPED_TRACE(name + " heads " + std::to_string(heads) + " capacity " + std::to_string(capacity) +
                        " max_rows " + std::to_string(max_rows));
           expect_valid_partition(g, heads, capacity, max_rows);
@@ -578,7 +580,7 @@ TEST(GraphPartitionRows, EmptyRowsAndNoNodes) {
 
 TEST(GraphRowPieces, CoverEachHeavyRowInOrder) {
   for (const auto& [name, g] : test::test_graphs(5000)) {
-    for (edge_t split : {edge_t(1), edge_t(3), edge_t(32), kMaxPieceEdges}) {
+    for (edge_t split : {edge_t(1), edge_t(3), edge_t(32), detail::kMaxPieceEdges}) {
       SCOPED_TRACE(name + " split " + std::to_string(split));
       const RowPieces p = row_pieces(g.row_ptr, split);
       std::size_t row = 0, piece = 0;
@@ -610,10 +612,17 @@ TEST(GraphRowPieces, CoverEachHeavyRowInOrder) {
 }
 
 TEST(GraphRowPieces, PieceLengthIsAGroupsShareWithinBounds) {
-  EXPECT_EQ(piece_edges(edge_t(1) << 20, 32, 270336), (edge_t(1) << 20) * 32 / 270336);  // an H100's threads
-  EXPECT_EQ(piece_edges(1000, 32, 270336), 32);                   // at least 32 edges
-  EXPECT_EQ(piece_edges(0, 1, 1), 32);
-  EXPECT_EQ(piece_edges(edge_t(1) << 20, 1, 1), kMaxPieceEdges);  // one thread: bounded anyway
+  const auto portable = [](int lanes, std::int64_t threads) {
+    return detail::PieceFacts{lanes, threads, 32, detail::kMaxPieceEdges};
+  };
+  using detail::piece_edges;
+  EXPECT_EQ(piece_edges(edge_t(1) << 20, portable(32, 270336)), (edge_t(1) << 20) * 32 / 270336);  // an H100's threads
+  EXPECT_EQ(piece_edges(1000, portable(32, 270336)), 32);                   // at least 32 edges
+  EXPECT_EQ(piece_edges(0, portable(1, 1)), 32);
+  EXPECT_EQ(piece_edges(edge_t(1) << 20, portable(1, 1)), detail::kMaxPieceEdges);  // one thread: bounded anyway
+  EXPECT_EQ(piece_edges(100, portable(1, 0)), 100);  // no threads counted: one
+  // No upper bound where the device sets none (the CUDA-native pieces).
+  EXPECT_EQ(piece_edges(edge_t(1) << 40, {32, 2048, 16, std::numeric_limits<edge_t>::max()}), edge_t(1) << 34);
 }
 
 TEST(GraphRowPieces, WholeDegreesSkipSplitRows) {
@@ -639,8 +648,8 @@ TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
   const HostGraph g = test::super_node_graph(100, 20000, 5);
   const Plan<Exec> plan(Exec(), Graph<Mem>(g), ScoreKind::GT, 2, 8, Strategy::Online, Backend::Portable);
   EXPECT_EQ(plan.strategy(), Strategy::Online);
-  const auto& L = plan.layout();
-  EXPECT_EQ(L.split, piece_edges(g.num_edges(), L.online_lanes, int(Exec().concurrency())));
+  const auto& L = kokkos_impl::layout_of(plan);
+  EXPECT_EQ(L.split, detail::piece_edges(g.num_edges(), {L.online_lanes, Exec().concurrency(), 32, detail::kMaxPieceEdges}));
   const RowPieces want = row_pieces(g.row_ptr, L.split);
   EXPECT_EQ(want.rows.size(), 1u);
   EXPECT_GT(want.pieces.size(), 1u);
@@ -658,9 +667,16 @@ TEST(GraphRowPieces, OnlinePlanSplitsTheSuperRow) {
 
 // ---- choose_strategy -----------------------------------------------------------------------
 
+// A device offering `strategies`, with `scratch` bytes free, running `batch` on Dense.
+detail::DeviceFacts facts(unsigned strategies, std::size_t scratch, detail::BatchStats batch = {}) {
+  detail::DeviceFacts f;
+  f.strategies = strategies, f.scratch_bytes = scratch, f.batch = batch;
+  return f;
+}
+
 // Auto on a device with the portable strategies and `scratch` bytes free (a Kokkos team).
 Strategy portable_auto(ScoreKind kind, int heads, int dim, const DegreeStats& s, std::size_t scratch) {
-  return choose_strategy(Op{kind, DType::F32, heads, dim}, s, BatchStats{}, DeviceFacts{kPortableStrategies, scratch});
+  return detail::choose_strategy(Op{kind, DType::F32, heads, dim}, s, facts(detail::kPortableStrategies, scratch));
 }
 
 TEST(GraphChooseStrategy, OnlineWhenTheAccumulatorFits) {
@@ -719,25 +735,115 @@ TEST(GraphResolveBackend, OneRuleForEveryEntry) {
 }
 
 TEST(GraphChooseStrategy, DenseWhereTheDeviceHasItAndTheBatchIsDenseEnough) {
-  const DeviceFacts native{kPortableStrategies | strategy_bit(Strategy::Dense), 227 * 1024};
-  const DeviceFacts no_dense{kPortableStrategies, 227 * 1024};
+  using detail::strategy_bit;
+  const unsigned native = detail::kPortableStrategies | strategy_bit(Strategy::Dense);
   const DegreeStats s;
+  const auto choose = [&](ScoreKind kind, DType t, int heads, int dim, detail::BatchStats batch,
+                          unsigned strategies) {
+    return detail::choose_strategy(Op{kind, t, heads, dim}, s, facts(strategies, 227 * 1024, batch));
+  };
   // GT's bar at D = 128 is 0.225, with at least 64 nodes a graph.
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.41, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.225, 64}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.22, 115}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.41, 63}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 1, 128}, s, BatchStats{0.41, 115}, no_dense), Strategy::Online);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::F32, 1, 128, {0.41, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::F32, 1, 128, {0.225, 64}, native), Strategy::Dense);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::F32, 1, 128, {0.22, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::F32, 1, 128, {0.41, 63}, native), Strategy::Online);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::F32, 1, 128, {0.41, 115}, detail::kPortableStrategies), Strategy::Online);
   // The bar rises as D falls and is highest for GAT; GATv2 has no Dense score.
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 4, 32}, s, BatchStats{0.25, 115}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::F32, 4, 32}, s, BatchStats{0.26, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::AGNN, DType::F32, 2, 64}, s, BatchStats{0.25, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GAT, DType::F32, 4, 32}, s, BatchStats{0.35, 115}, native), Strategy::Online);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GAT, DType::F32, 4, 32}, s, BatchStats{0.355, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GATv2, DType::F32, 1, 128}, s, BatchStats{1.0, 192}, native), Strategy::Online);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::F32, 4, 32, {0.25, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::F32, 4, 32, {0.26, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose(ScoreKind::AGNN, DType::F32, 2, 64, {0.25, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose(ScoreKind::GAT, DType::F32, 4, 32, {0.35, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose(ScoreKind::GAT, DType::F32, 4, 32, {0.355, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose(ScoreKind::GATv2, DType::F32, 1, 128, {1.0, 192}, native), Strategy::Online);
   // Two-byte elements keep the bars.
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GT, DType::BF16, 4, 32}, s, BatchStats{0.26, 115}, native), Strategy::Dense);
-  EXPECT_EQ(choose_strategy(Op{ScoreKind::GAT, DType::F16, 4, 32}, s, BatchStats{0.35, 115}, native), Strategy::Online);
+  EXPECT_EQ(choose(ScoreKind::GT, DType::BF16, 4, 32, {0.26, 115}, native), Strategy::Dense);
+  EXPECT_EQ(choose(ScoreKind::GAT, DType::F16, 4, 32, {0.35, 115}, native), Strategy::Online);
+}
+
+TEST(GraphChooseStrategy, ResolveAppliesTheElementRuleThenAutoAmongWhatTheTypeRuns) {
+  using detail::strategy_bit;
+  detail::DeviceFacts native = facts(detail::kPortableStrategies | strategy_bit(Strategy::Dense), 227 * 1024,
+                                     {0.41, 115});
+  native.two_byte = strategy_bit(Strategy::Online) | strategy_bit(Strategy::Dense);
+  native.why_not[int(Strategy::Staged)] = "Staged needs a batch";
+  const DegreeStats s;
+  const Op gt{ScoreKind::GT, DType::F32, 1, 128}, gt_bf16{ScoreKind::GT, DType::BF16, 1, 128};
+  EXPECT_EQ(detail::resolve_strategy("p", Strategy::Auto, gt, s, native), Strategy::Dense);
+  EXPECT_EQ(detail::resolve_strategy("p", Strategy::Auto, gt_bf16, s, native), Strategy::Dense);
+  EXPECT_EQ(detail::resolve_strategy("p", Strategy::SMMF, gt, s, native), Strategy::SMMF);
+  test::expect_error([&] { detail::resolve_strategy("p", Strategy::Staged, gt, s, native); },
+                     {"p: Staged needs a batch"});
+  test::expect_error([&] { detail::resolve_strategy("p", Strategy::PMF, gt_bf16, s, native); },
+                     {"p: the pmf strategy runs float32 tensors only; bf16 ones run Online or Dense (Auto picks one)"});
+  // A two-byte Auto chooses among the two-byte strategies only: where Dense does not pay,
+  // Online, the one left.
+  detail::DeviceFacts sparse = native;
+  sparse.batch = {};
+  EXPECT_EQ(detail::resolve_strategy("p", Strategy::Auto, gt_bf16, s, sparse), Strategy::Online);
+  sparse.two_byte = strategy_bit(Strategy::Online);  // the portable backend: Auto is Online
+  EXPECT_EQ(detail::resolve_strategy("p", Strategy::Auto, gt_bf16, s, sparse), Strategy::Online);
+}
+
+TEST(GraphChooseStrategy, DenseFitNamesWhatKeepsABatchOffDense) {
+  const detail::DenseLimits limits{192, 65535, 32, 256, 227 * 1024};
+  detail::DenseBatch batch{true, 1024, 1024.0 * 115 * 115};
+  DegreeStats s;
+  s.max = 60;
+  const Op gt{ScoreKind::GT, DType::F32, 1, 128, 117760, 117760, 5000000};
+  const detail::DenseFit fit = detail::dense_fit(gt, s, batch, limits);
+  EXPECT_EQ(fit.why, "");
+  EXPECT_DOUBLE_EQ(fit.batch.density, 5000000 / (1024.0 * 115 * 115));
+  EXPECT_DOUBLE_EQ(fit.batch.mean_nodes, 115);
+  const auto why = [&](Op op, detail::DenseBatch b, DegreeStats d) { return detail::dense_fit(op, d, b, limits).why; };
+  EXPECT_EQ(why(gt, detail::DenseBatch{}, s), "needs a batch of square graphs, not a bipartite graph");
+  Op other = gt;
+  other.kind = ScoreKind::GATv2;
+  EXPECT_EQ(why(other, batch, s), "computes the GT, AGNN and GAT scores, not GATv2");
+  other = gt, other.dim = 48;
+  EXPECT_EQ(why(other, batch, s), "needs D a multiple of 32, got 48");
+  other = gt, other.kind = ScoreKind::AGNN, other.dim = 512;
+  EXPECT_EQ(why(other, batch, s), "computes the AGNN score at D <= 256 only, got 512");
+  detail::DenseBatch b = batch;
+  b.first_too_large = 7, b.too_large_nodes = 300;
+  EXPECT_EQ(why(gt, b, s), "needs a batch of graphs of at most 192 nodes; graph 7 has 300");
+  b = batch, b.unfit_nodes = 190, b.unfit_bytes = 300000;
+  EXPECT_EQ(why(gt, b, s),
+            "needs 300000 bytes of shared memory for graphs of 190 nodes at D = 128, the device allows 232448");
+  DegreeStats heavy;
+  heavy.max = 70000;
+  EXPECT_EQ(why(gt, batch, heavy), "takes rows of at most 65535 edges; the largest has 70000");
+}
+
+TEST(GraphChooseStrategy, CallsOfAutosDenseRunOnlineWithEdgeWiseInputs) {
+  EXPECT_TRUE(detail::dense_runs(false, true, true));  // an explicit Dense keeps every call
+  EXPECT_TRUE(detail::dense_runs(true, false, false));
+  EXPECT_FALSE(detail::dense_runs(true, true, false));
+  EXPECT_FALSE(detail::dense_runs(true, false, true));
+  detail::check_edge_strategy("c", Strategy::Online, false);
+  detail::check_edge_strategy("c", Strategy::Dense, true);
+  test::expect_error([] { detail::check_edge_strategy("c", Strategy::Dense, false); },
+                     {"c: the dense strategy takes no edge features; Online does (Auto picks it)"});
+  test::expect_error([] { detail::check_edge_strategy("c", Strategy::SMMF, false); }, {"c: the smmf strategy"});
+}
+
+TEST(GraphChooseStrategy, BackwardOrderFollowsTheModelsOrdersAndTheDegree) {
+  using detail::columns_first;
+  const auto order = [](BackwardOrder o, bool rows, bool cols, edge_t E, bool edges) {
+    return columns_first("b", o, ScoreKind::GT, rows, cols, E, 100, edges);
+  };
+  EXPECT_FALSE(order(BackwardOrder::Auto, true, true, 5199, false));  // mean in-degree 51.99
+  EXPECT_TRUE(order(BackwardOrder::Auto, true, true, 5200, false));
+  EXPECT_FALSE(order(BackwardOrder::Auto, true, true, 5200, true));  // edge features: rows first
+  EXPECT_TRUE(order(BackwardOrder::Auto, false, true, 1, false));    // columns first only
+  EXPECT_FALSE(order(BackwardOrder::Auto, true, false, 10000, false));
+  EXPECT_TRUE(order(BackwardOrder::ColumnsFirst, true, true, 1, false));
+  EXPECT_FALSE(order(BackwardOrder::RowsFirst, true, true, 10000, false));
+  test::expect_error([&] { order(BackwardOrder::ColumnsFirst, true, true, 1, true); },
+                     {"b(gt): no columns-first order for this score with edge features (docs/backward.md)"});
+  test::expect_error([&] { order(BackwardOrder::RowsFirst, false, true, 1, false); },
+                     {"b(gt): no rows-first order for this score (docs/backward.md)"});
+  test::expect_error([&] { order(BackwardOrder::ColumnsFirst, true, false, 1, false); },
+                     {"b(gt): no columns-first order for this score (docs/backward.md)"});
 }
 
 TEST(GraphChooseStrategy, PlanAutoFollowsTheRule) {

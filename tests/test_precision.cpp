@@ -18,6 +18,7 @@
 #include "precision_checks.hpp"
 
 #include <dfgnn/backward.hpp>
+#include <dfgnn/detail/strategy.hpp>
 #include <dfgnn/half.hpp>
 
 #include <gtest/gtest.h>
@@ -226,8 +227,8 @@ INSTANTIATE_TEST_SUITE_P(Models, TwoByte,
 // portable one Online; the CUDA-native one Online and Dense), Auto resolves to Online where that
 // is all, and another strategy is an Error naming what runs.
 TEST(TwoByteRefusals, ElementStrategyRule) {
-  const unsigned portable = strategy_bit(Strategy::Online);
-  const unsigned native = portable | strategy_bit(Strategy::Dense);
+  const unsigned portable = detail::strategy_bit(Strategy::Online);
+  const unsigned native = portable | detail::strategy_bit(Strategy::Dense);
   EXPECT_EQ(detail::element_strategy("p", Strategy::SMMF, DType::F32, portable), Strategy::SMMF);
   EXPECT_EQ(detail::element_strategy("p", Strategy::Auto, DType::BF16, portable), Strategy::Online);
   EXPECT_EQ(detail::element_strategy("p", Strategy::Auto, DType::F16, native), Strategy::Auto);

@@ -10,6 +10,8 @@
 #include "staged.cuh"
 #include "unfused.cuh"
 
+#include <dfgnn/detail/strategy.hpp>
+
 #include <algorithm>
 #include <initializer_list>
 #include <string>
@@ -129,8 +131,8 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typen
   const auto dense_or_online = [&] {
     // Auto's Dense takes calls with edge values, dropout or edge features to Online, and Dense
     // launches nothing for unaligned tensors: those run Online on whole rows (no pieces).
-    const bool dense_call =
-        p.strategy == Strategy::Dense && !(p.auto_dense && (dense_edge_wise(w, tr) || sc.edge != nullptr));
+    const bool dense_call = p.strategy == Strategy::Dense &&
+                            dfgnn::detail::dense_runs(p.auto_dense, dense_edge_wise(w, tr), sc.edge != nullptr);
     if (!dense_call || !dense<S, T>(st, p, sc, w, tr, out)) online<S, T>(st, p, sc, w, tr, out);
   };
   if constexpr (!kFloat<S>) {  // two-byte elements: Online or Dense only (the plan saw to it)
@@ -186,20 +188,12 @@ void require_tile(int D, bool vec16, const char* entry) {
                 " needs 16-byte aligned tensors" + (D % kVec != 0 ? " and a multiple of " + std::to_string(kVec) : ""));
 }
 
-/// Edge features run on Online (Auto's pick, and Dense's fallback where Auto picked Dense); an
-/// explicit other strategy throws Error.
-inline void require_online(const Plan::Impl& p, bool edges) {
-  if (edges && p.strategy != Strategy::Online && !(p.strategy == Strategy::Dense && p.auto_dense))
-    throw Error(std::string("cuda::attention: the ") + to_string(p.strategy) +
-                " strategy takes no edge features; Online does (Auto picks it)");
-}
-
 /// Picks the tile and launches.
 template <class S>
 void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, typename S::Elem* out, bool vec16) {
   using E = typename S::Elem;
   const Plan::Impl& p = plan.impl();
-  require_online(p, sc.edge != nullptr);
+  if (sc.edge != nullptr) dfgnn::detail::check_edge_strategy("cuda::attention", p.strategy, p.auto_dense);
   const EdgeScaleOf<E> scale{static_cast<const E*>(o.edge_values.data), p.graph.edge_id, o.edge_values.heads};
   const Train tr{o.logsumexp, p.graph.edge_id, o.dropout};
   // A scalar key (GAT) leaves a lane group little but the value gather per edge: on even
@@ -217,21 +211,6 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, typen
   DFGNN_CUDA(cudaGetLastError());
 }
 
-/// The backward's order for score S (cuda::BackwardOrder): true for columns first. With edge
-/// features GT runs rows first only: its row walk holds Q_v and dOut_v for dE.
-template <class S>
-bool columns_first(BackwardOrder order, ScoreKind kind, const DeviceGraph& g, bool edges) {
-  const bool cols_ok = kColsFirst<S> && !(edges && kRowsFirst<S>);
-  if (order == BackwardOrder::Auto)
-    return cols_ok && (!kRowsFirst<S> || double(g.num_edges) >= kColsFirstDegree * double(g.num_nodes));
-  const bool cols = order == BackwardOrder::ColumnsFirst;
-  if (cols ? !cols_ok : !kRowsFirst<S>)
-    throw Error(std::string("cuda::attention_backward(") + to_string(kind) + "): no " +
-                (cols ? "columns-first" : "rows-first") + " order for this score" +
-                (cols && kColsFirst<S> ? " with edge features" : "") + " (docs/backward.md)");
-  return cols;
-}
-
 /// Launches the backward (backward.cuh): rows first, the merge of split rows, columns, the
 /// merge of split columns, then the parameter sums into `param` (`param_count` outputs; null
 /// for GT and GAT); or columns first: Delta, columns, their merge, rows, their merge.
@@ -244,7 +223,8 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const node_t N = g.num_nodes, NS = p.op.src_nodes;  // rows (destinations), columns (sources)
   require_tile<E, kWalkVec>(D, vec16, "cuda::attention_backward");
   const bool edges = sc.edge != nullptr;
-  const bool cols_first = columns_first<S>(o.backward_order, p.kind, g, edges);
+  const bool cols_first = dfgnn::detail::columns_first("cuda::attention_backward", o.backward_order, p.kind,
+                                                       kRowsFirst<S>, kColsFirst<S>, g.num_edges, g.num_nodes, edges);
   if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
   const BackwardData& b = p.backward(st);
   const BackwardWork& wk = b.work;

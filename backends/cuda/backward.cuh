@@ -91,12 +91,6 @@ inline constexpr int kWalkVec = 4;
 /// 1.15-1.42x.
 inline constexpr double kGatNarrowLanesDegree = 52;
 
-/// Mean in-degree from which Auto runs GT columns first: below it the rows' second gather
-/// mostly hits L1, or the degree is too low to pay for the Delta pass. GT backward, H100
-/// (docs/backward.md, "Two orders"): columns first 16-18% faster on tolokers (mean 88)
-/// and rmat-s17-d64 (54); 0-2% slower on PATTERN-like (49), CLUSTER-like (37) and 1.5-13%
-/// slower on web-NotreDame, MNIST-like and pubmed (7-4.5).
-inline constexpr double kColsFirstDegree = 52;
 
 /// Whether GAT's two-byte walks take 16-byte lanes of 8 elements instead of kWalkVec: below
 /// kGatNarrowLanesDegree, for D a multiple of 8.

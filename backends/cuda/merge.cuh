@@ -5,12 +5,12 @@
 
 #include "common.cuh"
 
-#include <dfgnn/schedule.hpp>
+#include <dfgnn/detail/schedule.hpp>
 
 namespace dfgnn::cuda::detail {
 
 /// A piece of a split row and a split row's consecutive partial slots, as the host cuts them
-/// (dfgnn/schedule.hpp, shared with the Kokkos backend).
+/// (dfgnn/detail/schedule.hpp, shared with the Kokkos backend).
 using Piece = dfgnn::RowPiece;
 using SplitRow = dfgnn::SplitRow;
 

@@ -7,6 +7,8 @@
 #include "preprocess.cuh"
 #include "staged.cuh"
 
+#include <dfgnn/detail/strategy.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -63,58 +65,41 @@ std::size_t staged_smem(bool batch, node_t widest, ScoreKind kind, int H, int D,
   return bytes <= optin ? bytes : 0;
 }
 
-/// Whether Dense can run a plan, and what Auto's rule reads.
-struct DenseFit {
-  std::string why;  ///< empty: Dense can run
-  BatchStats batch;
-};
-
-/// Dense needs the GT, AGNN (D <= kDenseMaxCosineDim) or GAT score, D % 32 == 0 (S takes d in
-/// blocks of 16 floats or 32 two-byte elements, PV writes 32-column chunks), a batch of square
-/// graphs of at most kDenseMaxNodes nodes, rows of at most kDenseMaxDegree edges, and each
-/// bucket's largest graph in shared memory (of elements of type t) with one region.
-DenseFit dense_fit(bool batch, const detail::BatchSums& b, const DegreeStats& degrees, node_t N, edge_t E,
-                   ScoreKind kind, int H, int D, DType t, std::size_t optin) {
-  DenseFit f;
-  const auto fail = [&](std::string why) {
-    f.why = std::move(why);
-    return f;
-  };
-  if (!batch) return fail("needs a batch of square graphs, not a bipartite graph");
-  if (kind == ScoreKind::GATv2) return fail("computes the GT, AGNN and GAT scores, not GATv2");
-  if (D % 32 != 0) return fail("needs D a multiple of 32, got " + std::to_string(D));
-  if (kind == ScoreKind::AGNN && D > detail::kDenseMaxCosineDim)
-    return fail("computes the AGNN score at D <= " + std::to_string(detail::kDenseMaxCosineDim) + " only, got " +
-                std::to_string(D));
-  if (b.first_too_large >= 0)
-    return fail("needs a batch of graphs of at most " + std::to_string(detail::kDenseMaxNodes) + " nodes; graph " +
-                std::to_string(b.first_too_large) + " has " + std::to_string(b.too_large_nodes));
+/// The batch Dense would run (strategy.hpp's dense_fit reads it): each size bucket's largest
+/// graph in shared memory (of elements of type t) with one region.
+dfgnn::detail::DenseBatch dense_batch(bool batch, const detail::BatchSums& b, ScoreKind kind, int H, int D, DType t,
+                                      std::size_t optin) {
+  dfgnn::detail::DenseBatch d{batch, int(b.graphs), double(b.squares), b.first_too_large, b.too_large_nodes};
   for (const int nodes : b.max_nodes) {
     const std::size_t bytes = detail::dense_smem_bytes(kind, nodes, H, D, true, t);
-    if (nodes > 0 && bytes > optin)
-      return fail("needs " + std::to_string(bytes) + " bytes of shared memory for graphs of " + std::to_string(nodes) +
-                  " nodes at D = " + std::to_string(D) + ", the device allows " + std::to_string(optin));
+    if (nodes > 0 && bytes > optin) {
+      d.unfit_nodes = nodes, d.unfit_bytes = bytes;
+      break;
+    }
   }
-  if (degrees.max > detail::kDenseMaxDegree)
-    return fail("takes rows of at most " + std::to_string(detail::kDenseMaxDegree) + " edges; the largest has " +
-                std::to_string(degrees.max));
-  f.batch.density = b.squares > 0 ? double(E) / double(b.squares) : 0;
-  f.batch.mean_nodes = b.graphs > 0 ? N / double(b.graphs) : 0;
-  return f;
+  return d;
 }
 
-/// The CUDA-native counterpart of piece_edges (schedule.hpp): rows of PMF and Online above this
-/// many edges are cut into pieces of at most this many. A piece is about half a warp's share of
-/// the edges (E / (SMs * 32 resident warps)): one warp covers a row several times more slowly
-/// per edge than a full SM covers its warps' shares, so longer pieces would finish last. Online also splits the moderately heavy rows of small
-/// graphs, whose time is that of their longest row: beyond 32 edges, or 16 when every row fits
-/// in one wave of resident warps (H100: cora and citeseer backward 13-20% faster at 16, forward
-/// up to 9%; pubmed, five waves, 0-4% slower at 16; 8 slower everywhere).
-edge_t native_piece_edges(Strategy s, edge_t E, node_t N, int sms) {
+/// Dense's limits: D % 32 == 0 (S takes d in blocks of 16 floats or 32 two-byte elements, PV
+/// writes 32-column chunks), graphs of at most kDenseMaxNodes nodes, rows of at most
+/// kDenseMaxDegree edges, a cosine's D at most kDenseMaxCosineDim.
+dfgnn::detail::DenseLimits dense_limits(std::size_t optin) {
+  return {detail::kDenseMaxNodes, detail::kDenseMaxDegree, 32, detail::kDenseMaxCosineDim, optin};
+}
+
+/// Where the CUDA-native kernels cut rows into pieces (strategy.hpp's piece_edges): a piece is
+/// about half a warp's share of the edges (E / (SMs * 32 resident warps) / 2, counted as lanes
+/// of 32-lane warps): one warp covers a row several times more slowly per edge than a full SM
+/// covers its warps' shares, so longer pieces would finish last. Online also splits the
+/// moderately heavy rows of small graphs, whose time is that of their longest row: beyond 32
+/// edges, or 16 when every row fits in one wave of resident warps (H100: cora and citeseer
+/// backward 13-20% faster at 16, forward up to 9%; pubmed, five waves, 0-4% slower at 16; 8
+/// slower everywhere). PMF's pieces take at least 128 edges.
+dfgnn::detail::PieceFacts native_pieces(Strategy s, node_t N, int sms) {
   constexpr int kResidentWarps = 32;  // per SM: Online's and the walks' launch bounds, 64 registers
   const bool one_wave = std::int64_t(N) <= std::int64_t(kResidentWarps) * sms;
   const edge_t shortest = s == Strategy::PMF ? 128 : one_wave ? 16 : 32;
-  return std::max<edge_t>(shortest, E / (2 * kResidentWarps * edge_t(sms)));
+  return {detail::kWarp, 2 * std::int64_t(sms) * kResidentWarps * detail::kWarp, shortest, std::numeric_limits<edge_t>::max()};
 }
 
 /// Online's row statistic (plan_impl.hpp) of the rows it walks whole: rows of a warp wait for
@@ -123,23 +108,30 @@ edge_t native_piece_edges(Strategy s, edge_t E, node_t N, int sms) {
 /// 16 and 32 (docs/cuda.md).
 double uneven_mean(const WholeDegrees& d) { return d.uneven() ? d.mean : 0; }
 
-/// The strategies whose kernels take two-byte elements (docs/cuda.md, "Element types").
-constexpr unsigned kTwoByteStrategies = strategy_bit(Strategy::Online) | strategy_bit(Strategy::Dense);
-
-/// What Auto (choose_strategy) reads of this device: every strategy but Dense and Staged,
-/// which only where their limits allow, and the shared memory a block may ask for, where any
+/// What Auto and an explicit strategy read of this device (strategy.hpp): every strategy but
+/// Dense and Staged, which only where their limits allow it; the two-byte kernels, Online and
+/// Dense (docs/cuda.md, "Element types"); and the shared memory a block may ask for, where any
 /// D's accumulator fits, so Auto takes Online wherever Dense does not pay. Online was the
-/// fastest of the others in all 80 (graph, model, H x D) cases measured on the H100
-/// (docs/cuda.md, "How Auto decides"): SMMF, PMF and Unfused move a superset of its bytes in
-/// more launches, and Staged, which reads each edge's rows from shared memory with a warp-wide
-/// reduction, ran 2x slower on PATTERN; a cost model between Online and Staged only ever
-/// preferred Staged on tiny batches, by one launch, so it was dropped.
-DeviceFacts device_facts(const DenseFit& dense, std::size_t staged_smem, std::size_t smem_optin, DType t) {
-  unsigned strategies = kPortableStrategies;
-  if (dense.why.empty()) strategies |= strategy_bit(Strategy::Dense);
-  if (staged_smem > 0) strategies |= strategy_bit(Strategy::Staged);
-  if (t != DType::F32) strategies &= kTwoByteStrategies;
-  return {strategies, smem_optin};
+/// fastest of the others in all 80 (graph, model, H x D) cases measured on the H100 (docs/cuda.md,
+/// "How Auto decides"): SMMF, PMF and Unfused move a superset of its bytes in more launches, and
+/// Staged, which reads each edge's rows from shared memory with a warp-wide reduction, ran 2x
+/// slower on PATTERN; a cost model between Online and Staged only ever preferred Staged on tiny
+/// batches, by one launch, so it was dropped.
+dfgnn::detail::DeviceFacts device_facts(const dfgnn::detail::DenseFit& dense, std::size_t staged_smem,
+                                        std::size_t smem_optin) {
+  using dfgnn::detail::strategy_bit;
+  dfgnn::detail::DeviceFacts f;
+  f.strategies = dfgnn::detail::kPortableStrategies;
+  f.two_byte = strategy_bit(Strategy::Online) | strategy_bit(Strategy::Dense);
+  f.scratch_bytes = smem_optin;
+  f.batch = dense.batch;
+  if (dense.why.empty()) f.strategies |= strategy_bit(Strategy::Dense);
+  if (staged_smem > 0) f.strategies |= strategy_bit(Strategy::Staged);
+  f.why_not[int(Strategy::Dense)] = "Dense " + dense.why;
+  f.why_not[int(Strategy::Staged)] =
+      "Staged needs a batch of square graphs (graph_ptr, or the graph's independent blocks) whose graphs' staged "
+      "features fit in " + std::to_string(smem_optin) + " bytes of shared memory";
+  return f;
 }
 
 /// SMMF partition. Rows of at most `wide` edges are packed in order into blocks of at most
@@ -248,7 +240,7 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
     }
   }
   if (b->csr_pos != nullptr || b->col_edge_id == csc.csr_edge) mem.take(csr_edge);
-  b->split = native_piece_edges(Strategy::Online, edge_t(E), N, sms);
+  b->split = dfgnn::detail::piece_edges(edge_t(E), native_pieces(Strategy::Online, N, sms));
   for (auto [ptr, n, seg] : {std::tuple{graph.row_ptr, N, &b->rows}, std::tuple{b->col_ptr, NS, &b->cols}}) {
     const detail::DevicePieces rp = detail::row_pieces(stream, mem, ptr, n, b->split);
     seg->pieces = rp.pieces;
@@ -291,20 +283,45 @@ bool device_available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-Plan::Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy, DType dtype)
-    : Plan(g, DeviceGraph{}, kind, heads, dim, strategy, dtype) {}
+/// A plan being built (dfgnn::detail::Builder): the device's limits and, where Auto, Staged or
+/// Dense may run, the batch and Dense's fit (facts), then the plan of the strategy the strategy
+/// module resolved (take).
+class Plan::Builder final : public dfgnn::detail::Builder {
+ public:
+  /// `impl` holds what the constructor uploaded for `g` already.
+  Builder(const Source& g, const Op& op, cudaStream_t stream, std::unique_ptr<Impl> impl)
+      : g_(g), stream_(stream), impl_(std::move(impl)) {
+    impl_->op = op;
+    impl_->kind = op.kind, impl_->heads = op.heads, impl_->dim = op.dim;
+  }
 
-Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
-           Strategy strategy, DType dtype)
-    : Plan((validate(g), g), device_graph, kind, heads, dim, strategy, dtype, ValidGraph{}) {}
+  dfgnn::detail::DeviceFacts facts(Strategy asked) override;
+  std::shared_ptr<const dfgnn::detail::Executor> build(Strategy resolved) override {
+    return std::shared_ptr<const Plan>(new Plan(take(resolved)));
+  }
+  /// The plan's state for `resolved`.
+  std::unique_ptr<Impl> take(Strategy resolved);
 
-Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
-           Strategy strategy, DType dtype, ValidGraph)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& p = *impl_;
+ private:
+  Source g_;
+  cudaStream_t stream_;
+  std::unique_ptr<Impl> impl_;
+  bool auto_asked_ = false;
+  // The batch Staged and Dense run, and what the facts found of it.
+  detail::Blocks batch_;
+  detail::DeviceArrays blocks_;  // the plan keeps them if Staged or Dense runs
+  detail::BatchSums sums_;
+  std::size_t staged_ = 0;
+};
+
+namespace {
+
+/// The source of a plan over a host graph: its arrays on the device as `device_graph` gives
+/// them (checked against `g`), or uploaded into the plan's memory.
+Plan::Source host_source(const HostGraph& g, const DeviceGraph& device_graph, Plan::Impl& p) {
   const node_t N = g.num_nodes;
   const edge_t E = g.num_edges();
-  Source source;
+  Plan::Source source;
   source.num_src_nodes = g.num_src_nodes;
   source.stats = g.stats;
   source.host = &g;
@@ -329,12 +346,12 @@ Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, 
     source.batch = p.upload(g.graph_ptr.data(), g.graph_ptr.size());
     source.num_graphs = int(g.graph_ptr.size()) - 1;
   }
-  build(source, kind, heads, dim, strategy, dtype, nullptr);
+  return source;
 }
 
-Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream, DType dtype)
-    : impl_(std::make_unique<Impl>()) {
-  Source source;
+/// The source of a plan over a graph built on the device: its arrays, statistics and batch sums.
+Plan::Source graph_source(const Graph& g) {
+  Plan::Source source;
   source.num_src_nodes = g.num_src_nodes();
   source.device = g.device();
   source.stats = g.stats();
@@ -342,19 +359,52 @@ Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy
   source.num_graphs = g.num_graphs();
   if (g.batch() != nullptr) source.sums = &g.impl().sums;
   source.rows = &g.impl().rows;
-  build(source, kind, heads, dim, strategy, dtype, stream);
+  return source;
 }
 
-void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, DType dtype,
-                 cudaStream_t stream) {
+Op op_of(const Plan::Source& g, ScoreKind kind, int heads, int dim, DType dtype) {
+  return {kind, dtype, heads, dim, g.num_src_nodes, g.device.num_nodes, g.device.num_edges};
+}
+
+}  // namespace
+
+Plan::Plan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Plan::Plan(const HostGraph& g, ScoreKind kind, int heads, int dim, Strategy strategy, DType dtype)
+    : Plan(g, DeviceGraph{}, kind, heads, dim, strategy, dtype) {}
+
+Plan::Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim,
+           Strategy strategy, DType dtype)
+    : impl_(std::make_unique<Impl>()) {
+  validate(g);
+  const Source source = host_source(g, device_graph, *impl_);
+  build(source, op_of(source, kind, heads, dim, dtype), strategy, nullptr);
+}
+
+Plan::Plan(const Graph& g, ScoreKind kind, int heads, int dim, Strategy strategy, cudaStream_t stream, DType dtype)
+    : impl_(std::make_unique<Impl>()) {
+  const Source source = graph_source(g);
+  build(source, op_of(source, kind, heads, dim, dtype), strategy, stream);
+}
+
+std::unique_ptr<dfgnn::detail::Builder> detail::builder(const Graph& g, const Op& op, cudaStream_t stream) {
+  return std::make_unique<Plan::Builder>(graph_source(g), op, stream, std::make_unique<Plan::Impl>());
+}
+
+void Plan::build(const Source& g, const Op& op, Strategy strategy, cudaStream_t stream) {
+  check_named("cuda::Plan", strategy, op.kind);
+  dfgnn::detail::check_op("cuda::Plan", op);
+  Builder builder(g, op, stream, std::move(impl_));
+  impl_ = builder.take(dfgnn::detail::resolve_strategy("cuda::Plan", strategy, op, g.stats, builder.facts(strategy)));
+}
+
+dfgnn::detail::DeviceFacts Plan::Builder::facts(Strategy asked) {
   Impl& p = *impl_;
-  check_named("cuda::Plan", strategy, kind);
+  const Source& g = g_;
+  const ScoreKind kind = p.kind;
+  const int heads = p.heads, dim = p.dim;
   const node_t N = g.device.num_nodes;
   const edge_t E = g.device.num_edges;
-  p.kind = kind, p.heads = heads, p.dim = dim;
-  p.op = {kind, dtype, heads, dim, g.num_src_nodes, N, E};
-  dfgnn::detail::check_op("cuda::Plan", p.op);
-  strategy = dfgnn::detail::element_strategy("cuda::Plan", strategy, dtype, kTwoByteStrategies);
   if (dim > 512 || (dim % 4 != 0 && dim > 256))
     throw Error("cuda::Plan: dim " + std::to_string(dim) + " unsupported (at most 256, or 512 when a multiple of 4)");
   // The kernels' per-node byte stride H*D*4 is 32-bit (online.cuh, message_passing.cuh).
@@ -371,29 +421,41 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
   // The batch Staged and Dense run: the given offsets, else the graph's independent blocks (a
   // batch flattened into one edge list, or a single graph as one block). None for a bipartite
   // graph: Staged and Dense stage a graph's nodes once for both ends of its edges.
-  detail::Blocks batch{g.batch, g.num_graphs};
-  detail::DeviceArrays blocks;  // the plan keeps them if Staged or Dense runs
+  batch_ = {g.batch, g.num_graphs};
   const bool square = g.num_src_nodes == N;
-  const bool batched = strategy == Strategy::Auto || strategy == Strategy::Staged || strategy == Strategy::Dense;
-  if (square && batched && batch.ptr == nullptr)
-    batch = detail::independent_blocks(stream, blocks, g.device.row_ptr, g.device.src, N, E);
-  const bool has_batch = square && batch.ptr != nullptr;
-  const detail::BatchSums sums = !has_batch           ? detail::BatchSums{}
-                                 : g.sums != nullptr            ? *g.sums
-                                                                : detail::batch_sums(stream, batch.ptr, batch.count);
-  const std::size_t staged = staged_smem(has_batch, sums.widest, kind, heads, dim, p.smem_optin);
-  const DenseFit dense = strategy == Strategy::Auto || strategy == Strategy::Dense
-                             ? dense_fit(has_batch, sums, g.stats, N, E, kind, heads, dim, dtype, p.smem_optin)
-                             : DenseFit{};
-  if (strategy == Strategy::Auto) {
-    strategy =
-        choose_strategy(p.op, g.stats, dense.batch, device_facts(dense, staged, p.smem_optin, dtype));
-    // A plan whose Dense Auto picked runs Online for calls with edge values or dropout
-    // (attention.cuh).
-    p.auto_dense = strategy == Strategy::Dense;
-  }
+  const bool batched = asked == Strategy::Auto || asked == Strategy::Staged || asked == Strategy::Dense;
+  if (square && batched && batch_.ptr == nullptr)
+    batch_ = detail::independent_blocks(stream_, blocks_, g.device.row_ptr, g.device.src, N, E);
+  const bool has_batch = square && batch_.ptr != nullptr;
+  sums_ = !has_batch          ? detail::BatchSums{}
+          : g.sums != nullptr ? *g.sums
+                              : detail::batch_sums(stream_, batch_.ptr, batch_.count);
+  staged_ = staged_smem(has_batch, sums_.widest, kind, heads, dim, p.smem_optin);
+  const dfgnn::detail::DenseFit dense =
+      asked == Strategy::Auto || asked == Strategy::Dense
+          ? dfgnn::detail::dense_fit(p.op, g.stats, dense_batch(has_batch, sums_, kind, heads, dim, p.op.dtype, p.smem_optin),
+                                     dense_limits(p.smem_optin))
+          : dfgnn::detail::DenseFit{};
+  auto_asked_ = asked == Strategy::Auto;
+  return device_facts(dense, staged_, p.smem_optin);
+}
+
+std::unique_ptr<Plan::Impl> Plan::Builder::take(Strategy strategy) {
+  Impl& p = *impl_;
+  const Source& g = g_;
+  const cudaStream_t stream = stream_;
+  const ScoreKind kind = p.kind;
+  const int heads = p.heads, dim = p.dim;
+  const DType dtype = p.op.dtype;
+  const node_t N = g.device.num_nodes;
+  const edge_t E = g.device.num_edges;
+  const detail::Blocks& batch = batch_;
+  const detail::BatchSums& sums = sums_;
+  // A plan whose Dense Auto picked runs Online for calls with edge values or dropout
+  // (attention.cuh).
+  p.auto_dense = auto_asked_ && strategy == Strategy::Dense;
   p.strategy = strategy;
-  if (strategy == Strategy::Staged || strategy == Strategy::Dense) p.mem.take(blocks);
+  if (strategy == Strategy::Staged || strategy == Strategy::Dense) p.mem.take(blocks_);
   // The edge-parallel SDDMM (SMMF's, PMF's, Unfused's; steps.cuh) reads each edge's row. Online,
   // Staged and Dense walk rows.
   if (p.graph.dst == nullptr && (strategy == Strategy::SMMF || strategy == Strategy::PMF || strategy == Strategy::Unfused)) {
@@ -419,7 +481,7 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
     }
     case Strategy::PMF:
     case Strategy::Online: {
-      p.split = native_piece_edges(strategy, E, N, p.sms);
+      p.split = dfgnn::detail::piece_edges(E, native_pieces(strategy, N, p.sms));
       const detail::DevicePieces rp = detail::row_pieces(stream, p.mem, g.device.row_ptr, N, p.split);
       p.pieces = rp.pieces;
       p.num_pieces = rp.num_pieces;
@@ -434,16 +496,12 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
       p.scores = p.workspace(std::size_t(E) * heads);
       break;
     case Strategy::Staged: {
-      if (staged == 0)
-        throw Error("cuda::Plan: Staged needs a batch of square graphs (graph_ptr, or the graph's independent blocks) "
-                    "whose graphs' staged features fit in " + std::to_string(p.smem_optin) + " bytes of shared memory");
       p.graph_ptr = batch.ptr;
       p.num_graphs = batch.count;
-      p.staged_smem = staged;
+      p.staged_smem = staged_;
       break;
     }
     case Strategy::Dense: {
-      if (!dense.why.empty()) throw Error("cuda::Plan: Dense " + dense.why);
       const detail::DenseArrays d =
           detail::dense_arrays(stream, p.mem, g.device.row_ptr, g.device.src, N, E, batch.ptr, batch.count, sums);
       p.dense.graphs = d.graphs;
@@ -463,7 +521,6 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
           uneven_mean(g.rows ? *g.rows : detail::whole_degrees(detail::row_sums(stream, g.device.row_ptr, N, 0, p.split)));
       break;
     }
-    case Strategy::Auto: break;
     default: throw Error("cuda::Plan: unknown strategy");
   }
   p.part.max = p.workspace(std::size_t(slots) * heads);
@@ -472,6 +529,7 @@ void Plan::build(const Source& g, ScoreKind kind, int heads, int dim, Strategy s
   // The uploads above went through the legacy stream; what ran on `stream` is waited for, so the
   // plan is ready on any stream.
   DFGNN_CUDA(cudaStreamSynchronize(stream));
+  return std::move(impl_);
 }
 
 Plan::~Plan() = default;
@@ -506,12 +564,12 @@ void check_shape(const Plan& plan, int heads, int dim) {
 
 namespace dfgnn::detail {
 
-std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
-                                                const node_t* dst, const edge_t* edge_id, const Op& op,
-                                                Strategy strategy) {
-  const cuda::DeviceGraph device{g.num_nodes, g.num_edges(), row_ptr, src, dst, edge_id};
-  return std::shared_ptr<const cuda::Plan>(
-      new cuda::Plan(g, device, op.kind, op.heads, op.dim, strategy, op.dtype, cuda::Plan::ValidGraph{}));
+std::unique_ptr<Builder> native_builder(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
+                                        const node_t* dst, const edge_t* edge_id, const Op& op, void* stream) {
+  auto impl = std::make_unique<cuda::Plan::Impl>();
+  const cuda::Plan::Source source =
+      cuda::host_source(g, cuda::DeviceGraph{g.num_nodes, g.num_edges(), row_ptr, src, dst, edge_id}, *impl);
+  return std::make_unique<cuda::Plan::Builder>(source, op, static_cast<cudaStream_t>(stream), std::move(impl));
 }
 
 }  // namespace dfgnn::detail

@@ -9,7 +9,7 @@
 #include "device_memory.cuh"
 #include "merge.cuh"
 
-#include <dfgnn/schedule.hpp>
+#include <dfgnn/detail/schedule.hpp>
 
 #include <dfgnn/cuda.hpp>
 

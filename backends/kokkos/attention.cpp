@@ -2,6 +2,7 @@
 // kernel family. Instantiated for every enabled execution space.
 
 #include "executor.hpp"
+#include "spaces.hpp"
 #include "online.hpp"
 #include "pmf.hpp"
 #include "sddmm.hpp"
@@ -52,14 +53,16 @@ void PortablePlan<Exec>::forward(const Call& call) const {
 }  // namespace kokkos_impl
 
 template <class Exec>
-std::shared_ptr<const detail::Executor> detail::portable_executor(const Plan<Exec>& plan, Strategy strategy) {
-  return std::make_shared<const kokkos_impl::PortablePlan<Exec>>(plan, strategy);
+std::unique_ptr<detail::Builder> detail::portable_builder(const Exec& exec,
+                                                          const Graph<typename Exec::memory_space>& graph,
+                                                          const Op& op) {
+  return std::make_unique<kokkos_impl::LayoutBuilder<Exec>>(exec, graph, op);
 }
 
-#define DFGNN_INSTANTIATE(EXEC)                                                                           \
-  template void kokkos_impl::PortablePlan<EXEC>::forward(const Call&) const;                             \
-  template std::shared_ptr<const detail::Executor> detail::portable_executor<EXEC>(const Plan<EXEC>&, \
-                                                                                   Strategy);
+#define DFGNN_INSTANTIATE(EXEC)                                                        \
+  template void kokkos_impl::PortablePlan<EXEC>::forward(const Call&) const;          \
+  template std::unique_ptr<detail::Builder> detail::portable_builder<EXEC>(           \
+      const EXEC&, const Graph<EXEC::memory_space>&, const Op&);
 
 DFGNN_FOR_EACH_EXECUTION_SPACE(DFGNN_INSTANTIATE)
 

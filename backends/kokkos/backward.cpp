@@ -3,6 +3,7 @@
 
 #include "backward.hpp"
 #include "executor.hpp"
+#include "spaces.hpp"
 
 namespace dfgnn::kokkos_impl {
 

@@ -30,6 +30,7 @@
 // and edge_grad<W>(v, u, e, h, c), which step 1 calls once per edge after forming dr_e and q_e,
 // so that every edge's gradient is written once, by one lane, with no gather.
 
+#include "layout.hpp"
 #include "rowwise.hpp"
 
 namespace dfgnn::kokkos_impl {
@@ -530,7 +531,7 @@ void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks
   // and without the bound (up to 87 registers) the backward was 2-39% slower on the H100.
   using Bounds = Kokkos::LaunchBounds<256, 4>;
   const int lanes =
-      std::min(max_lanes, detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(std::max(g.vectors(), g.side.span())));
+      std::min(max_lanes, vector_lanes<Kokkos::TeamPolicy<Exec>>(std::max(g.vectors(), g.side.span())));
   if (heavy)
     launch<Bounds>(exec, chunks_name, (plan.graph().num_edges() + g.chunk - 1) / g.chunk, 256 / lanes,
                    lanes, HeavyChunks<Exec, G>{g});
@@ -553,7 +554,7 @@ void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typ
   // The host knows no column degree: when some column might be heavy, every chunk's team looks.
   gather(exec, plan, "dfgnn::backward_source_chunks", "dfgnn::backward_sources",
          Gather<W, Cols, Mem>{Cols{g.transposed(), g.src(), model}, partials, chunk, p.heads, model.width(AtSource())},
-         g.num_src_nodes(), g.num_edges() > chunk, detail::kMaxLanes);
+         g.num_src_nodes(), g.num_edges() > chunk, kMaxLanes);
 }
 
 template <class Exec, class Score, class Model, class T = typename Score::element>

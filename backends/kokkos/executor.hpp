@@ -1,13 +1,14 @@
 #pragma once
-// The portable backend's executor (include/dfgnn/dispatch.hpp): a plan's graph, op, strategy
-// and layout, and the runs of the calls the dispatch checked (attention.cpp, backward.cpp);
-// the kernel families read it. Also what both passes share: a call's tensors as Views, the
-// Problem a call hands to the kernels, and AGNN's norms.
+// The portable backend's executor (include/dfgnn/detail/dispatch.hpp): a plan's graph, op,
+// strategy and layout (layout.hpp), and the runs of the calls the dispatch checked
+// (attention.cpp, backward.cpp); the kernel families read it. Also what both passes share: a
+// call's tensors as Views, the Problem a call hands to the kernels, and AGNN's norms.
 
+#include "layout.hpp"
 #include "scores.hpp"
 
 #include <dfgnn/attention.hpp>
-#include <dfgnn/dispatch.hpp>
+#include <dfgnn/detail/dispatch.hpp>
 
 namespace dfgnn::kokkos_impl {
 
@@ -15,19 +16,19 @@ template <class Exec>
 class PortablePlan final : public detail::Executor {
  public:
   using memory_space = typename Exec::memory_space;
-  using Layout = typename Plan<Exec>::Layout;
 
-  PortablePlan(const Plan<Exec>& plan, Strategy strategy)
-      : graph_(plan.graph()), op_(plan.op()), strategy_(strategy), layout_(plan.layout()) {}
+  PortablePlan(const Graph<memory_space>& graph, const Op& op, Strategy strategy, Layout<memory_space> layout)
+      : graph_(graph), op_(op), strategy_(strategy), layout_(std::move(layout)) {}
 
   const Op& op() const override { return op_; }
   Strategy strategy() const override { return strategy_; }
+  Backend backend() const override { return Backend::Portable; }
   /// Call::space is the Exec instance the kernels run on.
   void forward(const Call& call) const override;
   void backward(const Call& call) const override;
 
   const Graph<memory_space>& graph() const { return graph_; }
-  const Layout& layout() const { return layout_; }
+  const Layout<memory_space>& layout() const { return layout_; }
   ScoreKind kind() const { return op_.kind; }
   int heads() const { return op_.heads; }
   int dim() const { return op_.dim; }
@@ -39,9 +40,20 @@ class PortablePlan final : public detail::Executor {
   Graph<memory_space> graph_;
   Op op_;
   Strategy strategy_;
-  Layout layout_;
+  Layout<memory_space> layout_;
   mutable Kokkos::View<float*, memory_space> workspace_;
 };
+
+template <class Exec>
+std::shared_ptr<const detail::Executor> LayoutBuilder<Exec>::build(Strategy resolved) {
+  return std::make_shared<const PortablePlan<Exec>>(graph_, op_, resolved, layout(resolved));
+}
+
+/// The layout of a plan that runs the portable kernels.
+template <class Exec>
+const Layout<typename Exec::memory_space>& layout_of(const Plan<Exec>& plan) {
+  return dynamic_cast<const PortablePlan<Exec>&>(plan.executor()).layout();
+}
 
 /// A checked call's tensors as the Views the kernels read (extents as the dispatch found them),
 /// of element type T (the op's: the check saw to it) but for the float32 logsumexp.

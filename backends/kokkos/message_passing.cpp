@@ -2,6 +2,7 @@
 // execution space.
 
 #include "message_passing.hpp"
+#include "spaces.hpp"
 
 
 namespace dfgnn {

@@ -9,6 +9,7 @@
 //     (on sources) or one edge (on edges). A broadcast output entry also sums the (h, d) it
 //     was broadcast to.
 
+#include "layout.hpp"
 #include "scores.hpp"
 
 #include <dfgnn/message_passing.hpp>
@@ -243,7 +244,7 @@ struct SegmentHeads {
 /// power of two, at most 32), about 256 threads per team.
 template <class Exec, class Body>
 void for_segments(const Exec& exec, const char* name, edge_t count, int heads, int dim, const Body& body) {
-  const int lanes = detail::vector_lanes<Kokkos::TeamPolicy<Exec>>(dim);
+  const int lanes = vector_lanes<Kokkos::TeamPolicy<Exec>>(dim);
   const int groups = std::max(1, 256 / lanes), per_team = std::max(1, groups / heads);
   launch(exec, name, (count + per_team - 1) / per_team, groups, lanes,
          SegmentHeads<Exec, Body>{count, heads, per_team, body});

@@ -3,7 +3,7 @@
 // one thread group per (row, head) turns its scores into probabilities in place (Normalize)
 // and sums the weighted neighbour features with vector lanes over D (Aggregate).
 
-#include "scores.hpp"
+#include "executor.hpp"
 
 namespace dfgnn::kokkos_impl {
 

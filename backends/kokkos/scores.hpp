@@ -15,7 +15,7 @@
 // the caller's order, where its edge features are (an empty View: none; the models' edge
 // arguments, types.hpp).
 
-#include <dfgnn/kokkos_math.hpp>
+#include <dfgnn/detail/kokkos_math.hpp>
 
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/half.hpp>

@@ -2,7 +2,7 @@
 // Edge-parallel SDDMM to global memory: PMF's first kernel, the unfused baseline's, and the
 // attention weights a forward writes on request.
 
-#include "scores.hpp"
+#include "executor.hpp"
 
 namespace dfgnn::kokkos_impl {
 

@@ -12,7 +12,7 @@
 // streamed in chunks with an online softmax: running max and sum per head, the partial
 // output kept in `out` (owned by this team) and rescaled when the max grows.
 
-#include "scores.hpp"
+#include "executor.hpp"
 
 namespace dfgnn::kokkos_impl {
 

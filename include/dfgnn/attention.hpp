@@ -15,7 +15,7 @@
 /// dispatch.hpp). Kernels run asynchronously on `exec`; with Kokkos::Cuda and DFGNN_ENABLE_CUDA
 /// they are the CUDA-native ones.
 
-#include <dfgnn/dispatch.hpp>
+#include <dfgnn/detail/dispatch.hpp>
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/plan.hpp>
 

@@ -12,7 +12,7 @@
 /// float32; the generic ones (attention(stream, plan, GT{}, {Q, K, V}, out)) any element type.
 
 #include <dfgnn/csr.hpp>
-#include <dfgnn/dispatch.hpp>
+#include <dfgnn/detail/factory.hpp>
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/half.hpp>
 
@@ -167,6 +167,7 @@ class Plan final : public dfgnn::detail::Executor {
 
   const Op& op() const override;
   Strategy strategy() const override;  ///< the resolved strategy (never Auto)
+  Backend backend() const override { return Backend::Native; }
   /// Run a call the dispatch checked (Call::stream: the cudaStream_t).
   void forward(const Call& call) const override;
   void backward(const Call& call) const override;
@@ -183,16 +184,16 @@ class Plan final : public dfgnn::detail::Executor {
 
   struct Impl;
   const Impl& impl() const { return *impl_; }
+  /// What a plan is built from (its graph's arrays and statistics), and the plan under
+  /// construction (detail/factory.hpp's Builder): backends/cuda's own.
+  struct Source;
+  class Builder;
 
  private:
-  struct ValidGraph {};  // the graph is a dfgnn Graph's host copy, validated when it was made
-  Plan(const HostGraph& g, const DeviceGraph& device_graph, ScoreKind kind, int heads, int dim, Strategy strategy,
-       DType dtype, ValidGraph);
-  struct Source;  // what every constructor builds from: the device arrays, the statistics, the batch
-  void build(const Source& g, ScoreKind kind, int heads, int dim, Strategy strategy, DType dtype,
-             cudaStream_t stream);
-  friend std::shared_ptr<const dfgnn::detail::Executor> dfgnn::detail::native_executor(
-      const HostGraph&, const edge_t*, const node_t*, const node_t*, const edge_t*, const Op&, Strategy);
+  friend class Builder;
+  explicit Plan(std::unique_ptr<Impl> impl);
+  // The plan of `strategy` on `g`: the strategy module's decision on the Builder's facts.
+  void build(const Source& g, const Op& op, Strategy strategy, cudaStream_t stream);
 
   std::unique_ptr<Impl> impl_;
 };
@@ -203,6 +204,10 @@ class Plan final : public dfgnn::detail::Executor {
 void check_shape(const Plan& plan, int heads, int dim);
 
 namespace detail {
+/// The CUDA-native backend's builder of a plan over a graph built on the device
+/// (detail/factory.hpp's Builder), which must outlive the plan; built on `stream`.
+std::unique_ptr<dfgnn::detail::Builder> builder(const Graph& g, const Op& op, cudaStream_t stream);
+
 /// The generic entries' calls: `kind`'s model with scale or slope `param` on its inputs in
 /// order (`count`: entries of a HeadVector input), all of element type `dtype`.
 void attention(cudaStream_t stream, const Plan& plan, ScoreKind kind, float param, DType dtype,

@@ -32,9 +32,9 @@
 ///   void all_gather(const void* mine, void* all, std::size_t bytes) const;
 
 #include <dfgnn/backward.hpp>
-#include <dfgnn/kokkos_math.hpp>
+#include <dfgnn/detail/kokkos_math.hpp>
 #include <dfgnn/partition.hpp>
-#include <dfgnn/pending.hpp>
+#include <dfgnn/detail/pending.hpp>
 
 #include <cstdint>
 #include <optional>

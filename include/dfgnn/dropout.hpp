@@ -6,7 +6,7 @@
 /// the id `counter` gives it: a rank of distributed.hpp draws its edges' part of the whole
 /// graph's mask by their ids there.
 
-#include <dfgnn/host_device.hpp>
+#include <dfgnn/detail/host_device.hpp>
 #include <dfgnn/types.hpp>
 
 namespace dfgnn {

@@ -8,7 +8,7 @@
 /// nearest, ties to even, overflowing to infinity; NaN stays NaN (quiet). Free of Kokkos and
 /// CUDA; the conversions are callable in CUDA and HIP device code.
 
-#include <dfgnn/host_device.hpp>
+#include <dfgnn/detail/host_device.hpp>
 
 #include <cstdint>
 #include <cstring>

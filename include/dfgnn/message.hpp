@@ -16,7 +16,7 @@
 /// broadcast (numpy rules). So DGL's edge shapes [E], [E,H] and [E,H,D] are [E,1,1], [E,H,1]
 /// and [E,H,D] here.
 
-#include <dfgnn/host_device.hpp>
+#include <dfgnn/detail/host_device.hpp>
 #include <dfgnn/types.hpp>
 
 #include <cstddef>

@@ -6,7 +6,7 @@
 /// dfgnn takes). Buffers are host memory: a CUDA-aware MPI is not assumed, so a plan on a GPU
 /// stages its exchanges through the host.
 
-#include <dfgnn/pending.hpp>
+#include <dfgnn/detail/pending.hpp>
 #include <dfgnn/types.hpp>
 
 #include <Kokkos_Core.hpp>

@@ -8,7 +8,7 @@
 /// through device memory of the current CUDA device, so a host plan's ranks can exchange over
 /// their GPUs. Row counts and bytes are size_t all the way: no int limit.
 
-#include <dfgnn/pending.hpp>
+#include <dfgnn/detail/pending.hpp>
 #include <dfgnn/types.hpp>
 
 #include <Kokkos_Core.hpp>

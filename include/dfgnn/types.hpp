@@ -97,9 +97,24 @@ struct ModelArgs {
   bool edge_columns = false;
 };
 
+/// Dense (CUDA-native: a batch's small graphs on tensor cores) for a model's score: whether it
+/// computes it, and the batch density from which Dense beats Online at D <= 32, at D <= 64 and
+/// above (docs/cuda.md, "How Auto decides"; detail::choose_strategy).
+struct DenseRule {
+  bool runs = false;
+  double bars[3] = {};
+};
+
+// `cosine`: the score is a cosine, so the kernels keep each node's inverse norms (and Dense's
+// tiles of them bound D). `pmf_on_heavy_rows`: DF-GNN's rule, where no accumulator fits the scratch, for rows whose
+// scores do not fit it either: PMF computes each score once, edge-parallel, where the score is a
+// dot product over the features (GT, AGNN); GAT's score is two loads and an add, so recomputing
+// nothing and launching once wins, and GATv2 stays on SMMF too (docs/design.md).
+
 // The models: each is its own traits type (docs/design.md, "Adding a model"): its kind, name
-// (CLI, messages), arguments and scalar parameter (`param()`, a call's Call::param), read by
-// every layer; the kernels add its score and gradient functors.
+// (CLI, messages) and label (prose), arguments and scalar parameter (`param()`, a call's
+// Call::param), and Dense's rule, read by every layer; the kernels add its score and gradient
+// functors.
 
 /// Graph Transformer dot-product score: scale * <Q[v,h], K[u,h]>; with edge features E
 /// [E,H,D] (TransformerConv's edge_dim) scale * <Q[v,h], K[u,h] + E[e,h]> and message V[u,h] +
@@ -110,6 +125,10 @@ struct GT {
   float scale = 0.0f;  ///< 0 selects the default 1/sqrt(D)
   static constexpr ScoreKind kind = ScoreKind::GT;
   static constexpr const char* name = "gt";
+  static constexpr const char* label = "GT";
+  static constexpr bool pmf_on_heavy_rows = true;
+  static constexpr DenseRule dense{true, {0.26, 0.225, 0.225}};
+  static constexpr bool cosine = false;
   static constexpr ModelArgs args{
       3, {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}},
       {"dQ", "dK", "dV"}, "GT::scale", {"E", Extent::EdgeFeatures}, "dE", true};
@@ -125,6 +144,10 @@ struct GT {
 struct AGNN {
   static constexpr ScoreKind kind = ScoreKind::AGNN;
   static constexpr const char* name = "agnn";
+  static constexpr const char* label = "AGNN";
+  static constexpr bool pmf_on_heavy_rows = true;
+  static constexpr DenseRule dense{true, {0.29, 0.25, 0.23}};
+  static constexpr bool cosine = true;
   // X is both the score's inputs and the values: a bipartite AGNN has no meaning.
   static constexpr ModelArgs args{2, {{"X", Extent::SrcFeatures}, {"beta", Extent::HeadVector}}, {"dX", "dbeta"},
                                   nullptr};
@@ -137,6 +160,10 @@ struct GAT {
   float slope = 0.2f;
   static constexpr ScoreKind kind = ScoreKind::GAT;
   static constexpr const char* name = "gat";
+  static constexpr const char* label = "GAT";
+  static constexpr bool pmf_on_heavy_rows = false;
+  static constexpr DenseRule dense{true, {0.355, 0.27, 0.25}};
+  static constexpr bool cosine = false;
   static constexpr ModelArgs args{
       3, {{"el", Extent::SrcScalars}, {"er", Extent::DstScalars}, {"V", Extent::SrcFeatures}},
       {"del", "der", "dV"}, "GAT::slope", {"ee", Extent::EdgeScalars}, "dee"};
@@ -149,6 +176,10 @@ struct GATv2 {
   float slope = 0.2f;
   static constexpr ScoreKind kind = ScoreKind::GATv2;
   static constexpr const char* name = "gatv2";
+  static constexpr const char* label = "GATv2";
+  static constexpr bool pmf_on_heavy_rows = false;
+  static constexpr DenseRule dense{};  // Dense has no GATv2 score
+  static constexpr bool cosine = false;
   static constexpr ModelArgs args{
       3, {{"XL", Extent::SrcFeatures}, {"XR", Extent::DstFeatures}, {"a", Extent::HeadFeatures}},
       {"dXL", "dXR", "da"}, "GATv2::slope", {"E", Extent::EdgeFeatures}, "dE"};

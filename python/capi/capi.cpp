@@ -1,13 +1,14 @@
 // The C ABI of dfgnn_capi.h: graphs, plans, and one forward and one backward for every model
 // on the Kokkos host kernels or (built with DFGNN_ENABLE_CUDA) the CUDA-native ones. Each call
-// is a Call on bare pointers handed to the dispatch (include/dfgnn/dispatch.hpp), which checks it
+// is a Call on bare pointers handed to the dispatch (include/dfgnn/detail/dispatch.hpp), which checks it
 // once and runs the plan's executor. Every entry catches everything: exceptions become a
 // return code and a thread-local message.
 
 #include "dfgnn_capi.h"
 
 #include <dfgnn/csr.hpp>
-#include <dfgnn/dispatch.hpp>
+#include <dfgnn/detail/dispatch.hpp>
+#include <dfgnn/detail/factory.hpp>
 #include <dfgnn/plan.hpp>
 #include <dfgnn/partition.hpp>
 #include <dfgnn/reorder.hpp>
@@ -21,10 +22,12 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -93,10 +96,11 @@ std::vector<node_t> node_ids(const int64_t* ids, int64_t count, node_t num_nodes
   return out;
 }
 
+// The C ABI's model codes are dfgnn::ScoreKind's values (dfgnn_capi.h).
 dfgnn::ScoreKind score_kind(int kind) {
-  if (kind < DFGNN_GT || kind > DFGNN_GATV2)
+  if (kind < 0 || kind >= int(std::size(dfgnn::kModels)))
     throw dfgnn::Error("plan: unknown score kind " + std::to_string(kind));
-  return dfgnn::ScoreKind(kind);
+  return dfgnn::kModels[kind];
 }
 
 dfgnn::DType element_type(int dtype) {
@@ -169,10 +173,8 @@ const dfgnn::Graph<HostMem>& dfgnn_graph::host() const {
 
 struct dfgnn_plan {
   std::shared_ptr<const void> graph;  // a graph built on the device, which the native plan reads (freed last)
-  std::unique_ptr<dfgnn::Plan<HostExec>> host;  // a host plan (Kokkos), or
-  std::shared_ptr<const dfgnn::detail::Executor> native;  // a CUDA-native one on `device`
-  int device = 0;
-  const dfgnn::detail::Executor* executor = nullptr;  // whichever of the two it is
+  std::shared_ptr<const dfgnn::detail::Executor> executor;  // what make_executor built
+  int device = -1;  // the CUDA device of a native plan, or -1: a host plan (Kokkos)
   const char* strategy = "";
   const dfgnn::edge_t* dropout_ids = nullptr;  // the calls' dropout counter (dfgnn_plan_set_dropout_ids)
 };
@@ -204,7 +206,7 @@ Call call_of(const dfgnn_plan& p, const dfgnn_call* c) {
 // (the caller's memory is only borrowed for the call); a CUDA plan on `stream`, on its device.
 template <class Dispatch>
 void run(const dfgnn_plan& p, Call c, intptr_t stream, const Dispatch& dispatch) {
-  if (p.host) {
+  if (p.device < 0) {
     const HostExec exec;
     c.space = &exec;
     dispatch(c);
@@ -213,6 +215,50 @@ void run(const dfgnn_plan& p, Call c, intptr_t stream, const Dispatch& dispatch)
     c.stream = reinterpret_cast<void*>(stream);
     DFGNN_ON_DEVICE(&p, dispatch(c));
   }
+}
+
+// The backends where `w` says: the portable kernels on the host, the CUDA-native ones on a
+// device (over the graph built there, kept alive by the plan, or the caller's arrays).
+dfgnn::detail::Where where_of(const dfgnn_graph& graph, const dfgnn_where& w, const dfgnn::Op& op, dfgnn_plan& p) {
+  dfgnn::detail::Where where;
+  if (w.device < 0) {
+    where.portable = dfgnn::detail::portable_builder(HostExec(), graph.host(), op);
+    where.native_unavailable = "runs CUDA tensors, not host ones";
+    return where;
+  }
+#ifdef DFGNN_ENABLE_CUDA
+  where.portable_unavailable = "runs host tensors only in this build, not CUDA ones";
+  if (graph.on_device) {
+    if (graph.device != w.device)
+      throw dfgnn::Error("plan: the graph was built on CUDA device " + std::to_string(graph.device) +
+                         ", the tensors are on device " + std::to_string(w.device));
+    where.native = dfgnn::cuda::detail::builder(*graph.on_device, op, reinterpret_cast<cudaStream_t>(w.stream));
+    p.graph = graph.on_device;
+  } else {
+    where.native = dfgnn::detail::native_builder(graph.host().host(), w.row_ptr, w.src, w.dst, w.edge_id, op, nullptr);
+  }
+#else
+  where.portable_unavailable = "runs host tensors only: dfgnn was built without CUDA (DFGNN_ENABLE_CUDA=OFF)";
+  where.native_unavailable = "needs dfgnn built with DFGNN_ENABLE_CUDA";
+#endif
+  return where;
+}
+
+// The op of a plan on `graph`, whichever side holds it.
+dfgnn::Op op_of(const dfgnn_graph& graph, int kind, int heads, int dim, int dtype) {
+#ifdef DFGNN_ENABLE_CUDA
+  if (const auto& g = graph.on_device)
+    return {score_kind(kind), element_type(dtype), heads, dim, g->num_src_nodes(), g->num_nodes(), g->num_edges()};
+#endif
+  const dfgnn::Graph<HostMem>& g = graph.host();
+  return {score_kind(kind), element_type(dtype), heads, dim, g.num_src_nodes(), g.num_nodes(), g.num_edges()};
+}
+
+const dfgnn::DegreeStats& degrees_of(const dfgnn_graph& graph) {
+#ifdef DFGNN_ENABLE_CUDA
+  if (graph.on_device) return graph.on_device->stats();
+#endif
+  return graph.host().stats();
 }
 
 }  // namespace
@@ -348,55 +394,29 @@ int dfgnn_graph_partition(const dfgnn_graph* graph, int ranks, int32_t* owner) {
   });
 }
 
-int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, int dtype, dfgnn_plan** plan) {
+int dfgnn_plan_create(const dfgnn_graph* graph, const dfgnn_where* where, int kind, int heads, int dim, int dtype,
+                      dfgnn_plan** plan) {
   return guarded([&] {
     if (!graph) throw dfgnn::Error("plan: null graph");
+    if (!where) throw dfgnn::Error("plan: null where");
+    if (!plan) throw dfgnn::Error("plan: null result pointer");
     auto p = std::make_unique<dfgnn_plan>();
-    p->host = std::make_unique<dfgnn::Plan<HostExec>>(HostExec(), graph->host(), score_kind(kind), heads, dim,
-                                                      element_type(dtype));
-    p->executor = &p->host->executor();
-    p->strategy = dfgnn::to_string(p->host->strategy());
-    *plan = p.release();
-  });
-}
-
-int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream, const int64_t* row_ptr,
-                           const int32_t* src, const int32_t* dst, const int64_t* edge_id, int kind,
-                           int heads, int dim, int dtype, dfgnn_plan** plan) {
-  return guarded([&] {
-    if (!graph) throw dfgnn::Error("plan: null graph");
+    p->device = where->device < 0 ? -1 : where->device;
 #ifdef DFGNN_ENABLE_CUDA
-    const DeviceGuard guard(device);
-    auto p = std::make_unique<dfgnn_plan>();
-    if (graph->on_device) {
-      if (graph->device != device)
-        throw dfgnn::Error("plan: the graph was built on CUDA device " + std::to_string(graph->device) +
-                           ", the tensors are on device " + std::to_string(device));
-      p->native = std::make_shared<const dfgnn::cuda::Plan>(*graph->on_device, score_kind(kind), heads, dim,
-                                                            dfgnn::Strategy::Auto,
-                                                            reinterpret_cast<cudaStream_t>(stream), element_type(dtype));
-      p->graph = graph->on_device;
-    } else {
-      const dfgnn::Graph<HostMem>& g = graph->host();
-      const dfgnn::Op op{score_kind(kind), element_type(dtype), heads, dim, g.num_src_nodes(), g.num_nodes(),
-                         g.num_edges()};
-      p->native = dfgnn::detail::native_executor(g.host(), row_ptr, src, dst, edge_id, op, dfgnn::Strategy::Auto);
-    }
-    p->device = device;
-    p->executor = p->native.get();
-    p->strategy = dfgnn::to_string(p->native->strategy());
-    *plan = p.release();
-#else
-    (void)device, (void)stream, (void)row_ptr, (void)src, (void)dst, (void)edge_id, (void)kind, (void)heads, (void)dim,
-        (void)dtype, (void)plan;
-    throw dfgnn::Error("dfgnn was built without CUDA (DFGNN_ENABLE_CUDA=OFF): CUDA tensors are not supported");
+    std::optional<DeviceGuard> guard;
+    if (p->device >= 0) guard.emplace(p->device);
 #endif
+    const dfgnn::Op op = op_of(*graph, kind, heads, dim, dtype);
+    p->executor = dfgnn::detail::make_executor("plan", op, degrees_of(*graph), dfgnn::Strategy::Auto,
+                                               dfgnn::Backend::Auto, where_of(*graph, *where, op, *p));
+    p->strategy = dfgnn::to_string(p->executor->strategy());
+    *plan = p.release();
   });
 }
 
 void dfgnn_plan_free(dfgnn_plan* plan) {
 #ifdef DFGNN_ENABLE_CUDA
-  if (plan && plan->native) {
+  if (plan && plan->device >= 0) {
     DeviceGuard guard(plan->device);
     delete plan;
     return;
@@ -416,7 +436,7 @@ const char* dfgnn_plan_strategy(const dfgnn_plan* plan) {
 int dfgnn_plan_prepare_backward(const dfgnn_plan* plan, intptr_t stream) {
   return guarded([&] {
     const dfgnn_plan& p = checked(plan);
-    if (!p.host) DFGNN_ON_DEVICE(&p, p.executor->prepare_backward(reinterpret_cast<void*>(stream)));
+    if (p.device >= 0) DFGNN_ON_DEVICE(&p, p.executor->prepare_backward(reinterpret_cast<void*>(stream)));
   });
 }
 

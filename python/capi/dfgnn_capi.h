@@ -10,10 +10,9 @@
  * or for a CUDA plan bf16 or f16: DFGNN_F32, ...; the logsumexp is float32 always) whose shapes
  * come from the plan: node features [N,H,D], node scalars and logsumexp [N,H], GATv2's a [H,D], AGNN's beta
  * [beta_count] (1 or H); optional edge values [E, edge_heads] (edge_heads 1 or H; null: none)
- * in the order the graph's edges were given. A plan made by dfgnn_plan_create runs the Kokkos
- * kernels on the host (stream is ignored); one made by dfgnn_plan_create_cuda runs the
- * CUDA-native kernels on `stream` (a cudaStream_t; 0 is the legacy default stream) on the
- * plan's device, asynchronously. Forward calls write out and logsumexp (null: inference);
+ * in the order the graph's edges were given. A host plan (dfgnn_where) runs the Kokkos kernels
+ * on the host (stream is ignored); a CUDA plan runs the CUDA-native kernels on `stream` (a
+ * cudaStream_t; 0 is the legacy default stream) on the plan's device, asynchronously. Forward calls write out and logsumexp (null: inference);
  * backward calls take the forward's out and logsumexp and overwrite the gradients. Dropout
  * (rate > 0) uses the same (rate, seed) in the forward and its backward.
  */
@@ -75,19 +74,26 @@ DFGNN_CAPI int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* orderin
  * (E + N) / ranks in-edges plus nodes. */
 DFGNN_CAPI int dfgnn_graph_partition(const dfgnn_graph* graph, int ranks, int32_t* owner);
 
-/* A host plan (Kokkos, DefaultHostExecutionSpace) for tensors of element type `dtype` (DFGNN_F32,
- * DFGNN_BF16, DFGNN_F16; the two-byte ones run Online and the backward). */
-DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, int kind, int heads, int dim, int dtype,
-                                 dfgnn_plan** plan);
-/* A CUDA-native plan on `device`: over the graph's own arrays when it was built on that device
- * (the array arguments are then ignored and may be NULL; the plan is built on `stream`, a
- * cudaStream_t, and waited for), else over the caller's device copy of dfgnn_graph_csr's
- * arrays, which must outlive the plan. `dtype`: its tensors' element type (DFGNN_F32, DFGNN_BF16,
- * DFGNN_F16; the two-byte ones run Online and the backward). Fails unless built with
- * DFGNN_ENABLE_CUDA. */
-DFGNN_CAPI int dfgnn_plan_create_cuda(const dfgnn_graph* graph, int device, intptr_t stream, const int64_t* row_ptr,
-                                      const int32_t* src, const int32_t* dst, const int64_t* edge_id,
-                                      int kind, int heads, int dim, int dtype, dfgnn_plan** plan);
+/* Where a plan's tensors live and its calls run: the host (device < 0: the Kokkos host
+ * kernels; stream is ignored) or CUDA device `device` (the CUDA-native kernels, on `stream`, a
+ * cudaStream_t; 0 is the legacy default stream). On a CUDA device the plan reads the graph's own
+ * arrays when the graph was built on that device (the plan is then built on `stream` and waited
+ * for), else the caller's device copy of dfgnn_graph_csr's arrays (row_ptr, src, dst, edge_id),
+ * which must outlive the plan; they are ignored otherwise and may be NULL. */
+typedef struct dfgnn_where {
+  int device;
+  intptr_t stream;
+  const int64_t* row_ptr;
+  const int32_t* src;
+  const int32_t* dst;
+  const int64_t* edge_id;
+} dfgnn_where;
+
+/* A plan of model `kind` for tensors of H x D features of element type `dtype` (DFGNN_F32,
+ * DFGNN_BF16, DFGNN_F16; the two-byte ones run Online, or on a CUDA device Online or Dense, and
+ * the backward) where `where` says. CUDA devices need a build with DFGNN_ENABLE_CUDA. */
+DFGNN_CAPI int dfgnn_plan_create(const dfgnn_graph* graph, const dfgnn_where* where, int kind, int heads, int dim,
+                                 int dtype, dfgnn_plan** plan);
 /* Builds now, on `stream`, what the plan's first backward call would build (a CUDA plan: the
  * transposed graph and the backward's workspaces; a host plan: nothing), so that a training
  * step can be prepared ahead of it. */

@@ -19,7 +19,7 @@ except ImportError as e:  # not built, or built for another Python or PyTorch
     raise ImportError(f"dfgnn: its PyTorch extension dfgnn._ops does not load ({e}); reinstall the package "
                       f"against this Python and PyTorch: `pip install --no-build-isolation .`") from e
 
-__all__ = ["lib", "ops", "call", "has_cuda", "GT", "AGNN", "GAT", "GATV2", "MODELS", "DTYPES"]
+__all__ = ["lib", "ops", "call", "has_cuda", "Where", "GT", "AGNN", "GAT", "GATV2", "MODELS", "DTYPES"]
 
 GT, AGNN, GAT, GATV2 = 0, 1, 2, 3  # dfgnn::ScoreKind
 MODELS = {"gt": GT, "agnn": AGNN, "gat": GAT, "gatv2": GATV2}  # the models by name
@@ -55,8 +55,15 @@ lib.dfgnn_graph_info.argtypes = [_p] + [ctypes.POINTER(_i64)] * 4
 lib.dfgnn_graph_csr.argtypes = [_p] * 5
 lib.dfgnn_graph_reorder.argtypes = [_p, ctypes.c_char_p, _p, ctypes.POINTER(_p)]
 lib.dfgnn_graph_partition.argtypes = [_p, _i, _p]
-lib.dfgnn_plan_create.argtypes = [_p, _i, _i, _i, _i, ctypes.POINTER(_p)]
-lib.dfgnn_plan_create_cuda.argtypes = [_p, _i, _ip, _p, _p, _p, _p, _i, _i, _i, _i, ctypes.POINTER(_p)]
+
+
+class Where(ctypes.Structure):
+    """dfgnn_where: the host (device -1) or a CUDA device and stream, with the caller's device copy
+    of the graph's arrays where the graph was not built on that device."""
+    _fields_ = [("device", _i), ("stream", _ip), ("row_ptr", _p), ("src", _p), ("dst", _p), ("edge_id", _p)]
+
+
+lib.dfgnn_plan_create.argtypes = [_p, ctypes.POINTER(Where), _i, _i, _i, _i, ctypes.POINTER(_p)]
 lib.dfgnn_plan_prepare_backward.argtypes = [_p, _ip]
 lib.dfgnn_plan_set_dropout_ids.argtypes = [_p, _p]
 lib.dfgnn_plan_free.restype = None

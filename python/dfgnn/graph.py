@@ -326,18 +326,16 @@ class Graph:
             if plan is None:
                 handle = ctypes.c_void_p()
                 if device.type == "cpu":
-                    arrays = None
-                    _lib.call(_lib.lib.dfgnn_plan_create, self._handle, kind, heads, dim, dtype,
-                              ctypes.byref(handle))
+                    arrays, where = None, _lib.Where(-1)
                 elif device.type == "cuda":
                     # A graph built on this GPU: the plan reads the graph's own arrays.
                     arrays = () if device == self.device else self._device_arrays(device)
-                    _lib.call(_lib.lib.dfgnn_plan_create_cuda, self._handle, device.index,
-                              torch.cuda.current_stream(device).cuda_stream,
-                              *([a.data_ptr() for a in arrays] or [None] * 4), kind, heads, dim, dtype,
-                              ctypes.byref(handle))
+                    where = _lib.Where(device.index, torch.cuda.current_stream(device).cuda_stream,
+                                       *[a.data_ptr() for a in arrays])
                 else:
                     raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")
+                _lib.call(_lib.lib.dfgnn_plan_create, self._handle, ctypes.byref(where), kind, heads, dim, dtype,
+                          ctypes.byref(handle))
                 plan = self._plans[key] = _Plan(handle, arrays, self.num_nodes, heads, dim)
                 if self._dropout_ids:
                     ids = self._dropout_ids.get(device)

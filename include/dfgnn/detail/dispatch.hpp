@@ -21,6 +21,8 @@ class Executor {
   virtual const Op& op() const = 0;
   /// The resolved strategy of the kernels calls run (never Auto).
   virtual Strategy strategy() const = 0;
+  /// Which kernels calls run (never Auto).
+  virtual Backend backend() const = 0;
   virtual void forward(const Call& call) const = 0;
   virtual void backward(const Call& call) const = 0;
   /// Builds now what the first backward call would build (a CUDA-native plan: the transposed
@@ -35,28 +37,12 @@ class Executor {
 /// and a model that has the graph's form: AGNN's one X serves both sides, so not bipartite.
 void check_op(const char* who, const Op& op);
 
-/// The strategy a plan of element type `dtype` runs for the asked one, on a backend whose
-/// two-byte kernels are the strategies in `two_byte` (bits 1 << int(s); Online on both
-/// backends, Dense too on the CUDA-native one): float32 keeps the asked one, and so does a
-/// two-byte type where the backend runs it; Auto stays Auto where the backend has more than
-/// Online for two-byte types (its rule then sees only `two_byte`), else becomes Online; another
-/// strategy is an Error naming `who`.
-Strategy element_strategy(const char* who, Strategy asked, DType dtype, unsigned two_byte);
-
 /// Throws Error naming `who` and the argument unless `call` fits `op` for `model`: the plan's
 /// kind, a finite scale or slope, every tensor's shape (null only when empty; contiguous),
 /// the edge values, the dropout rate, and no written tensor sharing a byte with a read one or
 /// another written one.
 void check_forward(const char* who, const Op& op, ScoreKind model, const Call& call);
 void check_backward(const char* who, const Op& op, ScoreKind model, const Call& call);
-
-/// The CUDA-native executor (a cuda::Plan) of op over a graph already on the current device:
-/// `g`'s arrays at those addresses, which must outlive it. `g` is a dfgnn Graph's host copy,
-/// validated when the Graph was made, so it is not checked again. Defined in builds with
-/// DFGNN_ENABLE_CUDA only.
-std::shared_ptr<const Executor> native_executor(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
-                                                const node_t* dst, const edge_t* edge_id, const Op& op,
-                                                Strategy strategy);
 
 /// A call on bare pointers, shaped as `op` says and of its element type (the CUDA C++ API's
 /// and the C ABI's): the model_args(model).count inputs of `model` in order (a HeadVector input
