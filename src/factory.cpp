@@ -1,6 +1,7 @@
-// The one factory of every plan (include/dfgnn/detail/factory.hpp).
+// The one factory of every plan (include/dfgnn/detail/factory.hpp, messages.hpp).
 
 #include <dfgnn/detail/factory.hpp>
+#include <dfgnn/detail/messages.hpp>
 
 namespace dfgnn::detail {
 
@@ -8,11 +9,13 @@ std::shared_ptr<const Executor> make_executor(const char* who, const Op& op, con
                                               Strategy strategy, Backend backend, Where where) {
   check_named(who, strategy, op.kind, backend);
   check_op(who, op);
-  const Backend chosen = resolve_backend(who, backend, where.native ? "" : where.native_unavailable);
-  if (chosen == Backend::Portable && !where.portable)
-    throw Error(std::string(who) + ": the portable backend " + where.portable_unavailable);
-  Builder& builder = chosen == Backend::Native ? *where.native : *where.portable;
+  Builder& builder = chosen(who, backend, where);
   return builder.build(resolve_strategy(who, strategy, op, degrees, builder.facts(strategy)));
+}
+
+std::shared_ptr<const MessageExecutor> make_message_executor(const char* who, Backend backend, MessageWhere where) {
+  check_named(who, backend);
+  return chosen(who, backend, where).build();
 }
 
 }  // namespace dfgnn::detail

@@ -1,3 +1,4 @@
+#include <dfgnn/detail/messages.hpp>
 #include <dfgnn/message.hpp>
 
 #include <algorithm>
@@ -231,6 +232,22 @@ void check_node_map(const char* who, node_t N, const Extents& x, const Extents& 
   expect_output(who, out, std::size_t(N), "N");
   expect(who, x, std::size_t(N), "N", out.heads, out.dim, false);
   check_disjoint(who, {out}, {x});
+}
+
+void run(const char* who, const MessageExecutor& executor, const MessageCall& c) {
+  const node_t N = executor.num_nodes();
+  const edge_t E = executor.num_edges();
+  switch (c.pass) {
+    case MessagePass::Spmm: check_gspmm(who, N, E, c.message, c.reduce, c.lhs, c.rhs, c.out, c.arg); break;
+    case MessagePass::SpmmBackward:
+      check_gspmm_backward(who, N, E, c.message, c.reduce, c.lhs, c.rhs, c.arg, c.dout, c.dlhs, c.drhs);
+      break;
+    case MessagePass::Sddmm: check_gsddmm(who, N, E, c.op, c.lhs, c.rhs, c.out); break;
+    case MessagePass::SddmmBackward: check_gsddmm_backward(who, N, E, c.op, c.lhs, c.rhs, c.dout, c.dlhs, c.drhs); break;
+    case MessagePass::Gcn: check_node_map(who, N, c.lhs, c.out); break;
+    case MessagePass::GcnBackward: check_node_map(who, N, c.dout, c.dlhs); break;
+  }
+  executor.run(c);
 }
 
 }  // namespace detail

@@ -118,7 +118,12 @@ void check_named(const char* who, Strategy s, ScoreKind k, Backend b) {
   };
   if (std::string(to_string(s)) == "?") fail("strategy", int(s));
   if (std::string(to_string(k)) == "?") fail("score kind", int(k));
-  if (b != Backend::Auto && b != Backend::Portable && b != Backend::Native) fail("backend", int(b));
+  check_named(who, b);
+}
+
+void check_named(const char* who, Backend b) {
+  if (b != Backend::Auto && b != Backend::Portable && b != Backend::Native)
+    throw Error(std::string(who) + ": backend " + std::to_string(int(b)) + " is none of the enum's values");
 }
 
 Strategy parse_strategy(const std::string& text) {

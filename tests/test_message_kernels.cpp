@@ -150,6 +150,35 @@ TEST(MessageKernels, GcnAggregateForwardAndBackward) {
   }
 }
 
+// A MessagePlan comes from the one factory: the backend rule as attention's plans have it, the
+// portable kernels bit for bit the graph entries' (which build such a plan per call), and a
+// bipartite graph refused.
+TEST(MessageKernels, PlanTakesTheBackendRule) {
+  const HostGraph g = test::kernel_graphs().front().graph;
+  const Exec exec;
+  const Graph<Mem> graph(g);
+  const MessagePlan<Exec> portable(exec, graph, Backend::Portable);
+  EXPECT_EQ(portable.backend(), Backend::Portable);
+#ifdef DFGNN_NATIVE_CUDA
+  const bool native = std::is_same_v<Exec, Kokkos::Cuda>;
+#else
+  const bool native = false;
+#endif
+  EXPECT_EQ(MessagePlan<Exec>(exec, graph).backend(), native ? Backend::Native : Backend::Portable);
+  if (!native)
+    test::expect_error([&] { MessagePlan<Exec>(exec, graph, Backend::Native); },
+                       {"message plan: the CUDA-native backend needs Kokkos::Cuda"});
+  test::expect_error([&] { MessagePlan<Exec>(exec, Graph<Mem>(graph_from_edges(3, 2, {0, 2}, {1, 0}))); },
+                     {"message plan: message passing needs a square graph, not a bipartite one"});
+  const std::size_t N = std::size_t(g.num_nodes);
+  const HostTensor x(N, 2, 3, 4);
+  const DeviceTensor X(x, N);
+  const TensorOutput<Mem> a = poisoned(N, 2, 3), b = poisoned(N, 2, 3);
+  gspmm(exec, portable, Message::copy_u(), Reduce::Mean, X.view, {}, a);
+  gspmm(exec, graph, Message::copy_u(), Reduce::Mean, X.view, {}, b);
+  EXPECT_EQ(host(a), host(b));
+}
+
 TEST(MessageKernels, ReorderedGraphGivesTheSameResultsInTheCallersOrder) {
   const int H = 2, D = 3;
   const HostGraph& g = test::kernel_graphs()[7].graph;  // power law

@@ -159,11 +159,6 @@ Extents optional(const char* name, const void* p, std::size_t rows, int heads, i
   return p ? Extents{name, p, rows, std::size_t(heads), std::size_t(dim), element} : Extents{name, nullptr, 0, 0, 0};
 }
 
-void check_width(const char* who, int H, int D) {
-  if (H < 1 || D < 1)
-    throw Error(std::string(who) + ": H and D must be >= 1, got H = " + std::to_string(H) + ", D = " + std::to_string(D));
-}
-
 detail::Access access(const Operand& t) { return {t.data, t.heads, t.dim}; }
 
 std::size_t rows_of(Target t, const MessagePlan::Impl& p) {
@@ -332,53 +327,46 @@ const DeviceGraph& MessagePlan::graph() const { return impl_->graph; }
 edge_t MessagePlan::split() const { return impl_->split; }
 bool MessagePlan::half_warp_rows() const { return impl_->half_warp_rows; }
 
-void gspmm(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D, const Operand& lhs,
-           const Operand& rhs, float* out, edge_t* arg) {
-  constexpr const char* who = "cuda::gspmm";
-  const auto& p = plan.impl();
-  check_width(who, H, D);
-  const std::size_t N = std::size_t(p.graph.num_nodes);
-  dfgnn::detail::check_gspmm(who, p.graph.num_nodes, p.graph.num_edges, m, r, operand("lhs", lhs, rows_of(m.lhs, p)),
-                             operand("rhs", rhs, rows_of(m.rhs, p)), required("out", out, N, H, D),
-                             optional("arg", arg, N, H, D, sizeof(edge_t)));
-  const detail::MessageParams q{access(lhs), access(rhs), m.lhs, m.rhs, m.op, r == Reduce::Mean ? p.inv_degree : nullptr,
+namespace {
+
+// The checked calls' runs.
+
+Operand operand_of(const Extents& t) { return {static_cast<const float*>(t.data), int(t.heads), int(t.dim)}; }
+float* output_of(const Extents& t) { return static_cast<float*>(const_cast<void*>(t.data)); }
+
+void run_gspmm(cudaStream_t stream, const MessagePlan::Impl& p, const dfgnn::detail::MessageCall& c) {
+  const Message& m = c.message;
+  const Operand lhs = operand_of(c.lhs), rhs = operand_of(c.rhs);
+  float* out = output_of(c.out);
+  edge_t* arg = static_cast<edge_t*>(const_cast<void*>(c.arg.data));
+  const detail::MessageParams q{access(lhs), access(rhs), m.lhs, m.rhs, m.op,
+                                c.reduce == Reduce::Mean ? p.inv_degree : nullptr,
                                 m.lhs == Target::E || m.rhs == Target::E};
   // 16-byte lanes when D % 4 == 0 and every tensor is aligned (a row of a full operand then is).
-  const bool vec = vectorizable(4, D, {lhs.data, rhs.data, out, arg});
-  const Fold fold = r == Reduce::Max ? Fold::Max : r == Reduce::Min ? Fold::Min : Fold::Sum;
-  run_gspmm(stream, p, q, fold, H, D, out, arg, vec);
+  const bool vec = vectorizable(4, c.dim, {lhs.data, rhs.data, out, arg});
+  const Fold fold = c.reduce == Reduce::Max ? Fold::Max : c.reduce == Reduce::Min ? Fold::Min : Fold::Sum;
+  run_gspmm(stream, p, q, fold, c.heads, c.dim, out, arg, vec);
 }
 
-void gspmm_backward(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D,
-                    const Operand& lhs, const Operand& rhs, const edge_t* arg, const float* dout, float* dlhs,
-                    float* drhs) {
-  constexpr const char* who = "cuda::gspmm_backward";
-  const auto& p = plan.impl();
-  check_width(who, H, D);
-  const std::size_t N = std::size_t(p.graph.num_nodes);
-  const bool extreme = r == Reduce::Max || r == Reduce::Min;
-  const std::size_t lrows = rows_of(m.lhs, p), rrows = rows_of(m.rhs, p);
-  // An extreme reduce needs arg: a null one is checked (and named) as given without data.
-  dfgnn::detail::check_gspmm_backward(
-      who, p.graph.num_nodes, p.graph.num_edges, m, r, operand("lhs", lhs, lrows), operand("rhs", rhs, rrows),
-      extreme ? Extents{"arg", arg, N, std::size_t(H), std::size_t(D), sizeof(edge_t)}
-              : optional("arg", arg, N, H, D, sizeof(edge_t)),
-      required("dout", dout, N, H, D), optional("dlhs", dlhs, lrows, lhs.heads, lhs.dim),
-      optional("drhs", drhs, rrows, rhs.heads, rhs.dim));
+void run_gspmm_backward(cudaStream_t stream, const MessagePlan::Impl& p, const dfgnn::detail::MessageCall& c) {
+  const Message& m = c.message;
+  const int H = c.heads, D = c.dim;
+  const Operand lhs = operand_of(c.lhs), rhs = operand_of(c.rhs);
+  const bool extreme = c.reduce == Reduce::Max || c.reduce == Reduce::Min;
   SumParams q;
-  q.g = {dout, H, D}, q.g_on = Target::V;
-  q.arg = extreme ? arg : nullptr;
-  q.scale_v = r == Reduce::Mean ? p.inv_degree : nullptr;
+  q.g = {static_cast<const float*>(c.dout.data), H, D}, q.g_on = Target::V;
+  q.arg = extreme ? static_cast<const edge_t*>(c.arg.data) : nullptr;
+  q.scale_v = c.reduce == Reduce::Mean ? p.inv_degree : nullptr;
   q.op = m.op, q.a = access(lhs), q.a_on = m.lhs, q.b = access(rhs), q.b_on = m.rhs;
   q.ids = extreme || m.lhs == Target::E || m.rhs == Target::E;
-  if (dlhs) {
+  if (float* dlhs = output_of(c.dlhs)) {
     q.deriv = m.is_copy() ? 0 : 1;
     if (m.lhs == Target::U)
       node_gradient(stream, p, p.transposed(), q, H, D, dlhs, lhs.heads, lhs.dim);
     else
       edge_values(stream, p, detail::EdgeTerm{q, H * D}, H, D, dlhs, lhs.heads, lhs.dim);
   }
-  if (drhs) {
+  if (float* drhs = output_of(c.drhs)) {
     q.deriv = 2;
     if (m.rhs == Target::V)
       node_gradient(stream, p, p.csr, q, H, D, drhs, rhs.heads, rhs.dim);
@@ -387,75 +375,166 @@ void gspmm_backward(cudaStream_t stream, const MessagePlan& plan, const Message&
   }
 }
 
-namespace {
-
-// The checks of both g-SDDMM entries; a dot's D must be the width of x and y.
-void check_sddmm_width(const char* who, BinaryOp op, int D, std::size_t checked) {
-  if (op == BinaryOp::Dot && checked != std::size_t(D))
-    throw Error(std::string(who) + ": x and y have dim " + std::to_string(checked) + ", expected D = " + std::to_string(D));
+void run_gsddmm(cudaStream_t stream, const MessagePlan::Impl& p, const dfgnn::detail::MessageCall& c) {
+  const int width = c.op == BinaryOp::Dot ? 1 : c.dim;
+  edge_values(stream, p, detail::SddmmValue{c.op, access(operand_of(c.lhs)), access(operand_of(c.rhs))}, c.heads,
+              c.dim, output_of(c.out), c.heads, width);
 }
 
-}  // namespace
-
-void gsddmm(cudaStream_t stream, const MessagePlan& plan, BinaryOp op, int H, int D, const Operand& x, const Operand& y,
-            float* out) {
-  constexpr const char* who = "cuda::gsddmm";
-  const auto& p = plan.impl();
-  check_width(who, H, D);
-  const int width = op == BinaryOp::Dot ? 1 : D;
-  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
-  check_sddmm_width(who, op, D,
-                    dfgnn::detail::check_gsddmm(who, p.graph.num_nodes, p.graph.num_edges, op, operand("x", x, N),
-                                                operand("y", y, N), required("out", out, E, H, width)));
-  edge_values(stream, p, detail::SddmmValue{op, access(x), access(y)}, H, D, out, H, width);
-}
-
-void gsddmm_backward(cudaStream_t stream, const MessagePlan& plan, BinaryOp op, int H, int D, const Operand& x,
-                     const Operand& y, const float* dout, float* dx, float* dy) {
-  constexpr const char* who = "cuda::gsddmm_backward";
-  const auto& p = plan.impl();
-  check_width(who, H, D);
-  const int width = op == BinaryOp::Dot ? 1 : D;
-  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
-  check_sddmm_width(who, op, D,
-                    dfgnn::detail::check_gsddmm_backward(
-                        who, p.graph.num_nodes, p.graph.num_edges, op, operand("x", x, N), operand("y", y, N),
-                        required("dout", dout, E, H, width), optional("dx", dx, N, x.heads, x.dim),
-                        optional("dy", dy, N, y.heads, y.dim)));
+void run_gsddmm_backward(cudaStream_t stream, const MessagePlan::Impl& p, const dfgnn::detail::MessageCall& c) {
+  const int H = c.heads, D = c.dim;
+  const Operand x = operand_of(c.lhs), y = operand_of(c.rhs);
   SumParams q;
-  q.g = {dout, H, width}, q.g_on = Target::E;
-  q.op = op, q.a = access(x), q.a_on = Target::U, q.b = access(y), q.b_on = Target::V;
+  q.g = {static_cast<const float*>(c.dout.data), H, c.op == BinaryOp::Dot ? 1 : D}, q.g_on = Target::E;
+  q.op = c.op, q.a = access(x), q.a_on = Target::U, q.b = access(y), q.b_on = Target::V;
   q.ids = true;
-  if (dx) {
+  if (float* dx = output_of(c.dlhs)) {
     q.deriv = 1;
     node_gradient(stream, p, p.transposed(), q, H, D, dx, x.heads, x.dim);
   }
-  if (dy) {
+  if (float* dy = output_of(c.drhs)) {
     q.deriv = 2;
     node_gradient(stream, p, p.csr, q, H, D, dy, y.heads, y.dim);
   }
 }
 
+void run_gcn(cudaStream_t stream, const MessagePlan::Impl& p, const dfgnn::detail::MessageCall& c, bool backward) {
+  const int H = c.heads, D = c.dim;
+  SumParams q;
+  q.g = {static_cast<const float*>((backward ? c.dout : c.lhs).data), H, D};
+  q.g_on = backward ? Target::V : Target::U, q.scale_v = p.gcn_in, q.scale_u = p.gcn_out;
+  node_gradient(stream, p, backward ? p.transposed() : p.csr, q, H, D, output_of(backward ? c.dlhs : c.out), H, D);
+}
+
+// The entries' own checks of their H and D: at least 1, and a dot's D the width of x and y
+// (the dispatch checks the tensors against each other).
+void check_width(const char* who, int H, int D) {
+  if (H < 1 || D < 1)
+    throw Error(std::string(who) + ": H and D must be >= 1, got H = " + std::to_string(H) + ", D = " + std::to_string(D));
+}
+void check_sddmm_width(const char* who, BinaryOp op, int D, const Operand& x, const Operand& y) {
+  const int checked = std::max(x.dim, y.dim);
+  if (op == BinaryOp::Dot && checked != D)
+    throw Error(std::string(who) + ": x and y have dim " + std::to_string(checked) + ", expected D = " + std::to_string(D));
+}
+
+/// A call of the CUDA-native entries.
+dfgnn::detail::MessageCall call(dfgnn::detail::MessagePass pass, cudaStream_t stream, int H, int D) {
+  dfgnn::detail::MessageCall c;
+  c.pass = pass, c.stream = stream, c.heads = H, c.dim = D;
+  return c;
+}
+
+}  // namespace
+
+node_t MessagePlan::num_nodes() const { return impl_->graph.num_nodes; }
+edge_t MessagePlan::num_edges() const { return impl_->graph.num_edges; }
+
+void MessagePlan::run(const dfgnn::detail::MessageCall& c) const {
+  const auto stream = static_cast<cudaStream_t>(c.stream);
+  using dfgnn::detail::MessagePass;
+  switch (c.pass) {
+    case MessagePass::Spmm: return run_gspmm(stream, *impl_, c);
+    case MessagePass::SpmmBackward: return run_gspmm_backward(stream, *impl_, c);
+    case MessagePass::Sddmm: return run_gsddmm(stream, *impl_, c);
+    case MessagePass::SddmmBackward: return run_gsddmm_backward(stream, *impl_, c);
+    case MessagePass::Gcn: return run_gcn(stream, *impl_, c, false);
+    case MessagePass::GcnBackward: return run_gcn(stream, *impl_, c, true);
+  }
+}
+
+void gspmm(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D, const Operand& lhs,
+           const Operand& rhs, float* out, edge_t* arg) {
+  constexpr const char* who = "cuda::gspmm";
+  check_width(who, H, D);
+  const auto& p = plan.impl();
+  const std::size_t N = std::size_t(p.graph.num_nodes);
+  auto c = call(dfgnn::detail::MessagePass::Spmm, stream, H, D);
+  c.message = m, c.reduce = r;
+  c.lhs = operand("lhs", lhs, rows_of(m.lhs, p)), c.rhs = operand("rhs", rhs, rows_of(m.rhs, p));
+  c.out = required("out", out, N, H, D), c.arg = optional("arg", arg, N, H, D, sizeof(edge_t));
+  dfgnn::detail::run(who, plan, c);
+}
+
+void gspmm_backward(cudaStream_t stream, const MessagePlan& plan, const Message& m, Reduce r, int H, int D,
+                    const Operand& lhs, const Operand& rhs, const edge_t* arg, const float* dout, float* dlhs,
+                    float* drhs) {
+  constexpr const char* who = "cuda::gspmm_backward";
+  check_width(who, H, D);
+  const auto& p = plan.impl();
+  const std::size_t N = std::size_t(p.graph.num_nodes);
+  const std::size_t lrows = rows_of(m.lhs, p), rrows = rows_of(m.rhs, p);
+  auto c = call(dfgnn::detail::MessagePass::SpmmBackward, stream, H, D);
+  c.message = m, c.reduce = r;
+  c.lhs = operand("lhs", lhs, lrows), c.rhs = operand("rhs", rhs, rrows);
+  // An extreme reduce needs arg: a null one is checked (and named) as given without data.
+  c.arg = r == Reduce::Max || r == Reduce::Min ? Extents{"arg", arg, N, std::size_t(H), std::size_t(D), sizeof(edge_t)}
+                                               : optional("arg", arg, N, H, D, sizeof(edge_t));
+  c.dout = required("dout", dout, N, H, D);
+  c.dlhs = optional("dlhs", dlhs, lrows, lhs.heads, lhs.dim), c.drhs = optional("drhs", drhs, rrows, rhs.heads, rhs.dim);
+  dfgnn::detail::run(who, plan, c);
+}
+
+void gsddmm(cudaStream_t stream, const MessagePlan& plan, BinaryOp op, int H, int D, const Operand& x, const Operand& y,
+            float* out) {
+  constexpr const char* who = "cuda::gsddmm";
+  check_width(who, H, D);
+  const auto& p = plan.impl();
+  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
+  auto c = call(dfgnn::detail::MessagePass::Sddmm, stream, H, D);
+  c.op = op;
+  c.lhs = operand("x", x, N), c.rhs = operand("y", y, N);
+  c.out = required("out", out, E, H, op == BinaryOp::Dot ? 1 : D);
+  check_sddmm_width(who, op, D, x, y);
+  dfgnn::detail::run(who, plan, c);
+}
+
+void gsddmm_backward(cudaStream_t stream, const MessagePlan& plan, BinaryOp op, int H, int D, const Operand& x,
+                     const Operand& y, const float* dout, float* dx, float* dy) {
+  constexpr const char* who = "cuda::gsddmm_backward";
+  check_width(who, H, D);
+  const auto& p = plan.impl();
+  const std::size_t N = std::size_t(p.graph.num_nodes), E = std::size_t(p.graph.num_edges);
+  auto c = call(dfgnn::detail::MessagePass::SddmmBackward, stream, H, D);
+  c.op = op;
+  c.lhs = operand("x", x, N), c.rhs = operand("y", y, N);
+  c.dout = required("dout", dout, E, H, op == BinaryOp::Dot ? 1 : D);
+  c.dlhs = optional("dx", dx, N, x.heads, x.dim), c.drhs = optional("dy", dy, N, y.heads, y.dim);
+  check_sddmm_width(who, op, D, x, y);
+  dfgnn::detail::run(who, plan, c);
+}
+
 void gcn_aggregate(cudaStream_t stream, const MessagePlan& plan, int H, int D, const float* x, float* out) {
   constexpr const char* who = "cuda::gcn_aggregate";
-  const auto& p = plan.impl();
   check_width(who, H, D);
-  const std::size_t N = std::size_t(p.graph.num_nodes);
-  dfgnn::detail::check_node_map(who, p.graph.num_nodes, required("x", x, N, H, D), required("out", out, N, H, D));
-  SumParams q;
-  q.g = {x, H, D}, q.g_on = Target::U, q.scale_v = p.gcn_in, q.scale_u = p.gcn_out;
-  node_gradient(stream, p, p.csr, q, H, D, out, H, D);
+  const std::size_t N = std::size_t(plan.impl().graph.num_nodes);
+  auto c = call(dfgnn::detail::MessagePass::Gcn, stream, H, D);
+  c.lhs = required("x", x, N, H, D), c.out = required("out", out, N, H, D);
+  dfgnn::detail::run(who, plan, c);
 }
 
 void gcn_aggregate_backward(cudaStream_t stream, const MessagePlan& plan, int H, int D, const float* dout, float* dx) {
   constexpr const char* who = "cuda::gcn_aggregate_backward";
-  const auto& p = plan.impl();
   check_width(who, H, D);
-  const std::size_t N = std::size_t(p.graph.num_nodes);
-  dfgnn::detail::check_node_map(who, p.graph.num_nodes, required("dout", dout, N, H, D), required("dx", dx, N, H, D));
-  SumParams q;
-  q.g = {dout, H, D}, q.g_on = Target::V, q.scale_v = p.gcn_in, q.scale_u = p.gcn_out;
-  node_gradient(stream, p, p.transposed(), q, H, D, dx, H, D);
+  const std::size_t N = std::size_t(plan.impl().graph.num_nodes);
+  auto c = call(dfgnn::detail::MessagePass::GcnBackward, stream, H, D);
+  c.dout = required("dout", dout, N, H, D), c.dlhs = required("dx", dx, N, H, D);
+  dfgnn::detail::run(who, plan, c);
 }
 
 }  // namespace dfgnn::cuda
+
+namespace dfgnn::detail {
+
+std::unique_ptr<MessageBuilder> native_message_builder(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
+                                                       const node_t* dst, const edge_t* edge_id) {
+  struct NativeMessages final : MessageBuilder {
+    const HostGraph& g;
+    cuda::DeviceGraph device;
+    NativeMessages(const HostGraph& host, cuda::DeviceGraph d) : g(host), device(d) {}
+    std::shared_ptr<const MessageExecutor> build() override { return std::make_shared<const cuda::MessagePlan>(g, device); }
+  };
+  return std::make_unique<NativeMessages>(g, cuda::DeviceGraph{g.num_nodes, g.num_edges(), row_ptr, src, dst, edge_id});
+}
+
+}  // namespace dfgnn::detail

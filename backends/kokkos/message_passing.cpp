@@ -1,5 +1,5 @@
-// Public message-passing entries -> argument checks -> kernels, instantiated for every enabled
-// execution space.
+// The portable kernels' message-passing plan (detail/messages.hpp): a checked call -> its
+// kernels. Instantiated for every enabled execution space.
 
 #include "message_passing.hpp"
 #include "spaces.hpp"
@@ -10,19 +10,6 @@ namespace dfgnn {
 namespace {
 
 using namespace kokkos_impl;
-
-template <class View>
-detail::Extents extents(const char* name, const View& t) {
-  return {name, t.data(), t.extent(0), t.extent(1), t.extent(2), sizeof(typename View::value_type)};
-}
-
-/// The node count of a square graph: message passing reads its node tensors at both ends of an
-/// edge with one row count (bipartite graphs: the attention entries only, for now).
-template <class Mem>
-node_t square_nodes(const char* who, const Graph<Mem>& g) {
-  if (g.host().bipartite()) throw Error(std::string(who) + ": message passing needs a square graph, not a bipartite one");
-  return g.num_nodes();
-}
 
 template <class Mem>
 InEdges<Mem> in_edges(const Graph<Mem>& g) {
@@ -61,90 +48,100 @@ void gather(const Exec& exec, const char* name, const Graph<typename Exec::memor
   }
 }
 
+/// The portable kernels' message-passing plan: the graph (its CSC built on first use, shared
+/// by every plan of the graph), and the runs of the calls the dispatch checked.
+template <class Exec>
+class PortableMessages final : public detail::MessageExecutor {
+ public:
+  using Mem = typename Exec::memory_space;
+
+  explicit PortableMessages(const Graph<Mem>& graph) : graph_(graph) {}
+
+  node_t num_nodes() const override { return graph_.num_nodes(); }
+  edge_t num_edges() const override { return graph_.num_edges(); }
+  Backend backend() const override { return Backend::Portable; }
+
+  void run(const detail::MessageCall& c) const override {
+    const Exec& exec = *static_cast<const Exec*>(c.space);
+    const Graph<Mem>& g = graph_;
+    const int H = c.heads, D = c.dim;
+    switch (c.pass) {
+      case detail::MessagePass::Spmm: {
+        const TensorOutput<Mem> out = output(c.out);
+        const MessageOf<Mem> m{c.message.lhs, c.message.rhs, c.message.op, {input(c.lhs)}, {input(c.rhs)}};
+        return for_segments(exec, "dfgnn::gspmm", g.num_nodes(), H, D,
+                            SpmmRows<Mem>{in_edges(g), m, c.reduce, out, arg_output(c.arg)});
+      }
+      case detail::MessagePass::SpmmBackward: {
+        SpmmTerm<Mem> term{{c.message.lhs, c.message.rhs, c.message.op, {input(c.lhs)}, {input(c.rhs)}},
+                           c.reduce, {input(c.dout)}, arg_input(c.arg), g.row_ptr(), false};
+        if (c.dlhs.bytes() > 0) gather(exec, "dfgnn::gspmm_backward_lhs", g, c.message.lhs, term, output(c.dlhs), H, D);
+        term.wrt_rhs = true;
+        if (c.drhs.bytes() > 0) gather(exec, "dfgnn::gspmm_backward_rhs", g, c.message.rhs, term, output(c.drhs), H, D);
+        return;
+      }
+      case detail::MessagePass::Sddmm:
+        return for_segments(exec, "dfgnn::gsddmm", g.num_edges(), H, D,
+                            SddmmEdges<Mem>{one_edge(g), c.op, {input(c.lhs)}, {input(c.rhs)}, output(c.out), D});
+      case detail::MessagePass::SddmmBackward: {
+        SddmmTerm<Mem> term{c.op, {input(c.lhs)}, {input(c.rhs)}, input(c.dout), false};
+        if (c.dlhs.bytes() > 0) gather(exec, "dfgnn::gsddmm_backward_x", g, Target::U, term, output(c.dlhs), H, D);
+        term.wrt_y = true;
+        if (c.drhs.bytes() > 0) gather(exec, "dfgnn::gsddmm_backward_y", g, Target::V, term, output(c.drhs), H, D);
+        return;
+      }
+      case detail::MessagePass::Gcn:
+        return gather(exec, "dfgnn::gcn_aggregate", g, Target::V,
+                      GcnTerm<Mem>{g.row_ptr(), g.transposed().col_ptr, input(c.lhs), false}, output(c.out), H, D);
+      case detail::MessagePass::GcnBackward:
+        return gather(exec, "dfgnn::gcn_aggregate_backward", g, Target::U,
+                      GcnTerm<Mem>{g.row_ptr(), g.transposed().col_ptr, input(c.dout), true}, output(c.dlhs), H, D);
+    }
+  }
+
+ private:
+  // A checked tensor as the View the kernels read (unmanaged; the caller's memory).
+  static Tensor<Mem> input(const detail::Extents& t) {
+    return Tensor<Mem>(static_cast<const float*>(t.data), t.rows, t.heads, t.dim);
+  }
+  static TensorOutput<Mem> output(const detail::Extents& t) {
+    return TensorOutput<Mem>(static_cast<float*>(const_cast<void*>(t.data)), t.rows, t.heads, t.dim);
+  }
+  static ArgOutput<Mem> arg_output(const detail::Extents& t) {
+    return ArgOutput<Mem>(static_cast<edge_t*>(const_cast<void*>(t.data)), t.rows, t.heads, t.dim);
+  }
+  static ArgInput<Mem> arg_input(const detail::Extents& t) {
+    return ArgInput<Mem>(static_cast<const edge_t*>(t.data), t.rows, t.heads, t.dim);
+  }
+
+  Graph<Mem> graph_;
+};
+
+template <class Exec>
+class PortableMessageBuilder final : public detail::MessageBuilder {
+ public:
+  explicit PortableMessageBuilder(const Graph<typename Exec::memory_space>& graph) : graph_(graph) {}
+  std::shared_ptr<const detail::MessageExecutor> build() override {
+    return std::make_shared<const PortableMessages<Exec>>(graph_);
+  }
+
+ private:
+  Graph<typename Exec::memory_space> graph_;
+};
+
 }  // namespace
 
 template <class Exec>
-void gspmm(const Exec& exec, const Graph<typename Exec::memory_space>& graph, const Message& message, Reduce reduce,
-           const Tensor<typename Exec::memory_space>& lhs, const Tensor<typename Exec::memory_space>& rhs,
-           const TensorOutput<typename Exec::memory_space>& out, const ArgOutput<typename Exec::memory_space>& arg) {
-  using Mem = typename Exec::memory_space;
-  detail::check_gspmm("gspmm", square_nodes("gspmm", graph), graph.num_edges(), message, reduce, extents("lhs", lhs),
-                      extents("rhs", rhs), extents("out", out), extents("arg", arg));
-  const MessageOf<Mem> m{message.lhs, message.rhs, message.op, {lhs}, {rhs}};
-  for_segments(exec, "dfgnn::gspmm", graph.num_nodes(), int(out.extent(1)), int(out.extent(2)),
-               SpmmRows<Mem>{in_edges(graph), m, reduce, out, arg});
-}
-
-template <class Exec>
-void gspmm_backward(const Exec& exec, const Graph<typename Exec::memory_space>& graph, const Message& message,
-                    Reduce reduce, const Tensor<typename Exec::memory_space>& lhs,
-                    const Tensor<typename Exec::memory_space>& rhs, const ArgInput<typename Exec::memory_space>& arg,
-                    const Tensor<typename Exec::memory_space>& dout,
-                    const TensorOutput<typename Exec::memory_space>& dlhs,
-                    const TensorOutput<typename Exec::memory_space>& drhs) {
-  using Mem = typename Exec::memory_space;
-  detail::check_gspmm_backward("gspmm_backward", square_nodes("gspmm_backward", graph), graph.num_edges(), message, reduce,
-                               extents("lhs", lhs), extents("rhs", rhs), extents("arg", arg), extents("dout", dout),
-                               extents("dlhs", dlhs), extents("drhs", drhs));
-  const int H = int(dout.extent(1)), D = int(dout.extent(2));
-  SpmmTerm<Mem> term{{message.lhs, message.rhs, message.op, {lhs}, {rhs}}, reduce, {dout}, arg, graph.row_ptr(), false};
-  if (dlhs.size()) gather(exec, "dfgnn::gspmm_backward_lhs", graph, message.lhs, term, dlhs, H, D);
-  term.wrt_rhs = true;
-  if (drhs.size()) gather(exec, "dfgnn::gspmm_backward_rhs", graph, message.rhs, term, drhs, H, D);
-}
-
-template <class Exec>
-void gsddmm(const Exec& exec, const Graph<typename Exec::memory_space>& graph, BinaryOp op,
-            const Tensor<typename Exec::memory_space>& x, const Tensor<typename Exec::memory_space>& y,
-            const TensorOutput<typename Exec::memory_space>& out) {
-  using Mem = typename Exec::memory_space;
-  const std::size_t D = detail::check_gsddmm("gsddmm", square_nodes("gsddmm", graph), graph.num_edges(), op, extents("x", x),
-                                             extents("y", y), extents("out", out));
-  for_segments(exec, "dfgnn::gsddmm", graph.num_edges(), int(out.extent(1)), int(D),
-               SddmmEdges<Mem>{one_edge(graph), op, {x}, {y}, out, int(D)});
-}
-
-template <class Exec>
-void gsddmm_backward(const Exec& exec, const Graph<typename Exec::memory_space>& graph, BinaryOp op,
-                     const Tensor<typename Exec::memory_space>& x, const Tensor<typename Exec::memory_space>& y,
-                     const Tensor<typename Exec::memory_space>& dout,
-                     const TensorOutput<typename Exec::memory_space>& dx,
-                     const TensorOutput<typename Exec::memory_space>& dy) {
-  using Mem = typename Exec::memory_space;
-  const int D = int(detail::check_gsddmm_backward("gsddmm_backward", square_nodes("gsddmm_backward", graph), graph.num_edges(), op,
-                                                  extents("x", x), extents("y", y), extents("dout", dout),
-                                                  extents("dx", dx), extents("dy", dy)));
-  const int H = int(dout.extent(1));
-  SddmmTerm<Mem> term{op, {x}, {y}, dout, false};
-  if (dx.size()) gather(exec, "dfgnn::gsddmm_backward_x", graph, Target::U, term, dx, H, D);
-  term.wrt_y = true;
-  if (dy.size()) gather(exec, "dfgnn::gsddmm_backward_y", graph, Target::V, term, dy, H, D);
-}
-
-template <class Exec>
-void gcn_aggregate(const Exec& exec, const Graph<typename Exec::memory_space>& graph,
-                   const Tensor<typename Exec::memory_space>& x, const TensorOutput<typename Exec::memory_space>& out) {
-  using Mem = typename Exec::memory_space;
-  detail::check_node_map("gcn_aggregate", square_nodes("gcn_aggregate", graph), extents("x", x), extents("out", out));
-  const GcnTerm<Mem> term{graph.row_ptr(), graph.transposed().col_ptr, x, false};
-  gather(exec, "dfgnn::gcn_aggregate", graph, Target::V, term, out, int(out.extent(1)), int(out.extent(2)));
-}
-
-template <class Exec>
-void gcn_aggregate_backward(const Exec& exec, const Graph<typename Exec::memory_space>& graph,
-                            const Tensor<typename Exec::memory_space>& dout,
-                            const TensorOutput<typename Exec::memory_space>& dx) {
-  using Mem = typename Exec::memory_space;
-  detail::check_node_map("gcn_aggregate_backward", square_nodes("gcn_aggregate_backward", graph), extents("dout", dout), extents("dx", dx));
-  const GcnTerm<Mem> term{graph.row_ptr(), graph.transposed().col_ptr, dout, true};
-  gather(exec, "dfgnn::gcn_aggregate_backward", graph, Target::U, term, dx, int(dx.extent(1)), int(dx.extent(2)));
+std::unique_ptr<detail::MessageBuilder> detail::portable_message_builder(
+    const Exec&, const Graph<typename Exec::memory_space>& graph) {
+  return std::make_unique<PortableMessageBuilder<Exec>>(graph);
 }
 
 template <class Exec>
 void permute_nodes(const Exec& exec, const Kokkos::View<const node_t*, typename Exec::memory_space>& index,
                    const Tensor<typename Exec::memory_space>& in, const TensorOutput<typename Exec::memory_space>& out) {
   const std::size_t N = index.extent(0);
-  detail::check_node_map("permute_nodes", node_t(N), extents("in", in), extents("out", out));
+  detail::check_node_map("permute_nodes", node_t(N), detail::extents("in", in), detail::extents("out", out));
   const std::size_t W = out.extent(1) * out.extent(2);
   const int D = int(out.extent(2));
   Kokkos::parallel_for(
@@ -154,27 +151,10 @@ void permute_nodes(const Exec& exec, const Kokkos::View<const node_t*, typename 
       });
 }
 
-#define DFGNN_INSTANTIATE(EXEC)                                                                                     \
-  template void gspmm<EXEC>(const EXEC&, const Graph<EXEC::memory_space>&, const Message&, Reduce,                 \
-                            const Tensor<EXEC::memory_space>&, const Tensor<EXEC::memory_space>&,                   \
-                            const TensorOutput<EXEC::memory_space>&, const ArgOutput<EXEC::memory_space>&);         \
-  template void gspmm_backward<EXEC>(const EXEC&, const Graph<EXEC::memory_space>&, const Message&, Reduce,        \
-                                     const Tensor<EXEC::memory_space>&, const Tensor<EXEC::memory_space>&,          \
-                                     const ArgInput<EXEC::memory_space>&, const Tensor<EXEC::memory_space>&,        \
-                                     const TensorOutput<EXEC::memory_space>&, const TensorOutput<EXEC::memory_space>&); \
-  template void gsddmm<EXEC>(const EXEC&, const Graph<EXEC::memory_space>&, BinaryOp,                              \
-                             const Tensor<EXEC::memory_space>&, const Tensor<EXEC::memory_space>&,                  \
-                             const TensorOutput<EXEC::memory_space>&);                                              \
-  template void gsddmm_backward<EXEC>(const EXEC&, const Graph<EXEC::memory_space>&, BinaryOp,                     \
-                                      const Tensor<EXEC::memory_space>&, const Tensor<EXEC::memory_space>&,         \
-                                      const Tensor<EXEC::memory_space>&, const TensorOutput<EXEC::memory_space>&,   \
-                                      const TensorOutput<EXEC::memory_space>&);                                     \
-  template void gcn_aggregate<EXEC>(const EXEC&, const Graph<EXEC::memory_space>&, const Tensor<EXEC::memory_space>&, \
-                                    const TensorOutput<EXEC::memory_space>&);                                      \
-  template void gcn_aggregate_backward<EXEC>(const EXEC&, const Graph<EXEC::memory_space>&,                        \
-                                             const Tensor<EXEC::memory_space>&,                                     \
-                                             const TensorOutput<EXEC::memory_space>&);                              \
-  template void permute_nodes<EXEC>(const EXEC&, const Kokkos::View<const node_t*, EXEC::memory_space>&,           \
+#define DFGNN_INSTANTIATE(EXEC)                                                                       \
+  template std::unique_ptr<detail::MessageBuilder> detail::portable_message_builder<EXEC>(                 \
+      const EXEC&, const Graph<EXEC::memory_space>&);                                                       \
+  template void permute_nodes<EXEC>(const EXEC&, const Kokkos::View<const node_t*, EXEC::memory_space>&, \
                                     const Tensor<EXEC::memory_space>&, const TensorOutput<EXEC::memory_space>&);
 
 DFGNN_FOR_EACH_EXECUTION_SPACE(DFGNN_INSTANTIATE)

@@ -20,6 +20,7 @@
 /// allocates it: calls through one plan must not overlap on different streams.
 
 #include <dfgnn/cuda.hpp>
+#include <dfgnn/detail/messages.hpp>
 #include <dfgnn/message.hpp>
 
 #include <memory>
@@ -29,15 +30,21 @@ namespace dfgnn::cuda {
 /// Per-graph preprocessing of the message-passing kernels: the device graph, the pieces of
 /// heavy rows (split so that no warp walks more than a fair share of the edges), per-node
 /// degree factors (mean, GCN) and, built on first use, the transposed graph with its pieces.
-class MessagePlan {
+class MessagePlan final : public dfgnn::detail::MessageExecutor {
  public:
   /// Uploads `g` to the current device and owns that copy.
   explicit MessagePlan(const HostGraph& g);
   /// Uses the caller's device copy of `g` (it must outlive the plan); `g` gives the degrees.
   MessagePlan(const HostGraph& g, const DeviceGraph& device_graph);
-  ~MessagePlan();
+  ~MessagePlan() override;
   MessagePlan(MessagePlan&&) noexcept;
   MessagePlan& operator=(MessagePlan&&) noexcept;
+
+  node_t num_nodes() const override;
+  edge_t num_edges() const override;
+  Backend backend() const override { return Backend::Native; }
+  /// Runs a call the dispatch checked (MessageCall::stream: the cudaStream_t).
+  void run(const dfgnn::detail::MessageCall& call) const override;
 
   const DeviceGraph& graph() const;
   /// Rows with more in-edges than this are split into pieces of at most this many edges.

@@ -7,6 +7,11 @@
 
 #include <Kokkos_Core.hpp>
 
+// Kokkos::Cuda plans run the CUDA-native kernels too (resolve_backend) in a build that has them.
+#if defined(DFGNN_ENABLE_CUDA) && defined(KOKKOS_ENABLE_CUDA)
+#define DFGNN_NATIVE_CUDA 1
+#endif
+
 #include <memory>
 #include <string>
 #include <vector>

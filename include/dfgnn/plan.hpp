@@ -9,10 +9,6 @@
 #include <dfgnn/detail/factory.hpp>
 #include <dfgnn/graph.hpp>
 
-#if defined(DFGNN_ENABLE_CUDA) && defined(KOKKOS_ENABLE_CUDA)
-#define DFGNN_NATIVE_CUDA 1
-#endif
-
 #include <memory>
 #include <string>
 #include <type_traits>

@@ -241,6 +241,8 @@ const char* to_string(ScoreKind k);
 /// Throws Error (prefixed `who`) unless each is one of its enum's named values, not another
 /// integer cast to it.
 void check_named(const char* who, Strategy s, ScoreKind k, Backend b = Backend::Auto);
+/// The same for a backend alone.
+void check_named(const char* who, Backend b);
 /// Parses "auto|smmf|pmf|unfused|staged|online|dense" (case-insensitive); throws Error otherwise.
 Strategy parse_strategy(const std::string& s);
 /// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.

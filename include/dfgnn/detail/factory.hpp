@@ -28,14 +28,27 @@ class Builder {
   virtual std::shared_ptr<const Executor> build(Strategy resolved) = 0;
 };
 
-/// Where a plan's calls run: the backends that can build a plan there, over the graph as each
-/// reads it (a Kokkos space's Views, a CUDA device's arrays), and why one cannot.
-struct Where {
-  std::unique_ptr<Builder> portable;
-  std::unique_ptr<Builder> native;
+/// Where a plan's calls run: the backends that can build a plan of an op family there (B: its
+/// builder type), each bound to the graph as that backend reads it (a Kokkos space's Views, a
+/// CUDA device's arrays), and why one cannot.
+template <class B>
+struct Backends {
+  std::unique_ptr<B> portable;
+  std::unique_ptr<B> native;
   std::string native_unavailable;    ///< why `native` is null: "needs ..." (resolve_backend's text)
   std::string portable_unavailable;  ///< why `portable` is null, in the same form
 };
+using Where = Backends<Builder>;
+
+/// The builder of the backend resolve_backend picks for `backend` where `where` says; an Error
+/// naming `who` where that backend cannot run.
+template <class B>
+B& chosen(const char* who, Backend backend, const Backends<B>& where) {
+  const Backend b = resolve_backend(who, backend, where.native ? "" : where.native_unavailable);
+  if (b == Backend::Portable && !where.portable)
+    throw Error(std::string(who) + ": the portable backend " + where.portable_unavailable);
+  return b == Backend::Native ? *where.native : *where.portable;
+}
 
 /// The CUDA-native backend's builder over a graph already on the current device: `g`'s arrays
 /// at those addresses, which must outlive the plan, built on `stream` (a cudaStream_t; null:
