@@ -217,6 +217,7 @@ void run(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, typen
 template <class S, class E = typename S::Elem>
 void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options& o, const Upstream<E>& up,
                   const Grads<E>& gr, E* param, int param_count, bool vec16) {
+  using G = GradOf<S>;
   const Plan::Impl& p = plan.impl();
   const DeviceGraph& g = p.graph;
   const int H = p.heads, D = p.dim;
@@ -224,7 +225,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   require_tile<E, kWalkVec>(D, vec16, "cuda::attention_backward");
   const bool edges = sc.edge != nullptr;
   const bool cols_first = dfgnn::detail::columns_first("cuda::attention_backward", o.backward_order, p.kind,
-                                                       kRowsFirst<S>, kColsFirst<S>, g.num_edges, g.num_nodes, edges);
+                                                       G::kRowsFirst, G::kColsFirst, g.num_edges, g.num_nodes, edges);
   if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
   const BackwardData& b = p.backward(st);
   const BackwardWork& wk = b.work;
@@ -236,7 +237,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const Segments cols{b.col_ptr, b.col_dst, NS, b.split, b.cols.pieces, b.cols.num_pieces, b.col_edge_id};
   const auto merge = [&](auto kCols, const SplitSegments& seg, const float* part) {
     const std::size_t threads =
-        std::size_t(seg.num_split) * H * pad4(decltype(kCols)::value ? col_width<S>(D) : row_width<S>(D)) / 4;
+        std::size_t(seg.num_split) * H * pad4(decltype(kCols)::value ? G::col_width(D) : G::row_width(D)) / 4;
     if (threads == 0) return;
     launch_dependent(merge_sums<S, decltype(kCols)::value>, threads, st, seg.split, seg.num_split, H, D, part, gr,
                      wk.param);
@@ -251,7 +252,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
     const auto walks = [&](auto exact) {
       constexpr bool kExact = decltype(exact)::value;
       if (cols_first) {
-        if constexpr (kColsFirst<S>) {
+        if constexpr (G::kColsFirst) {
           const std::int64_t NH = std::int64_t(N) * H;
           row_deltas<T, E><<<blocks_for(NH * T::LANES, 256), 256, 0, st>>>(up, wk.delta, NH, D);
           with_dropout(tr, [&](auto drop) {
@@ -261,14 +262,15 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
                                       gr, wk, b.csr_pos, H, D);
             };
             if (!edges) return scored(backward_scored_cols<S, T, kDrop, kExact>);
-            if constexpr (S::kKind == ScoreKind::GAT && !kExact) scored(backward_scored_cols<S, T, kDrop, false, true>);
+            // Edge features run columns first only where the model has no rows first.
+            if constexpr (!G::kRowsFirst && !kExact) scored(backward_scored_cols<S, T, kDrop, false, true>);
           });
           merge(std::true_type{}, b.cols, wk.col_part);
           launch_dependent_blocks(backward_summed_rows<S, T, kExact>, blocks(rows, row_threads), row_threads, 0, st,
                                   sc, rows, gr, wk, H, D);
           merge(std::false_type{}, b.rows, wk.row_part);
         }
-      } else if constexpr (kRowsFirst<S>) {
+      } else if constexpr (G::kRowsFirst) {
         constexpr bool kEdgeRows = kHasEdge<S> && !kExact;  // edge features: one variant, any D
         with_dropout(tr, [&](auto drop) {
           const auto rows_walk = [&](auto kernel) {
@@ -281,15 +283,15 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
         const auto cols_walk = [&](auto kernel) {
           launch_dependent_blocks(kernel, blocks(cols, col_threads), col_threads, 0, st, sc, cols, up, gr, wk, H, D);
         };
-        if constexpr (S::kKind == ScoreKind::GATv2 && !kExact) {
+        if constexpr (G::kColsReadEdgeGrad && !kExact) {
           if (edges) cols_walk(backward_cols<S, T, false, true>);
           else cols_walk(backward_cols<S, T, kExact>);
         } else {
           cols_walk(backward_cols<S, T, kExact>);
         }
         merge(std::true_type{}, b.cols, wk.col_part);
-        if constexpr (S::kKind == ScoreKind::GT)
-          if (edges && sc.edge_layout.heads < H) {  // GT's edge columns, one row for every head
+        if constexpr (G::kSharedEdgeColumns)
+          if (edges && sc.edge_layout.heads < H) {  // edge columns, one row for every head
             const int F = sc.edge_layout.width;
             shared_edge_grad<E><<<blocks_for(std::int64_t(g.num_edges) * F, 256), 256, 0, st>>>(
                 sc.q, up.dout, sc.scale, p.with_destinations(st), b.csc_pos, wk.dr_q, H, D, F, gr.edge);
@@ -310,7 +312,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   if (!wide) with_tile<!S::kRowKey, E, kWalkVec>(D, vec16, walk, pair);
   if (param != nullptr) {
     const std::int64_t units = std::int64_t(N) + b.rows.slots;
-    launch_param_sums(st, wk.param, units, H * param_width<S>(D), wk.param_slices, param, param_count);
+    launch_param_sums(st, wk.param, units, H * G::param_width(D), wk.param_slices, param, param_count);
   }
   DFGNN_CUDA(cudaGetLastError());
 }

@@ -217,9 +217,9 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
     int row_width, col_width, param_width;
   };
   const Needs need = visit_model(kind, [&](auto model) {
-    using S = detail::ScoreOf<decltype(model)>;
-    return Needs{detail::kRowsFirst<S>, detail::kColsFirst<S>, detail::pad4(detail::row_width<S>(dim)),
-                 detail::pad4(detail::col_width<S>(dim)), detail::param_width<S>(dim)};
+    using G = detail::GradOf<detail::ScoreOf<decltype(model)>>;
+    return Needs{G::kRowsFirst, G::kColsFirst, detail::pad4(G::row_width(dim)), detail::pad4(G::col_width(dim)),
+                 G::param_width(dim)};
   });
   if (need.rows_first) {
     edge_t* csc_pos = mem.alloc<edge_t>(E);
