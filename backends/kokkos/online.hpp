@@ -17,8 +17,9 @@
 
 namespace dfgnn::kokkos_impl {
 
-/// W: features per lane access (1, or 4 with 16-byte aligned rows).
-template <class Exec, class Score, int W>
+/// W: features per lane access (1, or 4 with 16-byte aligned rows). kEdges: the call has an edge
+/// argument (Score::has_edges), whose ids the walk then loads.
+template <class Exec, class Score, int W, bool kEdges>
 struct Online {
   using Mem = typename Exec::memory_space;
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
@@ -78,19 +79,22 @@ struct Online {
                                    float& sum) const {
     const int chunks = p.dim / W;
     node_t u[U];
-    edge_t id[U];
-    for (int j = 0; j < U; ++j) u[j] = p.src(e + j), id[j] = p.edge_id(e + j);
+    edge_t id[U] = {};
+    for (int j = 0; j < U; ++j) {
+      u[j] = p.src(e + j);
+      if constexpr (kEdges) id[j] = p.edge_id(e + j);
+    }
     EdgeSums<U> t;
     if constexpr (Score::reduces)
       Kokkos::parallel_reduce(
           Kokkos::ThreadVectorRange(team, chunks),
           [&](int i, EdgeSums<U>& part) {
-            for (int j = 0; j < U; ++j) part.x[j] += score.template terms<W>(v, u[j], id[j], h, i);
+            for (int j = 0; j < U; ++j) part.x[j] += score.template terms<W, kEdges>(v, u[j], id[j], h, i);
           },
           Kokkos::Sum<EdgeSums<U>>(t));
     float top = m;
     for (int j = 0; j < U; ++j) {
-      t.x[j] = p.scaled(score.finish(t.x[j], v, u[j], id[j], h), e + j, h);
+      t.x[j] = p.scaled(score.template finish<kEdges>(t.x[j], v, u[j], id[j], h), e + j, h);
       top = first && j == 0 ? t.x[0] : fmax(top, t.x[j]);
     }
     const float c = first ? 0.0f : top > m ? exp(m - top) : 1.0f;  // the max rarely grows
@@ -106,7 +110,7 @@ struct Online {
       Vec<W> y;
       for (int f = 0; f < W; ++f) y.x[f] = first ? 0.0f : acc[i].x[f] * c;
       for (int j = 0; j < U; ++j) {
-        const Vec<W> x = score.template values<W>(u[j], id[j], h, i);
+        const Vec<W> x = score.template values<W, kEdges>(u[j], id[j], h, i);
         for (int f = 0; f < W; ++f) y.x[f] += w[j] * x.x[f];
       }
       acc[i] = y;
@@ -143,7 +147,7 @@ struct MergePieces {
   }
 };
 
-template <int W, class Exec, class Score>
+template <int W, bool kEdges, class Exec, class Score>
 void launch_online(const Exec& exec, const PortablePlan<Exec>& plan,
                    const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score) {
   const auto& L = plan.layout();
@@ -154,7 +158,7 @@ void launch_online(const Exec& exec, const PortablePlan<Exec>& plan,
   // the unbounded build (70 registers, 3 teams) took up to 1.5x as long on the H100 (docs/design.md).
   using Bounds = Kokkos::LaunchBounds<256, 5>;
   launch<Bounds>(exec, "dfgnn::online", (units + team_units - 1) / team_units, groups, L.online_lanes,
-                 Online<Exec, Score, W>{p, score, L.pieces, L.partials, L.split, team_units},
+                 Online<Exec, Score, W, kEdges>{p, score, L.pieces, L.partials, L.split, team_units},
                  std::size_t(L.scratch_floats) * sizeof(float) + kOnlineSlotAlign);
 }
 
@@ -163,10 +167,11 @@ void online(const Exec& exec, const PortablePlan<Exec>& plan,
             const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score) {
   using Mem = typename Exec::memory_space;
   const auto& L = plan.layout();
-  if (score.rows_aligned(4))
-    launch_online<4>(exec, plan, p, score);
+  const bool aligned = score.rows_aligned(4);
+  if (score.has_edges())
+    aligned ? launch_online<4, true>(exec, plan, p, score) : launch_online<1, true>(exec, plan, p, score);
   else
-    launch_online<1>(exec, plan, p, score);
+    aligned ? launch_online<4, false>(exec, plan, p, score) : launch_online<1, false>(exec, plan, p, score);
   const node_t split_rows = node_t(L.split_rows.extent(0));
   launch_rows(exec, "dfgnn::online_merge", split_rows, p.heads, L.vector_length,
               MergePieces<Mem, typename Score::element>{p, L.split_rows, L.partials});

@@ -119,14 +119,18 @@ KOKKOS_INLINE_FUNCTION int edge_first_chunk(const Features<Mem, T>& t, const Fea
 }
 
 /// Row (n, h)'s features [W i, W i + W) of `t`, plus edge `id`'s of `e` where it has some (its
-/// one row for every head when it has one head).
-template <int W, class Mem, class T>
+/// one row for every head when it has one head). kEdges false: the call has no edge argument,
+/// known at compile time (the Online walk's plain variant: no edge ids loaded, no branch, and
+/// the registers they took, which spilled at Online's launch bounds).
+template <int W, bool kEdges = true, class Mem, class T>
 KOKKOS_INLINE_FUNCTION Vec<W> with_edge(const Features<Mem, T>& t, node_t n, const Features<Mem, T>& e, edge_t id,
                                         int h, int i) {
   Vec<W> x = chunk<W>(t, n, h, i);
-  if (e.data()) {
-    const int first = edge_first_chunk<W>(t, e);
-    if (i >= first) x += chunk<W>(e, id, e.extent(1) == 1 ? 0 : h, i - first);
+  if constexpr (kEdges) {
+    if (e.data()) {
+      const int first = edge_first_chunk<W>(t, e);
+      if (i >= first) x += chunk<W>(e, id, e.extent(1) == 1 ? 0 : h, i - first);
+    }
   }
   return x;
 }
@@ -145,16 +149,18 @@ struct GTScore {
   Features<Mem, T> q, k, v;
   float scale;
   Features<Mem, T> e;  // [E,H,D] (or edge columns [E, 1 or H, F]) added to the key and the value, or empty
-  template <int W>
+  template <int W, bool kEdges = true>
   KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t id, int h, int i) const {
-    return dot(chunk<W>(q, dst, h, i), with_edge<W>(k, src, e, id, h, i));
+    return dot(chunk<W>(q, dst, h, i), with_edge<W, kEdges>(k, src, e, id, h, i));
   }
+  template <bool kEdges = true>
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, edge_t, int) const { return scale * acc; }
-  template <int W>
+  template <int W, bool kEdges = true>
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t id, int h, int i) const {
-    return with_edge<W>(v, u, e, id, h, i);
+    return with_edge<W, kEdges>(v, u, e, id, h, i);
   }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(q.extent(2)), q, k, v) && edge_aligned(W, e); }
+  bool has_edges() const { return e.data() != nullptr; }
 };
 
 template <class Mem, class T = float>
@@ -164,16 +170,18 @@ struct AGNNScore {
   Features<Mem, T> x;
   Matrix<Mem> inv_norm;  // [N,H], 0 for zero vectors so their cosine is 0
   Vector<Mem, T> beta;   // [H] or [1]
-  template <int W>
+  template <int W, bool = true>
   KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t, int h, int i) const {
     return dot(chunk<W>(x, dst, h, i), chunk<W>(x, src, h, i));
   }
+  template <bool = true>
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t dst, node_t src, edge_t, int h) const {
     return to_float(beta(beta.extent(0) == 1 ? 0 : h)) * acc * inv_norm(dst, h) * inv_norm(src, h);
   }
-  template <int W>
+  template <int W, bool = true>
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(x, u, h, i); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(x.extent(2)), x); }
+  bool has_edges() const { return false; }
 };
 
 template <class Mem, class T = float>
@@ -184,18 +192,23 @@ struct GATScore {
   Features<Mem, T> v;
   float slope;
   Matrix<Mem, T> ee;  // [E,H] edge scores added inside the LeakyReLU, or empty
-  template <int W>
+  template <int W, bool = true>
   KOKKOS_INLINE_FUNCTION float terms(node_t, node_t, edge_t, int, int) const { return 0.0f; }
   /// el_u + er_v (+ ee_e): the LeakyReLU's argument.
+  template <bool kEdges = true>
   KOKKOS_INLINE_FUNCTION float logit(node_t dst, node_t src, edge_t id, int h) const {
-    return to_float(el(src, h)) + to_float(er(dst, h)) + (ee.data() ? to_float(ee(id, h)) : 0.0f);
+    const float z = to_float(el(src, h)) + to_float(er(dst, h));
+    if constexpr (kEdges) return z + (ee.data() ? to_float(ee(id, h)) : 0.0f);
+    return z;
   }
+  template <bool kEdges = true>
   KOKKOS_INLINE_FUNCTION float finish(float, node_t dst, node_t src, edge_t id, int h) const {
-    return leaky_relu(logit(dst, src, id, h), slope);
+    return leaky_relu(logit<kEdges>(dst, src, id, h), slope);
   }
-  template <int W>
+  template <int W, bool = true>
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(v, u, h, i); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(v.extent(2)), v); }
+  bool has_edges() const { return ee.data() != nullptr; }
 };
 
 template <class Mem, class T = float>
@@ -207,23 +220,25 @@ struct GATv2Score {
   float slope;
   Features<Mem, T> e;  // [E,H,D] added inside the LeakyReLU, or empty
   /// XL_u + XR_v (+ E_e), features [W i, W i + W): the LeakyReLU's argument.
-  template <int W>
+  template <int W, bool kEdges = true>
   KOKKOS_INLINE_FUNCTION Vec<W> logit(node_t dst, node_t src, edge_t id, int h, int i) const {
-    Vec<W> z = with_edge<W>(xl, src, e, id, h, i);
+    Vec<W> z = with_edge<W, kEdges>(xl, src, e, id, h, i);
     z += chunk<W>(xr, dst, h, i);
     return z;
   }
-  template <int W>
+  template <int W, bool kEdges = true>
   KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t id, int h, int i) const {
-    const Vec<W> w = chunk<W>(a, h, i), z = logit<W>(dst, src, id, h, i);
+    const Vec<W> w = chunk<W>(a, h, i), z = logit<W, kEdges>(dst, src, id, h, i);
     float s = 0.0f;
     for (int j = 0; j < W; ++j) s += w.x[j] * leaky_relu(z.x[j], slope);
     return s;
   }
+  template <bool = true>
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t, node_t, edge_t, int) const { return acc; }
-  template <int W>
+  template <int W, bool = true>
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(xl, u, h, i); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(xl.extent(2)), xl, xr, a, e); }
+  bool has_edges() const { return e.data() != nullptr; }
 };
 
 /// The one-feature forms of terms and values, which most kernels loop over.
