@@ -115,11 +115,11 @@ def cases(model, graph, n, heads, dim, device):
     if model == "gt":
         inputs = [rand(n, heads, dim) for _ in range(3)]
         op = lambda: dfgnn.gt_attention(graph, *inputs)
-        kind, scalar = _lib.GT, 0.0
+        kind, scalar = _lib.MODELS["gt"], 0.0
     else:
         inputs = [rand(n, heads), rand(n, heads), rand(n, heads, dim)]
         op = lambda: dfgnn.gat_attention(graph, *inputs)
-        kind, scalar = _lib.GAT, 0.2
+        kind, scalar = _lib.MODELS["gat"], 0.2
     plan = graph.plan(device, kind, heads, dim).handle
     grad = torch.randn(n, heads, dim, generator=g).to(device)
     out, lse = torch.empty(n, heads, dim, device=device), torch.empty(n, heads, device=device)

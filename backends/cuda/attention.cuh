@@ -80,7 +80,7 @@ template <class S, class T>
 bool dense(cudaStream_t st, const Plan::Impl& p, const S& sc, const EdgeScaleOf<typename S::Elem>& w,
            const Train& tr, typename S::Elem* out) {
   using E = typename S::Elem;
-  constexpr bool kRuns = S::kKind != ScoreKind::GATv2 && T::VEC * sizeof(E) == 16;
+  constexpr bool kRuns = ModelOf<S::kKind>::dense.runs && T::VEC * sizeof(E) == 16;
   if (std::is_same_v<E, f16> && tr.dropout.rate > 0.999f) return false;
   if constexpr (kRuns) launch_dense(st, p.dense, sc, w, tr, p.graph.row_ptr, p.heads, p.dim, out);
   return kRuns;
@@ -305,7 +305,7 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   };
   const bool pair = pair_rows(!b.rows.uneven && !b.cols.uneven, H, D);  // the forward's rule, over both walks' degrees
   bool wide = false;
-  if constexpr (S::kKind == ScoreKind::GAT && !kFloat<S>) {
+  if constexpr (!S::kRowKey && !kFloat<S>) {  // a scalar key (GAT's) of two-byte elements
     wide = gat_wide_lanes(g, D);
     if (wide) with_tile<true, E>(D, vec16, walk, pair);
   }

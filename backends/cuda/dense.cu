@@ -18,14 +18,16 @@ void with_bucket(int b, F&& f) {
   f(std::integral_constant<int, kDenseWarps[2]>{});
 }
 
-/// Calls f(S{}) with the score type of `kind` (GT, AGNN or GAT) on elements of type t.
+/// Calls f(S{}) with the score type of `kind` on elements of type t, for a model Dense computes
+/// (its traits' DenseRule; dense_fit refused the others before any plan got here).
 template <class F>
 void with_score(ScoreKind kind, DType t, F&& f) {
   with_element(t, [&](auto e) {
-    using E = decltype(e);
-    if (kind == ScoreKind::GT) return f(GTScore<E>{});
-    if (kind == ScoreKind::AGNN) return f(AGNNScore<E>{});
-    f(GATScore<E>{});
+    visit_model(kind, [&](auto model) {
+      using Model = decltype(model);
+      if constexpr (Model::dense.runs) f(ScoreOf<Model, decltype(e)>{});
+      else throw Error(std::string("cuda::Plan: Dense has no ") + Model::label + " score");
+    });
   });
 }
 

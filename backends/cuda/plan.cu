@@ -213,13 +213,13 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
   b->col_dst = csc.dst;
   // What the score kind needs: its orders and its partials' widths.
   struct Needs {
-    bool rows_first, cols_first;
+    bool rows_first, cols_first, cols_read_edge_grad, cosine;
     int row_width, col_width, param_width;
   };
   const Needs need = visit_model(kind, [&](auto model) {
     using G = detail::GradOf<detail::ScoreOf<decltype(model)>>;
-    return Needs{G::kRowsFirst, G::kColsFirst, detail::pad4(G::row_width(dim)), detail::pad4(G::col_width(dim)),
-                 G::param_width(dim)};
+    return Needs{G::kRowsFirst, G::kColsFirst, G::kColsReadEdgeGrad, decltype(model)::cosine,
+                 detail::pad4(G::row_width(dim)), detail::pad4(G::col_width(dim)), G::param_width(dim)};
   });
   if (need.rows_first) {
     edge_t* csc_pos = mem.alloc<edge_t>(E);
@@ -228,9 +228,9 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
   }
   if (need.cols_first) b->csr_pos = csc.csr_edge;
   // The caller's edge ids in CSC order: the scoring column walk's (edge values, dropout, GAT's
-  // edge scores) and GATv2's column walk's, which reads the edge gradient there. Where the
+  // edge scores) and a column walk's that reads the edge gradient there (GATv2's). Where the
   // caller's order is the CSR's (no edge ids kept) they are the CSR positions.
-  if (need.cols_first || kind == ScoreKind::GATv2) {
+  if (need.cols_first || need.cols_read_edge_grad) {
     if (graph.edge_id == nullptr) {
       b->col_edge_id = csc.csr_edge;
     } else {
@@ -250,12 +250,11 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
     seg->uneven = rp.whole.uneven();
   }
   const std::size_t EH = E * heads, NH = std::size_t(N) * heads;
-  const bool agnn = kind == ScoreKind::AGNN;
   b->work.dr_q = need.rows_first ? reinterpret_cast<float2*>(workspace(2 * EH)) : nullptr;
   b->work.dr = need.cols_first ? workspace(EH) : nullptr;
   b->work.delta = need.cols_first ? workspace(NH) : nullptr;
-  b->work.cos = agnn ? workspace(EH) : nullptr;
-  b->work.inv_norm = agnn ? workspace(NH) : nullptr;
+  b->work.cos = need.cosine ? workspace(EH) : nullptr;
+  b->work.inv_norm = need.cosine ? workspace(NH) : nullptr;
   b->work.row_part = workspace(std::size_t(b->rows.slots) * heads * need.row_width);
   b->work.col_part = workspace(std::size_t(b->cols.slots) * heads * need.col_width);
   const std::size_t units = std::size_t(N) + b->rows.slots;

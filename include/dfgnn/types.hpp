@@ -3,12 +3,15 @@
 /// Vocabulary shared by every backend: score models, strategies, errors.
 /// Free of Kokkos and CUDA so that the CUDA-native entry and the CLI can use it alone.
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 namespace dfgnn {
 
@@ -49,8 +52,10 @@ enum class Strategy {
 /// (resolve_backend).
 enum class Backend { Auto, Portable, Native };
 
-/// Which score function an attention layer uses: one per model below (kModels lists them).
-enum class ScoreKind { GT, AGNN, GAT, GATv2 };
+/// Which score function an attention layer uses: one per model below, each a traits type in
+/// Models, in this order. `Count` is none: it counts the kinds, so that a kind added here
+/// without its traits fails to compile (the static_assert beside Models).
+enum class ScoreKind { GT, AGNN, GAT, GATv2, Count };
 
 /// The shape of a tensor argument in an op's sizes (op.hpp's Op).
 enum class Extent {
@@ -186,21 +191,41 @@ struct GATv2 {
   float param() const { return slope; }
 };
 
-/// Every model's kind.
-inline constexpr ScoreKind kModels[] = {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2};
+/// Every model's traits, in ScoreKind's order.
+using Models = std::tuple<GT, AGNN, GAT, GATv2>;
+static_assert(std::tuple_size_v<Models> == std::size_t(ScoreKind::Count), "a score kind without its traits in Models");
 
-/// f(Model{}) for the model of `kind`: the one switch over the models, so that the layers that
-/// need a model's type (the executors, the CLI) visit instead of switching. Throws Error for a
-/// value that is none of the enum's.
-template <class F>
+namespace detail {
+template <std::size_t... I>
+constexpr bool kinds_in_order(std::index_sequence<I...>) {
+  return ((std::tuple_element_t<I, Models>::kind == ScoreKind(I)) && ...);
+}
+static_assert(kinds_in_order(std::make_index_sequence<std::tuple_size_v<Models>>{}), "Models in ScoreKind's order");
+template <std::size_t... I>
+constexpr std::array<ScoreKind, sizeof...(I)> kinds_of(std::index_sequence<I...>) {
+  return {std::tuple_element_t<I, Models>::kind...};
+}
+}  // namespace detail
+
+/// The traits of the model of kind K.
+template <ScoreKind K>
+using ModelOf = std::tuple_element_t<std::size_t(K), Models>;
+
+/// Every model's kind.
+inline constexpr auto kModels = detail::kinds_of(std::make_index_sequence<std::tuple_size_v<Models>>{});
+
+/// f(Model{}) for the model of `kind`: the one dispatch over the models, so that the layers
+/// that need a model's type (the executors, the CLI) visit instead of switching. Throws Error
+/// for a value that is none of the models'.
+template <std::size_t I = 0, class F>
 decltype(auto) visit_model(ScoreKind kind, F&& f) {
-  switch (kind) {
-    case ScoreKind::GT: return f(GT{});
-    case ScoreKind::AGNN: return f(AGNN{});
-    case ScoreKind::GAT: return f(GAT{});
-    case ScoreKind::GATv2: return f(GATv2{});
+  if constexpr (I + 1 < std::tuple_size_v<Models>) {
+    if (int(kind) != int(I)) return visit_model<I + 1>(kind, std::forward<F>(f));
+  } else {
+    if (int(kind) != int(I))
+      throw Error("score kind " + std::to_string(int(kind)) + " is none of the enum's values");
   }
-  throw Error("score kind " + std::to_string(int(kind)) + " is none of the enum's values");
+  return f(std::tuple_element_t<I, Models>{});
 }
 
 /// The model of `kind` with scalar parameter `param` (GT's scale, the GATs' slope; AGNN has none).

@@ -277,6 +277,11 @@ int dfgnn_set_device_allocator(void* (*allocate)(size_t bytes), void (*deallocat
   });
 }
 
+const char* dfgnn_model_name(int kind) {
+  if (kind < 0 || kind >= int(std::size(dfgnn::kModels))) return nullptr;
+  return dfgnn::to_string(dfgnn::kModels[kind]);
+}
+
 int dfgnn_has_cuda(void) {
 #ifdef DFGNN_ENABLE_CUDA
   return 1;

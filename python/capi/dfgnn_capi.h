@@ -33,6 +33,9 @@ typedef struct dfgnn_plan dfgnn_plan;
 
 /* Score kinds (the models), as dfgnn::ScoreKind. */
 enum { DFGNN_GT = 0, DFGNN_AGNN = 1, DFGNN_GAT = 2, DFGNN_GATV2 = 3 };
+/* The name of the model of code `kind` ("gt", "agnn", ...: the CLI's and Python's), NULL past
+ * the last model: the codes are 0, 1, ... in dfgnn::ScoreKind's order. */
+DFGNN_CAPI const char* dfgnn_model_name(int kind);
 /* Element types of a plan's tensors, as dfgnn::DType. */
 enum { DFGNN_F32 = 0, DFGNN_BF16 = 1, DFGNN_F16 = 2 };
 

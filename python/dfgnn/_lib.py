@@ -19,10 +19,8 @@ except ImportError as e:  # not built, or built for another Python or PyTorch
     raise ImportError(f"dfgnn: its PyTorch extension dfgnn._ops does not load ({e}); reinstall the package "
                       f"against this Python and PyTorch: `pip install --no-build-isolation .`") from e
 
-__all__ = ["lib", "ops", "call", "has_cuda", "Where", "GT", "AGNN", "GAT", "GATV2", "MODELS", "DTYPES"]
+__all__ = ["lib", "ops", "call", "has_cuda", "Where", "MODELS", "DTYPES"]
 
-GT, AGNN, GAT, GATV2 = 0, 1, 2, 3  # dfgnn::ScoreKind
-MODELS = {"gt": GT, "agnn": AGNN, "gat": GAT, "gatv2": GATV2}  # the models by name
 # The element types of a plan's tensors (dfgnn::DType).
 DTYPES = {torch.float32: 0, torch.bfloat16: 1, torch.float16: 2}
 
@@ -47,6 +45,8 @@ lib.dfgnn_last_error.restype = ctypes.c_char_p
 lib.dfgnn_last_error.argtypes = []
 lib.dfgnn_has_cuda.restype = _i
 lib.dfgnn_has_cuda.argtypes = []
+lib.dfgnn_model_name.restype = ctypes.c_char_p
+lib.dfgnn_model_name.argtypes = [_i]
 lib.dfgnn_graph_from_coo.argtypes = [_i, _ip, _i64, _i64, _i64, _p, _p, _p, _i64, ctypes.POINTER(_p)]
 lib.dfgnn_graph_from_csr.argtypes = [_i64, _i64, _p, _p, ctypes.POINTER(_p)]
 lib.dfgnn_graph_free.restype = None
@@ -76,6 +76,17 @@ ops.bind(*(ctypes.cast(f, _p).value for f in (lib.dfgnn_forward, lib.dfgnn_backw
                                               lib.dfgnn_plan_free)))
 
 has_cuda = bool(lib.dfgnn_has_cuda())
+
+
+def _models():
+    code, names = 0, {}
+    while (name := lib.dfgnn_model_name(code)) is not None:
+        names[name.decode()] = code
+        code += 1
+    return names
+
+
+MODELS = _models()  # the models' C ABI codes by name ("gt": 0, ...)
 
 
 def call(function, *args):

@@ -213,9 +213,10 @@ def _three_tensor_model(model, kind, names, shapes, param, edge_dims):
     return fwd_op, tensors
 
 
-_gt, _gt_named = _three_tensor_model("gt", _lib.GT, ("q", "k", "v"), (NHD, SHD, SHD), "scale", EWF)
-_gat, _gat_named = _three_tensor_model("gat", _lib.GAT, ("el", "er", "v"), (SH, NH, SHD), "negative_slope", EH)
-_gatv2, _gatv2_named = _three_tensor_model("gatv2", _lib.GATV2, ("xl", "xr", "a"), (SHD, NHD, HD),
+_gt, _gt_named = _three_tensor_model("gt", _lib.MODELS["gt"], ("q", "k", "v"), (NHD, SHD, SHD), "scale", EWF)
+_gat, _gat_named = _three_tensor_model("gat", _lib.MODELS["gat"], ("el", "er", "v"), (SH, NH, SHD), "negative_slope",
+                                       EH)
+_gatv2, _gatv2_named = _three_tensor_model("gatv2", _lib.MODELS["gatv2"], ("xl", "xr", "a"), (SHD, NHD, HD),
                                            "negative_slope", EHD)
 
 
@@ -227,7 +228,7 @@ def _agnn_tensors(x, beta):
 
 def _agnn_impl(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
                seed: Optional[Tensor], weights: bool = False) -> Tuple[Tensor, Tensor, Tensor]:
-    plan = _plan("dfgnn::agnn", _lib.AGNN, graph, _agnn_tensors(x, beta), edge_values, dropout, seed)
+    plan = _plan("dfgnn::agnn", _lib.MODELS["agnn"], graph, _agnn_tensors(x, beta), edge_values, dropout, seed)
     w = _weights(graph, x, weights)
     out, lse = _ops.forward(plan, (x, beta), 0.0, beta.numel(), edge_values, dropout, _seed(dropout, seed), True,
                             None, w if weights else None)
@@ -244,7 +245,7 @@ def _(graph, x, beta, edge_values, dropout, seed, weights=False):
 
 def _agnn_backward_impl(graph: int, x: Tensor, beta: Tensor, edge_values: Optional[Tensor], dropout: float,
                    seed: Optional[Tensor], out: Tensor, lse: Tensor, grad: Tensor) -> Tuple[Tensor, Tensor]:
-    plan = _plan("dfgnn::agnn_backward", _lib.AGNN, graph, _agnn_tensors(x, beta) + _trained(out, lse, grad),
+    plan = _plan("dfgnn::agnn_backward", _lib.MODELS["agnn"], graph, _agnn_tensors(x, beta) + _trained(out, lse, grad),
                  edge_values, dropout, seed)
     dx, dbeta = _ops.backward(plan, (x, beta), 0.0, beta.numel(), edge_values, dropout, _seed(dropout, seed), out,
                               lse, grad, None)
@@ -343,10 +344,10 @@ def _agnn_dims(graph, x, beta):
     return None
 
 
-_GT = _Spec("gt", _lib.GT, _gt, _gt_named, _gt_dims, EWF)
-_GAT = _Spec("gat", _lib.GAT, _gat, _gat_named, _gat_dims, EH)
-_GATV2 = _Spec("gatv2", _lib.GATV2, _gatv2, _gatv2_named, _gatv2_dims, EHD)
-_AGNN = _Spec("agnn", _lib.AGNN, _agnn, lambda t: _agnn_tensors(*t), _agnn_dims)
+_GT = _Spec("gt", _lib.MODELS["gt"], _gt, _gt_named, _gt_dims, EWF)
+_GAT = _Spec("gat", _lib.MODELS["gat"], _gat, _gat_named, _gat_dims, EH)
+_GATV2 = _Spec("gatv2", _lib.MODELS["gatv2"], _gatv2, _gatv2_named, _gatv2_dims, EHD)
+_AGNN = _Spec("agnn", _lib.MODELS["agnn"], _agnn, lambda t: _agnn_tensors(*t), _agnn_dims)
 
 # Looked up once: each attribute step of torch.x.y costs ~30 ns a call.
 _isfinite = math.isfinite
@@ -528,7 +529,8 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
             and att_src.device == h.device and att_dst.device == h.device
             and (ee is None or ee.dtype is dtype and ee.is_contiguous() and ee.device == h.device
                  and ee.shape == (graph.num_edges, h.size(1)))):
-        return _ops.gat_layer(_native(graph, h, _lib.GAT, h.shape[1:], _lib.DTYPES[dtype]), h, att_src, att_dst,
+        plan = _native(graph, h, _lib.MODELS["gat"], h.shape[1:], _lib.DTYPES[dtype])
+        return _ops.gat_layer(plan, h, att_src, att_dst,
                               float(negative_slope), dropout, _draw_seed() if dropout > 0.0 else 0,
                               _forward_ad._current_level, ee)
     if h_dst is None:  # both terms of h, packed: one product and one sum
