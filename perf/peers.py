@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The PyTorch Geometric peer, measured as shared/anchors.md describes.
 
-What is timed (CUDA events, median of --iters after --warmup runs):
+What is timed (CUDA events, median of --iters after --warmup runs; with --device cpu the host
+clock around each run, on torch's --threads threads):
   gt     TransformerConv.propagate(edge_index, query, key, value): SDDMM dot / softmax / SpMM
          as PyG runs them, on given Q, K, V [N, H, D] (no linear layers);
   agnn   the whole AGNNConv on X [N, H*D] (PyG's AGNN is single-head: H is folded into D);
@@ -20,6 +21,7 @@ as X), or random uniform [-1, 1) from --seed.
 
 Usage: python3 perf/peers.py --graph G.npz --heads 1 --dim 128 [--models gt,agnn,gat,gatv2]
          [--passes fwd,fwdbwd] [--inputs DIR] [--json OUT.jsonl] [--save-out DIR]
+         [--device cpu --threads T]
        python3 perf/peers.py --copy-bandwidth
 Prints one JSON object per line (also appended to --json).
 """
@@ -30,6 +32,7 @@ import json
 import os
 import statistics
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -114,18 +117,25 @@ def emitter(path):
     return emit
 
 
-def median_ms(fn, warmup, iters, before=None):
-    """Median ms of fn (CUDA events) and every time; `before` runs ahead of each timed call,
-    outside its time (e.g. a barrier of the ranks)."""
+def median_ms(fn, warmup, iters, before=None, device="cuda"):
+    """Median ms of fn (CUDA events; on the CPU the host clock around it) and every time;
+    `before` runs ahead of each timed call, outside its time (e.g. a barrier of the ranks)."""
     import torch
 
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
+    cuda = device != "cpu"
+    if cuda:
+        torch.cuda.synchronize()
     times = []
     for _ in range(iters):
         if before:
             before()
+        if not cuda:
+            t0 = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t0) * 1e3)
+            continue
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
         start.record()
@@ -148,9 +158,11 @@ def alternating(runs, rounds):
             for impl, rs in records.items()]
 
 
-def peak_extra_mib(fn):
+def peak_extra_mib(fn, device="cuda"):
     import torch
 
+    if device == "cpu":
+        return None  # no allocator statistics for host tensors
     torch.cuda.synchronize()
     base = torch.cuda.memory_allocated()
     torch.cuda.reset_peak_memory_stats()
@@ -187,13 +199,15 @@ def make_layer(model, heads, dim):
 
 
 def run_peer(src, dst, num_nodes, heads, dim, models=MODELS, passes=PASSES, inputs=None,
-             warmup=3, iters=10, seed=1, name="", save_out=None):
-    """Measures every (model, pass); returns one record per pair. OOM is recorded, not raised."""
+             warmup=3, iters=10, seed=1, name="", save_out=None, device="cuda"):
+    """Measures every (model, pass) on `device` (cuda, or cpu on torch's threads); returns one
+    record per pair. OOM is recorded, not raised."""
     import torch
     import torch_geometric
     from torch_geometric import EdgeIndex
 
-    dev = torch.device("cuda")
+    dev = torch.device(device)
+    cpu = dev.type == "cpu"
     src, dst = sorted_by_destination(np.asarray(src, np.int64), np.asarray(dst, np.int64))
     ei = EdgeIndex(torch.from_numpy(np.stack([src, dst])).to(dev),
                    sparse_size=(num_nodes, num_nodes), sort_order="col")
@@ -212,7 +226,7 @@ def run_peer(src, dst, num_nodes, heads, dim, models=MODELS, passes=PASSES, inpu
     common = {"peer": "pyg", "graph": name, "nodes": num_nodes, "edges": int(len(src)),
               "heads": heads, "dim": dim, "warmup": warmup, "iters": iters,
               "torch": torch.__version__, "pyg": torch_geometric.__version__,
-              "device": torch.cuda.get_device_name()}
+              "device": f"cpu, {torch.get_num_threads()} threads" if cpu else torch.cuda.get_device_name()}
     records = []
     for model in models:
         torch.manual_seed(seed)
@@ -248,8 +262,8 @@ def run_peer(src, dst, num_nodes, heads, dim, models=MODELS, passes=PASSES, inpu
                         if grad is None:
                             grad = torch.rand_like(out) * 2 - 1
                         out.backward(grad)
-                rec["ms"], rec["ms_all"] = median_ms(step, warmup, iters)
-                rec["peak_extra_mib"] = peak_extra_mib(step)
+                rec["ms"], rec["ms_all"] = median_ms(step, warmup, iters, device=dev.type)
+                rec["peak_extra_mib"] = peak_extra_mib(step, dev.type)
                 if save_out and pas == "fwd":
                     out = step()
                     np.save(os.path.join(save_out, f"pyg_{model}_out.npy"),
@@ -260,12 +274,13 @@ def run_peer(src, dst, num_nodes, heads, dim, models=MODELS, passes=PASSES, inpu
                 for t in args:
                     t.grad = None
                     t.requires_grad_(False)
-                torch.cuda.empty_cache()
+                if not cpu:
+                    torch.cuda.empty_cache()
             records.append(rec)
         del layer
-        torch.cuda.empty_cache()
     del ei, q, k, v, feats
-    torch.cuda.empty_cache()
+    if not cpu:
+        torch.cuda.empty_cache()
     return records
 
 
@@ -285,6 +300,8 @@ def main(argv=None):
     p.add_argument("--json", help="append the JSON lines to this file too")
     p.add_argument("--save-out", help="directory for the fwd outputs (pyg_<model>_out.npy)")
     p.add_argument("--copy-bandwidth", action="store_true", help="measure a 1 GiB D2D copy")
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--threads", type=int, help="torch's CPU threads (--device cpu)")
     a = p.parse_args(argv)
     if not a.graph and not a.copy_bandwidth:
         p.error("--graph or --copy-bandwidth is required")
@@ -296,13 +313,17 @@ def main(argv=None):
     for s in passes:
         if s not in PASSES:
             p.error(f"unknown pass {s}; choose from {','.join(PASSES)}")
+    if a.threads:
+        import torch
+
+        torch.set_num_threads(a.threads)
     records = []
     if a.copy_bandwidth:
         records.append(copy_bandwidth())
     if a.graph:
         src, dst, n = read_edge_list(a.graph, a.nodes)
         records += run_peer(src, dst, n, a.heads, a.dim, models, passes, a.inputs, a.warmup,
-                            a.iters, a.seed, a.name or os.path.basename(a.graph), a.save_out)
+                            a.iters, a.seed, a.name or os.path.basename(a.graph), a.save_out, a.device)
     out = open(a.json, "a") if a.json else None
     for r in records:
         line = json.dumps(r)

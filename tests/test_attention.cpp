@@ -236,6 +236,25 @@ TEST(Launch, TeamCountBeyondIntIsAnError) {
                      {"dfgnn::online: 2147483648 teams, more than the 2^31 - 1 a launch takes"});
 }
 
+// The launch geometry follows the space: one lane and one thread a team on a host, the SIMD
+// group and 256-thread teams on a GPU.
+TEST(Launch, GeometryFollowsTheSpace) {
+  using G = kokkos_impl::Geometry<Exec>;
+  if (G::host) {
+    EXPECT_EQ(G::max_lanes(), 1);
+    EXPECT_EQ(G::lanes(128), 1);
+    EXPECT_EQ(G::groups(1), 1);
+  } else {
+    EXPECT_EQ(G::max_lanes(), int(Kokkos::TeamPolicy<Exec>::vector_length_max()));
+    EXPECT_EQ(G::lanes(5), 8);
+    EXPECT_EQ(G::lanes(1 << 20), G::max_lanes());
+    EXPECT_EQ(G::groups(32), 8);
+  }
+  using Host = kokkos_impl::Geometry<Kokkos::DefaultHostExecutionSpace>;
+  EXPECT_TRUE(Host::host);
+  EXPECT_EQ(Host::lanes(100), 1);
+}
+
 TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
   const int concurrency = int(Exec().concurrency());
   const node_t bar = node_t((concurrency + kokkos_impl::kNarrowLanes - 1) / kokkos_impl::kNarrowLanes);
@@ -244,7 +263,7 @@ TEST(OnlineLanes, NarrowWhereTheRowsFillTheDevice) {
   const HostGraph small = test::random_graph(64, 400, 6);
   for (const auto& [H, D] : {std::pair{1, 128}, std::pair{2, 64}, std::pair{1, 256}, std::pair{4, 32}, std::pair{1, 100},
                              std::pair{2, 16}}) {
-    const int wide = kokkos_impl::vector_lanes<Kokkos::TeamPolicy<Exec>>(D % 4 == 0 ? D / 4 : D);
+    const int wide = kokkos_impl::Geometry<Exec>::lanes(D % 4 == 0 ? D / 4 : D);
     for (const HostGraph* g : {&exact, &half, &small}) {
       const bool fills = std::int64_t(g->num_nodes) * H * kokkos_impl::kNarrowLanes >= concurrency;
       const Plan<Exec> plan(Exec(), Graph<Mem>(*g), ScoreKind::GT, H, D, Strategy::Online, Backend::Portable);

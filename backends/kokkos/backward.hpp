@@ -527,14 +527,11 @@ struct HeavyChunks {
 template <class Exec, class G>
 void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks_name, const char* name, const G& g,
             node_t segments, bool heavy, int max_lanes) {
-  // Four 256-thread teams per SM (at most 64 registers a thread): the walks wait on gathers,
-  // and without the bound (up to 87 registers) the backward was 2-39% slower on the H100.
-  using Bounds = Kokkos::LaunchBounds<256, 4>;
-  const int lanes =
-      std::min(max_lanes, vector_lanes<Kokkos::TeamPolicy<Exec>>(std::max(g.vectors(), g.side.span())));
+  using Bounds = typename Geometry<Exec>::GatherBounds;
+  const int lanes = std::min(max_lanes, Geometry<Exec>::lanes(std::max(g.vectors(), g.side.span())));
   if (heavy)
-    launch<Bounds>(exec, chunks_name, (plan.graph().num_edges() + g.chunk - 1) / g.chunk, 256 / lanes,
-                   lanes, HeavyChunks<Exec, G>{g});
+    launch<Bounds>(exec, chunks_name, (plan.graph().num_edges() + g.chunk - 1) / g.chunk,
+                   Geometry<Exec>::groups(lanes), lanes, HeavyChunks<Exec, G>{g});
   launch_rows<Bounds>(exec, name, segments, plan.heads(), lanes, g);
 }
 
@@ -554,7 +551,7 @@ void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typ
   // The host knows no column degree: when some column might be heavy, every chunk's team looks.
   gather(exec, plan, "dfgnn::backward_source_chunks", "dfgnn::backward_sources",
          Gather<W, Cols, Mem>{Cols{g.transposed(), g.src(), model}, partials, chunk, p.heads, model.width(AtSource())},
-         g.num_src_nodes(), g.num_edges() > chunk, kMaxLanes);
+         g.num_src_nodes(), g.num_edges() > chunk, Geometry<Exec>::max_lanes());
 }
 
 template <class Exec, class Score, class Model, class T = typename Score::element>

@@ -15,12 +15,11 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace dfgnn::kokkos_impl {
 
-/// Lanes of a thread group at most (a CUDA warp).
-inline constexpr int kMaxLanes = 32;
 /// Rows per team of the SMMF kernel: enough to fill a team with one row per thread group.
 inline constexpr int kMaxTeamRows = 8;
 /// Alignment of the Online accumulator slots in team scratch (one 16-byte access per 4
@@ -30,14 +29,44 @@ inline constexpr std::size_t kOnlineSlotAlign = 16;
 /// degrees, the backward's destination walk's (row_walk_lanes).
 inline constexpr int kNarrowLanes = 8;
 
-/// Vector lanes of a thread group spanning `width` entries: the next power of two, at most
-/// kMaxLanes and at most what the team policy allows.
-template <class Policy>
-int vector_lanes(int width) {
-  int lanes = 1;
-  while (lanes < width && lanes < Policy::vector_length_max() && lanes < kMaxLanes) lanes *= 2;
-  return lanes;
-}
+/// The portable kernels' launch geometry on execution space Exec: one rule per kind of backend,
+/// fed by what the space itself reports (docs/design.md, "The Kokkos mapping").
+/// - A GPU (CUDA, HIP, SYCL): a thread group's lanes are its SIMD group at most (the policy's
+///   vector_length_max: a CUDA warp of 32, a HIP wavefront of 64, a SYCL sub-group), and a team
+///   256 threads, enough resident teams per multiprocessor at the kernels' launch bounds.
+/// - A host (Serial, OpenMP, Threads): one lane, one thread a team. Vector ranges there are loops
+///   of one thread, so lanes only add rounds of a loop, and a team of several threads makes them
+///   wait for each other at its start and barriers while the pool has rows for all of them.
+/// Launch bounds are CUDA's measurements (the H100's register budgets); elsewhere none is set.
+template <class Exec>
+struct Geometry {
+  using policy = Kokkos::TeamPolicy<Exec>;
+  static constexpr bool host = Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible;
+  static constexpr int team_threads = host ? 1 : 256;
+
+  /// Lanes of a thread group at most.
+  static int max_lanes() { return host ? 1 : int(policy::vector_length_max()); }
+  /// Lanes of a thread group spanning `width` entries: the next power of two, at most max_lanes.
+  static int lanes(int width) {
+    int l = 1;
+    while (l < width && l < max_lanes()) l *= 2;
+    return l;
+  }
+  /// Thread groups of `lanes` lanes a team holds.
+  static int groups(int lanes) { return std::max(1, team_threads / lanes); }
+
+#ifdef KOKKOS_ENABLE_CUDA
+  static constexpr bool cuda = std::is_same_v<Exec, Kokkos::Cuda>;
+#else
+  static constexpr bool cuda = false;
+#endif
+  /// Online's: five teams per SM (at most 48 registers a thread): its walk waits on gathers,
+  /// and unbounded (70 registers, 3 teams) it took up to 1.5x as long on the H100.
+  using OnlineBounds = std::conditional_t<cuda, Kokkos::LaunchBounds<256, 5>, Kokkos::LaunchBounds<>>;
+  /// The backward's gathers: four teams per SM (at most 64 registers a thread); without the
+  /// bound (up to 87 registers) the backward was 2-39% slower on the H100.
+  using GatherBounds = std::conditional_t<cuda, Kokkos::LaunchBounds<256, 4>, Kokkos::LaunchBounds<>>;
+};
 
 /// Launch geometry and workspace of a plan, read by the kernels.
 template <class Mem>
@@ -48,7 +77,7 @@ struct Layout {
   Kokkos::View<const node_t*, Mem> team_rows;  ///< SMMF row partition [T+1]
   Kokkos::View<float*, Mem> scores;            ///< PMF / Unfused scores [E*H]
   int online_lanes = 1;  ///< Online: lanes per thread group, over groups of 4 features when D % 4 == 0
-  int row_walk_lanes = kMaxLanes;  ///< backward: lanes per thread group of the destination walk at most
+  int row_walk_lanes = 1;          ///< backward: lanes per thread group of the destination walk at most
   edge_t split = 0;                ///< Online: rows above this many edges run as pieces
   Kokkos::View<const RowPiece*, Mem> pieces;     ///< Online: the split rows' pieces
   Kokkos::View<const SplitRow*, Mem> split_rows;  ///< Online: which pieces merge
@@ -67,6 +96,7 @@ class LayoutBuilder final : public detail::Builder {
  public:
   using memory_space = typename Exec::memory_space;
   using policy = Kokkos::TeamPolicy<Exec>;
+  using geometry = Geometry<Exec>;
 
   LayoutBuilder(const Exec& exec, const Graph<memory_space>& graph, const Op& op)
       : exec_(exec), graph_(graph), op_(op) {}
@@ -93,8 +123,8 @@ class LayoutBuilder final : public detail::Builder {
       throw Error("plan: " + std::to_string(heads) + " heads do not fit the team scratch of " +
                   std::to_string(scratch_bytes_) + " bytes");
     Layout<memory_space> L;
-    L.vector_length = vector_lanes<policy>(dim);
-    L.team_size = std::max(1, 256 / L.vector_length);
+    L.vector_length = geometry::lanes(dim);
+    L.team_size = geometry::groups(L.vector_length);
     L.row_walk_lanes = row_walk_lanes(int(exec_.concurrency()));
     const edge_t E = graph_.num_edges();
     if (resolved == Strategy::SMMF) {
@@ -127,7 +157,7 @@ class LayoutBuilder final : public detail::Builder {
     const int lanes = L.online_lanes, D = op_.dim;
     const std::size_t align = kOnlineSlotAlign / sizeof(float);
     const std::size_t fit = (scratch_floats - std::min(scratch_floats, align)) / std::size_t(D);
-    const int groups = int(std::min<std::size_t>(std::size_t(256 / lanes), fit));
+    const int groups = int(std::min<std::size_t>(std::size_t(geometry::groups(lanes)), fit));
     if (groups < 1)
       throw Error("plan: dim " + std::to_string(D) + " does not fit the team scratch of Online (" +
                   std::to_string(scratch_floats) + " floats)");
@@ -148,7 +178,7 @@ class LayoutBuilder final : public detail::Builder {
   // the device (cora, pubmed, tolokers) were up to 1.5x slower with it (docs/design.md).
   int online_lanes(int concurrency) const {
     const int D = op_.dim;
-    const int wide = vector_lanes<policy>(D % 4 == 0 ? D / 4 : D);
+    const int wide = geometry::lanes(D % 4 == 0 ? D / 4 : D);
     return narrow_fits(concurrency) ? std::min(wide, kNarrowLanes) : wide;
   }
 
@@ -157,9 +187,9 @@ class LayoutBuilder final : public detail::Builder {
   // rmat-s17-d64 up to 21% slower: a group then walks its row 4x as long, and with uneven degrees
   // the long rows finish last (docs/backward.md). So 8 on even degrees where Online takes 8.
   int row_walk_lanes(int concurrency) const {
-    if (!narrow_fits(concurrency)) return kMaxLanes;  // no pass over the degrees then
+    if (!narrow_fits(concurrency)) return geometry::max_lanes();  // no pass over the degrees then
     const bool even = !whole_degrees(graph_.host().row_ptr, std::numeric_limits<edge_t>::max()).uneven();
-    return even ? kNarrowLanes : kMaxLanes;
+    return even ? std::min(kNarrowLanes, geometry::max_lanes()) : geometry::max_lanes();
   }
 
   // Whether 8-lane groups suit D (D % 4 == 0, at most 128) and the graph's (row, head) units

@@ -240,12 +240,12 @@ struct SegmentHeads {
   }
 };
 
-/// Launches body(team, segment, head) over count x heads, lanes over `dim` features (the next
-/// power of two, at most 32), about 256 threads per team.
+/// Launches body(team, segment, head) over count x heads, lanes over `dim` features and teams as
+/// the space's Geometry has them.
 template <class Exec, class Body>
 void for_segments(const Exec& exec, const char* name, edge_t count, int heads, int dim, const Body& body) {
-  const int lanes = vector_lanes<Kokkos::TeamPolicy<Exec>>(dim);
-  const int groups = std::max(1, 256 / lanes), per_team = std::max(1, groups / heads);
+  const int lanes = Geometry<Exec>::lanes(dim);
+  const int groups = Geometry<Exec>::groups(lanes), per_team = std::max(1, groups / heads);
   launch(exec, name, (count + per_team - 1) / per_team, groups, lanes,
          SegmentHeads<Exec, Body>{count, heads, per_team, body});
 }

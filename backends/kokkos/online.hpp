@@ -154,9 +154,7 @@ void launch_online(const Exec& exec, const PortablePlan<Exec>& plan,
   const int groups = L.scratch_floats / p.dim;  // accumulators the plan sized the scratch for
   const int team_units = std::max(1, groups / p.heads);
   const std::int64_t units = std::int64_t(L.pieces.extent(0)) + plan.graph().num_nodes();
-  // Five 256-thread teams per SM (at most 51 registers a thread): the walk waits on gathers, and
-  // the unbounded build (70 registers, 3 teams) took up to 1.5x as long on the H100 (docs/design.md).
-  using Bounds = Kokkos::LaunchBounds<256, 5>;
+  using Bounds = typename Geometry<Exec>::OnlineBounds;
   launch<Bounds>(exec, "dfgnn::online", (units + team_units - 1) / team_units, groups, L.online_lanes,
                  Online<Exec, Score, W, kEdges>{p, score, L.pieces, L.partials, L.split, team_units},
                  std::size_t(L.scratch_floats) * sizeof(float) + kOnlineSlotAlign);

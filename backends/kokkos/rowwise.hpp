@@ -53,13 +53,13 @@ struct RowHeads {
   }
 };
 
-/// body over rows [0, num_rows) and every head: 256-thread teams of `lanes`-lane thread groups,
+/// body over rows [0, num_rows) and every head: teams of `lanes`-lane thread groups (Geometry),
 /// each team taking as many rows as its groups cover with all heads (at least one row).
 template <class... Traits, class Exec, class Body>
 void launch_rows(const Exec& exec, const char* name, node_t num_rows, int heads, int lanes, const Body& body) {
   if (num_rows == 0) return;
   RowHeads<Exec, Body> f{num_rows, heads, 1, body};
-  const int groups = team_size_for<Traits...>(exec, 256 / lanes, lanes, f);
+  const int groups = team_size_for<Traits...>(exec, Geometry<Exec>::groups(lanes), lanes, f);
   f.rows = std::max(1, groups / heads);
   launch_sized<Traits...>(exec, name, (std::int64_t(num_rows) + f.rows - 1) / f.rows, groups, lanes, f);
 }
