@@ -234,7 +234,10 @@ dfgnn::detail::Where where_of(const dfgnn_graph& graph, const dfgnn_where& w, co
                          ", the tensors are on device " + std::to_string(w.device));
     where.native = dfgnn::cuda::detail::builder(*graph.on_device, op, reinterpret_cast<cudaStream_t>(w.stream));
     p.graph = graph.on_device;
-  } else {
+  } else {  // the caller's device copy of the CSR: row_ptr, and the edge arrays where there are edges
+    if (!w.row_ptr || (op.edges > 0 && (!w.src || !w.dst || !w.edge_id)))
+      throw dfgnn::Error("plan: null CSR arrays (a CUDA plan on a graph built on the host reads the caller's device "
+                         "copy of them)");
     where.native = dfgnn::detail::native_builder(graph.host().host(), w.row_ptr, w.src, w.dst, w.edge_id, op, nullptr);
   }
 #else
@@ -384,8 +387,10 @@ int dfgnn_graph_csr(const dfgnn_graph* graph, int64_t* row_ptr, int32_t* src, in
 
 int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t* order, dfgnn_graph** renumbered) {
   return guarded([&] {
-    if (!graph || !ordering) throw dfgnn::Error("graph reorder: null graph or ordering");
-    dfgnn::Reordered r = dfgnn::reorder(graph->host().host(), dfgnn::parse_ordering(ordering));
+    if (!graph || !ordering || !renumbered) throw dfgnn::Error("graph reorder: null argument");
+    const dfgnn::HostGraph& g = graph->host().host();
+    if (g.num_nodes > 0 && !order) throw dfgnn::Error("graph reorder: null order");
+    dfgnn::Reordered r = dfgnn::reorder(g, dfgnn::parse_ordering(ordering));
     std::copy(r.order.begin(), r.order.end(), order);
     *renumbered = new dfgnn_graph(std::move(r.graph));
   });
@@ -394,7 +399,9 @@ int dfgnn_graph_reorder(const dfgnn_graph* graph, const char* ordering, int64_t*
 int dfgnn_graph_partition(const dfgnn_graph* graph, int ranks, int32_t* owner) {
   return guarded([&] {
     if (!graph) throw dfgnn::Error("graph partition: null graph");
-    const dfgnn::Partition p = dfgnn::partition_by_edges(graph->host().host(), ranks);
+    const dfgnn::HostGraph& g = graph->host().host();
+    if (g.num_nodes > 0 && !owner) throw dfgnn::Error("graph partition: null owner");
+    const dfgnn::Partition p = dfgnn::partition_by_edges(g, ranks);
     std::copy(p.owner.begin(), p.owner.end(), owner);
   });
 }

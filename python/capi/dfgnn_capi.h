@@ -4,7 +4,9 @@
  * plan of another model, ...: dfgnn::Error, raised in Python as ValueError) or 2 for anything
  * else (CUDA errors, allocation failures: RuntimeError), and dfgnn_last_error() then holds the
  * message (thread-local, valid until the next failing call of that thread). No C++ exception
- * crosses this boundary.
+ * crosses this boundary. A null pointer argument is a user error (1), except where null is
+ * documented to mean something (no batch, no dropout ids, the default allocator) and for an
+ * array of no entries; the *_free functions take null as free() does.
  *
  * Tensors are raw pointers to contiguous row-major memory of the plan's element type (float32,
  * or for a CUDA plan bf16 or f16: DFGNN_F32, ...; the logsumexp is float32 always) whose shapes

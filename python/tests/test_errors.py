@@ -62,14 +62,77 @@ def test_native_errors_are_value_errors(graph):
         graph.prepare("gt", 1 << 20, 1)
 
 
-def test_null_handles_are_errors():
-    """The C ABI's queries refuse a null handle with an error return, not a crash."""
+def _null_pointer_calls():
+    """Every pointer argument of every C function, set to null in an otherwise valid call: (what,
+    the call on a graph handle and a plan handle, the message) as pytest params."""
     import ctypes
     from dfgnn import _lib
-    i64 = ctypes.c_int64()
-    with pytest.raises(ValueError, match="graph info: null argument"):
-        _lib.call(_lib.lib.dfgnn_graph_info, None, *[ctypes.byref(i64)] * 4)
-    with pytest.raises(ValueError, match="graph csr: null argument"):
-        _lib.call(_lib.lib.dfgnn_graph_csr, None, None, None, None, None)
+    lib = _lib.lib
+    i64, out = ctypes.c_int64(), ctypes.c_void_p()
+    ids = (ctypes.c_int64 * 2)(0, 1)
+    ptr = (ctypes.c_int64 * (N + 1))(*([0] * (N + 1)))
+    buf = lambda: ctypes.cast(ctypes.create_string_buffer(8 * (N + 1) * 64), ctypes.c_void_p)  # noqa: E731
+    infos = [ctypes.byref(i64)] * 4
+    host, device = ctypes.byref(_lib.Where(-1)), ctypes.byref(_lib.Where(0))
+    on_gpu = pytest.mark.skipif(not (_lib.has_cuda and torch.cuda.is_available()), reason="needs CUDA")
+
+    def case(what, call, message, *marks):
+        return pytest.param(what, call, message, id=what, marks=marks)
+    return [
+        case("coo src", lambda g, p: (lib.dfgnn_graph_from_coo, -1, 0, N, N, 2, None, ids, None, 0, ctypes.byref(out)),
+             "graph: null edge arrays"),
+        case("coo dst", lambda g, p: (lib.dfgnn_graph_from_coo, -1, 0, N, N, 2, ids, None, None, 0, ctypes.byref(out)),
+             "graph: null edge arrays"),
+        case("coo graph", lambda g, p: (lib.dfgnn_graph_from_coo, -1, 0, N, N, 2, ids, ids, None, 0, None),
+             "graph: null result pointer"),
+        case("csr row_ptr", lambda g, p: (lib.dfgnn_graph_from_csr, N, N, None, ids, ctypes.byref(out)),
+             "graph: null row_ptr"),
+        case("csr graph", lambda g, p: (lib.dfgnn_graph_from_csr, N, N, ptr, ids, None), "graph: null result pointer"),
+        *(case(f"info {i}", lambda g, p, i=i: (lib.dfgnn_graph_info, *([g] + infos)[:i], None, *([g] + infos)[i + 1:]),
+               "graph info: null argument") for i in range(5)),
+        *(case(f"csr copy {i}", lambda g, p, i=i: (lib.dfgnn_graph_csr, *[None if j == i else (g if j == 0 else buf())
+                                                                          for j in range(5)]),
+               "graph csr: null argument") for i in range(5)),
+        case("reorder graph", lambda g, p: (lib.dfgnn_graph_reorder, None, b"rcm", buf(), ctypes.byref(out)),
+             "graph reorder: null argument"),
+        case("reorder ordering", lambda g, p: (lib.dfgnn_graph_reorder, g, None, buf(), ctypes.byref(out)),
+             "graph reorder: null argument"),
+        case("reorder order", lambda g, p: (lib.dfgnn_graph_reorder, g, b"rcm", None, ctypes.byref(out)),
+             "graph reorder: null order"),
+        case("reorder renumbered", lambda g, p: (lib.dfgnn_graph_reorder, g, b"rcm", buf(), None),
+             "graph reorder: null argument"),
+        case("partition graph", lambda g, p: (lib.dfgnn_graph_partition, None, 2, buf()), "graph partition: null graph"),
+        case("partition owner", lambda g, p: (lib.dfgnn_graph_partition, g, 2, None), "graph partition: null owner"),
+        case("plan graph", lambda g, p: (lib.dfgnn_plan_create, None, host, 0, H, D, 0, ctypes.byref(out)),
+             "plan: null graph"),
+        case("plan where", lambda g, p: (lib.dfgnn_plan_create, g, None, 0, H, D, 0, ctypes.byref(out)),
+             "plan: null where"),
+        case("plan plan", lambda g, p: (lib.dfgnn_plan_create, g, host, 0, H, D, 0, None), "plan: null result pointer"),
+        # A CUDA plan on a graph built on the host reads the caller's device copy of its CSR.
+        case("plan arrays", lambda g, p: (lib.dfgnn_plan_create, g, device, 0, H, D, 0, ctypes.byref(out)),
+             "plan: null CSR arrays", on_gpu),
+        case("prepare plan", lambda g, p: (lib.dfgnn_plan_prepare_backward, None, 0), "dfgnn: null plan"),
+        case("dropout plan", lambda g, p: (lib.dfgnn_plan_set_dropout_ids, None, ids), "dfgnn: null plan"),
+        case("forward plan", lambda g, p: (lib.dfgnn_forward, None, 0, buf()), "dfgnn: null plan"),
+        case("forward call", lambda g, p: (lib.dfgnn_forward, p, 0, None), "dfgnn: null call"),
+        case("backward plan", lambda g, p: (lib.dfgnn_backward, None, 0, buf()), "dfgnn: null plan"),
+        case("backward call", lambda g, p: (lib.dfgnn_backward, p, 0, None), "dfgnn: null call"),
+    ]
+
+
+@pytest.mark.parametrize("what,args,message", _null_pointer_calls())
+def test_null_pointers_are_errors(graph, what, args, message):
+    """Every pointer argument of the C ABI's functions but those whose null means none (a graph's
+    batch, the dropout ids, an allocator pair, a handle to free) is checked: null is an error
+    return (1) with a message, not a crash. (The dfgnn_call's own pointers are the dispatch's
+    checks, test_bad_arguments.)"""
+    from dfgnn import _lib
+    function, *rest = args(graph._handle, graph.plan(torch.device("cpu"), _lib.MODELS["gt"], H, D).handle)
+    with pytest.raises(ValueError, match=message):
+        _lib.call(function, *rest)
+
+
+def test_null_plan_strategy_is_an_error():
+    from dfgnn import _lib
     assert _lib.lib.dfgnn_plan_strategy(None) is None
     assert _lib.lib.dfgnn_last_error() == b"dfgnn: null plan"
