@@ -27,6 +27,7 @@ on the user's arguments, none in the backward.
 """
 
 import math
+import numbers
 import operator
 import threading
 from typing import Optional, Tuple
@@ -590,11 +591,12 @@ def gt_attention(graph, q, k, v, *, scale=None, edge_features=None, edge_values=
 def agnn_attention(graph, x, beta, *, edge_values=None, dropout=0.0, seed=None, return_attention_weights=False):
     """AGNN attention: score beta[h] cos(x[v,h], x[u,h]) (0 for a zero vector), values x.
 
-    x: [N, H, D] on a square graph; beta: [1] (shared) or [H] tensor, or a number. Returns [N, H, D]."""
+    x: [N, H, D] on a square graph; beta: [1] (shared) or [H] tensor, or a number (taken in x's
+    type). Returns [N, H, D]."""
     op = "dfgnn.agnn_attention"
     x = _input(op, "x", x)
-    if isinstance(beta, (int, float)):
-        beta = torch.full((1,), float(beta), device=x.device)
+    if isinstance(beta, numbers.Real):  # a number takes x's type, as scale and negative_slope do
+        beta = torch.full((1,), float(beta), dtype=x.dtype, device=x.device)
     return _run(_AGNN, op, graph, (x, _input(op, "beta", beta)), None, edge_values, dropout, seed,
                 return_attention_weights)
 

@@ -504,3 +504,56 @@ def test_cpu_autocast(dtype):
     y.float().sum().backward()
     assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in layer.parameters())
 
+
+
+# Each op's scalar arguments as Python numbers (ints too: beta, scale and dropout's seed), which
+# take the tensors' type: GT's scale, AGNN's beta, GAT's and GATv2's negative slope, dropout.
+NUMBER_CALLS = {
+    "gt": lambda g, t: dfgnn.gt_attention(g, t, t, t, scale=1, dropout=0.25, seed=3),
+    "agnn": lambda g, t: dfgnn.agnn_attention(g, t, 2, dropout=0.25, seed=3),
+    "agnn_float_beta": lambda g, t: dfgnn.agnn_attention(g, t, 1.0),
+    "gat": lambda g, t: dfgnn.gat_attention(g, t[..., 0], t[..., 1], t, negative_slope=0.1, dropout=0.25, seed=3),
+    "gatv2": lambda g, t: dfgnn.gatv2_attention(g, t, t, t[0], negative_slope=0.1, dropout=0.25, seed=3),
+}
+# The layers, with every number their constructor takes.
+NUMBER_LAYERS = {
+    "TransformerConv": lambda: dfgnn.nn.TransformerConv(8, 4, heads=2, beta=True, dropout=0.25, edge_dim=3),
+    "AGNNConv": lambda: dfgnn.nn.AGNNConv(requires_grad=False),
+    "GATConv": lambda: dfgnn.nn.GATConv(8, 4, heads=2, negative_slope=0.1, dropout=0.25, edge_dim=3, fill_value=0.5),
+    "GATv2Conv": lambda: dfgnn.nn.GATv2Conv(8, 4, heads=2, negative_slope=0.1, dropout=0.25, edge_dim=3),
+}
+# A call's element type: its tensors' (a layer converted to it), or float32 under autocast to it.
+NUMBER_TYPES = {"f32": (torch.float32, False), "bf16": (torch.bfloat16, False), "f16": (torch.float16, False),
+                "autocast_bf16": (torch.bfloat16, True), "autocast_f16": (torch.float16, True)}
+
+
+@pytest.mark.parametrize("types", list(NUMBER_TYPES))
+@pytest.mark.parametrize("call", list(NUMBER_CALLS))
+def test_numbers_take_the_tensors_type(call, types):
+    """A number where an op takes a scalar is no tensor of another type: the call runs in its
+    tensors' type, or autocast's, forward and backward."""
+    dtype, autocast = NUMBER_TYPES[types]
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(12, 50, 2), 12)
+    t = torch.randn(12, 2, 4, dtype=torch.float32 if autocast else dtype, requires_grad=True)
+    with torch.autocast("cpu", dtype=dtype) if autocast else contextlib.nullcontext():
+        out = NUMBER_CALLS[call](graph, t)
+    assert out.dtype == dtype
+    out.float().sum().backward()
+    assert t.grad.dtype == t.dtype
+
+
+@pytest.mark.parametrize("types", list(NUMBER_TYPES))
+@pytest.mark.parametrize("name", list(NUMBER_LAYERS))
+def test_layer_numbers_take_the_tensors_type(name, types):
+    """The same for the layers (training, so dropout runs): converted to a type, or float32 under
+    autocast."""
+    dtype, autocast = NUMBER_TYPES[types]
+    edge_index = ref.random_graph(12, 50, 2)
+    layer = NUMBER_LAYERS[name]().to(torch.float32 if autocast else dtype)
+    x = torch.randn(12, 8, dtype=torch.float32 if autocast else dtype, requires_grad=True)
+    edge_attr = torch.randn(edge_index.size(1), 3, dtype=x.dtype)
+    with torch.autocast("cpu", dtype=dtype) if autocast else contextlib.nullcontext():
+        out = layer(x, edge_index) if name == "AGNNConv" else layer(x, edge_index, edge_attr)
+    if not autocast:  # (under autocast a float32 bias promotes the sum, as in PyG's layers)
+        assert out.dtype == dtype
+    out.float().sum().backward()
