@@ -50,8 +50,9 @@ def _device_key(device):
 
 class _Plan:
     """A native plan: `native`, what the ops call (dfgnn._ops.Plan; it owns the handle and the
-    device CSR it reads, and frees the handle once neither this Graph nor a backward node still
-    needs it), the strategy its forward runs, and the raw handle (valid while this lives)."""
+    tensors the plan reads, `arrays`: a CUDA plan's device CSR, the dropout ids, and frees the
+    handle once neither this Graph nor a backward node still needs it), the strategy its forward
+    runs, and the raw handle (valid while this lives)."""
 
     def __init__(self, handle, arrays, nodes, heads, dim):
         self.handle = handle.value
@@ -336,13 +337,15 @@ class Graph:
                     raise ValueError(f"dfgnn: tensors on {device} are not supported (cpu or cuda)")
                 _lib.call(_lib.lib.dfgnn_plan_create, self._handle, ctypes.byref(where), kind, heads, dim, dtype,
                           ctypes.byref(handle))
+                ids = self._dropout_ids.get(device)
+                if self._dropout_ids and ids is None:
+                    ids = self._dropout_ids[device] = next(iter(self._dropout_ids.values())).to(device)
+                    if device.type == "cuda":
+                        torch.cuda.current_stream(device).synchronize()  # as _device_arrays' copies
+                # The ids go with the native plan: a backward node that outlives this Graph reads them.
+                arrays = (*(arrays or ()), *(() if ids is None else (ids,)))
                 plan = self._plans[key] = _Plan(handle, arrays, self.num_nodes, heads, dim)
-                if self._dropout_ids:
-                    ids = self._dropout_ids.get(device)
-                    if ids is None:
-                        ids = self._dropout_ids[device] = next(iter(self._dropout_ids.values())).to(device)
-                        if device.type == "cuda":
-                            torch.cuda.current_stream(device).synchronize()  # as _device_arrays' copies
+                if ids is not None:
                     _lib.call(_lib.lib.dfgnn_plan_set_dropout_ids, handle, ids.data_ptr())
         return plan
 

@@ -58,7 +58,7 @@ void check(int status) {
 }
 
 // A plan handle and what each call needs of it: its sizes, and the tensors it reads that Python
-// made (a CUDA plan's graph arrays). It frees the handle when the last of the Graph's cache and
+// made (a CUDA plan's graph arrays, the dropout ids). It frees the handle when the last of the Graph's cache and
 // the backward nodes that use it lets go.
 struct PlanState {
   dfgnn_plan* handle;

@@ -16,8 +16,10 @@ GATv2's ops, the layers), drawn by the graph's edge_ids, the same as one process
 ValueError. With NCCL also GT in bf16, within the mixed-precision contract
 of float64 (1e-2 forward, 2e-2 gradients)."""
 
+import gc
 import os
 import socket
+import weakref
 
 import pytest
 import torch
@@ -207,6 +209,36 @@ def test_nccl_on_two_gpus():
     """The same checks with NCCL, rank r on GPU r (the CUDA-native kernels, the exchanges on the
     device)."""
     mp.spawn(worker, args=(2, free_port(), False, "nccl"), nprocs=2)
+
+
+def test_dropout_ids_outlive_the_graph():
+    """The one-call ops' backward reads the dropout ids (the graph's edge_ids) through the local
+    graph's plan: its autograd node holds them, so a DistributedGraph collected before the
+    backward leaves nothing dangling, and the gradient is the one of a graph kept alive."""
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    try:
+        edges = ref.random_graph(N, 900, 5, 300)
+        gen = torch.Generator().manual_seed(3)
+        q, k, v = (torch.randn(N, H, D, generator=gen) for _ in range(3))
+        grads = []
+        for collect in (False, True):
+            graph = dd.DistributedGraph(edges, torch.zeros(N, dtype=torch.long), edge_ids=torch.arange(edges.size(1)),
+                                        overlap=False)
+            x = q.clone().requires_grad_()  # k and v need no gradient: no exchange node holds the graph
+            out = dd.gt_attention(graph, x, k, v, dropout=0.5, seed=11)
+            ids = weakref.ref(graph.graph._dropout_ids[torch.device("cpu")])
+            if collect:
+                del graph
+                gc.collect()
+                assert ids() is not None, "the backward's dropout ids went with the graph"
+                # Whatever memory the graph gave back, filled with other ids.
+                garbage = [torch.full((edges.size(1),), 7 << 40) for _ in range(16)]
+            out.backward(torch.ones_like(out))
+            grads.append(x.grad)
+        assert torch.equal(grads[0], grads[1])
+        del garbage
+    finally:
+        dist.destroy_process_group()
 
 
 def test_partition():
