@@ -2,6 +2,9 @@
 #include <dfgnn/partition.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
 #include <string>
 
 namespace dfgnn {
@@ -128,6 +131,17 @@ SourceSplit split_by_source(const RankGraph& r) {
 void set_sends(RankGraph& r, const std::vector<node_t>& counts, const std::vector<node_t>& ids) {
   if (counts.size() != std::size_t(r.ranks))
     throw Error("set_sends: " + std::to_string(counts.size()) + " counts for " + std::to_string(r.ranks) + " ranks");
+  // The counts come from the peers: summed in 64 bits, as the positions past node_t's range
+  // (the transports' 32-bit counts and offsets of one exchange) would wrap.
+  for (std::size_t q = 0; q < counts.size(); ++q)
+    if (counts[q] < 0)
+      throw Error("set_sends: rank " + std::to_string(r.rank) + " would send " + std::to_string(counts[q]) +
+                  " rows to rank " + std::to_string(q));
+  const std::int64_t total = std::accumulate(counts.begin(), counts.end(), std::int64_t(0));
+  if (total > std::numeric_limits<node_t>::max())
+    throw Error("set_sends: rank " + std::to_string(r.rank) + " would send " + std::to_string(total) +
+                " rows in all, more than the " + std::to_string(std::numeric_limits<node_t>::max()) +
+                " one exchange moves");
   r.send_ptr.assign(1, 0);
   for (node_t c : counts) r.send_ptr.push_back(r.send_ptr.back() + c);
   if (std::size_t(r.send_ptr.back()) != ids.size())

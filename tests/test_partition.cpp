@@ -198,6 +198,18 @@ TEST(Partition, FromEdgesEqualsFromTheWholeGraph) {
                      {"set_sends: node " + std::to_string(other) + " is not a row of rank 0"});
 }
 
+// A rank's send counts come from its peers (DistributedPlan's all-to-all) and add up in 64 bits:
+// past the 2^31 - 1 rows one exchange moves (the transports' 32-bit counts and offsets), or
+// negative, they are an Error naming the rank, not a wrapped sum.
+TEST(Partition, SendCountsPastAnExchangeAreRefused) {
+  const Partition p{3, std::vector<int>(6, 1)};
+  RankGraph r = rank_graph_from_edges(p, 1, {}, {}, {});
+  constexpr node_t most = std::numeric_limits<node_t>::max();
+  test::expect_error([&] { set_sends(r, {most, most, 2}, {}); },
+                     {"set_sends: rank 1 would send 4294967296 rows in all, more than the 2147483647 one exchange moves"});
+  test::expect_error([&] { set_sends(r, {3, -3, 0}, {}); }, {"set_sends: rank 1 would send -3 rows to rank 1"});
+}
+
 /// P ranks in one process: each rank's source-side inputs are its own rows then the halo rows
 /// its peers send by the plan; after its backward, the halo rows' gradients go back to their
 /// owners, which add them in rank order. Returns the whole graph's tensors as one call's.

@@ -76,7 +76,9 @@ RankGraph rank_graph_from_edges(const Partition& p, int rank, const std::vector<
                                 const std::vector<node_t>& dst, std::vector<edge_t> edge_ids);
 
 /// Sets r's sending half: `counts[q]` rows to rank q, `ids` (packed in rank order) the nodes of
-/// r's rows each peer's halo holds, in its order. Error for an id that is not one of r's rows.
+/// r's rows each peer's halo holds, in its order. Error naming r's rank for a negative count or
+/// counts that add up past the 2^31 - 1 rows one exchange moves, and for an id that is not one
+/// of r's rows.
 void set_sends(RankGraph& r, const std::vector<node_t>& counts, const std::vector<node_t>& ids);
 
 /// A rank's local graph split by where its edges come from, for calls that overlap the halo
