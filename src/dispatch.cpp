@@ -164,7 +164,9 @@ class Checker {
   }
 
   void contiguous(const char* name, const TensorRef& t) const {
-    if (t.strided) fail(std::string(name) + " is strided (a subview with gaps); pass a contiguous View");
+    if (t.strided)
+      fail(std::string(name) + " is strided (a subview with gaps, or a LayoutStride View not in row-major order); "
+           "pass a contiguous LayoutRight View");
   }
 
   /// The edge values, when given, and the dropout rate.

@@ -403,6 +403,29 @@ TEST_F(ErrorsTest, ReferenceArguments) {
                {"edge values"});
 }
 
+// The kernels read every tensor densely in row-major order. A View whose type says otherwise
+// (LayoutLeft, Kokkos::Cuda's default, of rank 2 or more) does not compile (tensor_ref's
+// static_assert); a LayoutStride View passes where its strides are row-major and is refused
+// where they are not, as a LayoutLeft View's are.
+static_assert(detail::row_major_layout<View3>() &&
+              detail::row_major_layout<Kokkos::View<float***, Kokkos::LayoutStride, Mem>>());
+static_assert(!detail::row_major_layout<Kokkos::View<float***, Kokkos::LayoutLeft, Mem>>() &&
+              !detail::row_major_layout<Kokkos::View<const float**, Kokkos::LayoutLeft, Mem>>());
+static_assert(detail::row_major_layout<Kokkos::View<float*, Kokkos::LayoutLeft, Mem>>(), "one order at rank 1");
+
+TEST_F(ErrorsTest, ViewsOfAnotherOrder) {
+  using Strided3 = Kokkos::View<const float***, Kokkos::LayoutStride, Mem>;
+  const auto& gt = plan(ScoreKind::GT);
+  const NodeFeatures<Mem> Q = f3(), K = f3(), V = f3();
+  const Strided3 left(Q.data(), Kokkos::LayoutStride(N, 1, H, N, D, N * H)),
+      right(Q.data(), Kokkos::LayoutStride(N, H * D, H, D, D, 1));
+  expect_error([&] { attention(exec_, gt, GT{}, tensors(left, K, V), out3()); }, {"Q is strided"});
+  const NodeOutput<Mem> want = out3(), got = out3();
+  attention(exec_, gt, GT{}, tensors(Q, K, V), want);
+  attention(exec_, gt, GT{}, tensors(right, K, V), got);
+  EXPECT_EQ(host_copy(got), host_copy(want));
+}
+
 TEST_F(ErrorsTest, CorrectCallMatchesTheReference) {
   const Plan<Exec> p(exec_, graph_, ScoreKind::GT, int(H), int(D));
   const auto Q = f3(), K = f3(), V = f3();

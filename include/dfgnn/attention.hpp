@@ -54,17 +54,37 @@ struct Options {
 
 namespace detail {
 
-/// A View as a call's tensor: its data, extents and whether it has gaps (the kernels index
-/// every tensor densely). Extents, not size(): Kokkos 4.6 reports size() 0 for an unmanaged
-/// View made on a null pointer, whatever its extents.
+/// Whether a View of this type may hold its entries in row-major order, the order the kernels
+/// read every tensor in: LayoutRight, LayoutStride (whose strides tensor_ref checks), or any
+/// layout at rank 1. LayoutLeft (Kokkos::Cuda's default) is column-major from rank 2 on.
+template <class View>
+constexpr bool row_major_layout() {
+  using Layout = typename View::array_layout;
+  return std::is_same_v<Layout, Kokkos::LayoutRight> || std::is_same_v<Layout, Kokkos::LayoutStride> ||
+         int(View::rank) <= 1;
+}
+
+/// A View as a call's tensor: its data, extents and whether its entries are other than dense
+/// and row-major (`strided`: gaps, or a LayoutStride View of another order). Extents, not
+/// size(): Kokkos 4.6 reports size() 0 for an unmanaged View made on a null pointer, whatever
+/// its extents.
 template <class View>
 TensorRef tensor_ref(const View& v) {
+  static_assert(row_major_layout<View>(),
+                "dfgnn: tensors are read in row-major order: pass Kokkos::LayoutRight Views (a LayoutLeft View, "
+                "Kokkos::Cuda's default layout, would be read transposed)");
   TensorRef t;
   t.data = v.data();
   t.dtype = dtype_of<typename View::non_const_value_type>();
   t.rank = int(View::rank);
   for (int r = 0; r < t.rank; ++r) t.extents[r] = v.extent(r);
   t.strided = v.span() != t.entries();
+  // Row-major: stride 1 in the last extent, in each other the product of the extents after it.
+  std::size_t stride = 1;
+  for (int r = t.rank - 1; r >= 0 && t.entries() && !t.strided; --r) {
+    t.strided = t.extents[r] > 1 && v.stride(r) != stride;
+    stride *= t.extents[r];
+  }
   return t;
 }
 

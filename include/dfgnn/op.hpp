@@ -91,7 +91,7 @@ struct TensorRef {
   DType dtype = DType::F32;
   int rank = 0;
   std::size_t extents[3] = {};
-  bool strided = false;  ///< a View with gaps: the kernels index every tensor densely
+  bool strided = false;  ///< a View with gaps or not row-major: the kernels index every tensor densely, row-major
 
   std::size_t entries() const;
   /// A bare pointer with the extents `extent` has in `op` (`count` entries for a HeadVector)
