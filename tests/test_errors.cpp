@@ -1,19 +1,23 @@
 // Argument checking of the public attention overloads and of Plan: every wrong shape, a plan
 // of another model, an output overlapping an input -> dfgnn::Error naming the argument.
 
+#include "../backends/kokkos/spaces.hpp"
 #include "call_fixture.hpp"
 #include "expect_error.hpp"
 
 #include <dfgnn/attention.hpp>
+#include <dfgnn/detail/kokkos_range.hpp>
 #include <dfgnn/reference.hpp>
 
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -454,6 +458,28 @@ TEST(ErrorsBackend, NativeNeedsKokkosCudaAndTheCudaBuild) {
 }  // namespace
 
 namespace {
+
+// Every flat loop of the Kokkos code runs on kokkos_impl::Range, which counts in 64 bits on every
+// enabled space: a RangePolicy of Kokkos::Cuda's own index type, unsigned int, wraps at 2^32
+// entries (N x H x D features, a rank's E x H x D edge features).
+#define DFGNN_RANGE_IS_64_BIT(EXEC)                                                  \
+  static_assert(std::is_same_v<kokkos_impl::Range<EXEC>::index_type, std::int64_t>, \
+                #EXEC "'s range loops must count in 64 bits");
+DFGNN_FOR_EACH_EXECUTION_SPACE(DFGNN_RANGE_IS_64_BIT)
+#undef DFGNN_RANGE_IS_64_BIT
+
+struct SumOfIndices {
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, std::int64_t& sum) const { sum += i; }
+};
+
+// Bounds past 2^32 on the default space: a 32-bit index would start this loop at 1.
+TEST(ErrorsRange, BoundsPast2To32) {
+  const std::int64_t first = (std::int64_t(1) << 32) + 1;
+  std::int64_t sum = 0;
+  Kokkos::parallel_reduce("sum", kokkos_impl::Range<Kokkos::DefaultExecutionSpace>(first, first + 3),
+                          SumOfIndices{}, sum);
+  EXPECT_EQ(sum, 3 * first + 3);
+}
 
 // Messages echo file content and arguments (a malformed file's header, a token, a path); each
 // stays one line of printable text: line breaks, controls and bytes that are no UTF-8 escaped.

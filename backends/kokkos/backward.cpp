@@ -47,8 +47,7 @@ void backward_of(const GT& model, const Exec& exec, const PortablePlan<Exec>& pl
     GTGrad<Mem, T> g = grad;
     g.work = s.work;
     Kokkos::parallel_for("dfgnn::backward_shared_edge_grad",
-                         Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(
-                             exec, 0, std::int64_t(p.src.extent(0)) * std::int64_t(grad.edge.in.extent(2))),
+                         Range<Exec>(exec, 0, std::int64_t(p.src.extent(0)) * std::int64_t(grad.edge.in.extent(2))),
                          SharedEdgeGrad<Mem, T>{g, p.dst});
   }
 }

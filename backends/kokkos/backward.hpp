@@ -604,7 +604,7 @@ void sum_in_slices(const Exec& exec, const PortablePlan<Exec>& plan, edge_t item
   launch(exec, "dfgnn::backward_parameter_slices", slices, L.team_size, L.vector_length,
          SliceSums<Exec, Term>{term, items, slices, count, partials});
   Kokkos::parallel_for(
-      "dfgnn::backward_parameter_sum", Kokkos::RangePolicy<Exec>(exec, 0, count), KOKKOS_LAMBDA(int k) {
+      "dfgnn::backward_parameter_sum", Range<Exec>(exec, 0, count), KOKKOS_LAMBDA(int k) {
         float acc = 0.0f;
         for (int s = 0; s < slices; ++s) acc += partials(std::size_t(s) * count + k);
         result(k) = from_float<T>(acc);

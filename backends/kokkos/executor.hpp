@@ -114,7 +114,7 @@ Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> in
   const int H = plan.heads(), D = plan.dim();
   const auto inv = plan.layout().inv_norms;
   Kokkos::parallel_for(
-      "dfgnn::inverse_norms", Kokkos::RangePolicy<Exec>(exec, 0, inv.size()),
+      "dfgnn::inverse_norms", Range<Exec>(exec, 0, inv.size()),
       KOKKOS_LAMBDA(std::size_t k) {
         const node_t n = node_t(k / H);
         const int h = int(k % H);

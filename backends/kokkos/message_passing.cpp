@@ -145,7 +145,7 @@ void permute_nodes(const Exec& exec, const Kokkos::View<const node_t*, typename 
   const std::size_t W = out.extent(1) * out.extent(2);
   const int D = int(out.extent(2));
   Kokkos::parallel_for(
-      "dfgnn::permute_nodes", Kokkos::RangePolicy<Exec>(exec, 0, N * W), KOKKOS_LAMBDA(std::size_t i) {
+      "dfgnn::permute_nodes", kokkos_impl::Range<Exec>(exec, 0, N * W), KOKKOS_LAMBDA(std::size_t i) {
         const std::size_t k = i % W;
         out(i / W, k / D, k % D) = in(index(i / W), k / D, k % D);
       });

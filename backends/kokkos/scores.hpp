@@ -16,6 +16,7 @@
 // arguments, types.hpp).
 
 #include <dfgnn/detail/kokkos_math.hpp>
+#include <dfgnn/detail/kokkos_range.hpp>
 
 #include <dfgnn/dropout.hpp>
 #include <dfgnn/half.hpp>

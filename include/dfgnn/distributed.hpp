@@ -33,6 +33,7 @@
 
 #include <dfgnn/backward.hpp>
 #include <dfgnn/detail/kokkos_math.hpp>
+#include <dfgnn/detail/kokkos_range.hpp>
 #include <dfgnn/partition.hpp>
 #include <dfgnn/detail/pending.hpp>
 
@@ -225,7 +226,7 @@ class DistributedPlan {
       }
       if (overlap_)  // the outer call's part
         Kokkos::parallel_for(
-            "dfgnn::add_outer", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()),
+            "dfgnn::add_outer", kokkos_impl::Range<Exec>(exec, 0, mine.size()),
             KOKKOS_LAMBDA(std::size_t e) { mine(e) += theirs(e); });
       if (x == Extent::HeadFeatures) sum_over_ranks(exec, grads.refs[i]);
     }
@@ -347,7 +348,7 @@ class DistributedPlan {
       const Flat packed = buffer(packed_[i], share_.send_rows.size() * width);
       const auto rows = send_rows_;
       Kokkos::parallel_for(
-          "dfgnn::pack_halo", Kokkos::RangePolicy<Exec>(exec, 0, packed.size()),
+          "dfgnn::pack_halo", kokkos_impl::Range<Exec>(exec, 0, packed.size()),
           KOKKOS_LAMBDA(std::size_t k) { packed(k) = mine(std::size_t(rows(k / width)) * width + k % width); });
       travelling.push_back(start(exec, packed, counts(share_.send_ptr), halo, counts(share_.recv_ptr), width));
       halo_inputs.refs[i] = TensorRef::shaped(sources.data(), halo_call().op(), args.inputs[i].extent);
@@ -365,7 +366,7 @@ class DistributedPlan {
     for (int q = 0; q < share_.ranks; ++q)
       Kokkos::parallel_for(
           "dfgnn::add_returned",
-          Kokkos::RangePolicy<Exec>(exec, std::size_t(share_.send_ptr[std::size_t(q)]) * width,
+          kokkos_impl::Range<Exec>(exec, std::size_t(share_.send_ptr[std::size_t(q)]) * width,
                                     std::size_t(share_.send_ptr[std::size_t(q) + 1]) * width),
           KOKKOS_LAMBDA(std::size_t k) { mine(std::size_t(rows(k / width)) * width + k % width) += returned(k); });
   }
@@ -374,7 +375,7 @@ class DistributedPlan {
   static void take_edges(const Exec& exec, const Flat& from, const Positions& edges, const Flat& to,
                          std::size_t width) {
     Kokkos::parallel_for(
-        "dfgnn::take_edges", Kokkos::RangePolicy<Exec>(exec, 0, to.size()),
+        "dfgnn::take_edges", kokkos_impl::Range<Exec>(exec, 0, to.size()),
         KOKKOS_LAMBDA(std::size_t k) { to(k) = from(std::size_t(edges(k / width)) * width + k % width); });
   }
 
@@ -423,7 +424,7 @@ class DistributedPlan {
     const auto in_ptr = inner().graph().row_ptr(), out_ptr = outer().graph().row_ptr();
     const Flat other(outer_out_.data(), n * H * D);
     Kokkos::parallel_for(
-        "dfgnn::merge_calls", Kokkos::RangePolicy<Exec>(exec, 0, n * H), KOKKOS_LAMBDA(std::size_t k) {
+        "dfgnn::merge_calls", kokkos_impl::Range<Exec>(exec, 0, n * H), KOKKOS_LAMBDA(std::size_t k) {
           using kokkos_impl::exp;
           using kokkos_impl::log;
           const std::size_t v = k / H, h = k % H;
@@ -453,7 +454,7 @@ class DistributedPlan {
       const auto edges = part.edges;
       const Flat mine(part.weights.data(), part.edges.size() * H), own(parts.data() + std::size_t(k) * n * H, n * H);
       Kokkos::parallel_for(
-          "dfgnn::scatter_weights", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()), KOKKOS_LAMBDA(std::size_t c) {
+          "dfgnn::scatter_weights", kokkos_impl::Range<Exec>(exec, 0, mine.size()), KOKKOS_LAMBDA(std::size_t c) {
             using kokkos_impl::exp;
             const std::size_t e = std::size_t(ids(c / H)), h = c % H, v = std::size_t(dst(c / H));
             weights(std::size_t(edges(e)), h) = mine(e * H + h) * exp(own(v * H + h) - lse(v, h));
@@ -470,7 +471,7 @@ class DistributedPlan {
       const Flat mine(part.edge_grad.data(), part.edges.size() * width);
       const auto edges = part.edges;
       Kokkos::parallel_for(
-          "dfgnn::scatter_edges", Kokkos::RangePolicy<Exec>(exec, 0, mine.size()),
+          "dfgnn::scatter_edges", kokkos_impl::Range<Exec>(exec, 0, mine.size()),
           KOKKOS_LAMBDA(std::size_t k) { all(std::size_t(edges(k / width)) * width + k % width) = mine(k); });
     }
   }
