@@ -204,4 +204,55 @@ TEST(DistributedErrors, EveryRankNamesTheProblem) {
                       std::to_string((n + 1) * 8) + " entries"});
 }
 
+// Every gradient is checked before any work, in both forms, on every rank: null, a row short,
+// or of another type. In one call a source-side gradient is written after the halo call,
+// from a workspace, and was written out of bounds when it did not fit.
+TEST(DistributedErrors, EveryGradientIsCheckedFirst) {
+  const HostGraph g = test::random_graph(40, 200, 5);
+  const int H = 2, D = 4;
+  for (const ScoreKind kind : {ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2})
+    for (const bool overlap : {true, false}) {
+      const Distributed plan(Exec(), test_transport(), g, {}, kind, H, D, Strategy::Auto, overlap);
+      const ModelArgs& m = model_args(kind);
+      Op rows = plan.op();
+      rows.src_nodes = rows.dst_nodes;  // every node tensor holds this rank's rows
+      const std::size_t n = std::size_t(plan.num_rows()), E = plan.share().edge_ids.size();
+      std::vector<Kokkos::View<float*, Mem>> buffers;
+      const auto zeros = [&](const TensorRef& shape) {
+        buffers.emplace_back("zeros", shape.entries());
+        TensorRef t = shape;
+        t.data = buffers.back().data();
+        return t;
+      };
+      Tensors inputs, grads;
+      for (int i = 0; i <= m.count; ++i) {  // the arguments, then the edge argument
+        const TensorRef shape = TensorRef::shaped(nullptr, rows, i < m.count ? m.inputs[i].extent : m.edge.extent);
+        inputs.refs[inputs.count++] = zeros(shape);
+        grads.refs[grads.count++] = zeros(shape);
+      }
+      NodeOutput<Mem> out("out", n, H, D), dout("dout", n, H, D);
+      NodeScalarsOutput<Mem> lse("lse", n, H);
+      for (int i = 0; i <= m.count; ++i) {
+        const std::string name = i < m.count ? m.gradients[i] : m.edge_gradient;
+        const bool head = i < m.count && m.inputs[i].extent == Extent::HeadFeatures;
+        TensorRef null = grads.refs[i], short_one = grads.refs[i], other = grads.refs[i];
+        null.data = nullptr, short_one.extents[0] -= 1, other.dtype = DType::BF16;
+        for (const TensorRef& wrong : {null, short_one, other}) {
+          SCOPED_TRACE(std::string(to_string(kind)) + (overlap ? " split " : " in one call ") + name + " on rank " +
+                       std::to_string(world_rank()));
+          Tensors bad = grads;
+          bad.refs[i] = wrong;
+          test::expect_error(
+              [&] {
+                visit_model(kind, [&](auto model) {
+                  attention_backward(Exec(), plan, model, inputs, out, lse, dout, bad);
+                });
+              },
+              {"attention_backward: " + name + (head ? std::string() : " must be this rank's " +
+                                                    std::to_string(i < m.count ? n : E))});
+        }
+      }
+    }
+}
+
 }  // namespace

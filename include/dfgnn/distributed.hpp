@@ -190,12 +190,24 @@ class DistributedPlan {
                 const Tensors& grads, const Options<memory_space>& options) const {
     const char* who = "attention_backward";
     const ModelArgs& args = Model::args;
+    // Every gradient of this rank's rows or edges, checked before any work as the forward checks
+    // its outputs: in one call a source-side one is only written after the halo call, from its
+    // workspace. (A head argument's goes to the calls as given, whose check it passes first.)
+    Flat mine[3];
+    for (int i = 0; i < args.count && i < grads.count; ++i) {
+      const Extent x = args.inputs[i].extent;
+      mine[i] = x == Extent::HeadFeatures
+                    ? Flat(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), entries(x, false))
+                    : rows_of(who, args.gradients[i], grads.refs[i], row_width(x));
+    }
+    const Flat edge_grad = grads.count > args.count ? edge_rows_of(who, args.edge_gradient, grads.refs[args.count],
+                                                                   row_width(args.edge.extent))
+                                                    : Flat();
     // The halo call's gradients: workspaces, all of them split (the outer call's), the
     // source-side ones in one call (its [rows | halo]).
     Tensors halo_grads = grads;
     for (int i = 0; i < args.count && i < grads.count; ++i) {
       const Extent x = args.inputs[i].extent;
-      if (!source_rows(x) && x != Extent::HeadFeatures) rows_of(who, args.gradients[i], grads.refs[i], row_width(x));
       if (overlap_ || source_rows(x))
         halo_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries(x, true)).data(), halo_call().op(), x);
     }
@@ -215,22 +227,23 @@ class DistributedPlan {
     }
     for (int i = 0; i < args.count && i < grads.count; ++i) {
       const Extent x = args.inputs[i].extent;
-      const Flat mine(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), entries(x, false));
+      const Flat grad = mine[i];
       // The halo call's workspace (none in one call for a destination or head argument).
       const Flat theirs(part_grads_[i].data(), overlap_ || source_rows(x) ? entries(x, true) : 0);
       if (source_rows(x)) {  // its halo rows back to their owners; in one call its own rows first
         const std::size_t own = own_sources() * row_width(x);
-        if (own) Kokkos::deep_copy(exec, mine, Kokkos::subview(theirs, std::pair<std::size_t, std::size_t>(0, own)));
-        return_halo(exec, Flat(theirs.data() + own, theirs.size() - own), mine, row_width(x), i);
+        if (own)
+          Kokkos::deep_copy(exec, grad, Kokkos::subview(theirs, std::pair<std::size_t, std::size_t>(0, own)));
+        return_halo(exec, Flat(theirs.data() + own, theirs.size() - own), grad, row_width(x), i);
         continue;
       }
       if (overlap_)  // the outer call's part
         Kokkos::parallel_for(
-            "dfgnn::add_outer", kokkos_impl::Range<Exec>(exec, 0, mine.size()),
-            KOKKOS_LAMBDA(std::size_t e) { mine(e) += theirs(e); });
+            "dfgnn::add_outer", kokkos_impl::Range<Exec>(exec, 0, grad.size()),
+            KOKKOS_LAMBDA(std::size_t e) { grad(e) += theirs(e); });
       if (x == Extent::HeadFeatures) sum_over_ranks(exec, grads.refs[i]);
     }
-    if (grads.count > args.count) scatter_edge_grads(exec, args, grads.refs[args.count]);
+    if (grads.count > args.count) scatter_edge_grads(exec, args, edge_grad);
   }
 
  private:
@@ -462,10 +475,9 @@ class DistributedPlan {
     }
   }
 
-  /// The edge argument's gradient in the rank's edge order, from each call's.
-  void scatter_edge_grads(const Exec& exec, const ModelArgs& args, const TensorRef& grad) const {
+  /// The edge argument's gradient in the rank's edge order (`all`), from each call's.
+  void scatter_edge_grads(const Exec& exec, const ModelArgs& args, const Flat& all) const {
     const std::size_t width = row_width(args.edge.extent);
-    const Flat all = edge_rows_of("attention_backward", args.edge_gradient, grad, width);
     for (int k = 0; k < calls(); ++k) {
       const Part& part = parts_[k];
       const Flat mine(part.edge_grad.data(), part.edges.size() * width);
