@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -39,6 +40,26 @@ inline std::vector<NamedGraph> two_byte_graphs(NamedGraph bipartite) {
   g.push_back({"batch64_x8", repeated_edges(batch_of_small_graphs(64, 3), 8)});
   g.push_back(std::move(bipartite));
   return g;
+}
+
+/// GT's edge columns [E, heads, F] that the two-byte suites run at H x D (TransformerConv's form
+/// under autocast): one row for every head on half the columns (whole 16-byte chunks where D
+/// allows: the vector tiles), and a row per head on an odd count (the scalar tiles).
+inline std::vector<EdgeShape> two_byte_columns(int H, int D) {
+  return {{1, std::max(1, D / 2)}, {H, std::max(1, D / 2 - 1) | 1}};
+}
+
+/// The extents of op's edge argument: its model's, or edge columns of shape `columns` where it
+/// has heads.
+inline TensorRef edge_argument(const Op& op, const EdgeShape& columns) {
+  TensorRef t = TensorRef::shaped(nullptr, op, model_args(op.kind).edge.extent);
+  if (columns.heads) t.extents[1] = std::size_t(columns.heads), t.extents[2] = std::size_t(columns.width);
+  return t;
+}
+
+/// How a case's message names its edge columns (empty for none).
+inline std::string columns_name(const EdgeShape& c) {
+  return c.heads ? " edge columns [E," + std::to_string(c.heads) + "," + std::to_string(c.width) + "]" : "";
 }
 
 /// Random values of the type (never zero), in [lo, hi].

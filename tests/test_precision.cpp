@@ -10,7 +10,8 @@
 // reference within the contract (bf16 2e-2, f16 4e-3), both over the call's largest exact
 // gradient. Graphs: the suite's shapes (empty rows, one node, no edges, self loops, a super node
 // beyond the team scratch, a batch, a power law) and a bipartite one; H x D of the suite, odd D
-// included; edge values, dropout, attention weights, edge features; tensors one element off
+// included; edge values, dropout, attention weights, edge features (GT's as edge columns too,
+// one row for every head and a row per head); tensors one element off
 // their alignment (W = 1). Then the refusals: another strategy, a call of another type.
 
 #include "expect_error.hpp"
@@ -87,9 +88,11 @@ const std::vector<test::NamedGraph>& graphs() {
 }
 
 /// What a case runs besides the inputs: edge values, dropout and the attention weights
-/// (training), the model's edge argument, tensors off their alignment; the backward.
+/// (training), the model's edge argument (GT's as edge columns of `columns`' shape where it has
+/// heads), tensors off their alignment; the backward.
 struct Variant {
   bool training = false, edges = false, unaligned = false, backward = false;
+  EdgeShape columns{};
 };
 
 template <class T>
@@ -117,7 +120,7 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
     inputs.refs[inputs.count++] = in.back()->ref(shape);
   }
   const std::size_t E = std::size_t(g.num_edges()), N = std::size_t(g.num_nodes);
-  const TensorRef edge_shape = TensorRef::shaped(nullptr, op, m.edge.extent);
+  const TensorRef edge_shape = test::edge_argument(op, var.columns);
   const std::vector<float> w = var.training ? test::typed_values(E * H, t, seed + 7, 0.5f, 1.5f) : std::vector<float>();
   const std::vector<float> e = var.edges ? test::typed_values(edge_shape.entries(), t, seed + 8) : std::vector<float>();
   Tensor<T> dw(w), de(e, offset), out(N * H * D, offset), weights(var.training ? E * H : 0);
@@ -145,8 +148,9 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   std::vector<double> ref_lse, ref_weights;
   if (var.training) ro.dropout = o.dropout, ro.logsumexp = &ref_lse, ro.weights = &ref_weights;
   ro.edge_features = var.edges ? e.data() : nullptr;
+  ro.edge_heads = var.columns.heads, ro.edge_width = var.columns.width;
   const std::vector<double> ref = test::reference_forward(kind, g, H, D, host, ro);
-  const std::string where = std::string(to_string(t)) + " " + named.name;
+  const std::string where = std::string(to_string(t)) + " " + named.name + test::columns_name(var.columns);
   test::expect_forward(prec, where, out.host(), ref, lse_host(), ref_lse, weights.host(), ref_weights);
   if (!var.backward) return;
 
@@ -200,6 +204,8 @@ TEST_P(TwoByte, ForwardWithinOneRounding) {
   expect({true, false, false}, seed + 1);
   if (kind != ScoreKind::AGNN) expect({false, true, false}, seed + 2);
   expect({false, false, true}, seed + 3);
+  if (kind == ScoreKind::GT)
+    for (const EdgeShape c : test::two_byte_columns(H, D)) expect({false, true, false, false, c}, seed + 4);
 }
 
 TEST_P(TwoByte, BackwardOnTheRoundedOut) {
@@ -208,6 +214,11 @@ TEST_P(TwoByte, BackwardOnTheRoundedOut) {
   expect({true, false, false, true}, seed + 1);
   if (kind != ScoreKind::AGNN) expect({false, true, false, true}, seed + 2);
   expect({false, false, true, true}, seed + 3);
+  if (kind == ScoreKind::GT) {  // the second shape with edge values, dropout and unaligned tensors
+    const std::vector<EdgeShape> columns = test::two_byte_columns(H, D);
+    expect({false, true, false, true, columns[0]}, seed + 4);
+    expect({true, true, true, true, columns[1]}, seed + 5);
+  }
 }
 
 std::string name_of(const ::testing::TestParamInfo<test::TwoByteParam>& info) {

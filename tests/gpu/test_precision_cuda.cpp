@@ -12,8 +12,9 @@
 // 4e-3), both over the call's largest exact gradient. Graphs: the suite's shapes (empty rows, one node, no edges,
 // self loops, a super node beyond shared memory, a batch, a power law) and a bipartite one;
 // H x D of the suite, odd D included; edge values, dropout, the attention weights, edge
-// features; unaligned tensors (the scalar tile). Then the refusals: another strategy, a call of
-// another type. Needs a CUDA device; skips otherwise.
+// features (GT's as edge columns too, one row for every head and a row per head); unaligned
+// tensors (the scalar tile). Then the refusals: another strategy, a call of another type.
+// Needs a CUDA device; skips otherwise.
 
 #include "../expect_error.hpp"
 #include "../graphs.hpp"
@@ -109,12 +110,13 @@ const std::vector<test::NamedGraph>& graphs() {
 }
 
 /// What a case runs besides the inputs: edge values, dropout at `dropout` and the attention
-/// weights (training), the model's edge argument, tensors off the 16-byte boundary; the
-/// backward, in `order`.
+/// weights (training), the model's edge argument (GT's as edge columns of `columns`' shape
+/// where it has heads), tensors off the 16-byte boundary; the backward, in `order`.
 struct Variant {
   bool training = false, edges = false, unaligned = false, backward = false;
   cuda::BackwardOrder order = cuda::BackwardOrder::Auto;
   float dropout = 0.25f;
+  EdgeShape columns{};
 };
 
 void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGraph& named, int H, int D, Variant var,
@@ -143,15 +145,15 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   }
   const std::size_t E = std::size_t(g.num_edges()), rows = std::size_t(g.num_nodes) * H;
   const std::vector<float> w = var.training ? test::typed_values(E * H, t, seed + 7, 0.5f, 1.5f) : std::vector<float>();
-  const std::vector<float> e = var.edges ? test::typed_values(TensorRef::shaped(nullptr, op, m.edge.extent).entries(),
-                                                              t, seed + 8)
-                                         : std::vector<float>();
+  const std::vector<float> e =
+      var.edges ? test::typed_values(test::edge_argument(op, var.columns).entries(), t, seed + 8) : std::vector<float>();
   Device dw(w, t), de(e, t), out(rows * D, t, offset), weights(var.training ? E * H : 0, t);
   Floats lse(var.training || var.backward ? rows : 0);
   cuda::Options o(cuda::DeviceEdgeValues{var.training ? dw.get() : nullptr, var.training ? H : 0});
   if (var.training || var.backward) o.logsumexp = lse.get();
   if (var.training) o.attention_weights = weights.get(), o.dropout = Dropout{var.dropout, 11};
   o.edge_features = var.edges ? de.get() : nullptr;
+  o.edge_shape = var.columns;
   const float param = visit_model(kind, [](auto model) { return model.param(); });
   const void* ptrs[3] = {in[0]->get(), in[1]->get(), m.count > 2 ? in[2]->get() : nullptr};
   const auto run = [&] {
@@ -169,8 +171,9 @@ void expect_matches(ScoreKind kind, const Precision& prec, const test::NamedGrap
   std::vector<double> ref_lse, ref_weights;
   if (var.training) ro.dropout = o.dropout, ro.logsumexp = &ref_lse, ro.weights = &ref_weights;
   ro.edge_features = var.edges ? e.data() : nullptr;
+  ro.edge_heads = var.columns.heads, ro.edge_width = var.columns.width;
   const std::vector<double> ref = test::reference_forward(kind, g, H, D, host, ro);
-  const std::string where = std::string(to_string(t)) + " " + named.name;
+  const std::string where = std::string(to_string(t)) + " " + named.name + test::columns_name(var.columns);
   test::expect_forward(prec, where, out.host(), ref, lse.host(), ref_lse, weights.host(), ref_weights);
   if (!var.backward) return;
 
@@ -221,6 +224,9 @@ TEST_P(TwoByteForward, MatchesFloat64ReferenceWithinOneRounding) {
   expect_matches(kind, prec, named, H, D, {true, false, false}, seed + 1);
   if (kind != ScoreKind::AGNN) expect_matches(kind, prec, named, H, D, {false, true, false}, seed + 2);
   expect_matches(kind, prec, named, H, D, {false, false, true}, seed + 3);
+  if (kind == ScoreKind::GT)
+    for (const EdgeShape c : test::two_byte_columns(H, D))
+      expect_matches(kind, prec, named, H, D, {false, true, false, false, {}, 0.25f, c}, seed + 4);
 }
 
 class TwoByteBackward : public TwoByte {};
@@ -235,6 +241,10 @@ TEST_P(TwoByteBackward, MatchesFloat64ReferenceOnTheRoundedOut) {
   if (kind != ScoreKind::AGNN) expect_matches(kind, prec, named, H, D, {false, true, false, true}, seed + 2);
   expect_matches(kind, prec, named, H, D, {false, false, true, true}, seed + 3);
   if (kind != ScoreKind::GT) return;
+  // The second column shape with edge values, dropout and unaligned tensors.
+  const std::vector<EdgeShape> columns = test::two_byte_columns(H, D);
+  expect_matches(kind, prec, named, H, D, {false, true, false, true, {}, 0.25f, columns[0]}, seed + 6);
+  expect_matches(kind, prec, named, H, D, {true, true, true, true, {}, 0.25f, columns[1]}, seed + 7);
   expect_matches(kind, prec, named, H, D, {true, false, false, true, Order::RowsFirst}, seed + 4);
   expect_matches(kind, prec, named, H, D, {true, false, true, true, Order::ColumnsFirst}, seed + 5);
 }
