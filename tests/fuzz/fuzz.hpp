@@ -39,12 +39,15 @@ inline const std::string& write(const TempFile& file, const std::uint8_t* data, 
   return file.path;
 }
 
-/// An Error's message: one line of printable text (UTF-8 allowed) that starts with `prefix`.
-inline void check_message(const Error& e, const std::string& prefix) {
-  const std::string m = e.what();
+/// A message: one line of printable text (UTF-8 allowed) that starts with `prefix`.
+inline void check_line(const std::string& m, const std::string& prefix) {
+  check(!m.empty(), "an empty message");
   check(m.rfind(prefix, 0) == 0, "the message does not start with '" + prefix + "': " + m);
   for (const unsigned char c : m) check(c >= 0x20 && c != 0x7F, "the message is not one printable line: " + m);
 }
+
+/// An Error's message: the same.
+inline void check_message(const Error& e, const std::string& prefix) { check_line(e.what(), prefix); }
 
 /// read_graph on the input as `file`: ids in [0, num_nodes), as many sources, destinations and
 /// values, the node count it reports accepted back with the same edges, and the CSR of them.

@@ -2,12 +2,12 @@
 # Builds the libFuzzer targets (clang, ASan + UBSan; DFGNN_ENABLE_FUZZ) in build/fuzz and runs
 # each for SECONDS (default 60) from its seed corpus tests/fuzz/corpus/<target>, with its
 # dictionary. New inputs go to build/fuzz/corpus/<target>, a crash's input to build/fuzz/crash-*
-# (then exit 1). Usage: bash tests/fuzz/run.sh [SECONDS [TARGET...]]   (edge_list mtx npy graph)
+# (then exit 1). Usage: bash tests/fuzz/run.sh [SECONDS [TARGET...]]   (edge_list mtx npy graph capi)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
 targets=("${@:2}")
-((${#targets[@]})) || targets=(edge_list mtx npy graph)
+((${#targets[@]})) || targets=(edge_list mtx npy graph capi)
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDFGNN_ENABLE_FUZZ=ON \
   -DDFGNN_ENABLE_TESTS=OFF -DDFGNN_ENABLE_KOKKOS_KERNELS=OFF >/dev/null
 cmake --build build/fuzz -j "${JOBS:-2}" --target "${targets[@]/#/fuzz_}"
