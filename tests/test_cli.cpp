@@ -653,13 +653,23 @@ TEST_F(CliTest, GenThenInfo) {
 
 // ---- help and user errors ------------------------------------------------------------------
 
+// --help lists every option a command's parser accepts; a command's help is its own.
 TEST_F(CliTest, Help) {
-  for (const std::string args : {"--help", "attention --help", "gen rmat -h"}) {
+  for (const auto& [args, command] : std::vector<std::pair<std::string, std::string>>{
+           {"--help", "dfgnn attention"}, {"attention --help", "dfgnn attention"}, {"gen rmat -h", "dfgnn gen rmat"}}) {
     const Result r = run(args);
     EXPECT_EQ(r.code, 0) << args;
     EXPECT_NE(r.out.find("usage:"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("dfgnn attention"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(command), std::string::npos) << r.out;
   }
+  const std::string all = run("--help").out, bench = run("bench -h").out;
+  for (const std::string option : {"--graph", "--src-nodes", "--q", "--beta", "--xr", "--scale", "--slope", "--dtype",
+                                   "--grad-out", "--reference-sample", "--iters", "--backward", "--edge-factor", "--kind",
+                                   "--k ", "--message", "--lhs", "--op", "--y "})
+    EXPECT_NE(all.find(option), std::string::npos) << option;
+  for (const std::string option : {"--inputs", "--check", "--json", "--strategy", "--scale", "--nodes"})
+    EXPECT_NE(bench.find(option), std::string::npos) << option;
+  EXPECT_EQ(bench.find("--grad-out G.npy"), std::string::npos) << bench;  // attention's option, not bench's
   const Result none = run("");
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.err.find("usage:"), std::string::npos) << none.err;
@@ -901,8 +911,8 @@ TEST_F(CliTest, SpmmAndSddmmErrors) {
   expect_user_error("spmm" + g + " --message u_dot_e --reduce sum", {"unknown message 'u_dot_e'"});
   expect_user_error("spmm" + g + " --message copy_u --reduce prod", {"unknown reduce 'prod'"});
   expect_user_error("spmm" + g + " --message copy_u --reduce sum --rhs x.npy", {"--rhs", "copy_u takes one operand"});
-  expect_user_error("spmm" + g + " --message copy_u --reduce sum --op dot", {"--op is an option of sddmm"});
-  expect_user_error("sddmm" + g + " --op dot --lhs x.npy", {"--lhs is an option of spmm"});
+  expect_user_error("spmm" + g + " --message copy_u --reduce sum --op dot", {"unknown option --op (an option of sddmm)"});
+  expect_user_error("sddmm" + g + " --op dot --lhs x.npy", {"unknown option --lhs (an option of spmm)"});
   expect_user_error("sddmm" + g + " --op pow", {"unknown operator 'pow'"});
   expect_user_error("spmm" + g + " --message copy_u --reduce sum --reorder metis", {"unknown ordering 'metis'"});
   expect_user_error("spmm" + g + " --message copy_u --reduce sum --grad-prefix p", {"--grad-prefix needs --grad-out"});

@@ -1,99 +1,51 @@
 #pragma once
-// Command-line plumbing of the dfgnn tool's subcommands: `--key value` options and `--flag`s,
-// the graph options (--graph, --nodes, --symmetrize), reproducible random tensors.
+// What the tool's commands share: the graph options (--graph, --nodes, --symmetrize,
+// --src-nodes), --backend, JSON strings, reproducible random tensors.
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/generate.hpp>
 #include <dfgnn/io.hpp>
+
+#include "options.hpp"
 #ifdef DFGNN_ENABLE_CUDA
 #include <dfgnn/cuda.hpp>
 #endif
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
-#include <map>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
 namespace dfgnn::cli {
 
-/// Bound of --warmup and --iters: their sum stays far from int's range and a run ends.
-constexpr long long kMaxIters = 1000000;
+/// The graph's options, which load_graph reads (all but --src-nodes: bipartite_section).
+inline const Section& graph_section() {
+  static const Section s{
+      "graph",
+      {{"graph", "FILE",
+        "an edge list or Matrix Market file, or rmat:SCALE:EDGE_FACTOR[:SEED]:\n"
+        "the graph of `dfgnn gen rmat` with those options, generated in process"},
+       {"nodes", "N", "the node count (default: max id + 1, or the `# nodes N` line of a file\nfrom dfgnn gen)"},
+       {"symmetrize", "", "add reverse edges and drop duplicates"}},
+      "Edge lists: `u v` (u -> v, 0-based; '#'/'%' comments; whitespace or commas; an optional\n"
+      "header line `src,dst`; at most a weight and a time column after u v, ignored). Matrix\n"
+      "Market .mtx: row = destination, col = source, 1-based. .gz is read transparently."};
+  return s;
+}
 
-struct Args {
-  std::map<std::string, std::string> values;
-  std::set<std::string> flags;
-
-  bool has(const std::string& k) const { return values.count(k) != 0; }
-  std::string get(const std::string& k, const std::string& fallback = "") const {
-    auto it = values.find(k);
-    return it == values.end() ? fallback : it->second;
-  }
-  std::string need(const std::string& k) const {
-    if (!has(k)) throw Error("missing --" + k);
-    return get(k);
-  }
-  /// The value of --k (fallback when absent), an integer in [lo, hi]: by default the range of
-  /// int, so that no caller's narrowing wraps a huge value around.
-  long long integer(const std::string& k, long long fallback, long long lo = std::numeric_limits<int>::min(),
-                    long long hi = std::numeric_limits<int>::max()) const {
-    if (!has(k)) return fallback;
-    const std::string s = get(k);
-    std::size_t used = 0;
-    long long v = 0;
-    bool in_range = true;
-    try {
-      v = std::stoll(s, &used);
-    } catch (const std::out_of_range&) {
-      in_range = false, used = s.size();
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != s.size() || s.empty() || std::isspace(static_cast<unsigned char>(s[0])))
-      throw Error("--" + k + ": '" + s + "' is not an integer");
-    if (!in_range || v < lo || v > hi)
-      throw Error("--" + k + ": " + s + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return v;
-  }
-  /// --seed: any 64-bit integer (default 1).
-  std::uint64_t seed() const {
-    return std::uint64_t(
-        integer("seed", 1, std::numeric_limits<long long>::min(), std::numeric_limits<long long>::max()));
-  }
-  /// The value of --k (fallback when absent), one finite number.
-  float real(const std::string& k, float fallback) const {
-    if (!has(k)) return fallback;
-    const std::vector<float> v = io::parse_float_list(get(k), "--" + k);
-    if (v.size() != 1) throw Error("--" + k + ": expected one number, got " + std::to_string(v.size()));
-    return v[0];
-  }
-};
-
-/// argv[first..] as options (each takes a value) and flags; anything else is an Error.
-inline Args parse_args(int argc, char** argv, int first, const std::set<std::string>& options,
-                       const std::set<std::string>& flags) {
-  Args a;
-  for (int i = first; i < argc; ++i) {
-    const std::string tok = argv[i];
-    if (tok.rfind("--", 0) != 0) throw Error("unexpected argument '" + tok + "'");
-    const std::string key = tok.substr(2);
-    if (a.flags.count(key) || a.values.count(key)) throw Error(tok + " given twice");
-    if (flags.count(key)) {
-      a.flags.insert(key);
-    } else if (options.count(key)) {
-      if (i + 1 >= argc) throw Error(tok + " needs a value");
-      a.values[key] = argv[++i];
-    } else {
-      throw Error("unknown option " + tok);
-    }
-  }
-  return a;
+/// --src-nodes: a bipartite graph (attention, info, bench).
+inline const Section& bipartite_section() {
+  static const Section s{"bipartite graphs",
+                         {{"src-nodes", "NS",
+                           "sources u < NS, destinations v < N (--nodes; default max destination\n"
+                           "+ 1); source-side inputs (gt k v, gat el v, gatv2 xl) then have NS rows,\n"
+                           "the others and out N"}},
+                         ""};
+  return s;
 }
 
 /// The graph of --graph (--nodes, --symmetrize).
@@ -124,16 +76,16 @@ inline HostGraph load_graph(const Args& a) {
   if (a.need("graph").rfind("rmat:", 0) == 0) {
     for (const char* o : {"nodes", "src-nodes"})
       if (a.has(o)) throw Error(std::string("--") + o + " does not apply to a generated graph (--graph rmat:...)");
-    if (a.flags.count("symmetrize")) throw Error("--symmetrize does not apply to a generated graph (it is symmetric)");
+    if (a.flag("symmetrize")) throw Error("--symmetrize does not apply to a generated graph (it is symmetric)");
     return generated_graph(a.get("graph"));
   }
   if (!a.has("src-nodes")) {
     io::EdgeList edges = io::read_graph(a.need("graph"), a.integer("nodes", -1, 0));
-    if (a.flags.count("symmetrize")) symmetrize(edges.src, edges.dst);
+    if (a.flag("symmetrize")) symmetrize(edges.src, edges.dst);
     return graph_from_edges(edges.num_nodes, edges.src, edges.dst);
   }
   // Bipartite: sources below --src-nodes, destinations below --nodes (default: the largest + 1).
-  if (a.flags.count("symmetrize")) throw Error("--symmetrize needs one node set; it cannot be combined with --src-nodes");
+  if (a.flag("symmetrize")) throw Error("--symmetrize needs one node set; it cannot be combined with --src-nodes");
   const io::EdgeList edges = io::read_graph(a.need("graph"));
   const long long ns = a.integer("src-nodes", 0, 0);
   const long long nd =

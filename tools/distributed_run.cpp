@@ -129,7 +129,7 @@ DistributedRun::~DistributedRun() = default;
 
 Strategy DistributedRun::strategy() const { return s_->plan.inner().strategy(); }
 
-void DistributedRun::operator()() const {
+void DistributedRun::forward() {
   State& s = *s_;
   visit_model(s.in.kind, [&](auto model) {
     attention(s.exec, s.plan, with_param<decltype(model)>(s.in.param), s.shaped(s.tensors), s.out, s.options);
@@ -153,7 +153,7 @@ void DistributedRun::set_dout(const std::vector<float>& dout) {
   for (std::size_t i = 0; i < s.tensors.size(); ++i) s.grads.emplace_back("grad", s.tensors[i].size());
 }
 
-void DistributedRun::backward() const {
+void DistributedRun::backward() {
   State& s = *s_;
   using Mem = State::Mem;
   const std::size_t n = std::size_t(s.plan.num_rows());

@@ -4,7 +4,7 @@
 // rank 0 gathers the whole output and gradients and writes them (docs/distributed.md). Without
 // MPI the tool is one rank.
 
-#include "inputs.hpp"
+#include "run.hpp"
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/op.hpp>
@@ -35,18 +35,19 @@ bool collectives_begun();
 /// A forward and, in training, backward of the portable kernels on this rank's rows of the
 /// whole graph `g` (partitioned by partition_by_edges over the ranks); the Inputs are the whole
 /// graph's, and rank 0 gets the whole output and gradients (the others empty ones).
-class DistributedRun {
+class DistributedRun final : public Run {
  public:
   DistributedRun(const HostGraph& g, const Inputs& in, Strategy strategy, bool training = false);
-  ~DistributedRun();
-  Strategy strategy() const;
-  void operator()() const;
-  std::vector<float> output() const;
-  std::vector<float> weights() const;
+  ~DistributedRun() override;
+  Strategy strategy() const override;
+  Backend backend() const override { return Backend::Portable; }
+  void forward() override;
+  std::vector<float> output() const override;
+  std::vector<float> weights() const override;
   /// dLoss/dOut of the whole graph [N,H,D].
-  void set_dout(const std::vector<float>& dout);
-  void backward() const;
-  Gradients gradients() const;
+  void set_dout(const std::vector<float>& dout) override;
+  void backward() override;
+  Gradients gradients() const override;
 
  private:
   struct State;

@@ -1,8 +1,14 @@
 #pragma once
-// The inputs of one CLI attention run and its timing, shared by the Kokkos and CUDA runners.
+// The inputs of one CLI attention run (the model options, the input files or random tensors, a
+// renumbering), shared by attention and bench, and a run's timing.
 
+#include "options.hpp"
+
+#include <dfgnn/csr.hpp>
 #include <dfgnn/dropout.hpp>
+#include <dfgnn/io.hpp>
 #include <dfgnn/op.hpp>
+#include <dfgnn/reorder.hpp>
 
 #include <string>
 #include <utility>
@@ -83,5 +89,43 @@ struct Timing {
   double median_ms = 0, min_ms = 0;
   double plan_mib = -1;  ///< device memory the plan held after the runs (CUDA-native), MiB
 };
+
+/// The options of a model run (attention, bench): the model, its shape and parameters, the
+/// element type, dropout and renumbering.
+const Section& run_section();
+/// The model's input files and edge inputs (attention).
+const Section& input_section();
+
+/// The option of a model argument: its name in lower case (--q, --el, --xl, --beta, ...).
+std::string option_of(const ArgSpec& arg);
+/// Options that only some models read: given for another model they are a mistake, not a no-op.
+void reject_foreign_options(const Args& a, ScoreKind kind);
+
+/// The data of t if its shape is one of `shapes`; else an Error naming `path` and the shapes.
+std::vector<float> checked(const io::Array& t, const std::string& path,
+                           const std::vector<std::vector<std::size_t>>& shapes);
+
+/// The run's inputs on `g` from the options: the files given, random tensors for the others,
+/// all rounded to --dtype.
+Inputs load_inputs(const Args& a, const HostGraph& g);
+
+/// The file's graph and the one a run uses: its renumbering by an Ordering (reorder.hpp), or
+/// for None the file's itself, not copied (a graph of billions of edges fits once), with empty
+/// order and position (no rows move; a bipartite graph, whose two sides share no numbering,
+/// has only this one).
+struct Renumbered {
+  HostGraph file;
+  Reordered re;  ///< empty for None
+  const HostGraph& run() const { return re.order.empty() ? file : re.graph; }
+};
+Renumbered renumbered(HostGraph g, Ordering o);
+
+/// x's rows moved by `index` (order or position of renumbered), or x itself when none moves.
+std::vector<float> moved_rows(const std::vector<float>& x, const std::vector<node_t>& index);
+
+/// The inputs in a renumbered graph's order: node tensors (features, el, er) take rows `index`
+/// (reorder.hpp's order to go there, position to come back); per-head ones (GATv2's a, AGNN's
+/// beta), the edge values and the dropout seed stay, since the renumbered graph's edge ids are the file's.
+Inputs in_order(const Inputs& in, const std::vector<node_t>& index);
 
 }  // namespace dfgnn::cli

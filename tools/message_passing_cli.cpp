@@ -4,7 +4,9 @@
 
 #include "message_passing_cli.hpp"
 
+#include "bytes.hpp"
 #include "cli_common.hpp"
+#include "commands.hpp"
 
 #include <dfgnn/message_passing.hpp>
 #include <dfgnn/reference.hpp>
@@ -148,13 +150,9 @@ std::size_t rows_of(Target t, const HostGraph& g) {
   return t == Target::E ? std::size_t(g.num_edges()) : std::size_t(g.num_nodes);
 }
 
-/// Bytes a forward must move (anchors.md): each input read once, the output written once and
-/// the graph; the gather model adds one row read per edge for each tensor gathered by edge
-/// (sources; both ends for g-SDDMM).
-struct Traffic {
-  double compulsory = 0, gather = 0;
-};
-
+/// The forward's bytes (bytes.hpp): compulsory, each input read once, the output written once
+/// and the graph; gather, also one row read per edge for each tensor gathered by edge (sources;
+/// both ends for g-SDDMM).
 Traffic traffic(const HostGraph& g, const MessageJob& job, const std::vector<Slot>& slots, std::size_t out_floats,
                 bool arg) {
   const double E = double(g.num_edges());
@@ -175,23 +173,15 @@ Traffic traffic(const HostGraph& g, const MessageJob& job, const std::vector<Slo
   return t;
 }
 
-int run_command(int argc, char** argv, bool sddmm) {
-  const Args a = parse_args(argc, argv, 2,
-                            {"graph", "nodes", "message", "reduce", "op", "heads", "dim", "lhs", "rhs", "x", "y", "seed",
-                             "out", "reorder", "grad-out", "grad-prefix", "warmup", "iters", "backend", "json", "name"},
-                            {"reference", "symmetrize"});
+int run_command(const Args& a, bool sddmm) {
   const HostGraph g = load_graph(a);
   MessageJob job;
   job.sddmm = sddmm;
   std::vector<Slot> slots;
   if (sddmm) {
-    for (const char* k : {"message", "reduce", "lhs", "rhs"})
-      if (a.has(k)) throw Error(std::string("--") + k + " is an option of spmm; sddmm takes --op, --x and --y");
     job.op = parse_binary_op(a.need("op"));
     slots = {{"x", Target::U}, {"y", Target::V}};
   } else {
-    for (const char* k : {"op", "x", "y"})
-      if (a.has(k)) throw Error(std::string("--") + k + " is an option of sddmm; spmm takes --message, --lhs and --rhs");
     job.message = parse_message(a.need("message"));
     job.reduce = parse_reduce(a.need("reduce"));
     slots = {{"lhs", job.message.lhs}};
@@ -206,7 +196,7 @@ int run_command(int argc, char** argv, bool sddmm) {
   int width = 0;
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (!a.has(slots[i].option)) continue;
-    if (slots[i].target == Target::E && a.flags.count("symmetrize"))
+    if (slots[i].target == Target::E && a.flag("symmetrize"))
       throw Error(std::string("--") + slots[i].option +
                   " holds edge values, which cannot be combined with --symmetrize (it changes the edges and their order)");
     files[i] = io::read_npy_f32(a.get(slots[i].option));
@@ -247,7 +237,7 @@ int run_command(int argc, char** argv, bool sddmm) {
   for (const char* k : {"out", "json"})
     if (a.has(k)) io::check_writable(a.get(k));
   for (std::size_t i = 0; i < slots.size() && !dout.empty(); ++i) io::check_writable(grad_path(i));
-  const int warmup = int(a.integer("warmup", 3, 0, cli::kMaxIters)), iters = int(a.integer("iters", 0, 0, cli::kMaxIters));
+  const int warmup = int(a.integer("warmup", 3, 0, kMaxIters)), iters = int(a.integer("iters", 0, 0, kMaxIters));
   job.warmup = warmup, job.iters = iters;
 
   // Reordering: node tensors into the new order, results back; edge tensors keep the file's.
@@ -309,7 +299,7 @@ int run_command(int argc, char** argv, bool sddmm) {
     }
     std::printf("backward: wrote %zu gradients to %s*.npy\n", slots.size(), prefix.c_str());
   }
-  if (!a.flags.count("reference")) return 0;
+  if (!a.flag("reference")) return 0;
   // The float64 reference on the file's graph and order: checks the reordering too.
   const Operand x{job.lhs.data.data(), job.lhs.heads, job.lhs.dim};
   const Operand y{job.rhs.data.data(), job.rhs.heads, job.rhs.dim};
@@ -341,9 +331,56 @@ int run_command(int argc, char** argv, bool sddmm) {
   return status;
 }
 
+int spmm(const Args& a) { return run_command(a, false); }
+int sddmm(const Args& a) { return run_command(a, true); }
+
+// What spmm and sddmm share besides their operands.
+const Section& message_section() {
+  static const Section s{
+      "spmm, sddmm",
+      {{"heads", "H", "heads (default 1)"},
+       {"dim", "D", "features per head (default: from the operand files, else 64)"},
+       {"seed", "S", "seed of the random operands (default 1)"},
+       {"out", "F.npy", "the output"},
+       {"reference", "", "also run the float64 reference and fail (exit 1) beyond 1e-4"},
+       {"grad-out", "G.npy", "dLoss/dout: also run the backward and write PREFIX{dlhs,drhs}.npy |\nPREFIX{dx,dy}.npy"},
+       {"grad-prefix", "PREFIX", "where the gradients go (default \"grad_\")"},
+       {"reorder", "none|rcm|degree", "run on the renumbered graph (results in file order)"},
+       {"iters", "N", "time the kernels: the median of N runs (bandwidth of the forward)"},
+       {"warmup", "W", "untimed runs before them (default 3)"},
+       {"backend", "B", "auto|kokkos|cuda"},
+       {"json", "F", "append one JSON object per run to F"},
+       {"name", "NAME", "the record's name (default: the graph)"}},
+      "Operands: node tensors [N,..], edge tensors [E,..] in file order, each [R], [R,H], [R,H*D]\n"
+      "or [R,1|H,1|D] (axes of 1 broadcast); missing ones are random [R,H,D] (--seed).\n"
+      "docs/message_passing.md has the semantics."};
+  return s;
+}
+
 }  // namespace
 
-int cmd_spmm(int argc, char** argv) { return run_command(argc, argv, false); }
-int cmd_sddmm(int argc, char** argv) { return run_command(argc, argv, true); }
+const Command& spmm_command() {
+  static const Section own{
+      "spmm (out[v] = reduce over u -> v of the message)",
+      {{"message", "M", "copy_u | copy_e | u_OP_e | u_OP_v (OP add, sub, mul, div)"},
+       {"reduce", "R", "sum|mean|max|min"},
+       {"lhs", "F", "the message's left operand (on u; on e for copy_e)"},
+       {"rhs", "F", "its right operand (on e or v)"}},
+      ""};
+  static const Command c{"spmm", "--graph FILE --message M --reduce sum|mean|max|min [options]",
+                         {&graph_section(), &own, &message_section()}, spmm};
+  return c;
+}
+
+const Command& sddmm_command() {
+  static const Section own{"sddmm (out[e] = OP(x[u], y[v]) for every edge u -> v, in file order)",
+                           {{"op", "OP", "add|sub|mul|div|dot: out [E,H,D] ([E,H,1] for dot)"},
+                            {"x", "F", "the source operand"},
+                            {"y", "F", "the destination operand"}},
+                           ""};
+  static const Command c{"sddmm", "--graph FILE --op add|sub|mul|div|dot [options]",
+                         {&graph_section(), &own, &message_section()}, sddmm};
+  return c;
+}
 
 }  // namespace dfgnn::cli

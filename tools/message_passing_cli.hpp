@@ -12,10 +12,6 @@
 
 namespace dfgnn::cli {
 
-/// `dfgnn spmm ...` / `dfgnn sddmm ...` (argv[1] is the command); the exit code.
-int cmd_spmm(int argc, char** argv);
-int cmd_sddmm(int argc, char** argv);
-
 /// A host tensor [rows, heads, dim].
 struct HostTensor {
   std::vector<float> data;

@@ -1,0 +1,206 @@
+// This process's run through the one plan factory and the generic calls, and the portable
+// kernels' Device (run.hpp).
+
+#include "run.hpp"
+
+#include "cli_common.hpp"
+#include "distributed_run.hpp"
+
+#include <dfgnn/detail/dispatch.hpp>
+#include <dfgnn/plan.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace dfgnn::cli {
+
+Buffer Device::upload(const std::vector<float>& host, DType dtype) const {
+  Buffer b{allocate(host.size() * size_of(dtype)), host.size(), dtype};
+  if (dtype == DType::F32) {
+    copy_in(b.get(), host.data(), host.size() * sizeof(float));
+    return b;
+  }
+  std::vector<std::uint16_t> bits(host.size());
+  std::transform(host.begin(), host.end(), bits.begin(), [&](float x) { return to_bits(dtype, x); });
+  copy_in(b.get(), bits.data(), bits.size() * sizeof(std::uint16_t));
+  return b;
+}
+
+std::vector<float> Device::download(const Buffer& b) const {
+  std::vector<float> host(b.size);
+  if (b.dtype == DType::F32) {
+    copy_out(host.data(), b.get(), b.size * sizeof(float));
+    return host;
+  }
+  std::vector<std::uint16_t> bits(b.size);
+  copy_out(bits.data(), b.get(), b.size * sizeof(std::uint16_t));
+  std::transform(bits.begin(), bits.end(), host.begin(), [&](std::uint16_t x) { return from_bits(b.dtype, x); });
+  return host;
+}
+
+namespace {
+
+// The portable kernels on the default Kokkos execution space, timed by the host clock after a
+// fence.
+class KokkosDevice final : public Device {
+ public:
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using Mem = Exec::memory_space;
+
+  std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) override {
+    graph_.emplace(g);
+    return detail::portable_builder(exec_, *graph_, op);
+  }
+  void place(Call& call) const override { call.space = &exec_; }
+  void mark(int i) override {
+    exec_.fence();
+    marks_[i] = std::chrono::steady_clock::now();
+  }
+  double elapsed(int from, int to) override {
+    return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
+  }
+  std::string name() const override { return std::string("kokkos ") + Exec::name(); }
+
+ protected:
+  std::shared_ptr<void> allocate(std::size_t bytes) const override {
+    return {Kokkos::kokkos_malloc<Mem>("dfgnn::cli", std::max<std::size_t>(bytes, 1)),
+            [](void* p) { Kokkos::kokkos_free<Mem>(p); }};
+  }
+  void copy_in(void* to, const void* from, std::size_t bytes) const override {
+    Kokkos::deep_copy(Bytes<Mem, char>(static_cast<char*>(to), bytes),
+                      Bytes<Kokkos::HostSpace, const char>(static_cast<const char*>(from), bytes));
+  }
+  void copy_out(void* to, const void* from, std::size_t bytes) const override {
+    Kokkos::deep_copy(Bytes<Kokkos::HostSpace, char>(static_cast<char*>(to), bytes),
+                      Bytes<Mem, const char>(static_cast<const char*>(from), bytes));
+  }
+
+ private:
+  template <class Space, class T>
+  using Bytes = Kokkos::View<T*, Space, Kokkos::MemoryUnmanaged>;
+
+  Exec exec_;
+  std::optional<Graph<Mem>> graph_;
+  std::chrono::steady_clock::time_point marks_[3];
+};
+
+// A backend offered to the factory that makes its device, and uploads its copy of the graph,
+// only when the factory picks it: the factory asks only the chosen backend for its facts.
+class Offer final : public detail::Builder {
+ public:
+  explicit Offer(std::function<std::unique_ptr<detail::Builder>()> make) : make_(std::move(make)) {}
+  detail::DeviceFacts facts(Strategy asked) override {
+    made_ = make_();
+    return made_->facts(asked);
+  }
+  std::shared_ptr<const detail::Executor> build(Strategy resolved) override { return made_->build(resolved); }
+
+ private:
+  std::function<std::unique_ptr<detail::Builder>()> make_;
+  std::unique_ptr<detail::Builder> made_;
+};
+
+// Median and minimum of the samples.
+Timing summary(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  return ms.empty() ? Timing{} : Timing{ms[ms.size() / 2], ms.front()};
+}
+
+}  // namespace
+
+std::unique_ptr<Device> make_device(Backend backend) {
+#ifdef DFGNN_ENABLE_CUDA
+  if (backend == Backend::Native) return cuda_device();
+#endif
+  (void)backend;
+  return std::make_unique<KokkosDevice>();
+}
+
+std::unique_ptr<Run> make_run(const HostGraph& g, const Inputs& in, Strategy strategy, Backend backend, bool training) {
+#ifdef DFGNN_ENABLE_MPI
+  if (ranks() > 1) return std::make_unique<DistributedRun>(g, in, strategy, training);
+#endif
+  return std::make_unique<LocalRun>(g, in, strategy, backend, training);
+}
+
+LocalRun::LocalRun(const HostGraph& g, const Inputs& in, Strategy strategy, Backend backend, bool training)
+    : in_(in), training_(training) {
+  const Op op{in.kind, in.dtype, int(in.H), int(in.D), g.num_src_nodes, g.num_nodes, g.num_edges()};
+  const auto offer = [&](Backend b) {
+    return std::make_unique<Offer>([this, b, &g, op] {
+      device_ = make_device(b);
+      return device_->builder(g, op);
+    });
+  };
+  detail::Where where;
+  where.portable = offer(Backend::Portable);
+  where.native_unavailable = native_unavailable();
+  if (where.native_unavailable.empty()) where.native = offer(Backend::Native);
+  executor_ = detail::make_executor("plan", op, g.stats, strategy, backend, std::move(where));
+
+  const DType t = in.dtype;
+  for (const auto& x : in.tensors) inputs_.push_back(device_->upload(x, t));
+  if (in.edge_value_heads) edge_values_ = device_->upload(in.edge_values, t);
+  if (in.edges()) edge_features_ = device_->upload(in.edge_features, t);
+  out_ = device_->zeros(in.out_size(), t);
+  if (training || in.weights) logsumexp_ = device_->zeros(in.N * in.H, DType::F32);  // the weights need it
+  if (in.weights) weights_ = device_->zeros(in.E * in.H, t);
+  forward_ = inputs_call();
+  detail::set_outputs(forward_, op, out_.get(), static_cast<float*>(logsumexp_.get()), weights_.get());
+}
+
+Call LocalRun::inputs_call() const {
+  std::vector<const void*> inputs;
+  for (const Buffer& b : inputs_) inputs.push_back(b.get());
+  Call c = detail::pointer_call(executor_->op(), in_.kind, inputs.data(), in_.count(), edge_values_.get(),
+                                in_.edge_value_heads, training_ ? in_.dropout : Dropout{}, edge_features_.get());
+  c.param = in_.param;
+  device_->place(c);
+  return c;
+}
+
+void LocalRun::forward() { detail::forward("attention", *executor_, in_.kind, forward_); }
+
+void LocalRun::set_dout(const std::vector<float>& dout) {
+  dout_ = device_->upload(dout, in_.dtype);
+  grads_.clear();
+  std::vector<void*> grads;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) grads.push_back(grads_.emplace_back(device_->zeros(inputs_[i].size, in_.dtype)).get());
+  if (in_.edges()) edge_grad_ = device_->zeros(edge_features_.size, in_.dtype);
+  backward_ = inputs_call();
+  detail::set_upstream(backward_, executor_->op(), in_.kind, out_.get(), static_cast<const float*>(logsumexp_.get()),
+                       dout_.get(), grads.data(), edge_grad_.get());
+}
+
+void LocalRun::backward() { detail::backward("attention_backward", *executor_, in_.kind, backward_); }
+
+Gradients LocalRun::gradients() const {
+  const auto names = gradient_sizes(in_);
+  Gradients r;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    r.emplace_back(names[i].first, device_->download(i < grads_.size() ? grads_[i] : edge_grad_));
+  return r;
+}
+
+Timings LocalRun::time(int warmup, int iters) {
+  std::vector<double> total, backward_ms;
+  for (int i = 0; i < warmup + iters; ++i) {
+    device_->mark(0);
+    forward();
+    device_->mark(1);
+    if (training_) backward(), device_->mark(2);
+    if (i < warmup) continue;
+    total.push_back(device_->elapsed(0, training_ ? 2 : 1));
+    if (training_) backward_ms.push_back(device_->elapsed(1, 2));
+  }
+  Timings t{summary(total), summary(backward_ms)};
+  t.total.plan_mib = t.backward.plan_mib = device_->plan_mib(*executor_);
+  return t;
+}
+
+}  // namespace dfgnn::cli

@@ -1,0 +1,139 @@
+#pragma once
+// The runs of `dfgnn attention` and `dfgnn bench`: a model's forward and, in training, its
+// backward on host inputs, with host results. This process's run builds its plan through the
+// one factory (detail::make_executor, which applies --backend) and runs the generic calls
+// (detail::forward / backward), as the C ABI does, on tensors in the memory of the backend the
+// factory picked; under mpirun the ranks run a DistributedRun (distributed_run.hpp).
+
+#include "inputs.hpp"
+
+#include <dfgnn/csr.hpp>
+#include <dfgnn/detail/factory.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dfgnn::cli {
+
+/// A model run on a graph.
+class Run {
+ public:
+  virtual ~Run() = default;
+  /// The resolved strategy and backend of its kernels (never Auto).
+  virtual Strategy strategy() const = 0;
+  virtual Backend backend() const = 0;
+  virtual void forward() = 0;
+  /// out [N,H,D] and the attention weights [E,H] (Inputs::weights) of the last forward.
+  virtual std::vector<float> output() const = 0;
+  virtual std::vector<float> weights() const = 0;
+  /// dLoss/dOut [N,H,D] of the backward.
+  virtual void set_dout(const std::vector<float>& dout) = 0;
+  /// The fused backward after a training forward.
+  virtual void backward() = 0;
+  /// The gradients, named and ordered as gradient_sizes.
+  virtual Gradients gradients() const = 0;
+  /// One line on the device memory after the calls, where the backend counts it (CUDA-native).
+  virtual void report_memory(const char* what) const { (void)what; }
+};
+
+/// This process's run on g (LocalRun), or under mpirun the ranks' (rank 0 gets the whole
+/// results, the others empty ones). `training`: the forward keeps what the backward needs and
+/// applies the inputs' dropout.
+std::unique_ptr<Run> make_run(const HostGraph& g, const Inputs& in, Strategy strategy, Backend backend, bool training);
+
+/// `size` elements of type `dtype` in a Device's memory.
+struct Buffer {
+  std::shared_ptr<void> data;
+  std::size_t size = 0;
+  DType dtype = DType::F32;
+  void* get() const { return data.get(); }
+};
+
+/// Where a backend runs a LocalRun: its copy of the graph, the run's tensors, and the clock of
+/// its timings (each backend's own, so that bench's numbers stay comparable across versions).
+/// The portable kernels' on the default Kokkos execution space (run.cpp); the CUDA-native
+/// kernels' on the current CUDA device (device_cuda.cpp, built with DFGNN_ENABLE_CUDA only, so
+/// that no other file includes CUDA's headers).
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// The builder of this backend's plan of `op` over its copy of g (kept as long as the device).
+  virtual std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) = 0;
+  /// Sets where a call runs (Call::space or Call::stream).
+  virtual void place(Call& call) const = 0;
+
+  /// host's floats as `dtype` elements here (the floats hold dtype's values: Inputs::dtype).
+  Buffer upload(const std::vector<float>& host, DType dtype) const;
+  /// n zeros of `dtype`.
+  Buffer zeros(std::size_t n, DType dtype) const { return upload(std::vector<float>(n), dtype); }
+  std::vector<float> download(const Buffer& b) const;
+
+  /// Timing marks 0 to 2: a point in the calls' stream (CUDA events), or the host clock after a
+  /// fence (Kokkos); the milliseconds between two.
+  virtual void mark(int i) = 0;
+  virtual double elapsed(int from, int to) = 0;
+
+  /// The device in bench's header, and its device-to-device copy bandwidth in GB/s (0: none).
+  virtual std::string name() const = 0;
+  virtual double copy_bandwidth() const { return 0; }
+  /// MiB of device memory the plan holds (graph copy, CSC, workspaces; -1: not counted), and a
+  /// line on it after a call.
+  virtual double plan_mib(const detail::Executor& executor) const {
+    (void)executor;
+    return -1;
+  }
+  virtual void report_memory(const detail::Executor& executor, const char* what) const { (void)executor, (void)what; }
+
+ protected:
+  /// At least one byte (no tensor is null), freed with the last copy of the pointer.
+  virtual std::shared_ptr<void> allocate(std::size_t bytes) const = 0;
+  virtual void copy_in(void* to, const void* from, std::size_t bytes) const = 0;
+  virtual void copy_out(void* to, const void* from, std::size_t bytes) const = 0;
+};
+
+/// The device of a backend (Portable or Native).
+std::unique_ptr<Device> make_device(Backend backend);
+#ifdef DFGNN_ENABLE_CUDA
+std::unique_ptr<Device> cuda_device();  ///< device_cuda.cpp
+#endif
+
+/// The timings of LocalRun::time: the passes', and the backward's alone in training.
+struct Timings {
+  Timing total, backward;
+};
+
+/// A run in this process: the plan make_executor builds for the backend `backend` asks
+/// (resolve_backend's rule), its tensors on that backend's Device.
+class LocalRun final : public Run {
+ public:
+  LocalRun(const HostGraph& g, const Inputs& in, Strategy strategy, Backend backend, bool training);
+
+  Strategy strategy() const override { return executor_->strategy(); }
+  Backend backend() const override { return executor_->backend(); }
+  void forward() override;
+  std::vector<float> output() const override { return device_->download(out_); }
+  std::vector<float> weights() const override { return device_->download(weights_); }
+  void set_dout(const std::vector<float>& dout) override;
+  void backward() override;
+  Gradients gradients() const override;
+  void report_memory(const char* what) const override { device_->report_memory(*executor_, what); }
+
+  /// warmup + iters forwards, or in training forwards and backwards, each timed by the device's
+  /// marks: the median and minimum of the last iters.
+  Timings time(int warmup, int iters);
+
+ private:
+  // A call of the inputs: the model's arguments, edge values and features, dropout in training.
+  Call inputs_call() const;
+
+  const Inputs& in_;
+  bool training_;
+  std::unique_ptr<Device> device_;
+  std::shared_ptr<const detail::Executor> executor_;
+  std::vector<Buffer> inputs_, grads_;
+  Buffer edge_values_, edge_features_, out_, logsumexp_, weights_, dout_, edge_grad_;
+  Call forward_, backward_;
+};
+
+}  // namespace dfgnn::cli
