@@ -23,9 +23,10 @@ void with_bucket(int b, F&& f) {
 template <class F>
 void with_score(ScoreKind kind, DType t, F&& f) {
   with_element(t, [&](auto e) {
+    using E = decltype(e);  // here: inside the inner lambda GCC names the captured copy, E&
     visit_model(kind, [&](auto model) {
       using Model = decltype(model);
-      if constexpr (Model::dense.runs) f(ScoreOf<Model, decltype(e)>{});
+      if constexpr (Model::dense.runs) f(ScoreOf<Model, E>{});
       else throw Error(std::string("cuda::Plan: Dense has no ") + Model::label + " score");
     });
   });
