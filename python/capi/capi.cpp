@@ -22,6 +22,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <cstdlib>
 #include <memory>
@@ -66,15 +67,26 @@ int guarded(F&& f) noexcept {
   }
 }
 
-// Kokkos is initialised by the first graph, unless the process already did it; finalised at
-// exit, after Python has released its graphs and plans.
+// The host threads Kokkos starts with (dfgnn_set_host_threads; 0: Kokkos' own default).
+std::atomic<int> host_threads{0};
+
+// Kokkos is initialised by the first graph, unless the process already did it, with
+// host_threads threads; finalised at exit, after Python has released its graphs and plans.
 void ensure_kokkos() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (!Kokkos::is_initialized()) {
-      Kokkos::initialize();
-      std::atexit([] { Kokkos::finalize(); });
-    }
+    if (Kokkos::is_initialized()) return;
+    const int threads = host_threads.load();
+#if KOKKOS_VERSION >= 30700
+    Kokkos::InitializationSettings settings;
+    if (threads > 0) settings.set_num_threads(threads);
+    Kokkos::initialize(settings);
+#else
+    Kokkos::InitArguments settings;
+    if (threads > 0) settings.num_threads = threads;
+    Kokkos::initialize(settings);
+#endif
+    std::atexit([] { Kokkos::finalize(); });
   });
 }
 
@@ -284,6 +296,20 @@ const char* dfgnn_model_name(int kind) {
   if (kind < 0 || kind >= int(std::size(dfgnn::kModels))) return nullptr;
   return dfgnn::to_string(dfgnn::kModels[kind]);
 }
+
+int dfgnn_set_host_threads(int threads) {
+  return guarded([&] {
+    if (threads < 0) throw dfgnn::Error("host threads must be >= 0, got " + std::to_string(threads));
+    host_threads = threads;
+  });
+}
+
+int dfgnn_host_concurrency(void) {
+  ensure_kokkos();
+  return int(HostExec().concurrency());
+}
+
+const char* dfgnn_host_space(void) { return HostExec::name(); }
 
 int dfgnn_has_cuda(void) {
 #ifdef DFGNN_ENABLE_CUDA

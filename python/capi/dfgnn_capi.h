@@ -48,6 +48,14 @@ DFGNN_CAPI const char* dfgnn_last_error(void);
 DFGNN_CAPI int dfgnn_set_device_allocator(void* (*allocate)(size_t bytes), void (*deallocate)(void* p));
 /* 1 when built with the CUDA-native kernels (DFGNN_ENABLE_CUDA), else 0. */
 DFGNN_CAPI int dfgnn_has_cuda(void);
+/* The host threads the Kokkos host kernels start with (an OpenMP or Threads build; 0: Kokkos'
+ * default, its environment's): takes effect where Kokkos is not yet initialised, i.e. before the
+ * first graph of a process that did not initialise Kokkos itself. */
+DFGNN_CAPI int dfgnn_set_host_threads(int threads);
+/* The threads the Kokkos host kernels run on (initialising Kokkos if nothing did), and the name
+ * of their execution space ("Serial", "OpenMP", ...). */
+DFGNN_CAPI int dfgnn_host_concurrency(void);
+DFGNN_CAPI const char* dfgnn_host_space(void);
 
 /* Graphs have num_src_nodes sources and num_dst_nodes destinations (rows); equal counts make a
  * square graph, different ones a bipartite graph (include/dfgnn/csr.hpp, HostGraph). */

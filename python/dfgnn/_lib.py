@@ -47,6 +47,11 @@ lib.dfgnn_has_cuda.restype = _i
 lib.dfgnn_has_cuda.argtypes = []
 lib.dfgnn_model_name.restype = ctypes.c_char_p
 lib.dfgnn_model_name.argtypes = [_i]
+lib.dfgnn_set_host_threads.argtypes = [_i]
+lib.dfgnn_host_concurrency.restype = _i
+lib.dfgnn_host_concurrency.argtypes = []
+lib.dfgnn_host_space.restype = ctypes.c_char_p
+lib.dfgnn_host_space.argtypes = []
 lib.dfgnn_graph_from_coo.argtypes = [_i, _ip, _i64, _i64, _i64, _p, _p, _p, _i64, ctypes.POINTER(_p)]
 lib.dfgnn_graph_from_csr.argtypes = [_i64, _i64, _p, _p, ctypes.POINTER(_p)]
 lib.dfgnn_graph_free.restype = None
@@ -76,6 +81,13 @@ ops.bind(*(ctypes.cast(f, _p).value for f in (lib.dfgnn_forward, lib.dfgnn_backw
                                               lib.dfgnn_plan_free)))
 
 has_cuda = bool(lib.dfgnn_has_cuda())
+
+
+def share_cores():
+    """Called before each graph is made: the host kernels (an OpenMP Kokkos, started by the
+    first graph) run on torch's intra-op threads, so that the two libraries share the cores as
+    torch.set_num_threads said by then."""
+    lib.dfgnn_set_host_threads(torch.get_num_threads())
 
 
 def _models():

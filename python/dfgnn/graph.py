@@ -126,6 +126,7 @@ class Graph:
         offsets = _offsets(ptr, batch, batch_num_nodes, edges.device)
         num_graphs = 0 if offsets is None else offsets.numel() - 1
         handle = ctypes.c_void_p()
+        _lib.share_cores()
         if device is None:
             _lib.call(_lib.lib.dfgnn_graph_from_coo, -1, 0, ns, nd, src.numel(), src.data_ptr(), dst.data_ptr(),
                       offsets.data_ptr() if offsets is not None else None, num_graphs, ctypes.byref(handle))
@@ -173,6 +174,7 @@ class Graph:
         n = rowptr.numel() - 1
         ns = n if num_src_nodes is None else _count("num_src_nodes", num_src_nodes, col)
         handle = ctypes.c_void_p()
+        _lib.share_cores()
         _lib.call(_lib.lib.dfgnn_graph_from_csr, ns, n, rowptr.data_ptr(), col.data_ptr(), ctypes.byref(handle))
         return cls(handle)
 

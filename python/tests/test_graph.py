@@ -211,3 +211,13 @@ def test_malformed_csr():
 def test_constructor_is_private():
     with pytest.raises(TypeError, match="Graph.from_edge_index"):
         dfgnn.Graph(torch.tensor([[0], [1]]))
+
+
+def test_host_kernels_run_on_torchs_threads():
+    """An OpenMP (or Threads) Kokkos starts with torch's intra-op threads; Serial has one."""
+    from dfgnn import _lib
+
+    space = _lib.lib.dfgnn_host_space().decode()
+    if space == "Serial":
+        pytest.skip("Kokkos' host space is Serial: one thread")
+    assert _lib.lib.dfgnn_host_concurrency() == torch.get_num_threads()
