@@ -5,6 +5,7 @@
 #include "message_passing.cuh"
 
 #include <dfgnn/cuda_message_passing.hpp>
+#include <dfgnn/detail/strategy.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -109,10 +110,11 @@ void MessagePlan::Impl::build(const HostGraph& g, const DeviceGraph& device_grap
   int device = 0, sms = 0;
   DFGNN_CUDA(cudaGetDevice(&device));
   DFGNN_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  // A piece is at most a resident warp's fair share of the edges (64 warps per SM), as the
-  // attention kernels cut theirs (plan.cu's native_piece_edges), so no warp's walk outlasts the others
+  // A piece is at most a resident warp's fair share of the edges (64 warps of 32 lanes per SM;
+  // strategy.hpp's piece_edges, the attention plans' rule), so no warp's walk outlasts the others
   // by much; at least 32 edges (one chunk of ids).
-  split = std::clamp<edge_t>(g.num_edges() / (edge_t(std::max(sms, 1)) * 64), 32, edge_t(1) << 20);
+  split = dfgnn::detail::piece_edges(g.num_edges(), {detail::kWarp, std::int64_t(std::max(sms, 1)) * 64 * detail::kWarp,
+                                                     32, edge_t(1) << 20});
   // g-SpMM's launch shape from the rows walked whole: blocks of 4 warps where their degrees
   // are uneven (a block holds its SM slots until its slowest row ends: 1-6% faster on
   // web-NotreDame, R-MAT, pubmed, tolokers; even PATTERN-like 12% slower at D = 256), half
