@@ -30,10 +30,11 @@ class CudaDevice final : public Device {
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
+  // The plan uploads its own copy of the graph: only what its passes read (docs/cuda.md,
+  // "Device memory"; no edge ids where the edges come in CSR order).
   std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) override {
     validate(g);  // what a Graph's constructor checks before the portable builder reads it
-    return detail::native_builder(g, graph_array(g.row_ptr), graph_array(g.src),
-                                 graph_array(g.dst), graph_array(g.edge_id), op, nullptr);
+    return detail::native_builder(g, nullptr, nullptr, nullptr, nullptr, op, nullptr);
   }
   void place(Call& call) const override { call.stream = nullptr; }
   void mark(int i) override { check(cudaEventRecord(events_[i]), "cudaEventRecord"); }
@@ -98,22 +99,10 @@ class CudaDevice final : public Device {
   }
 
  private:
-  // A graph array here, kept for the plan's life.
-  template <class T>
-  const T* graph_array(const std::vector<T>& host) {
-    graph_.push_back(allocate(host.size() * sizeof(T)));
-    graph_bytes_ += host.size() * sizeof(T);
-    copy_in(graph_.back().get(), host.data(), host.size() * sizeof(T));
-    return static_cast<const T*>(graph_.back().get());
-  }
-  // The plan's device memory with the graph copy it runs on, which a plan that owns its copy
-  // counts in its own.
   double plan_bytes(const detail::Executor& executor) const {
-    return double(dynamic_cast<const cuda::Plan&>(executor).device_bytes() + graph_bytes_);
+    return double(dynamic_cast<const cuda::Plan&>(executor).device_bytes());
   }
 
-  std::vector<std::shared_ptr<void>> graph_;
-  std::size_t graph_bytes_ = 0;
   cudaEvent_t events_[3] = {};
 };
 

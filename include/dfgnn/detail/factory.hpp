@@ -51,9 +51,10 @@ B& chosen(const char* who, Backend backend, const Backends<B>& where) {
 }
 
 /// The CUDA-native backend's builder over a graph already on the current device: `g`'s arrays
-/// at those addresses, which must outlive the plan, built on `stream` (a cudaStream_t; null:
-/// the legacy stream). `g` is a dfgnn Graph's host copy, validated when the Graph was made, so
-/// it is not checked again. Defined in builds with DFGNN_ENABLE_CUDA only.
+/// at those addresses, which must outlive the plan (all null: the plan uploads its own copy of
+/// `g`), built on `stream` (a cudaStream_t; null: the legacy stream). `g` is validated (a dfgnn
+/// Graph's host copy, or checked by the caller), so it is not checked again. Defined in builds
+/// with DFGNN_ENABLE_CUDA only.
 std::unique_ptr<Builder> native_builder(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
                                         const node_t* dst, const edge_t* edge_id, const Op& op, void* stream);
 
