@@ -25,17 +25,23 @@ struct f16 {
 
 namespace detail {
 
-DFGNN_HOST_DEVICE inline std::uint32_t bits_of(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
+/// `from`'s bytes as a To. HIP's device code has no std::memcpy (CUDA's has one); there clang's
+/// builtin, which every HIP compiler has, copies them.
+template <class To, class From>
+DFGNN_HOST_DEVICE inline To bit_copy(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_copy: sizes differ");
+  To to;
+#ifdef __HIP_DEVICE_COMPILE__
+  __builtin_memcpy(&to, &from, sizeof to);
+#else
+  std::memcpy(&to, &from, sizeof to);
+#endif
+  return to;
 }
 
-DFGNN_HOST_DEVICE inline float float_of(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+DFGNN_HOST_DEVICE inline std::uint32_t bits_of(float x) { return bit_copy<std::uint32_t>(x); }
+
+DFGNN_HOST_DEVICE inline float float_of(std::uint32_t u) { return bit_copy<float>(u); }
 
 /// `kept` (the value without its `dropped` low bits) rounded to nearest even by those bits.
 DFGNN_HOST_DEVICE inline std::uint32_t round_even(std::uint32_t kept, std::uint32_t rest, int dropped) {
