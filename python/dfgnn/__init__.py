@@ -6,8 +6,9 @@
     out = conv(x, graph)                                         # or conv(x, edge_index)
 
 Ops (with autograd, torch.compile-safe custom ops): gt_attention, agnn_attention,
-gat_attention, gatv2_attention. Float32 tensors on CPU (Kokkos host kernels) or CUDA (the
-CUDA-native kernels, on the current stream).
+gat_attention, gatv2_attention. Tensors on CPU (Kokkos host kernels) or CUDA (the CUDA-native
+kernels, on the current stream), all float32, all bfloat16 or all float16 (computed in float32,
+rounded to that type); under torch.autocast they run in the autocast type.
 """
 
 from . import nn
