@@ -8,9 +8,9 @@ prebuilt dfgnn.Graph, or a dfgnn.distributed.DistributedGraph (x: this rank's ro
 AGNNConv). Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst) (the graph's
 sources and destinations; `size` checks them), and lazy in_channels (-1), so the layers run in
 HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
-MessagePassing modules, which to_hetero looks for. return_attention_weights (any value, as in
-PyG) returns (out, (edge_index, alpha)): the edges the attention ran on (self loops included)
-and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv
+MessagePassing modules, which to_hetero looks for. return_attention_weights returns (out,
+(edge_index, alpha)) where PyG does (TransformerConv: True or False; GATConv, GATv2Conv: a true
+value): the edges the attention ran on (self loops included) and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv
 return that; its TransformerConv the probability before dropout), without gradient; under
 torch.compile in one graph once the Graph's edge_index() (with_self_loops().edge_index() for
 the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim and forward's
@@ -286,7 +286,7 @@ class TransformerConv(_Conv):
         v = self.lin_value(x_src).view(x_src.size(0), H, C)
         if self.lin_edge is not None and edge_attr is None:
             raise ValueError("TransformerConv: the layer has edge_dim: pass edge_attr")
-        weights = return_attention_weights is not None
+        weights = isinstance(return_attention_weights, bool)  # PyG's test: False returns them too
         W = None
         if edge_attr is not None and _by_columns(graph, edge_attr.size(1), H, C):
             q, k, v, e, W = _edge_columns(self.lin_edge, edge_attr, q, k, v)
@@ -303,7 +303,7 @@ class TransformerConv(_Conv):
                 out = beta * x_r + (1 - beta) * out
             else:
                 out = out + x_r
-        return out if return_attention_weights is None else _with_weights(out, result, graph, edge_index, False)
+        return _with_weights(out, result, graph, edge_index, False) if weights else out
 
 
 class AGNNConv(_Conv):
@@ -391,7 +391,7 @@ class GATConv(_Conv):
                                                  self.fill_value, dropout)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None
-        weights = return_attention_weights is not None
+        weights = bool(return_attention_weights)  # PyG's test: False returns out alone
         ee = None  # the per-edge score term [E, H]: PyG's (lin_edge(edge_attr) * att_edge).sum(-1)
         if edge_attr is not None:
             # folded into one [edge_dim, H] matrix first, so no [E, H, C] tensor is formed: on the
@@ -455,7 +455,7 @@ class GATv2Conv(_Conv):
         res = self.res(x_dst) if self.res is not None else None
         x_l = self.lin_l(x_src).view(x_src.size(0), H, C)
         x_r = x_l if self.share_weights and x_src is x_dst else self.lin_r(x_dst).view(x_dst.size(0), H, C)
-        weights = return_attention_weights is not None
+        weights = bool(return_attention_weights)  # PyG's test: False returns out alone
         result = gatv2_attention(graph, x_l, x_r, self.att.view(H, C), negative_slope=self.negative_slope,
                                  edge_features=_edge_rows("GATv2Conv", self.lin_edge, edge_attr, H, C),
                                  dropout=dropout, return_attention_weights=weights)

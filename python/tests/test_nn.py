@@ -377,3 +377,22 @@ def test_return_attention_weights(name, args, kwargs, bipartite, device):
     assert_close(out, expected, 1e-5, f"{name} out")
     assert torch.equal(edges.cpu(), expected_edges)
     assert_close(alpha, expected_alpha, 1e-5, f"{name} alpha")
+
+
+@pytest.mark.parametrize("name", ["TransformerConv", "GATConv", "GATv2Conv"])
+@pytest.mark.parametrize("value", [None, False, True])
+def test_return_attention_weights_values(name, value):
+    """What PyG returns for return_attention_weights None, False and True: TransformerConv
+    (out, (edge_index, alpha)) for either bool, the GAT layers for True only."""
+    theirs, ours = make(name, (F, 6), {"heads": 2})
+    theirs, ours = theirs.eval(), ours.eval()
+    edge_index = ref.random_graph(N, 70, 3)
+    x = torch.randn(N, F, generator=torch.Generator().manual_seed(4))
+    expected, out = theirs(x, edge_index, return_attention_weights=value), ours(x, edge_index,
+                                                                                return_attention_weights=value)
+    assert type(out) is type(expected)
+    if isinstance(expected, tuple):
+        assert torch.equal(out[1][0], expected[1][0])
+        assert_close(out[1][1], expected[1][1], 1e-5, f"{name} alpha")
+        out, expected = out[0], expected[0]
+    assert_close(out, expected, 1e-5, f"{name} out")
