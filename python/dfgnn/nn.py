@@ -15,7 +15,8 @@ return that; its TransformerConv the probability before dropout), without gradie
 torch.compile in one graph once the Graph's edge_index() (with_self_loops().edge_index() for
 the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim and forward's
 edge_attr [E, edge_dim] (or [E]), projected by lin_edge (GATConv: and att_edge) and read by the
-fused kernels per edge; self loops get PyG's fill_value ("mean", "add" or a number). Not supported (raise): SparseTensor
+fused kernels per edge; self loops get PyG's fill_value ("mean", "add" or a number); without
+edge_dim TransformerConv adds edge_attr to the values, as PyG's does. Not supported (raise): SparseTensor
 adjacency, x_dst = None, MessagePassing options other than the defaults. Attention dropout has PyG's
 semantics (p, scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed,
 edge, head), so it differs from PyG's mask.
@@ -106,11 +107,13 @@ def _graph_of_tensor(edge_index, size):
     return Graph.cached(edge_index, size)
 
 
-def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_value="mean", dropout=0.0):
+def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_value="mean", dropout=0.0,
+            projected=True):
     """Checks forward's arguments. Returns (graph, x_src, x_dst, edge_attr): the Graph to run on
     (with PyG's self loops when asked), the source and destination features (both x for a
-    tensor x) and the edge attributes [E, F] in that graph's edge order (None: none; the
-    loops' rows filled with fill_value, as PyG's add_self_loops does). On a DistributedGraph, x
+    tensor x) and the edge attributes in that graph's edge order (None: none): with
+    `projected` (lin_edge's input) [E, F], the loops' rows filled with fill_value as PyG's
+    add_self_loops does; else as given, for the caller to check. On a DistributedGraph, x
     is this rank's rows and the call a bipartite one over [rows | halo] (docs/distributed.md);
     attention dropout (the rate in training) there needs the graph's edge_ids, which give its
     edges and self loops their ids in one process's mask."""
@@ -143,9 +146,9 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_va
     if (graph.num_src_nodes, graph.num_nodes) != shape:
         raise ValueError(f"{layer}: the inputs have {shape[0]} sources and {shape[1]} destinations but the graph "
                          f"has {graph.num_src_nodes} and {graph.num_nodes}")
-    if edge_attr is not None:
-        if not isinstance(edge_attr, Tensor):
-            raise TypeError(f"{layer}: edge_attr must be a tensor, got {type(edge_attr).__name__}")
+    if edge_attr is not None and not isinstance(edge_attr, Tensor):
+        raise TypeError(f"{layer}: edge_attr must be a tensor, got {type(edge_attr).__name__}")
+    if edge_attr is not None and projected:
         if edge_attr.dim() == 1:
             edge_attr = edge_attr.view(-1, 1)
         if edge_attr.dim() != 2 or edge_attr.size(0) != graph.num_edges:
@@ -188,25 +191,42 @@ def _by_columns(graph, edge_dim, heads, channels):
             and (width <= 256 or width <= 512 and width % 8 == 0 and edge_dim % 8 == 0))
 
 
-def _edge_columns(lin_edge, edge_attr, q, k, v):
-    """TransformerConv's edge term without its [E, H, C] projection (docs/design.md, "Edge
-    columns"): with W_h head h's [C, F] block of lin_edge's weight and a_e the edge's attributes,
-    <q_v, W_h a_e> = <W_h^T q_v, a_e> and sum_e p_e W_h a_e = W_h sum_e p_e a_e, so the attention
-    runs on q' = [q | W^T q], k' = [k | 0], v' = [v | 0] with edge_attr as edge columns (the heads'
-    last F columns) [E, 1, F], one row for all heads, and out = out'[:C] + W out'[C:]
-    (_columns_out). Returns (q', k', v', the columns, W [H, C, F])."""
-    H, C = q.shape[1:]
-    W = lin_edge.weight.view(H, C, -1)
-    pad = (0, W.size(2))
-    t = torch.einsum("nhc,hcf->nhf", q, W)
-    return torch.cat([q, t], dim=-1), nn_functional.pad(k, pad), nn_functional.pad(v, pad), \
-        edge_attr.reshape(edge_attr.size(0), 1, -1), W
+def _edge_columns(columns, q, k, v, W=None):
+    """TransformerConv's edge term as edge columns (docs/design.md, "Edge columns"): the
+    attention runs on q' = [q | t], k' = [k | 0], v' = [v | 0] with `columns` [E, 1 or H, F]
+    added to the heads' last F columns of keys and values, and out = out'[:C] + W out'[C:]
+    (_columns_out). With lin_edge's weight W [H, C, F] (W_h head h's block, a_e an edge's
+    attributes) <q_v, W_h a_e> = <W_h^T q_v, a_e> and sum_e p_e W_h a_e = W_h sum_e p_e a_e, so
+    t = W^T q and no [E, H, C] projection is formed. Without W (edge_attr without edge_dim,
+    which PyG adds to the values alone) t = 0, so the scores do not see the columns. Returns
+    (q', k', v')."""
+    pad = (0, columns.size(2))
+    q = nn_functional.pad(q, pad) if W is None else torch.cat([q, torch.einsum("nhc,hcf->nhf", q, W)], dim=-1)
+    return q, nn_functional.pad(k, pad), nn_functional.pad(v, pad)
 
 
-def _columns_out(out, W):
-    """The attention's output on _edge_columns' inputs: out'[:C] + W out'[C:], [N, H, C]."""
-    C = W.size(1)
-    return out[..., :C] + torch.einsum("nhf,hcf->nhc", out[..., C:], W)
+def _columns_out(out, C, W=None):
+    """The attention's output on _edge_columns' inputs: out'[:C] + W out'[C:], or without W
+    out'[:C] + out'[C:] (at F = 1 broadcast over the C columns), [N, H, C]."""
+    rest = out[..., C:]
+    return out[..., :C] + (rest if W is None else torch.einsum("nhf,hcf->nhc", rest, W))
+
+
+def _value_columns(edge_attr, num_edges, heads, channels):
+    """TransformerConv's edge_attr without edge_dim as edge columns: PyG adds it to each edge's
+    values [E, H, C] by broadcasting, so any shape that broadcasts to [E, H, C] works, as
+    columns [E, 1 or H, 1 or C]."""
+    shape = (num_edges, heads, channels)
+    try:
+        fits = torch.broadcast_shapes(edge_attr.shape, shape) == shape
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"TransformerConv: without edge_dim, edge_attr is added to the values [E, H, C] = "
+                         f"{list(shape)}, as PyG adds it, so it must broadcast to that shape; got "
+                         f"{list(edge_attr.shape)} (for edge features projected by lin_edge, give edge_dim)")
+    columns = edge_attr.reshape((1,) * (3 - edge_attr.dim()) + tuple(edge_attr.shape))
+    return columns.expand(num_edges, -1, -1).contiguous()
 
 
 def _with_weights(out, result, graph, edge_index, self_loops):
@@ -278,8 +298,8 @@ class TransformerConv(_Conv):
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         dropout = self.dropout if self.training else 0.0
-        graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False,
-                                                 edge_attr if self.lin_edge is not None else None, dropout=dropout)
+        graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False, edge_attr, dropout=dropout,
+                                                 projected=self.lin_edge is not None)
         H, C = self.heads, self.out_channels
         q = self.lin_query(x_dst).view(x_dst.size(0), H, C)
         k = self.lin_key(x_src).view(x_src.size(0), H, C)
@@ -287,15 +307,21 @@ class TransformerConv(_Conv):
         if self.lin_edge is not None and edge_attr is None:
             raise ValueError("TransformerConv: the layer has edge_dim: pass edge_attr")
         weights = isinstance(return_attention_weights, bool)  # PyG's test: False returns them too
+        # Without edge_dim PyG adds edge_attr to the values alone: always edge columns, no W.
+        columns = edge_attr is not None and (self.lin_edge is None or _by_columns(graph, edge_attr.size(1), H, C))
         W = None
-        if edge_attr is not None and _by_columns(graph, edge_attr.size(1), H, C):
-            q, k, v, e, W = _edge_columns(self.lin_edge, edge_attr, q, k, v)
-        else:
+        if not columns:
             e = _edge_rows("TransformerConv", self.lin_edge, edge_attr, H, C)
+        elif self.lin_edge is None:
+            e = _value_columns(edge_attr, graph.num_edges, H, C)
+        else:  # one row of edge_dim columns for all heads
+            W, e = self.lin_edge.weight.view(H, C, -1), edge_attr.reshape(edge_attr.size(0), 1, -1)
+        if columns:
+            q, k, v = _edge_columns(e, q, k, v, W)
         result = gt_attention(graph, q, k, v, scale=1.0 / math.sqrt(C), edge_features=e, dropout=dropout,
                               return_attention_weights=weights)
         out = result[0] if weights else result
-        out = _heads_out(out if W is None else _columns_out(out, W), self.concat)
+        out = _heads_out(_columns_out(out, C, W) if columns else out, self.concat)
         if self.root_weight:
             x_r = self.lin_skip(x_dst)
             if self.lin_beta is not None:

@@ -285,6 +285,37 @@ def test_edge_attr_needs_edge_dim():
         dfgnn.nn.TransformerConv(F, 4, edge_dim=3)(x, edge_index)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", ["EHC", "E1C", "EH1", "E11", "HC", "C"])
+@pytest.mark.parametrize("args,kwargs,bipartite", [
+    ((F, 6), {"heads": 2}, False),
+    ((F, 5), {"heads": 3, "concat": False, "beta": True}, False),
+    (((FS, FD), 6), {"heads": 2}, True),
+])
+def test_transformer_edge_attr_without_edge_dim(args, kwargs, bipartite, shape, device):
+    """TransformerConv without edge_dim adds edge_attr to the values, broadcast to [E, H, C], as
+    PyG's does: the same outputs and gradients, edge_attr's included."""
+    theirs, ours = make("TransformerConv", args, kwargs)
+    gen = torch.Generator().manual_seed(7)
+    if bipartite:
+        edge_index = ref.random_bipartite(NS, ND, 60, 4, hub_edges=40)
+        x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen))
+    else:
+        edge_index = ref.random_graph(N, 70, 3, hub_edges=30)
+        x = torch.randn(N, F, generator=gen)
+    sizes = {"E": edge_index.size(1), "H": kwargs["heads"], "C": args[1], "1": 1}
+    edge_attr = torch.randn(*(sizes[c] for c in shape), generator=gen)
+    _compare(theirs, ours, x, edge_index, device, f"TransformerConv {shape}", edge_attr)
+
+
+def test_transformer_edge_attr_must_broadcast():
+    edge_index = ref.random_graph(N, 70, 3)
+    conv = dfgnn.nn.TransformerConv(F, 4, heads=2)
+    with pytest.raises(ValueError, match="without edge_dim, edge_attr is added to the values \\[E, H, C\\] = "
+                                         "\\[72, 2, 4\\].*got \\[72, 3\\]"):
+        conv(torch.randn(N, F), edge_index, edge_attr=torch.randn(edge_index.size(1), 3))
+
+
 def _hetero_data():
     """Two node types and three edge types (one within a type, two across)."""
     from torch_geometric.data import HeteroData
