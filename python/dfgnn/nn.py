@@ -6,7 +6,8 @@ PyG layer's state_dict loads into ours and gives the same outputs and gradients;
 `edge_index` is a [2, E] tensor (its Graph is built on first use and cached for that tensor), a
 prebuilt dfgnn.Graph, or a dfgnn.distributed.DistributedGraph (x: this rank's rows; not
 AGNNConv). Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst) (the graph's
-sources and destinations; `size` checks them), and lazy in_channels (-1), so the layers run in
+sources and destinations; `size` checks them; GATConv also x = (x_src, None)), and lazy
+in_channels (-1), so the layers run in
 HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
 MessagePassing modules, which to_hetero looks for. return_attention_weights returns (out,
 (edge_index, alpha)) where PyG does (TransformerConv: True or False; GATConv, GATv2Conv: a true
@@ -17,7 +18,7 @@ the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim
 edge_attr [E, edge_dim] (or [E]), projected by lin_edge (GATConv: and att_edge) and read by the
 fused kernels per edge; self loops get PyG's fill_value ("mean", "add" or a number); without
 edge_dim TransformerConv adds edge_attr to the values, as PyG's does. Not supported (raise): SparseTensor
-adjacency, x_dst = None, MessagePassing options other than the defaults. Attention dropout has PyG's
+adjacency, MessagePassing options other than the defaults. Attention dropout has PyG's
 semantics (p, scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed,
 edge, head), so it differs from PyG's mask.
 """
@@ -108,10 +109,11 @@ def _graph_of_tensor(edge_index, size):
 
 
 def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_value="mean", dropout=0.0,
-            projected=True):
+            projected=True, no_dst=False):
     """Checks forward's arguments. Returns (graph, x_src, x_dst, edge_attr): the Graph to run on
     (with PyG's self loops when asked), the source and destination features (both x for a
-    tensor x) and the edge attributes in that graph's edge order (None: none): with
+    tensor x; with `no_dst`, x = (x_src, None) gives x_dst None and as many destinations as
+    `size` says, else as sources, as PyG's GATConv takes it) and the edge attributes in that graph's edge order (None: none): with
     `projected` (lin_edge's input) [E, F], the loops' rows filled with fill_value as PyG's
     add_self_loops does; else as given, for the caller to check. On a DistributedGraph, x
     is this rank's rows and the call a bipartite one over [rows | halo] (docs/distributed.md);
@@ -127,18 +129,18 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_va
         (x_src,), edge_index = edge_index.sources(x), edge_index.graph
         x = (x_src, x)
     if isinstance(x, (tuple, list)):
-        if len(x) != 2 or not all(isinstance(t, Tensor) for t in x):
+        if len(x) != 2 or not isinstance(x[0], Tensor) or not (isinstance(x[1], Tensor) or no_dst and x[1] is None):
             raise TypeError(f"{layer}: bipartite x must be a pair of tensors (x_src, x_dst)"
-                            + (" (x_dst = None is not supported)" if len(x) == 2 and x[1] is None else ""))
+                            + (" (x_dst = None: GATConv's only, as in PyG)" if len(x) == 2 and x[1] is None else ""))
         x_src, x_dst = x
     elif isinstance(x, Tensor):
         x_src = x_dst = x
     else:
         raise TypeError(f"{layer}: x must be a [N, F] tensor or a pair (x_src, x_dst), got {type(x).__name__}")
     for name, t in (("x_src", x_src), ("x_dst", x_dst)) if x_src is not x_dst else (("x", x_src),):
-        if t.dim() != 2:
+        if t is not None and t.dim() != 2:
             raise ValueError(f"{layer}: {name} must have shape [N, F], got {list(t.shape)}")
-    shape = (x_src.size(0), x_dst.size(0))
+    shape = (x_src.size(0), x_dst.size(0) if x_dst is not None else size[1] if size is not None else x_src.size(0))
     if size is not None and tuple(size) != shape:
         raise ValueError(f"{layer}: size = {tuple(size)} but the inputs have {shape[0]} sources and "
                          f"{shape[1]} destinations")
@@ -414,9 +416,9 @@ class GATConv(_Conv):
         edge_attr = edge_attr if self.lin_edge is not None else None
         dropout = self.dropout if self.training else 0.0
         graph, x_src, x_dst, edge_attr = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr, size,
-                                                 self.fill_value, dropout)
+                                                 self.fill_value, dropout, no_dst=True)
         H, C = self.heads, self.out_channels
-        res = self.res(x_dst) if self.res is not None else None
+        res = self.res(x_dst) if self.res is not None and x_dst is not None else None  # PyG: no x_dst, no residual
         weights = bool(return_attention_weights)  # PyG's test: False returns out alone
         ee = None  # the per-edge score term [E, H]: PyG's (lin_edge(edge_attr) * att_edge).sum(-1)
         if edge_attr is not None:
@@ -431,9 +433,9 @@ class GATConv(_Conv):
         else:
             lin_src, lin_dst = (self.lin, self.lin) if self.lin is not None else (self.lin_src, self.lin_dst)
             h = lin_src(x_src).view(x_src.size(0), H, C)
-            h_dst = lin_dst(x_dst).view(x_dst.size(0), H, C)
-            result = _gat_layer(graph, h, h_dst, self.att_src, self.att_dst, self.negative_slope, dropout, weights,
-                                ee)
+            h_dst = lin_dst(x_dst).view(x_dst.size(0), H, C) if x_dst is not None else None
+            att_dst = self.att_dst if x_dst is not None else None  # PyG's scores then have no destination term
+            result = _gat_layer(graph, h, h_dst, self.att_src, att_dst, self.negative_slope, dropout, weights, ee)
         out = _gat_output(result[0] if weights else result, self.concat, res, self.bias)
         return _with_weights(out, result, graph, edge_index, self.add_self_loops) if weights else out
 

@@ -509,9 +509,10 @@ def _run(spec, op, graph, tensors, scalar, edge_values, dropout, seed, weights=F
 def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weights=False, ee=None):
     """GATConv's attention: gat_attention(graph, el, er, h) on the score terms el = <h, att_src>
     and er = <h_dst, att_dst> of h [NS, H, C], h_dst [N, H, C] (None: h, a square graph) and
-    att_src, att_dst [1, H, C], and the edge term ee [E, H] (None: none); eagerly as one autograd
-    node (dfgnn._ops.gat_layer) when it can, else the public function on the terms. With
-    `weights`, (out, attention weights)."""
+    att_src, att_dst [1, H, C] (att_dst None: er = 0, PyG's x_dst = None; h_dst unused), and
+    the edge term ee [E, H] (None: none); eagerly as one autograd node (dfgnn._ops.gat_layer)
+    when it can, else the public function on the terms. With `weights`, (out, attention
+    weights)."""
     dropout = float(dropout)
     tensors = (h, att_src, att_dst) if ee is None else (h, att_src, att_dst, ee)
     n = graph.num_nodes
@@ -519,7 +520,7 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
     # The call runs in h's type. Under torch.autocast that is the autocast type (the layer's
     # projection gives it) and the score vectors may be float32: the node forms the terms in
     # float32 and rounds them once, as the public path's casts do. Else all of one type.
-    if (h_dst is None and not weights and 0.0 <= dropout < 1.0 and _eager_mode(tensors)
+    if (h_dst is None and att_dst is not None and not weights and 0.0 <= dropout < 1.0 and _eager_mode(tensors)
             and (h.is_cpu or h.is_cuda and _lib.has_cuda)
             and h.dim() == 3 and h.size(0) == n and att_src.shape == (1, *h.shape[1:]) == att_dst.shape
             and dtype in _lib.DTYPES
@@ -534,7 +535,10 @@ def _gat_layer(graph, h, h_dst, att_src, att_dst, negative_slope, dropout, weigh
         return _ops.gat_layer(plan, h, att_src, att_dst,
                               float(negative_slope), dropout, _draw_seed() if dropout > 0.0 else 0,
                               _forward_ad._current_level, ee)
-    if h_dst is None:  # both terms of h, packed: one product and one sum
+    if att_dst is None:
+        el = (h * att_src).sum(dim=-1)
+        er = el.new_zeros(graph.num_nodes, el.size(1))
+    elif h_dst is None:  # both terms of h, packed: one product and one sum
         el, er = (h * torch.cat([att_src, att_dst]).unsqueeze(1)).sum(dim=-1)
     else:
         el, er = (h * att_src).sum(dim=-1), (h_dst * att_dst).sum(dim=-1)

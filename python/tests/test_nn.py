@@ -119,7 +119,6 @@ def test_unsupported_options(make_layer, match):
 
 
 @pytest.mark.parametrize("call,error,match", [
-    (lambda c, x, e: c((x, None), e), TypeError, "x_dst = None is not supported"),
     (lambda c, x, e: c((x, x[:3]), e, size=(N, 4)), ValueError, "size = \\(20, 4\\) but the inputs have 20 sources and 3"),
     (lambda c, x, e: c(x, e, edge_attr=torch.ones(e.size(1) - 1, 3)), ValueError,
      "edge_attr must have shape \\[E, edge_dim\\] with E = 72"),
@@ -193,6 +192,48 @@ def test_bipartite_matches_pyg(name, args, kwargs, device):
     shared = isinstance(args[0], int)
     x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FS if shared else FD, generator=gen))
     _compare(theirs, ours, x, ref.random_bipartite(NS, ND, 60, 4, hub_edges=40), device, name)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("args,kwargs,size", [
+    ((FS, 6), {"heads": 2}, None),  # as many destinations as sources, self loops on all
+    ((FS, 6), {"heads": 2}, (NS, ND)),  # size names the destinations; loops on min(NS, ND)
+    (((FS, FD), 5), {"heads": 3, "residual": True, "concat": False}, (NS, ND)),  # no x_dst: no residual
+    ((FS, 6), {"heads": 2, "add_self_loops": False, "edge_dim": 3}, (NS, ND)),
+])
+def test_gat_without_x_dst(args, kwargs, size, device):
+    """GATConv with x = (x_src, None), as PyG takes it: scores without a destination term over
+    size[1] destinations (default: as many as sources); the same outputs and gradients (att_dst
+    and the residual get none), with the attention weights."""
+    theirs, ours = make("GATConv", args, kwargs)
+    theirs = theirs.double().eval()
+    ours.load_state_dict(theirs.state_dict())
+    theirs.load_state_dict(ours.state_dict())
+    ours = ours.to(device).eval()
+    gen = torch.Generator().manual_seed(8)
+    nd = size[1] if size else NS
+    edge_index = ref.random_bipartite(NS, nd, 60, 4, hub_edges=30)
+    x = torch.randn(NS, FS, generator=gen)
+    edge_attr = torch.randn(edge_index.size(1), 3, generator=gen) if "edge_dim" in kwargs else None
+    x_theirs, x_ours = x.double().requires_grad_(), x.to(device).requires_grad_()
+    out, (edges, alpha) = ours((x_ours, None), edge_index.to(device), edge_attr=None if edge_attr is None else
+                               edge_attr.to(device), size=size, return_attention_weights=True)
+    expected, (expected_edges, expected_alpha) = theirs((x_theirs, None), edge_index, size=size, edge_attr=None
+                                                        if edge_attr is None else edge_attr.double(),
+                                                        return_attention_weights=True)
+    assert_close(out, expected, 1e-5, "out")
+    assert torch.equal(edges.cpu(), expected_edges)
+    assert_close(alpha, expected_alpha, 1e-5, "alpha")
+    grad = torch.randn(expected.shape, generator=gen, dtype=torch.float64)
+    out.backward(grad.float().to(device))
+    expected.backward(grad)
+    assert_close(x_ours.grad, x_theirs.grad, 2e-5, "dx")
+    theirs_params = dict(theirs.named_parameters())
+    for key, p in ours.named_parameters():
+        if theirs_params[key].grad is None:
+            assert p.grad is None, key
+        else:
+            assert_close(p.grad, theirs_params[key].grad, 1e-4, f"d{key}")
 
 
 @pytest.mark.parametrize("name", ["TransformerConv", "GATConv", "GATv2Conv"])
@@ -274,6 +315,13 @@ def test_edge_columns_rule():
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(EDGE_CASES)])
 def test_edge_dim_same_initialisation(name, args, kwargs, bipartite):
     test_same_initialisation(name, args, kwargs)
+
+
+@pytest.mark.parametrize("name", ["TransformerConv", "GATv2Conv"])
+def test_no_x_dst_is_gat_only(name):
+    """x = (x_src, None): PyG's GATConv takes it, its TransformerConv and GATv2Conv fail."""
+    with pytest.raises(TypeError, match="x_dst = None: GATConv's only, as in PyG"):
+        getattr(dfgnn.nn, name)(F, 4)((torch.randn(N, F), None), ref.random_graph(N, 70, 3))
 
 
 def test_edge_attr_needs_edge_dim():
