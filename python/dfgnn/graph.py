@@ -1,12 +1,13 @@
 """Graph: the preprocessed structure every attention call reads, built once and reused.
 
-A Graph holds the native destination-major CSR (built from a PyG edge_index or a CSR), and
-caches what calls on it need: the plan of each (device, model, heads, dim) — strategy, launch
-geometry, workspace, and after the first backward the transposed structure — and, per CUDA
-device, the device copy of the CSR the CUDA plans read. A graph made from a CUDA edge_index is
-built on that GPU and stays there (docs/python.md, "Graphs on the GPU"); its host copy is made
-only if something asks for it (csr, reorder, a CPU call). Layers given an edge_index tensor
-build its Graph once and find it again for the same tensor (`Graph.cached`).
+A Graph holds the native destination-major CSR (built from a PyG edge_index, a CSR or a
+torch.sparse adj_t), and caches what calls on it need: the plan of each (device, model, heads,
+dim) — strategy, launch geometry, workspace, and after the first backward the transposed
+structure — and, per CUDA device, the device copy of the CSR the CUDA plans read. A graph made
+from a CUDA edge_index is built on that GPU and stays there (docs/python.md, "Graphs on the
+GPU"); its host copy is made only if something asks for it (csr, reorder, a CPU call). Layers
+given an edge_index tensor build its Graph once and find it again for the same tensor
+(`Graph.cached`).
 """
 
 import ctypes
@@ -178,6 +179,15 @@ class Graph:
         _lib.call(_lib.lib.dfgnn_graph_from_csr, ns, n, rowptr.data_ptr(), col.data_ptr(), ctypes.byref(handle))
         return cls(handle)
 
+    @classmethod
+    def from_adj_t(cls, adj_t):
+        """From a torch.sparse adjacency in the form PyG's layers take for edge_index (`adj_t`,
+        the transposed adjacency): entry (v, u) is the edge u -> v, so its rows are the graph's
+        num_nodes destinations and its columns the num_src_nodes sources, and edge i is its
+        i-th stored entry. CSR, or COO once coalesced (sorted by destination, then source); its
+        values are not read. On the GPU for a CUDA adj_t, as from_edge_index."""
+        return cls.from_edge_index(_adj_t_edges(adj_t), size=(adj_t.size(1), adj_t.size(0)))
+
     @property
     def bipartite(self):
         """Sources and destinations differ in number."""
@@ -188,22 +198,29 @@ class Graph:
     @classmethod
     def cached(cls, edge_index, size):
         """The Graph of this edge_index tensor with size (num_src_nodes, num_dst_nodes), or N
-        for a square graph, built on first use and kept while the tensor lives (rebuilt if it
-        was modified in place: seen through the version counter, which edits through .data or
-        numpy bypass, or for inference tensors, which have none, by comparing the contents)."""
+        for a square graph, or of this torch.sparse adj_t (from_adj_t; its own size), built on
+        first use and kept while the tensor lives (rebuilt if it was modified in place: seen
+        through the version counter, which edits through .data or numpy bypass, or for
+        inference tensors, which have none, by comparing the edges)."""
         size = tuple(size) if isinstance(size, (tuple, list)) else (size, size)
         if not isinstance(edge_index, torch.Tensor):
-            raise TypeError(f"dfgnn: edge_index must be a torch.Tensor or a dfgnn.Graph, "
-                            f"got {type(edge_index).__name__}")
+            name = type(edge_index).__name__
+            raise TypeError(f"dfgnn: edge_index must be a [2, E] tensor, a torch.sparse adj_t or a dfgnn.Graph, "
+                            f"got {name}" + (" (torch_sparse's SparseTensor adj_t: pass "
+                                             "adj_t.to_torch_sparse_csr_tensor())" if name == "SparseTensor" else ""))
+        sparse = edge_index.layout != torch.strided
+        if sparse:
+            size = (edge_index.size(1), edge_index.size(0))
         entry = cls._cache.get(edge_index)
         if edge_index.is_inference():  # no version counter, yet changeable in inference mode
-            if entry is None or entry[0] != size or not torch.equal(entry[2], edge_index):
-                entry = (size, cls.from_edge_index(edge_index, size=size), edge_index.clone())
+            edges = _adj_t_edges(edge_index) if sparse else edge_index
+            if entry is None or entry[0] != size or not torch.equal(entry[2], edges):
+                entry = (size, cls.from_edge_index(edges, size=size), edges.clone())
                 cls._cache[edge_index] = entry
             return entry[1]
         key = (edge_index._version, size)
         if entry is None or entry[0] != key:
-            entry = (key, cls.from_edge_index(edge_index, size=size))
+            entry = (key, cls.from_edge_index(_adj_t_edges(edge_index) if sparse else edge_index, size=size))
             cls._cache[edge_index] = entry
         return entry[1]
 
@@ -377,6 +394,29 @@ class Graph:
             return (f"dfgnn.Graph(num_src_nodes={self.num_src_nodes}, num_nodes={self.num_nodes}, "
                     f"num_edges={self.num_edges})")
         return f"dfgnn.Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges})"
+
+
+def _adj_t_edges(adj_t):
+    """A torch.sparse adj_t's edges (Graph.from_adj_t) as an edge_index [2, E], in its entries'
+    order."""
+    if not isinstance(adj_t, torch.Tensor):
+        raise TypeError(f"dfgnn.Graph: adj_t must be a torch.sparse tensor, got {type(adj_t).__name__}")
+    if adj_t.layout not in (torch.sparse_csr, torch.sparse_coo):  # PyG's layers fail on CSC
+        raise ValueError(f"dfgnn.Graph: adj_t must be a sparse CSR or COO tensor, as PyG's layers take it, got "
+                         f"{adj_t.layout}: pass adj_t.to_sparse_csr()")
+    if adj_t.dim() - adj_t.dense_dim() != 2:  # batch dimensions included
+        raise ValueError(f"dfgnn.Graph: adj_t must be one sparse matrix, got shape {list(adj_t.shape)} with "
+                         f"{adj_t.dense_dim()} dense dims")
+    if adj_t.layout == torch.sparse_coo:
+        if not adj_t.is_coalesced():  # PyG's layers read its entries as stored, or fail
+            raise ValueError("dfgnn.Graph: a COO adj_t must be coalesced (its entries sorted, without repeats): "
+                             "pass adj_t.coalesce()")
+        dst, src = adj_t.indices()
+    else:
+        rowptr = adj_t.crow_indices()
+        dst = torch.repeat_interleave(torch.arange(adj_t.size(0), device=rowptr.device), rowptr.diff())
+        src = adj_t.col_indices()
+    return torch.stack([src.long(), dst.long()])
 
 
 def _index_vector(name, t, meaning):

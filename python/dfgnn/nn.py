@@ -3,24 +3,26 @@
 Same constructor arguments, parameter names, initialisation and `forward(x, edge_index)`, so a
 PyG layer's state_dict loads into ours and gives the same outputs and gradients; the attention
 (scores, softmax, aggregation) runs in dfgnn's fused kernels instead of PyG's message passing.
-`edge_index` is a [2, E] tensor (its Graph is built on first use and cached for that tensor), a
-prebuilt dfgnn.Graph, or a dfgnn.distributed.DistributedGraph (x: this rank's rows; not
-AGNNConv). Bipartite inputs work as in PyG: tuple in_channels, x = (x_src, x_dst) (the graph's
-sources and destinations; `size` checks them; GATConv also x = (x_src, None)), and lazy
-in_channels (-1), so the layers run in
-HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its
-MessagePassing modules, which to_hetero looks for. return_attention_weights returns (out,
-(edge_index, alpha)) where PyG does (TransformerConv: True or False; GATConv, GATv2Conv: a true
-value): the edges the attention ran on (self loops included) and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and GATv2Conv
-return that; its TransformerConv the probability before dropout), without gradient; under
-torch.compile in one graph once the Graph's edge_index() (with_self_loops().edge_index() for
-the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim and forward's
-edge_attr [E, edge_dim] (or [E]), projected by lin_edge (GATConv: and att_edge) and read by the
-fused kernels per edge; self loops get PyG's fill_value ("mean", "add" or a number); without
-edge_dim TransformerConv adds edge_attr to the values, as PyG's does. Not supported (raise): SparseTensor
-adjacency, MessagePassing options other than the defaults. Attention dropout has PyG's
-semantics (p, scaled by 1/(1-p), training only) but draws its mask from dfgnn's hash of (seed,
-edge, head), so it differs from PyG's mask.
+`edge_index` is a [2, E] tensor or a torch.sparse adj_t as PyG takes it (rows destinations; its
+Graph is built on first use and cached for that tensor), a prebuilt dfgnn.Graph, or a
+dfgnn.distributed.DistributedGraph (x: this rank's rows; not AGNNConv). Bipartite inputs work as
+in PyG: tuple in_channels, x = (x_src, x_dst) (the graph's sources and destinations; `size`
+checks them; GATConv also x = (x_src, None)), and lazy in_channels (-1), so the layers run in
+HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its MessagePassing
+modules, which to_hetero looks for. return_attention_weights returns (out, (edge_index, alpha))
+where PyG does (TransformerConv: True or False; GATConv, GATv2Conv: a true value): the edges the
+attention ran on (self loops included; for an adj_t, as PyG, TransformerConv's adj_t and the GAT
+layers' adjacency holding alpha) and alpha [E, H], each edge's probability times its
+dropout factor (PyG's GATConv and GATv2Conv return that; its TransformerConv the probability
+before dropout), without gradient; under torch.compile in one graph once the Graph's
+edge_index() (with_self_loops().edge_index() for the GAT layers) was built before tracing. Edge
+features work as in PyG: edge_dim and forward's edge_attr [E, edge_dim] (or [E]), projected by
+lin_edge (GATConv: and att_edge) and read by the fused kernels per edge; self loops get PyG's
+fill_value ("mean", "add" or a number); without edge_dim TransformerConv adds edge_attr to the
+values, as PyG's does. Not supported (raise): torch_sparse's SparseTensor, MessagePassing
+options other than the defaults. Attention dropout has PyG's semantics (p, scaled by 1/(1-p),
+training only) but draws its mask from dfgnn's hash of (seed, edge, head), so it differs from
+PyG's mask.
 """
 
 import math
@@ -112,13 +114,14 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_va
             projected=True, no_dst=False):
     """Checks forward's arguments. Returns (graph, x_src, x_dst, edge_attr): the Graph to run on
     (with PyG's self loops when asked), the source and destination features (both x for a
-    tensor x; with `no_dst`, x = (x_src, None) gives x_dst None and as many destinations as
-    `size` says, else as sources, as PyG's GATConv takes it) and the edge attributes in that graph's edge order (None: none): with
-    `projected` (lin_edge's input) [E, F], the loops' rows filled with fill_value as PyG's
-    add_self_loops does; else as given, for the caller to check. On a DistributedGraph, x
-    is this rank's rows and the call a bipartite one over [rows | halo] (docs/distributed.md);
-    attention dropout (the rate in training) there needs the graph's edge_ids, which give its
-    edges and self loops their ids in one process's mask."""
+    tensor x; with `no_dst`, x = (x_src, None) gives x_dst None and, as PyG's GATConv takes
+    it, the graph's destinations (a Graph's, a torch.sparse adj_t's rows), else as many as
+    `size` says, else as sources) and the edge attributes in that graph's edge order (None:
+    none): with `projected` (lin_edge's input) [E, F], the loops' rows filled with fill_value
+    as PyG's add_self_loops does; else as given, for the caller to check. On a
+    DistributedGraph, x is this rank's rows and the call a bipartite one over [rows | halo]
+    (docs/distributed.md); attention dropout (the rate in training) there needs the graph's
+    edge_ids, which give its edges and self loops their ids in one process's mask."""
     if isinstance(edge_index, DistributedGraph):
         if dropout and edge_index.edge_ids is None:
             raise ValueError(f"{layer}: attention dropout on a DistributedGraph needs its edge_ids (each edge's "
@@ -140,7 +143,15 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_va
     for name, t in (("x_src", x_src), ("x_dst", x_dst)) if x_src is not x_dst else (("x", x_src),):
         if t is not None and t.dim() != 2:
             raise ValueError(f"{layer}: {name} must have shape [N, F], got {list(t.shape)}")
-    shape = (x_src.size(0), x_dst.size(0) if x_dst is not None else size[1] if size is not None else x_src.size(0))
+    if x_dst is not None:
+        num_dst = x_dst.size(0)
+    elif isinstance(edge_index, Graph):
+        num_dst = edge_index.num_nodes
+    elif _is_adj_t(edge_index):  # its rows
+        num_dst = edge_index.size(0)
+    else:
+        num_dst = size[1] if size is not None else x_src.size(0)
+    shape = (x_src.size(0), num_dst)
     if size is not None and tuple(size) != shape:
         raise ValueError(f"{layer}: size = {tuple(size)} but the inputs have {shape[0]} sources and "
                          f"{shape[1]} destinations")
@@ -159,6 +170,19 @@ def _inputs(layer, x, edge_index, self_loops, edge_attr=None, size=None, fill_va
         if self_loops:
             edge_attr = graph.loop_attributes(edge_attr, fill_value)
     return (graph.with_self_loops() if self_loops else graph), x_src, x_dst, edge_attr
+
+
+def _is_adj_t(edge_index):
+    """Whether edge_index is a torch.sparse adjacency (PyG's adj_t; Graph.from_adj_t)."""
+    return isinstance(edge_index, Tensor) and edge_index.layout != torch.strided
+
+
+def _edge_attr(edge_index, edge_attr):
+    """forward's edge_attr, or where none is given and edge_index is a torch.sparse adj_t with
+    rows of values [E, F], those rows: PyG's message passing reads them as edge_attr."""
+    if edge_attr is None and _is_adj_t(edge_index) and edge_index.dense_dim() > 0:
+        return edge_index.values()
+    return edge_attr
 
 
 def _edge_rows(layer, lin_edge, edge_attr, heads, channels):
@@ -231,13 +255,29 @@ def _value_columns(edge_attr, num_edges, heads, channels):
     return columns.expand(num_edges, -1, -1).contiguous()
 
 
-def _with_weights(out, result, graph, edge_index, self_loops):
+def _with_weights(out, result, graph, edge_index, self_loops, sparse_values=True):
     """PyG's return form with attention weights: (out, (edge_index, alpha)), the edges those of
     the graph the attention ran on: a tensor edge_index itself unless self loops were added (then,
-    as PyG's, its edges without loops followed by the loops)."""
+    as PyG's, its edges without loops followed by the loops). For a torch.sparse adj_t with
+    `sparse_values` (GATConv and GATv2Conv; PyG's TransformerConv returns adj_t itself) the
+    edges are that adjacency holding alpha as its values, as PyG returns it (_sparse_weights)."""
     alpha = result[1]
+    if sparse_values and _is_adj_t(edge_index):
+        return out, _sparse_weights(edge_index, graph, alpha, self_loops)
     edges = edge_index if isinstance(edge_index, Tensor) and not self_loops else graph.edge_index().to(alpha.device)
     return out, (edges, alpha)
+
+
+def _sparse_weights(adj_t, graph, alpha, self_loops):
+    """(adjacency, alpha) as PyG's GAT layers return them for a torch.sparse adj_t: adj_t with
+    alpha [E, H] as its values (a [N, NS, H] sparse tensor of adj_t's layout), alpha in its
+    entries' order. With self loops PyG's adjacency is the looped one, coalesced (sorted by
+    destination, then source), so graph's edges (its loops last) and alpha are sorted into it."""
+    size = (*adj_t.shape[:2], alpha.size(1))
+    if adj_t.layout == torch.sparse_csr and not self_loops:  # its entries as they are
+        return torch.sparse_csr_tensor(adj_t.crow_indices(), adj_t.col_indices(), alpha, size), alpha
+    coo = torch.sparse_coo_tensor(graph.edge_index().to(alpha.device).flip(0), alpha, size).coalesce()
+    return (coo if adj_t.layout == torch.sparse_coo else coo.to_sparse_csr()), coo.values()
 
 
 def _heads_out(out, concat):
@@ -300,7 +340,8 @@ class TransformerConv(_Conv):
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         dropout = self.dropout if self.training else 0.0
-        graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False, edge_attr, dropout=dropout,
+        graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False,
+                                                 _edge_attr(edge_index, edge_attr), dropout=dropout,
                                                  projected=self.lin_edge is not None)
         H, C = self.heads, self.out_channels
         q = self.lin_query(x_dst).view(x_dst.size(0), H, C)
@@ -331,7 +372,7 @@ class TransformerConv(_Conv):
                 out = beta * x_r + (1 - beta) * out
             else:
                 out = out + x_r
-        return _with_weights(out, result, graph, edge_index, False) if weights else out
+        return _with_weights(out, result, graph, edge_index, False, sparse_values=False) if weights else out
 
 
 class AGNNConv(_Conv):
@@ -413,7 +454,7 @@ class GATConv(_Conv):
 
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
         # PyG adds an edge term only with both edge_dim and edge_attr.
-        edge_attr = edge_attr if self.lin_edge is not None else None
+        edge_attr = _edge_attr(edge_index, edge_attr) if self.lin_edge is not None else None
         dropout = self.dropout if self.training else 0.0
         graph, x_src, x_dst, edge_attr = _inputs("GATConv", x, edge_index, self.add_self_loops, edge_attr, size,
                                                  self.fill_value, dropout, no_dst=True)
@@ -477,7 +518,8 @@ class GATv2Conv(_Conv):
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
         dropout = self.dropout if self.training else 0.0
-        graph, x_src, x_dst, edge_attr = _inputs("GATv2Conv", x, edge_index, self.add_self_loops, edge_attr,
+        graph, x_src, x_dst, edge_attr = _inputs("GATv2Conv", x, edge_index, self.add_self_loops,
+                                                 _edge_attr(edge_index, edge_attr),
                                                  fill_value=self.fill_value, dropout=dropout)
         H, C = self.heads, self.out_channels
         res = self.res(x_dst) if self.res is not None else None

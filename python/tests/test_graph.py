@@ -167,6 +167,25 @@ def test_cached_inference_tensor():
         assert rebuilt is not graph and torch.equal(rebuilt.edge_index(), edge_index)
 
 
+@pytest.mark.parametrize("layout", [torch.sparse_coo, torch.sparse_csr])
+def test_from_adj_t(layout):
+    """A torch.sparse adj_t (PyG's transposed adjacency: rows destinations, columns sources) is
+    the graph of its entries in their order; Graph.cached keeps it per tensor, inference tensors
+    by their edges."""
+    edge_index = ref.random_bipartite(11, 7, 40, 1)
+    adj_t = torch.sparse_coo_tensor(edge_index.flip(0), torch.ones(edge_index.size(1)), (7, 11)).coalesce()
+    entries = adj_t.indices().flip(0)  # sorted by destination, then source; repeats merged
+    adj_t = adj_t.to_sparse(layout=layout)
+    graph = dfgnn.Graph.from_adj_t(adj_t)
+    assert (graph.num_src_nodes, graph.num_nodes) == (11, 7)
+    assert torch.equal(graph.edge_index(), entries)
+    assert dfgnn.Graph.cached(adj_t, None) is dfgnn.Graph.cached(adj_t, None)
+    with torch.inference_mode():
+        adj_t = adj_t.clone()
+        graph = dfgnn.Graph.cached(adj_t, None)
+        assert dfgnn.Graph.cached(adj_t, None) is graph and torch.equal(graph.edge_index(), entries)
+
+
 def test_plans_cached():
     graph = dfgnn.Graph.from_edge_index(ref.random_graph(9, 30, 2), 9)
     assert graph.prepare("gat", 2, 8) == "online"  # Auto on the host: the portable Online

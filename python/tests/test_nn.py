@@ -6,6 +6,7 @@ import copy
 import pytest
 import torch
 import torch_geometric.nn as pyg_nn
+from torch_geometric.typing import SparseTensor  # torch_sparse's, or PyG's stand-in without it
 
 import dfgnn
 import dfgnn.nn
@@ -362,6 +363,84 @@ def test_transformer_edge_attr_must_broadcast():
     with pytest.raises(ValueError, match="without edge_dim, edge_attr is added to the values \\[E, H, C\\] = "
                                          "\\[72, 2, 4\\].*got \\[72, 3\\]"):
         conv(torch.randn(N, F), edge_index, edge_attr=torch.randn(edge_index.size(1), 3))
+
+
+SPARSE_CASES = [  # (layer, args, kwargs, x): edge_dim 3 from the adjacency's values [E, 3]
+    ("TransformerConv", (F, 6), {"heads": 2}, "square"),
+    ("TransformerConv", ((FS, FD), 6), {"heads": 2, "edge_dim": 3}, "bipartite"),
+    ("AGNNConv", (), {}, "square"),
+    ("GATConv", (F, 6), {"heads": 2}, "square"),  # self loops: PyG's coalesced looped adjacency back
+    ("GATConv", (F, 6), {"heads": 2, "add_self_loops": False, "edge_dim": 3}, "square"),
+    ("GATConv", ((FS, FD), 6), {"heads": 2, "edge_dim": 3, "fill_value": "add"}, "bipartite"),
+    ("GATConv", (FS, 6), {"heads": 2}, "no_dst"),  # x = (x_src, None): the adjacency's rows
+    ("GATv2Conv", (F, 6), {"heads": 2, "edge_dim": 3}, "square"),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+@pytest.mark.parametrize("name,args,kwargs,form", SPARSE_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(SPARSE_CASES)])
+def test_sparse_adjacency(name, args, kwargs, form, layout, device):
+    """A torch.sparse adj_t in place of edge_index, as PyG's layers take it (rows destinations,
+    columns sources, edges in its entries' order; values [E, F] read as edge_attr): the same
+    outputs and input gradients, and the attention weights as PyG returns them (TransformerConv
+    adj_t itself, the GAT layers the adjacency they ran on, self loops included, holding alpha)."""
+    theirs, ours = make(name, args, kwargs)
+    theirs = theirs.double().eval()
+    ours.load_state_dict(theirs.state_dict())
+    theirs.load_state_dict(ours.state_dict())
+    ours = ours.to(device).eval()
+    gen = torch.Generator().manual_seed(9)
+    if form == "square":
+        edge_index, ns, nd = ref.random_graph(N, 70, 3, hub_edges=30), N, N
+        x = torch.randn(N, F, generator=gen)
+    else:
+        edge_index, ns, nd = ref.random_bipartite(NS, ND, 60, 4, hub_edges=40), NS, ND
+        x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen) if form == "bipartite" else None)
+    values = torch.randn(edge_index.size(1), *((3,) if "edge_dim" in kwargs else ()), generator=gen)
+    adj = torch.sparse_coo_tensor(edge_index.flip(0), values, (nd, ns, *values.shape[1:])).coalesce()
+    adj = adj if layout == "coo" else adj.to_sparse_csr()
+    xs = x if isinstance(x, tuple) else (x,)
+    x_theirs = [t.double().requires_grad_() if t is not None else None for t in xs]
+    x_ours = [t.to(device).requires_grad_() if t is not None else None for t in xs]
+    args_theirs = (tuple(x_theirs) if isinstance(x, tuple) else x_theirs[0]), adj.double()
+    args_ours = (tuple(x_ours) if isinstance(x, tuple) else x_ours[0]), adj.to(device)
+    expected, out = theirs(*args_theirs), ours(*args_ours)
+    assert_close(out, expected, 1e-5, f"{name} out")
+    grad = torch.randn(expected.shape, generator=gen, dtype=torch.float64)
+    out.backward(grad.float().to(device))
+    expected.backward(grad)
+    for i, (a, b) in enumerate(zip(x_ours, x_theirs)):
+        if b is not None:
+            assert_close(a.grad, b.grad, 2e-5, f"{name} dx{i}")
+    if name == "AGNNConv":
+        return
+    _, (edges, alpha) = ours(*args_ours, return_attention_weights=True)
+    if "edge_dim" in kwargs and name != "TransformerConv":
+        # PyG's GAT layers fail here (set_sparse_value sizes the result [N, NS, F, H]); ours is
+        # the adjacency [N, NS, H] holding alpha
+        assert edges.shape == (nd, ns, kwargs["heads"]) and torch.equal(edges.values(), alpha)
+        return
+    _, (expected_edges, expected_alpha) = theirs(*args_theirs, return_attention_weights=True)
+    assert_close(alpha, expected_alpha, 1e-5, f"{name} alpha")
+    assert edges.layout == expected_edges.layout and edges.shape == expected_edges.shape
+    for part in ("indices", "crow_indices", "col_indices", "values"):
+        if hasattr(expected_edges, part) and (part == "values" or (part == "indices") == (layout == "coo")):
+            assert_close(getattr(edges, part)(), getattr(expected_edges, part)(), 1e-5, f"{name} edges {part}")
+
+
+@pytest.mark.parametrize("adj,error,match", [
+    (lambda a: torch.sparse_coo_tensor(a.indices(), a.values(), a.shape), ValueError, "pass adj_t.coalesce\\(\\)"),
+    (lambda a: a.to_sparse_csc(), ValueError, "got torch.sparse_csc: pass adj_t.to_sparse_csr\\(\\)"),
+    (lambda a: SparseTensor.__new__(SparseTensor), TypeError,
+     "torch_sparse's SparseTensor adj_t: pass adj_t.to_torch_sparse_csr_tensor\\(\\)"),
+])
+def test_sparse_adjacency_refused(adj, error, match):
+    """What PyG's layers read inconsistently or refuse raises, naming what to pass."""
+    edge_index = ref.random_graph(N, 70, 3)
+    coo = torch.sparse_coo_tensor(edge_index.flip(0), torch.ones(edge_index.size(1)), (N, N)).coalesce()
+    with pytest.raises(error, match=match):
+        dfgnn.nn.GATConv(F, 4)(torch.randn(N, F), adj(coo))
 
 
 def _hetero_data():
