@@ -9,20 +9,21 @@ dfgnn.distributed.DistributedGraph (x: this rank's rows; not AGNNConv). Bipartit
 in PyG: tuple in_channels, x = (x_src, x_dst) (the graph's sources and destinations; `size`
 checks them; GATConv also x = (x_src, None)), and lazy in_channels (-1), so the layers run in
 HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its MessagePassing
-modules, which to_hetero looks for. return_attention_weights returns (out, (edge_index, alpha))
-where PyG does (TransformerConv: True or False; GATConv, GATv2Conv: a true value): the edges the
-attention ran on (self loops included; for an adj_t, as PyG, TransformerConv's adj_t and the GAT
-layers' adjacency holding alpha) and alpha [E, H], each edge's probability times its
-dropout factor (PyG's GATConv and GATv2Conv return that; its TransformerConv the probability
-before dropout), without gradient; under torch.compile in one graph once the Graph's
-edge_index() (with_self_loops().edge_index() for the GAT layers) was built before tracing. Edge
-features work as in PyG: edge_dim and forward's edge_attr [E, edge_dim] (or [E]), projected by
-lin_edge (GATConv: and att_edge) and read by the fused kernels per edge; self loops get PyG's
-fill_value ("mean", "add" or a number); without edge_dim TransformerConv adds edge_attr to the
-values, as PyG's does. Not supported (raise): torch_sparse's SparseTensor, MessagePassing
-options other than the defaults. Attention dropout has PyG's semantics (p, scaled by 1/(1-p),
-training only) but draws its mask from dfgnn's hash of (seed, edge, head), so it differs from
-PyG's mask.
+modules, which to_hetero looks for, and while a message-passing hook is registered or explain
+mode is on (PyG's explainers) they run PyG's forward, whose messages those observe.
+return_attention_weights returns (out, (edge_index, alpha)) where PyG does (TransformerConv:
+True or False; GATConv, GATv2Conv: a true value): the edges the attention ran on (self loops
+included; for an adj_t, as PyG, TransformerConv's adj_t and the GAT layers' adjacency holding
+alpha) and alpha [E, H], each edge's probability times its dropout factor (PyG's GATConv and
+GATv2Conv return that; its TransformerConv the probability before dropout), without gradient;
+under torch.compile in one graph once the Graph's edge_index() (with_self_loops().edge_index()
+for the GAT layers) was built before tracing. Edge features work as in PyG: edge_dim and
+forward's edge_attr [E, edge_dim] (or [E]), projected by lin_edge (GATConv: and att_edge) and
+read by the fused kernels per edge; self loops get PyG's fill_value ("mean", "add" or a number);
+without edge_dim TransformerConv adds edge_attr to the values, as PyG's does. Not supported
+(raise): torch_sparse's SparseTensor, MessagePassing options other than the defaults. Attention
+dropout has PyG's semantics (p, scaled by 1/(1-p), training only) but draws its mask from
+dfgnn's hash of (seed, edge, head), so it differs from PyG's mask.
 """
 
 import math
@@ -37,10 +38,18 @@ from .distributed import DistributedGraph
 from .graph import Graph
 from .ops import _gat_layer, agnn_attention, gatv2_attention, gt_attention
 
-try:  # PyG's base class where PyG is installed (to_hetero treats only MessagePassing modules as convolutions)
+try:  # PyG's base class where PyG is installed (to_hetero treats only MessagePassing modules as
+    # convolutions), and its layers, whose forward runs where its message passing is observed
+    import torch_geometric.nn as _pyg_nn
+    from torch_geometric.inspector import Inspector as _Inspector
     from torch_geometric.nn import MessagePassing as _Base
 except ImportError:
-    _Base = None
+    _pyg_nn = _Inspector = _Base = None
+
+# MessagePassing's hook registries (_propagate_forward_pre_hooks, ...), one per register_*_hook
+# method it defines.
+_HOOKS = () if _Base is None else tuple(f"_{name[len('register_'):]}s" for name in vars(_Base)
+                                        if name.startswith("register_") and name.endswith("_hook"))
 
 __all__ = ["TransformerConv", "AGNNConv", "GATConv", "GATv2Conv"]
 
@@ -297,13 +306,55 @@ def _gat_output(out, concat, res, bias):
 
 class _Conv(_Base or torch.nn.Module):
     """The layers' base: PyG's MessagePassing (aggr "add", node_dim 0, as its attention layers)
-    where PyG is installed, else torch's Module; and the multi-head layers' repr, as PyG prints it."""
+    where PyG is installed, else torch's Module; and the multi-head layers' repr, as PyG prints it.
+    Where PyG is installed a layer also takes from PyG's layer of its name what MessagePassing
+    builds its propagate and edge_updater from when a layer is made (the message functions
+    message and edge_update, and the arguments PyG's forward passes to propagate and
+    edge_updater, as their class-attribute declarations propagate_type and edge_updater_type),
+    so that PyG's forward runs on it (_pyg_forward). A user's subclass of a layer inherits them."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _Base is not None and cls.__module__ == __name__:
+            pyg = cls._pyg_layer = getattr(_pyg_nn, cls.__name__)
+            for name in ("message", "edge_update"):
+                if name in vars(pyg):
+                    setattr(cls, name, vars(pyg)[name])
+            inspector = _Inspector(pyg)  # reads the calls in PyG's source, as MessagePassing reads a layer's
+            for call in ("propagate", "edge_updater"):
+                params = inspector.get_params_from_method_call(call, exclude=[0, "edge_index", "size"])
+                if params:
+                    setattr(cls, f"{call}_type", {name: param.type for name, param in params.items()})
 
     def __init__(self):
         if _Base is None:
             super().__init__()
         else:
             super().__init__(aggr="add", node_dim=0)
+
+    def _message_passing(self):
+        """Whether PyG's message passing is observed on this layer: explain mode (PyG's
+        explainers' edge masks) or a hook on propagate, message, aggregate or edge_update. The
+        fused kernels form no messages to observe, so the layer then runs PyG's forward
+        (_pyg_forward) rather than bypass them. (decomposed_layers, PyG's propagate in feature
+        chunks to save memory, has no messages to split here: the kernels ignore it.)"""
+        return _Base is not None and (bool(self._explain) or any(getattr(self, hooks) for hooks in _HOOKS))
+
+    def _pyg_forward(self, x, edge_index, **kwargs):
+        """PyG's forward of this layer on its parameters, with forward's keyword arguments (PyG's
+        names and meaning): its message passing, hooks and explain mode included, so PyG's
+        outputs, gradients and attention weights (its dropout mask too). A Graph runs as its
+        edge_index(), and where the layer takes a size (GATConv) and none is given, as its
+        (sources, destinations): PyG's GATConv on x = (x_src, None) has no other way to know
+        the destinations."""
+        if isinstance(edge_index, DistributedGraph):
+            raise ValueError(f"{type(self).__name__}: explain mode and message-passing hooks run PyG's message "
+                             "passing, which needs the whole graph's edge_index, not a DistributedGraph")
+        if isinstance(edge_index, Graph):
+            if kwargs.get("size", 0) is None:
+                kwargs["size"] = (edge_index.num_src_nodes, edge_index.num_nodes)
+            edge_index = edge_index.edge_index().to((x[0] if isinstance(x, (tuple, list)) else x).device)
+        return self._pyg_layer.forward(self, x, edge_index, **kwargs)
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self.in_channels}, {self.out_channels}, heads={self.heads})"
@@ -339,6 +390,9 @@ class TransformerConv(_Conv):
             _initialise(lin, glorot=False)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
+        if self._message_passing():
+            return self._pyg_forward(x, edge_index, edge_attr=edge_attr,
+                                     return_attention_weights=return_attention_weights)
         dropout = self.dropout if self.training else 0.0
         graph, x_src, x_dst, edge_attr = _inputs("TransformerConv", x, edge_index, False,
                                                  _edge_attr(edge_index, edge_attr), dropout=dropout,
@@ -397,6 +451,8 @@ class AGNNConv(_Conv):
                 self.beta.fill_(1)
 
     def forward(self, x, edge_index):
+        if self._message_passing():
+            return self._pyg_forward(x, edge_index)
         if not isinstance(x, Tensor):
             raise TypeError(f"AGNNConv: x must be a [N, F] tensor (AGNN has no bipartite form), got {type(x).__name__}")
         graph, x, _, _ = _inputs("AGNNConv", x, edge_index, self.add_self_loops)
@@ -453,6 +509,9 @@ class GATConv(_Conv):
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, size=None, return_attention_weights=None):
+        if self._message_passing():
+            return self._pyg_forward(x, edge_index, edge_attr=edge_attr, size=size,
+                                     return_attention_weights=return_attention_weights)
         # PyG adds an edge term only with both edge_dim and edge_attr.
         edge_attr = _edge_attr(edge_index, edge_attr) if self.lin_edge is not None else None
         dropout = self.dropout if self.training else 0.0
@@ -517,6 +576,9 @@ class GATv2Conv(_Conv):
             torch.nn.init.zeros_(self.bias)
 
     def forward(self, x, edge_index, edge_attr=None, return_attention_weights=None):
+        if self._message_passing():
+            return self._pyg_forward(x, edge_index, edge_attr=edge_attr,
+                                     return_attention_weights=return_attention_weights)
         dropout = self.dropout if self.training else 0.0
         graph, x_src, x_dst, edge_attr = _inputs("GATv2Conv", x, edge_index, self.add_self_loops,
                                                  _edge_attr(edge_index, edge_attr),

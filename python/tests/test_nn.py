@@ -443,6 +443,141 @@ def test_sparse_adjacency_refused(adj, error, match):
         dfgnn.nn.GATConv(F, 4)(torch.randn(N, F), adj(coo))
 
 
+MESSAGE_PASSING_CASES = [
+    ("TransformerConv", (F, 6), {"heads": 2, "edge_dim": 3}),
+    ("AGNNConv", (), {}),
+    ("GATConv", (F, 6), {"heads": 2, "edge_dim": 3}),
+    ("GATv2Conv", (F, 6), {"heads": 2}),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs", MESSAGE_PASSING_CASES,
+                         ids=[c[0] for c in MESSAGE_PASSING_CASES])
+def test_message_passing_hooks(name, args, kwargs):
+    """MessagePassing's hooks (propagate, message, edge_update) see and change what they do on
+    PyG's layer: the layer runs PyG's forward while one is registered, and the fused kernels
+    again once they are removed."""
+    theirs, ours = make(name, args, kwargs)
+    theirs, ours = theirs.eval(), ours.eval()
+    assert len(dfgnn.nn._HOOKS) == 10 and all(isinstance(getattr(ours, h), dict) for h in dfgnn.nn._HOOKS)
+    edge_index = ref.random_graph(N, 70, 3)
+    gen = torch.Generator().manual_seed(10)
+    x = torch.randn(N, F, generator=gen)
+    extra = {"edge_attr": torch.randn(edge_index.size(1), 3, generator=gen)} if "edge_dim" in kwargs else {}
+    fused = ours(x, edge_index, **extra)
+    seen = {}
+    for layer in (theirs, ours):
+        record = seen.setdefault(layer.__module__.split(".")[0], [])  # what the hooks see
+        handles = [
+            layer.register_propagate_forward_pre_hook(lambda m, inputs, r=record: r.append(sorted(inputs[2]))),
+            layer.register_message_forward_hook(lambda m, inputs, out, r=record: r.append(out.shape) or 2 * out),
+            layer.register_propagate_forward_hook(lambda m, inputs, out: out + 1),
+        ]
+        if name.startswith("GAT"):
+            handles.append(layer.register_edge_update_forward_hook(lambda m, inputs, out, r=record:
+                                                                    r.append(out.shape)))
+    expected, out = theirs(x, edge_index, **extra), ours(x, edge_index, **extra)
+    assert seen["dfgnn"] == seen["torch_geometric"] and len(seen["dfgnn"]) == 2 + name.startswith("GAT")
+    assert_close(out, expected, 1e-6, f"{name} with hooks")
+    if name != "AGNNConv":  # PyG's attention weights, from the messages the hooks changed
+        expected, (expected_edges, expected_alpha) = theirs(x, edge_index, **extra, return_attention_weights=True)
+        out, (edges, alpha) = ours(x, edge_index, **extra, return_attention_weights=True)
+        assert_close(out, expected, 1e-6, f"{name} with hooks and weights")
+        assert torch.equal(edges, expected_edges)
+        assert_close(alpha, expected_alpha, 1e-6, f"{name} alpha with hooks")
+    for handle in handles:  # ours
+        handle.remove()
+    assert not ours._message_passing() and torch.equal(ours(x, edge_index, **extra), fused)
+
+
+@pytest.mark.parametrize("name,args,kwargs", MESSAGE_PASSING_CASES,
+                         ids=[c[0] for c in MESSAGE_PASSING_CASES])
+def test_explain_edge_mask(name, args, kwargs):
+    """Explain mode, as PyG's explainers set it (set_masks: an edge mask on every
+    MessagePassing layer): the same output and mask gradient as PyG's layer, also for a Graph in
+    place of edge_index."""
+    from torch_geometric.explain.algorithm.utils import clear_masks, set_masks
+    theirs, ours = make(name, args, kwargs)
+    theirs, ours = theirs.eval(), ours.eval()
+    edge_index = ref.random_graph(N, 70, 3)  # with a self loop, which the GAT layers' mask skips
+    gen = torch.Generator().manual_seed(11)
+    x = torch.randn(N, F, generator=gen)
+    extra = {"edge_attr": torch.randn(edge_index.size(1), 3, generator=gen)} if "edge_dim" in kwargs else {}
+    start = torch.randn(edge_index.size(1), generator=gen)
+    results = []
+    for layer, edges in ((theirs, edge_index), (ours, edge_index), (ours, dfgnn.Graph.from_edge_index(edge_index, N))):
+        mask = torch.nn.Parameter(start.clone())
+        set_masks(layer, mask, edge_index)
+        out = layer(x, edges, **extra)
+        out.square().sum().backward()
+        clear_masks(layer)
+        assert not layer._explain
+        results.append((out, mask.grad))
+    for out, grad in results[1:]:
+        assert_close(out, results[0][0], 1e-6, f"{name} out")
+        assert_close(grad, results[0][1], 1e-5, f"{name} mask grad")
+
+
+def test_message_passing_bipartite_graph():
+    """Under a hook a bipartite Graph runs as PyG's edge_index of the Graph's size, which PyG's
+    GATConv on x = (x_src, None) needs for its destinations; a user's subclass of a layer runs
+    PyG's forward too."""
+    class Sub(dfgnn.nn.GATConv):
+        pass
+
+    kwargs = {"heads": 2, "add_self_loops": False, "edge_dim": 3}
+    theirs = pyg_nn.GATConv(F, 4, **kwargs).eval()
+    ours = Sub(F, 4, **kwargs).eval()
+    ours.load_state_dict(theirs.state_dict())
+    edge_index = ref.random_bipartite(N, 7, 40, 5)
+    gen = torch.Generator().manual_seed(15)
+    x, edge_attr = torch.randn(N, F, generator=gen), torch.randn(edge_index.size(1), 3, generator=gen)
+    graph = dfgnn.Graph.from_edge_index(edge_index, size=(N, 7))
+    for layer in (theirs, ours):
+        layer.register_message_forward_hook(lambda m, inputs, out: 3 * out)
+    expected = theirs((x, None), edge_index, edge_attr, size=(N, 7))
+    assert_close(ours((x, None), graph, edge_attr), expected, 1e-6, "GATConv subclass, Graph, hook")
+
+
+def test_explainer_end_to_end():
+    """torch_geometric.explain's GNNExplainer on a model of our layers gives the edge mask it
+    gives on the same model of PyG's."""
+    from torch_geometric.explain import Explainer, GNNExplainer
+
+    def model(nn):
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.GATConv(F, 4, heads=2)
+                self.conv2 = nn.TransformerConv(8, 3)
+
+            def forward(self, x, edge_index):
+                return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+        torch.manual_seed(12)
+        return Net()
+
+    theirs, ours = model(pyg_nn), model(dfgnn.nn)
+    ours.load_state_dict(theirs.state_dict())
+    edge_index = ref.random_graph(N, 70, 3)
+    x = torch.randn(N, F, generator=torch.Generator().manual_seed(13))
+    masks = []
+    for net in (theirs, ours):
+        torch.manual_seed(14)
+        explainer = Explainer(net, GNNExplainer(epochs=10), explanation_type="model", edge_mask_type="object",
+                              model_config={"mode": "multiclass_classification", "task_level": "node",
+                                            "return_type": "raw"})
+        masks.append(explainer(x, edge_index, index=3).edge_mask)
+    assert_close(masks[1], masks[0], 1e-5, "edge mask")
+
+
+def test_message_passing_needs_edge_index():
+    conv = dfgnn.nn.GATConv(F, 4)
+    conv.register_message_forward_hook(lambda m, inputs, out: None)
+    with pytest.raises(ValueError, match="message-passing hooks run PyG's message passing.*not a DistributedGraph"):
+        conv(torch.randn(N, F), dfgnn.distributed.DistributedGraph.__new__(dfgnn.distributed.DistributedGraph))
+
+
 def _hetero_data():
     """Two node types and three edge types (one within a type, two across)."""
     from torch_geometric.data import HeteroData
