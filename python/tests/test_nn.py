@@ -275,6 +275,15 @@ EDGE_CASES = [  # (layer, args, kwargs, bipartite); edge_dim 3 unless the kwargs
 ]
 
 
+def _hub_graph(bipartite, gen):
+    """(edge_index, x) with a hub row: a bipartite graph and x = (x_src, x_dst), or a graph on N
+    nodes and x [N, F]; the features drawn from gen."""
+    if bipartite:
+        edge_index = ref.random_bipartite(NS, ND, 60, 4, hub_edges=40)
+        return edge_index, (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen))
+    return ref.random_graph(N, 70, 3, hub_edges=30), torch.randn(N, F, generator=gen)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name,args,kwargs,bipartite", EDGE_CASES,
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(EDGE_CASES)])
@@ -289,12 +298,7 @@ def test_edge_features_match_pyg(name, args, kwargs, bipartite, device, columns,
     monkeypatch.setattr(dfgnn.nn, "_COLUMNS_HEADS", float("inf"))
     theirs, ours = make(name, args, kwargs)
     gen = torch.Generator().manual_seed(6)
-    if bipartite:
-        edge_index = ref.random_bipartite(NS, ND, 60, 4, hub_edges=40)
-        x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen))
-    else:
-        edge_index = ref.random_graph(N, 70, 3, hub_edges=30)
-        x = torch.randn(N, F, generator=gen)
+    edge_index, x = _hub_graph(bipartite, gen)
     dim = kwargs["edge_dim"]
     edge_attr = torch.randn(edge_index.size(1), *((dim,) if dim > 1 else ()), generator=gen)
     _compare(theirs, ours, x, edge_index, device, name, edge_attr)
@@ -346,12 +350,7 @@ def test_transformer_edge_attr_without_edge_dim(args, kwargs, bipartite, shape, 
     PyG's does: the same outputs and gradients, edge_attr's included."""
     theirs, ours = make("TransformerConv", args, kwargs)
     gen = torch.Generator().manual_seed(7)
-    if bipartite:
-        edge_index = ref.random_bipartite(NS, ND, 60, 4, hub_edges=40)
-        x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FD, generator=gen))
-    else:
-        edge_index = ref.random_graph(N, 70, 3, hub_edges=30)
-        x = torch.randn(N, F, generator=gen)
+    edge_index, x = _hub_graph(bipartite, gen)
     sizes = {"E": edge_index.size(1), "H": kwargs["heads"], "C": args[1], "1": 1}
     edge_attr = torch.randn(*(sizes[c] for c in shape), generator=gen)
     _compare(theirs, ours, x, edge_index, device, f"TransformerConv {shape}", edge_attr)
