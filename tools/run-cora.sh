@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The main job: fused attention on the bundled Cora graph for all four models, each checked
-# against the float64 reference (the CLI exits non-zero on a mismatch).
+# The main job: builds the CLI alone (tools/setup.sh --cli: the cli preset, no tests) and runs
+# fused attention on the bundled Cora graph for all four models, each checked against the
+# float64 reference (the CLI exits non-zero on a mismatch). Arguments go to every run
+# (e.g. --heads 8 --dim 64, --dtype bf16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/setup.sh >/dev/null
+bash tools/setup.sh --cli
 for model in gt agnn gat gatv2; do
-  ./build/serial/dfgnn attention --graph data/cora.tsv.gz --symmetrize --model "$model" \
+  ./build/cli/dfgnn attention --graph data/cora.tsv.gz --symmetrize --model "$model" \
     --heads 4 --dim 32 --reference "$@"
 done

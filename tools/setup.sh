@@ -1,17 +1,28 @@
 #!/usr/bin/env bash
-# Installs the Debian packages dfgnn builds with (when missing; python3-venv for python/ci.sh's
-# venv and python3-dev for its PyTorch extension, clang and its libFuzzer runtime for
-# tests/fuzz/run.sh, OpenMPI for the mpi preset) and builds the serial preset.
+# Installs the Debian packages dfgnn builds with (those missing) and builds a preset:
+#   bash tools/setup.sh         what CI needs (python3-venv and python3-dev for python/ci.sh's venv
+#                               and PyTorch extension, clang and its libFuzzer runtime for
+#                               tests/fuzz/run.sh, OpenMPI for the mpi preset, doxygen for the API
+#                               reference), then the serial preset: library, CLI and tests
+#   bash tools/setup.sh --cli   what the CLI needs, then the cli preset: the CLI alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(cmake g++ make libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libgtest-dev zlib1g-dev python3-venv
-          python3-dev clang libclang-rt-dev libopenmpi-dev openmpi-bin)
+preset=serial
+packages=(cmake g++ make libtrilinos-kokkos-dev zlib1g-dev)
+if [ "${1:-}" = --cli ]; then
+  preset=cli
+else
+  packages+=(libtrilinos-kokkos-kernels-dev libgtest-dev python3-venv python3-dev clang libclang-rt-dev
+             libopenmpi-dev openmpi-bin doxygen)
+fi
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
-cmake --preset serial >/dev/null
-cmake --build --preset serial
+echo "setup: configuring build/$preset"
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset"
