@@ -18,7 +18,7 @@ namespace dfgnn {
 /// Thrown for every user error detected at the API (bad shapes, malformed graphs, ...).
 /// The message names the offending argument and the violated rule. It is one line of
 /// printable text: messages quote file content, paths and arguments, so line breaks, control
-/// characters and bytes that are not UTF-8 come out escaped (\n, \r, \t, \xNN).
+/// characters and bytes that are not UTF-8 come out escaped (`\n`, `\r`, `\t`, `\xNN`).
 class Error : public std::invalid_argument {
  public:
   explicit Error(const std::string& message);
