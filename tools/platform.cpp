@@ -78,7 +78,12 @@ nlohmann::json build_facts() {
                                      std::to_string(v % 100)},
                      {"backends", kokkos_backends()},
                      {"default_execution_space", Kokkos::DefaultExecutionSpace::name()}}}};
-  b["cuda"] = std::strlen(DFGNN_BUILD_CUDA) ? nlohmann::json(DFGNN_BUILD_CUDA) : nlohmann::json(nullptr);
+  if (std::strlen(DFGNN_BUILD_CUDA) == 0) {
+    b["cuda"] = nullptr;
+    b["null_reasons"]["cuda"] = "built without the CUDA-native backend (DFGNN_ENABLE_CUDA)";
+  } else {
+    b["cuda"] = DFGNN_BUILD_CUDA;
+  }
   return b;
 }
 
