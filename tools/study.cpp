@@ -198,9 +198,10 @@ int study(const Args& a) {
   const std::string out = a.need("out");
   std::ofstream file(out);  // opened first: a path that cannot be written fails before the hours
   if (!file) throw Error("--out " + out + ": cannot open for writing");
-  std::vector<const SuiteGraph*> graphs;
-  for (const std::string& name : split(a.get("graphs", default_graphs(a)))) graphs.push_back(&suite_graph(name, a));
-  if (graphs.empty()) throw Error("--graphs: no graph named");
+  std::vector<const SuiteGraph*> graphs;  // --graphs none: the platform and its microbenchmarks alone
+  const std::string names = a.get("graphs", default_graphs(a));
+  for (const std::string& name : split(names == "none" ? "" : names)) graphs.push_back(&suite_graph(name, a));
+  if (graphs.empty() && names != "none") throw Error("--graphs: no graph named (none: no suite)");
   nlohmann::json skipped = nlohmann::json::object();
   const std::vector<Backend> studied = backends(a, skipped);
   const Repeats repeats = quick ? Repeats{1, 5} : Repeats{3, 10};
@@ -283,7 +284,8 @@ const Command& study_command() {
        {"quick", "", "small graphs, f32 and bf16, 1 warm-up and 5 timed runs: a minute on a\nlaptop CPU"},
        {"graphs", "G1,G2,..", "the suite's graphs (default: pattern, cluster, mnist, rmat-s17-d64,\n"
                               "and with --data cora, citeseer, pubmed, tolokers, web-NotreDame;\n"
-                              "--quick: pattern-2, mnist-16, rmat-s9-d8; also rmat-s20-d32)"},
+                              "--quick: pattern-2, mnist-16, rmat-s9-d8; also rmat-s20-d32; none:\n"
+                              "the platform and its microbenchmarks alone)"},
        {"backends", "native,portable",
         "the backends to study (default: every one present, but the portable\nkernels on the host only "
         "where no GPU is)"},
