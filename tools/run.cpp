@@ -82,10 +82,11 @@ class KokkosDevice final : public Device {
     return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
   }
   std::string name() const override { return std::string("kokkos ") + Exec::name(); }
-  // The execution space, and the facts of the device it runs on: the host's, or the CUDA
-  // device's where the CUDA-native backend is built too (only its Device includes CUDA).
+  // The execution space, and the facts of the device it runs on where known: the host's, or
+  // the CUDA device's where the CUDA-native backend is built too (only its Device includes
+  // CUDA); elsewhere the space's name names the device.
   nlohmann::json facts() const override {
-    nlohmann::json f{{"execution_space", Exec::name()}, {"concurrency", exec_.concurrency()}};
+    nlohmann::json f{{"name", Exec::name()}, {"execution_space", Exec::name()}, {"concurrency", exec_.concurrency()}};
 #if defined(KOKKOS_ENABLE_CUDA) && defined(DFGNN_ENABLE_CUDA)
     f.update(cuda_device()->facts());
 #else

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -198,6 +199,8 @@ int study(const Args& a) {
   const std::string out = a.need("out");
   std::ofstream file(out);  // opened first: a path that cannot be written fails before the hours
   if (!file) throw Error("--out " + out + ": cannot open for writing");
+  if (a.has("data") && !std::filesystem::is_directory(a.get("data")))
+    throw Error("--data " + a.get("data") + ": not a directory");
   std::vector<const SuiteGraph*> graphs;  // --graphs none: the platform and its microbenchmarks alone
   const std::string names = a.get("graphs", default_graphs(a));
   for (const std::string& name : split(names == "none" ? "" : names)) graphs.push_back(&suite_graph(name, a));

@@ -171,6 +171,7 @@ class QuickStudy(unittest.TestCase):
             for args, words in ((["--graphs", "nope"], "unknown graph 'nope'"),
                                 (["--graphs", "cora"], "needs --data"),
                                 (["--backends", "gpu"], "unknown backend 'gpu'"),
+                                (["--data", os.path.join(d, "none")], "not a directory"),
                                 (["--quick"], "missing --out")):
                 r = self.run_cli(*(args if "--quick" in args else args + ["--out", out]))
                 self.assertEqual(r.returncode, 2, args)
