@@ -6,13 +6,15 @@
 #            one process; shards overlap one's host work with another's kernels, which gains up
 #            to about 8 shards: the whole suite took 8 minutes in 16 on the H100 machine)
 #   kokkos   portable Kokkos kernels vs CUDA-native on the GPU (dfgnn bench --backend all)
-#   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs
+#   study    dfgnn study: the GPU's record (docs/study.md; the real graphs from DATA) in OUT/study.json
+#   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs, on the GPU of
+#            OUT/study.json where the study step made it (else run_bench.py records the platform)
 #   backward the CUDA-native training forward + backward (dfgnn bench --backward --check)
 # The sanitizers run SANITIZER_SHARDS gtest shards at once (default: one a core, at most 16).
 # GTEST_FILTER (gtest's own variable) narrows every gtest run (both suites, the sanitizers) to the
 # cases a change touched, e.g.
 #   GTEST_FILTER='*EdgeColumnsCuda*' perf/gpu_run.sh BIN DATA OUT racecheck
-# Usage: perf/gpu_run.sh BIN DATA OUT [tests|racecheck|kokkos|bench|backward|all] [extra run_bench.py args]
+# Usage: perf/gpu_run.sh BIN DATA OUT [tests|racecheck|kokkos|study|bench|backward|all] [extra run_bench.py args]
 #   BIN   dfgnn, dfgnn_gpu_tests, cusparse_pipeline (cuda preset + perf build) and kokkos/{dfgnn,
 #         dfgnn_tests} (a build against a CUDA-enabled Kokkos with DFGNN_ENABLE_CUDA)
 #   DATA  the shared/data folder (real graphs)
@@ -92,10 +94,18 @@ if [[ $what == backward || $what == all ]]; then
   done | tee -a "$out/backward.txt"
 fi
 
+if [[ $what == study || $what == all ]]; then
+  step "dfgnn study"
+  "$bin/dfgnn" study --data "$data" --out "$out/study.json" >"$out/study.log" 2>&1 || status=1
+  tail -n 1 "$out/study.log"
+fi
+
 if [[ $what == bench || $what == all ]]; then
   step "benchmark: ours vs PyG vs cuSPARSE"
+  platform=()
+  [[ -f $out/study.json ]] && platform=(--study "$out/study.json")
   python3 perf/run_bench.py --data "$data" --dfgnn "$bin/dfgnn" --cusparse "$bin/cusparse_pipeline" \
-    --results "$out/bench" "$@" >"$out/bench.log" 2>&1 || status=1
+    --results "$out/bench" "${platform[@]}" "$@" >"$out/bench.log" 2>&1 || status=1
   sed -n '/^| graph/,$p' "$out/bench/table.md" 2>/dev/null | head -n 80
 fi
 echo "gpu_run: status $status"

@@ -13,15 +13,18 @@ same graph and inputs:
   - PyG:      perf/peers.py, in this process;
   - DF-GNN:   perf/dfgnn_peer.py, in child processes, when --dfgnn-ext names its built extensions
               (else its numbers are cited from shared/dfgnn-h100.md, marked "cited").
-A 1 GiB device copy
-measured in the same run gives the bandwidth that the two roofline fractions of anchors.md
-divide by. Raw records go to RESULTS/raw.jsonl, the table to RESULTS/table.md and stdout.
+The platform is a `dfgnn study` record (docs/study.md): --study names one, else the run makes
+one (`dfgnn study --graphs none --backends native`, seconds) in RESULTS/platform.json. Its device
+names the GPU in every raw record and the table, and its 1 GiB device copy is the bandwidth that
+the two roofline fractions of anchors.md divide by. The cited PyG and DF-GNN numbers were
+measured on an H100: the table shows them only for an H100. Raw records go to
+RESULTS/raw.jsonl, the table to RESULTS/table.md and stdout.
 
 Usage (repo root, GPU machine):
   python3 perf/run_bench.py --data ../shared/data --graphs cora,pattern --shapes 1x128,4x32
       [--dfgnn build/dfgnn] [--cusparse build-perf/cusparse_pipeline] [--models gt,agnn,gat,gatv2]
       [--graph-file pattern=/path/pattern.txt.gz] [--no-ours] [--no-pyg] [--no-cusparse]
-      [--dfgnn-ext DIR]
+      [--dfgnn-ext DIR] [--study PLATFORM.json]
       [--results perf/results/NAME] [--work /tmp/dfgnn-bench]
 """
 
@@ -38,6 +41,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dfgnn_peer  # noqa: E402
 import peers  # noqa: E402
+import study_record  # noqa: E402
 
 # Real graphs: file under --data and node count (isolated nodes count). Generated graphs:
 # arguments of `dfgnn gen` (seed appended). Real graphs are symmetrised; generated ones are
@@ -54,6 +58,9 @@ GRAPHS = {
     "rmat-s17-d64": {"gen": ["rmat", "--scale", "17", "--edge-factor", "64"]},
     "rmat-s20-d32": {"gen": ["rmat", "--scale", "20", "--edge-factor", "32"]},
 }
+
+# The GPU that the cited numbers below were measured on: the table shows them on it alone.
+CITED_DEVICE = "H100"
 
 # shared/anchors.md, PyG on the H100 (ms): (graph, HxD) -> {model_pass: ms}; None = OOM.
 PYG_ANCHORS = {
@@ -95,17 +102,17 @@ DFGNN_H100 = {
 }
 
 
-def dfgnn_best(graph, shape, model, pas, measured):
+def dfgnn_best(graph, shape, model, pas, measured, cited_here=True):
     """(ms, note): DF-GNN's best correct time measured in this run (note ""); where none ran,
     (None, why: "smem", "wrong", "error"); without measurements, the cited time and "cited"
-    (or (None, "") where nothing is cited)."""
+    (or (None, "") where nothing is cited, or the run's GPU is not CITED_DEVICE)."""
     if measured:
         ok = [r["ms"] for r in measured if "ms" in r and not r.get("wrong")]
         if ok:
             return min(ok), ""
         return None, "/".join(sorted({"wrong" if r.get("wrong") else r.get("skipped", "error").split(":")[0]
                                       for r in measured}))
-    cited = dfgnn_cited(graph, shape, model, pas)
+    cited = dfgnn_cited(graph, shape, model, pas) if cited_here else None
     return cited, "cited" if cited else ""
 
 
@@ -196,12 +203,17 @@ def run_cusparse(exe, graph_txt, name, nodes, heads, dim, inputs, warmup, iters)
     return recs
 
 
-def copy_bandwidth(cusparse):
-    if cusparse and os.path.exists(cusparse):
-        r = sh([cusparse, "--copy-bandwidth"])
-        if r.returncode == 0:
-            return json.loads(r.stdout.strip().splitlines()[0])
-    return peers.copy_bandwidth()
+def platform(dfgnn, study, results):
+    """The copy record of the run's GPU: its device and 1 GiB copy bandwidth, from the study
+    record `study`, or from one made now by `dfgnn study --graphs none` in RESULTS."""
+    if not study:
+        study = os.path.join(results, "platform.json")
+        r = sh([dfgnn, "study", "--graphs", "none", "--backends", "native", "--out", study])
+        if r.returncode != 0:
+            raise RuntimeError(f"dfgnn study failed: {r.stderr.strip()}")
+    rec = study_record.load(study)
+    return {"peer": "copy", "device": study_record.device_name(rec), "study": os.path.abspath(study),
+            "read_write_GBps": study_record.copy_gbs(rec, "native")}
 
 
 def add_graph_args(p):
@@ -272,20 +284,23 @@ def fmt(x, digits=3):
     return f"{x:.{digits}g}" if x < 100 else f"{x:.0f}"
 
 
-def table(records, copy_gbps):
-    """One row per (graph, shape, model, pass) where anything ran."""
+def table(records, copy_gbps, device):
+    """One row per (graph, shape, model, pass) where anything ran, on one GPU: `device`."""
+    cited_here = CITED_DEVICE in device
     rows = {}
     for r in records:
         if r.get("peer") not in ("ours", "pyg", "cusparse", "dfgnn") or not {"graph", "model", "pass"} <= r.keys():
             continue
         key = (r["graph"], f'{r["heads"]}x{r["dim"]}', r["model"], r["pass"])
         rows.setdefault(key, []).append(r)
+    cited_note = ("" if cited_here else f" The cited numbers were measured on an {CITED_DEVICE}, so none are shown "
+                  f"for this GPU.")
     lines = [
-        f"Copy bandwidth (1 GiB D2D, read+write), measured in the same run: {copy_gbps:.0f} GB/s. DF-GNN: its "
+        f"{device}. Copy bandwidth (1 GiB D2D, read+write, measured on this GPU): {copy_gbps:.0f} GB/s. DF-GNN: its "
         "best correct kernel in this run (perf/dfgnn_peer.py), or shared/dfgnn-h100.md where "
         "marked cited; PyG anchors: "
         "shared/anchors.md. Fractions: our best time against the copy bandwidth, for the "
-        "compulsory bytes and the gather model of anchors.md. ms are medians.",
+        "compulsory bytes and the gather model of anchors.md. ms are medians." + cited_note,
         "",
         "| graph | N | E | H×D | model | pass | ours best | ours per strategy | PyG | PyG anchors "
         "| cuSPARSE | DF-GNN | ×PyG | ×cuSPARSE | ×DF-GNN | compulsory | gather |",
@@ -297,9 +312,10 @@ def table(records, copy_gbps):
         pyg_ms = pyg.get("ms", pyg.get("error")) if pyg else None
         cus = next((r for r in rs if r["peer"] == "cusparse"), None)
         cus_ms = cus.get("ms", "error") if cus else None
-        anchor = PYG_ANCHORS.get((graph, shape), {}).get(f"{model}_{pas}", "–")
-        anchor = "OOM" if (graph, shape) in PYG_ANCHORS and anchor is None else anchor
-        df_ms, df_note = dfgnn_best(graph, shape, model, pas, [r for r in rs if r["peer"] == "dfgnn"])
+        anchors = PYG_ANCHORS if cited_here else {}
+        anchor = anchors.get((graph, shape), {}).get(f"{model}_{pas}", "–")
+        anchor = "OOM" if (graph, shape) in anchors and anchor is None else anchor
+        df_ms, df_note = dfgnn_best(graph, shape, model, pas, [r for r in rs if r["peer"] == "dfgnn"], cited_here)
         best = min(ours.items(), key=lambda kv: kv[1]) if ours else None
         n, e, h, d = rs[0]["nodes"], rs[0]["edges"], rs[0]["heads"], rs[0]["dim"]
         comp, gath = traffic_bytes(model, pas, n, e, h, d)
@@ -346,9 +362,15 @@ def auto_summary(rows, margin=1.05):
 
 
 def render(paths, results):
+    """The tables of raw records, one per GPU (the records' device; records made before they
+    named one are "unknown GPU"), each with the median copy bandwidth of its own runs."""
     records = [json.loads(line) for path in paths for line in open(path) if line.strip()]
-    copies = sorted(r["read_write_GBps"] for r in records if r.get("peer") == "copy" and "read_write_GBps" in r)
-    text = table(records, copies[len(copies) // 2] if copies else None)
+    tables = []
+    for device in dict.fromkeys(r.get("device", "unknown GPU") for r in records):
+        mine = [r for r in records if r.get("device", "unknown GPU") == device]
+        copies = sorted(r["read_write_GBps"] for r in mine if r.get("peer") == "copy" and "read_write_GBps" in r)
+        tables.append(table(mine, copies[len(copies) // 2] if copies else None, device))
+    text = "\n\n".join(tables)
     if results:
         os.makedirs(results, exist_ok=True)
         with open(os.path.join(results, "table.md"), "w") as f:
@@ -376,8 +398,11 @@ def main(argv=None):
                    help="check our outputs against the float64 reference (on the CPU) up to this size")
     p.add_argument("--work", default="/tmp/dfgnn-bench")
     p.add_argument("--results", default=None, help="default perf/results/<UTC timestamp>")
+    p.add_argument("--study", default=None, metavar="PLATFORM.json",
+                   help="this GPU's dfgnn study record (default: made by the run, RESULTS/platform.json)")
     p.add_argument("--from-raw", nargs="+", metavar="RAW", help="only render the table of these raw.jsonl files "
-                   "(copy bandwidth: the median of theirs) to stdout and --results/table.md when given")
+                   "(one table per GPU; its copy bandwidth: the median of its runs') to stdout and "
+                   "--results/table.md when given")
     a = p.parse_args(argv)
     if a.from_raw:
         return render(a.from_raw, a.results)
@@ -390,14 +415,16 @@ def main(argv=None):
     shapes = [tuple(int(x) for x in s.split("x")) for s in a.shapes.split(",") if s]
     records = []
 
+    copy = platform(a.dfgnn, a.study, results)
+
     def keep(recs):
         with open(raw_path, "a") as f:
             for r in recs:
+                r.setdefault("device", copy["device"])
                 f.write(json.dumps(r) + "\n")
                 print(json.dumps({k: v for k, v in r.items() if k != "ms_all"}), flush=True)
         records.extend(recs)
 
-    copy = copy_bandwidth(None if a.no_cusparse else a.cusparse)
     keep([copy])
     for name in [x for x in a.graphs.split(",") if x]:
         try:
@@ -432,7 +459,7 @@ def main(argv=None):
                 except Exception as ex:
                     recs = [{"peer": "dfgnn", "error": repr(ex)[-500:]}]
                 keep([dict(base, **r) for r in recs])
-    text = table(records, copy.get("read_write_GBps"))
+    text = table(records, copy["read_write_GBps"], copy["device"])
     with open(os.path.join(results, "table.md"), "w") as f:
         f.write(text + "\n")
     print("\n" + text)

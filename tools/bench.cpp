@@ -16,9 +16,7 @@
 #include <cstring>
 #include <filesystem>
 
-#ifndef DFGNN_GIT_COMMIT
-#define DFGNN_GIT_COMMIT "unknown"
-#endif
+#include "build_info.hpp"
 
 namespace dfgnn::cli {
 
@@ -89,14 +87,14 @@ int bench(const Args& options) {
                 to_string(used), t.median_ms, t.min_ms, 100 * comp, 100 * gath, err, pass);
     if (json)
       std::fprintf(json,
-                   "{\"name\": \"%s\", \"device\": \"%s\", \"commit\": \"%s\", \"model\": \"%s\", \"N\": %d, "
+                   "{\"name\": \"%s\", \"device\": \"%s\", \"commit\": \"%s\", \"dirty\": %s, \"model\": \"%s\", \"N\": %d, "
                    "\"E\": %lld, \"H\": %zu, \"D\": %zu, \"reorder\": \"%s\", \"reorder_ms\": %.1f, \"backend\": \"%s\", \"strategy\": \"%s\", "
                    "\"resolved\": \"%s\", \"pass\": \"%s\", \"ms\": %.6f, \"min_ms\": %.6f, "
                    "\"compulsory_bytes\": %.0f, \"gather_bytes\": %.0f, \"copy_gbs\": %.1f, "
                    "\"compulsory_frac\": %.4f, \"gather_frac\": %.4f, \"max_rel_err\": %.3g, \"plan_mib\": %.2f, "
                    "\"dropout\": %g, \"dtype\": \"%s\"}\n",
                    json_escaped(a.get("name", a.get("graph"))).c_str(), json_escaped(device).c_str(),
-                   DFGNN_GIT_COMMIT, to_string(in.kind),
+                   DFGNN_GIT_COMMIT, DFGNN_GIT_DIRTY ? "true" : "false", to_string(in.kind),
                    g.num_nodes, (long long)g.num_edges(), in.H, in.D, to_string(ordering), reorder_ms, backend_name(b), to_string(s),
                    to_string(used), pass,
                    t.median_ms, t.min_ms, moved.compulsory, moved.gather, copy_gbs, comp, gath, err, t.plan_mib,

@@ -13,5 +13,6 @@ const Command& gen_rmat_command();  // gen.cpp
 const Command& gen_sbm_command();
 const Command& gen_knn_command();
 const Command& bench_command();  // bench.cpp
+const Command& study_command();  // study.cpp
 
 }  // namespace dfgnn::cli

@@ -1,6 +1,7 @@
 // The CUDA-native kernels' Device (run.hpp): the graph's arrays and a run's tensors in the
 // current device's memory, calls on the legacy default stream, timed by CUDA events there.
 
+#include "platform.hpp"
 #include "run.hpp"
 
 #include <dfgnn/cuda.hpp>
@@ -13,7 +14,14 @@
 
 namespace dfgnn::cli {
 
+// The microbenchmark kernels (microbench_cuda.cu).
+void cuda_gather(void* to, const void* from, const std::int32_t* rows, std::size_t count, std::size_t row_bytes);
+cudaError_t cuda_empty_kernel();
+
 namespace {
+
+// "13.0" of a CUDA version number (13000).
+std::string version(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
@@ -54,22 +62,45 @@ class CudaDevice final : public Device {
   }
 
   // Device-to-device copy of a 1 GiB buffer, bytes read + written (median of 10 after 2).
-  double copy_bandwidth() const override {
-    const std::size_t bytes = std::size_t(1) << 30;
-    const auto a = allocate(bytes), b = allocate(bytes);
-    std::vector<float> ms;
-    for (int i = 0; i < 12; ++i) {
-      cudaEventRecord(events_[0]);
-      cudaMemcpy(b.get(), a.get(), bytes, cudaMemcpyDeviceToDevice);
-      cudaEventRecord(events_[1]);
-      cudaEventSynchronize(events_[1]);
-      float t = 0;
-      cudaEventElapsedTime(&t, events_[0], events_[1]);
-      if (i >= 2) ms.push_back(t);
-    }
-    std::sort(ms.begin(), ms.end());
-    return 2.0 * double(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
+  double copy_bandwidth() override { return measure_copy(*this, std::size_t(1) << 30, {2, 10})["gbs"]; }
+
+  // The properties a study compares GPUs by; clocks through attributes, which CUDA 13 keeps
+  // while its cudaDeviceProp lost them.
+  nlohmann::json facts() const override {
+    int dev = 0, driver = 0, runtime = 0;
+    cudaDeviceProp prop{};
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaGetDeviceProperties(&prop, dev), "cudaGetDeviceProperties");
+    check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+    check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+    const auto attribute = [&](cudaDeviceAttr a) {
+      int v = 0;
+      check(cudaDeviceGetAttribute(&v, a, dev), "cudaDeviceGetAttribute");
+      return v;
+    };
+    return {{"vendor", "NVIDIA"},
+            {"name", prop.name},
+            {"architecture", "sm_" + std::to_string(prop.major) + std::to_string(prop.minor)},
+            {"compute_capability", std::to_string(prop.major) + "." + std::to_string(prop.minor)},
+            {"compute_units", prop.multiProcessorCount},
+            {"clock_mhz", attribute(cudaDevAttrClockRate) / 1000.0},
+            {"memory_clock_mhz", attribute(cudaDevAttrMemoryClockRate) / 1000.0},
+            {"memory_bus_bits", attribute(cudaDevAttrGlobalMemoryBusWidth)},
+            {"l2_bytes", prop.l2CacheSize},
+            {"shared_memory_per_block_bytes", prop.sharedMemPerBlockOptin},
+            {"memory_bytes", double(prop.totalGlobalMem)},
+            {"driver", version(driver)},
+            {"runtime", version(runtime)}};
   }
+  void copy(void* to, const void* from, std::size_t bytes) const override {
+    check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+  }
+  void gather(void* to, const void* from, const std::int32_t* rows, std::size_t count,
+              std::size_t row_bytes) const override {
+    cuda_gather(to, from, rows, count, row_bytes);
+    check(cudaGetLastError(), "gather");
+  }
+  void empty_kernel() const override { check(cuda_empty_kernel(), "empty kernel"); }
 
   double plan_mib(const detail::Executor& executor) const override { return plan_bytes(executor) / (1 << 20); }
 

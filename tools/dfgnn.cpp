@@ -19,7 +19,7 @@ namespace dfgnn::cli {
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> all{&attention_command(), &spmm_command(),     &sddmm_command(),
                                                &info_command(),      &gen_rmat_command(), &gen_sbm_command(),
-                                               &gen_knn_command(),   &bench_command()};
+                                               &gen_knn_command(),   &bench_command(),      &study_command()};
   return all;
 }
 

@@ -86,7 +86,7 @@ inline Extent gradient_extent(const Inputs& in, std::size_t i) {
 
 /// Milliseconds of repeated runs.
 struct Timing {
-  double median_ms = 0, min_ms = 0;
+  double median_ms = 0, min_ms = 0, spread_ms = 0;  ///< spread: the interquartile range
   double plan_mib = -1;  ///< device memory the plan held after the runs (CUDA-native), MiB
 };
 

@@ -5,6 +5,7 @@
 
 #include "cli_common.hpp"
 #include "distributed_run.hpp"
+#include "platform.hpp"
 
 #include <dfgnn/detail/dispatch.hpp>
 #include <dfgnn/plan.hpp>
@@ -20,7 +21,7 @@
 namespace dfgnn::cli {
 
 Buffer Device::upload(const std::vector<float>& host, DType dtype) const {
-  Buffer b{allocate(host.size() * size_of(dtype)), host.size(), dtype};
+  Buffer b{memory(host.size() * size_of(dtype)), host.size(), dtype};
   if (dtype == DType::F32) {
     copy_in(b.get(), host.data(), host.size() * sizeof(float));
     return b;
@@ -45,11 +46,27 @@ std::vector<float> Device::download(const Buffer& b) const {
 
 namespace {
 
+using Exec = Kokkos::DefaultExecutionSpace;
+
+// The microbenchmarks' gather on the portable device (Device::gather), in 4-byte words: the
+// portable kernels' loads of feature rows. Outside the Device class: a CUDA lambda may not be
+// defined in a class member.
+void gather_words(const Exec& exec, float* to, const float* from, const std::int32_t* rows, std::int64_t count,
+                  std::int64_t words) {
+  Kokkos::parallel_for(
+      "dfgnn::cli::gather", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, count * words),
+      KOKKOS_LAMBDA(std::int64_t i) { to[i] = from[std::int64_t(rows[i / words]) * words + i % words]; });
+}
+
+void empty_kernel_on(const Exec& exec) {
+  Kokkos::parallel_for("dfgnn::cli::empty", Kokkos::RangePolicy<Exec>(exec, 0, 1), KOKKOS_LAMBDA(int) {});
+  exec.fence();
+}
+
 // The portable kernels on the default Kokkos execution space, timed by the host clock after a
 // fence.
 class KokkosDevice final : public Device {
  public:
-  using Exec = Kokkos::DefaultExecutionSpace;
   using Mem = Exec::memory_space;
 
   std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) override {
@@ -65,6 +82,28 @@ class KokkosDevice final : public Device {
     return std::chrono::duration<double, std::milli>(marks_[to] - marks_[from]).count();
   }
   std::string name() const override { return std::string("kokkos ") + Exec::name(); }
+  // The execution space, and the facts of the device it runs on where known: the host's, or
+  // the CUDA device's where the CUDA-native backend is built too (only its Device includes
+  // CUDA); elsewhere the space's name names the device.
+  nlohmann::json facts() const override {
+    nlohmann::json f{{"name", Exec::name()}, {"execution_space", Exec::name()}, {"concurrency", exec_.concurrency()}};
+#if defined(KOKKOS_ENABLE_CUDA) && defined(DFGNN_ENABLE_CUDA)
+    f.update(cuda_device()->facts());
+#else
+    if (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) f.update(host_facts());
+#endif
+    return f;
+  }
+  void copy(void* to, const void* from, std::size_t bytes) const override {
+    Kokkos::deep_copy(exec_, Bytes<Mem, char>(static_cast<char*>(to), bytes),
+                      Bytes<Mem, const char>(static_cast<const char*>(from), bytes));
+  }
+  void gather(void* to, const void* from, const std::int32_t* rows, std::size_t count,
+              std::size_t row_bytes) const override {
+    gather_words(exec_, static_cast<float*>(to), static_cast<const float*>(from), rows, std::int64_t(count),
+                 std::int64_t(row_bytes / 4));
+  }
+  void empty_kernel() const override { empty_kernel_on(exec_); }
 
  protected:
   std::shared_ptr<void> allocate(std::size_t bytes) const override {
@@ -105,13 +144,20 @@ class Offer final : public detail::Builder {
   std::unique_ptr<detail::Builder> made_;
 };
 
-// Median and minimum of the samples.
+}  // namespace
+
 Timing summary(std::vector<double> ms) {
+  if (ms.empty()) return {};
   std::sort(ms.begin(), ms.end());
-  return ms.empty() ? Timing{} : Timing{ms[ms.size() / 2], ms.front()};
+  const std::size_t n = ms.size();
+  return {ms[n / 2], ms.front(), ms[3 * n / 4] - ms[n / 4]};  // nearest-rank quartiles
 }
 
-}  // namespace
+std::shared_ptr<void> Device::memory(std::size_t bytes, const void* host) const {
+  std::shared_ptr<void> p = allocate(bytes);
+  if (host) copy_in(p.get(), host, bytes);
+  return p;
+}
 
 std::unique_ptr<Device> make_device(Backend backend) {
 #ifdef DFGNN_ENABLE_CUDA

@@ -10,6 +10,9 @@
 #include <dfgnn/csr.hpp>
 #include <dfgnn/detail/factory.hpp>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,7 +79,21 @@ class Device {
 
   /// The device in bench's header, and its device-to-device copy bandwidth in GB/s (0: none).
   virtual std::string name() const = 0;
-  virtual double copy_bandwidth() const { return 0; }
+  virtual double copy_bandwidth() { return 0; }
+  /// What `dfgnn study` records of the device (docs/study.md): vendor, name, architecture,
+  /// compute units, clocks, caches, memory, driver and runtime, where the device tells them.
+  virtual nlohmann::json facts() const = 0;
+
+  /// The kernels of study's microbenchmarks (platform.hpp times them between marks): a copy of
+  /// `bytes` from `from` to `to`; a gather of `count` rows of `row_bytes` (a multiple of 4),
+  /// row i of `to` from row rows[i] of `from`; a kernel that does nothing. Every pointer is
+  /// this device's memory.
+  virtual void copy(void* to, const void* from, std::size_t bytes) const = 0;
+  virtual void gather(void* to, const void* from, const std::int32_t* rows, std::size_t count,
+                      std::size_t row_bytes) const = 0;
+  virtual void empty_kernel() const = 0;
+  /// `bytes` of this device's memory holding host's bytes (uninitialised when host is null).
+  std::shared_ptr<void> memory(std::size_t bytes, const void* host = nullptr) const;
   /// MiB of device memory the plan holds (graph copy, CSC, workspaces; -1: not counted), and a
   /// line on it after a call.
   virtual double plan_mib(const detail::Executor& executor) const {
@@ -97,6 +114,10 @@ std::unique_ptr<Device> make_device(Backend backend);
 #ifdef DFGNN_ENABLE_CUDA
 std::unique_ptr<Device> cuda_device();  ///< device_cuda.cpp
 #endif
+
+/// The median, minimum and spread of samples (milliseconds): the spread is their interquartile
+/// range, which one outlier does not move.
+Timing summary(std::vector<double> ms);
 
 /// The timings of LocalRun::time: the passes', and the backward's alone in training.
 struct Timings {
@@ -120,7 +141,7 @@ class LocalRun final : public Run {
   void report_memory(const char* what) const override { device_->report_memory(*executor_, what); }
 
   /// warmup + iters forwards, or in training forwards and backwards, each timed by the device's
-  /// marks: the median and minimum of the last iters.
+  /// marks: the summary of the last iters.
   Timings time(int warmup, int iters);
 
  private:

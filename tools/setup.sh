@@ -3,17 +3,20 @@
 #   bash tools/setup.sh         what CI needs (python3-venv and python3-dev for python/ci.sh's venv
 #                               and PyTorch extension, clang and its libFuzzer runtime for
 #                               tests/fuzz/run.sh, OpenMPI for the mpi preset, doxygen for the API
-#                               reference), then the serial preset: library, CLI and tests
-#   bash tools/setup.sh --cli   what the CLI needs, then the cli preset: the CLI alone
+#                               reference, python3-jsonschema and python3-matplotlib for the
+#                               study's schema check and report), then the serial preset: library,
+#                               CLI and tests
+#   bash tools/setup.sh --cli   what the CLI needs (nlohmann-json for its records), then the cli
+#                               preset: the CLI alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=serial
-packages=(cmake g++ make libtrilinos-kokkos-dev zlib1g-dev)
+packages=(cmake g++ make libtrilinos-kokkos-dev zlib1g-dev nlohmann-json3-dev)
 if [ "${1:-}" = --cli ]; then
   preset=cli
 else
   packages+=(libtrilinos-kokkos-kernels-dev libgtest-dev python3-venv python3-dev clang libclang-rt-dev
-             libopenmpi-dev openmpi-bin doxygen)
+             libopenmpi-dev openmpi-bin doxygen python3-jsonschema python3-matplotlib)
 fi
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
