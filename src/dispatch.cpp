@@ -59,6 +59,7 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
 namespace detail {
 
 void check_op(const char* who, const Op& op) {
+  check_named(who, op.kind);
   const std::string w(who);
   if (op.heads < 1) throw Error(w + ": heads must be >= 1, got " + std::to_string(op.heads));
   if (op.dim < 1) throw Error(w + ": dim must be >= 1, got " + std::to_string(op.dim));
