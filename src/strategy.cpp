@@ -20,11 +20,6 @@ const char* to_string(Strategy s) {
   return "?";
 }
 
-void check_named(const char* who, Strategy s) {
-  if (std::string(to_string(s)) == "?")
-    throw Error(std::string(who) + ": strategy " + std::to_string(int(s)) + " is none of the enum's values");
-}
-
 Strategy parse_strategy(const std::string& text) {
   const std::string s = lower(text);
   for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,
@@ -98,7 +93,8 @@ Strategy choose_strategy(const Op& op, const DegreeStats& degrees, const DeviceF
 
 Strategy resolve_strategy(const char* who, Strategy asked, const Op& op, const DegreeStats& degrees,
                           const DeviceFacts& device) {
-  check_named(who, asked);
+  if (std::string(to_string(asked)) == "?")
+    throw Error(std::string(who) + ": strategy " + std::to_string(int(asked)) + " is none of the enum's values");
   const Strategy s = element_strategy(who, asked, op.dtype, device.two_byte);
   if (s == Strategy::Auto) {
     DeviceFacts offered = device;

@@ -99,16 +99,6 @@ const char* to_string(ScoreKind k) {
   return "?";
 }
 
-void check_named(const char* who, ScoreKind k) {
-  if (std::string(to_string(k)) == "?")
-    throw Error(std::string(who) + ": score kind " + std::to_string(int(k)) + " is none of the enum's values");
-}
-
-void check_named(const char* who, Backend b) {
-  if (b != Backend::Auto && b != Backend::Portable && b != Backend::Native)
-    throw Error(std::string(who) + ": backend " + std::to_string(int(b)) + " is none of the enum's values");
-}
-
 ScoreKind parse_score_kind(const std::string& text) {
   const std::string s = lower(text);
   std::string names;
@@ -128,7 +118,8 @@ Backend parse_backend(const std::string& text) {
 }
 
 Backend resolve_backend(const char* who, Backend requested, const std::string& native_unavailable) {
-  check_named(who, requested);
+  if (requested != Backend::Auto && requested != Backend::Portable && requested != Backend::Native)
+    throw Error(std::string(who) + ": backend " + std::to_string(int(requested)) + " is none of the enum's values");
   if (requested == Backend::Portable) return Backend::Portable;
   if (native_unavailable.empty()) return Backend::Native;
   if (requested == Backend::Native)
