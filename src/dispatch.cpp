@@ -59,6 +59,8 @@ TensorRef TensorRef::shaped(const void* data, const Op& op, Extent extent, std::
 namespace detail {
 
 void check_op(const char* who, const Op& op) {
+  if (std::string(to_string(op.kind)) == "?")
+    throw Error(std::string(who) + ": score kind " + std::to_string(int(op.kind)) + " is none of the enum's values");
   const std::string w(who);
   if (op.heads < 1) throw Error(w + ": heads must be >= 1, got " + std::to_string(op.heads));
   if (op.dim < 1) throw Error(w + ": dim must be >= 1, got " + std::to_string(op.dim));

@@ -7,14 +7,12 @@ namespace dfgnn::detail {
 
 std::shared_ptr<const Executor> make_executor(const char* who, const Op& op, const DegreeStats& degrees,
                                               Strategy strategy, Backend backend, Where where) {
-  check_named(who, strategy, op.kind, backend);
   check_op(who, op);
   Builder& builder = chosen(who, backend, where);
   return builder.build(resolve_strategy(who, strategy, op, degrees, builder.facts(strategy)));
 }
 
 std::shared_ptr<const MessageExecutor> make_message_executor(const char* who, Backend backend, MessageWhere where) {
-  check_named(who, backend);
   return chosen(who, backend, where).build();
 }
 

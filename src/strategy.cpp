@@ -1,8 +1,34 @@
-// Every strategy decision of both backends (include/dfgnn/detail/strategy.hpp).
+// Every strategy decision of both backends (include/dfgnn/detail/strategy.hpp), and the
+// strategies' names.
 
 #include <dfgnn/detail/strategy.hpp>
 
 #include <algorithm>
+
+namespace dfgnn {
+
+const char* to_string(Strategy s) {
+  switch (s) {
+    case Strategy::Auto: return "auto";
+    case Strategy::SMMF: return "smmf";
+    case Strategy::PMF: return "pmf";
+    case Strategy::Unfused: return "unfused";
+    case Strategy::Staged: return "staged";
+    case Strategy::Online: return "online";
+    case Strategy::Dense: return "dense";
+  }
+  return "?";
+}
+
+Strategy parse_strategy(const std::string& text) {
+  const std::string s = lower(text);
+  for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,
+                     Strategy::Online, Strategy::Dense})
+    if (s == to_string(v)) return v;
+  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused, staged, online or dense)");
+}
+
+}  // namespace dfgnn
 
 namespace dfgnn::detail {
 
@@ -67,6 +93,8 @@ Strategy choose_strategy(const Op& op, const DegreeStats& degrees, const DeviceF
 
 Strategy resolve_strategy(const char* who, Strategy asked, const Op& op, const DegreeStats& degrees,
                           const DeviceFacts& device) {
+  if (std::string(to_string(asked)) == "?")
+    throw Error(std::string(who) + ": strategy " + std::to_string(int(asked)) + " is none of the enum's values");
   const Strategy s = element_strategy(who, asked, op.dtype, device.two_byte);
   if (s == Strategy::Auto) {
     DeviceFacts offered = device;

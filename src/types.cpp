@@ -93,45 +93,10 @@ void check_host_bytes(const std::string& what, std::uint64_t bytes) {
                 std::to_string(limit) + " bytes this process can have");
 }
 
-const char* to_string(Strategy s) {
-  switch (s) {
-    case Strategy::Auto: return "auto";
-    case Strategy::SMMF: return "smmf";
-    case Strategy::PMF: return "pmf";
-    case Strategy::Unfused: return "unfused";
-    case Strategy::Staged: return "staged";
-    case Strategy::Online: return "online";
-    case Strategy::Dense: return "dense";
-  }
-  return "?";
-}
-
 const char* to_string(ScoreKind k) {
   for (ScoreKind m : kModels)
     if (m == k) return visit_model(k, [](auto model) { return decltype(model)::name; });
   return "?";
-}
-
-void check_named(const char* who, Strategy s, ScoreKind k, Backend b) {
-  const auto fail = [&](const char* what, int value) {
-    throw Error(std::string(who) + ": " + what + " " + std::to_string(value) + " is none of the enum's values");
-  };
-  if (std::string(to_string(s)) == "?") fail("strategy", int(s));
-  if (std::string(to_string(k)) == "?") fail("score kind", int(k));
-  check_named(who, b);
-}
-
-void check_named(const char* who, Backend b) {
-  if (b != Backend::Auto && b != Backend::Portable && b != Backend::Native)
-    throw Error(std::string(who) + ": backend " + std::to_string(int(b)) + " is none of the enum's values");
-}
-
-Strategy parse_strategy(const std::string& text) {
-  const std::string s = lower(text);
-  for (Strategy v : {Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Staged,
-                     Strategy::Online, Strategy::Dense})
-    if (s == to_string(v)) return v;
-  throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused, staged, online or dense)");
 }
 
 ScoreKind parse_score_kind(const std::string& text) {
@@ -153,6 +118,8 @@ Backend parse_backend(const std::string& text) {
 }
 
 Backend resolve_backend(const char* who, Backend requested, const std::string& native_unavailable) {
+  if (requested != Backend::Auto && requested != Backend::Portable && requested != Backend::Native)
+    throw Error(std::string(who) + ": backend " + std::to_string(int(requested)) + " is none of the enum's values");
   if (requested == Backend::Portable) return Backend::Portable;
   if (native_unavailable.empty()) return Backend::Native;
   if (requested == Backend::Native)

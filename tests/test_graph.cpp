@@ -732,6 +732,13 @@ TEST(GraphResolveBackend, OneRuleForEveryEntry) {
   const Graph<Host::memory_space> g(graph_from_edges(2, {0}, {1}));
   test::expect_error([&] { Plan<Host>(Host(), g, ScoreKind::GT, 1, 8, Strategy::Auto, Backend::Native); },
                      {"plan: the CUDA-native backend needs Kokkos::Cuda"});
+  // An integer cast to an enum that names none of its values is refused by name, whichever it is.
+  test::expect_error([&] { Plan<Host>(Host(), g, ScoreKind(7), 1, 8); },
+                     {"plan: score kind 7 is none of the enum's values"});
+  test::expect_error([&] { Plan<Host>(Host(), g, ScoreKind::GT, 1, 8, Strategy(9)); },
+                     {"plan: strategy 9 is none of the enum's values"});
+  test::expect_error([&] { Plan<Host>(Host(), g, ScoreKind::GT, 1, 8, Strategy::Auto, Backend(5)); },
+                     {"plan: backend 5 is none of the enum's values"});
 }
 
 TEST(GraphChooseStrategy, DenseWhereTheDeviceHasItAndTheBatchIsDenseEnough) {

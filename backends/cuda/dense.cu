@@ -18,17 +18,21 @@ void with_bucket(int b, F&& f) {
   f(std::integral_constant<int, kDenseWarps[2]>{});
 }
 
-/// Calls f(S{}) with the score type of `kind` on elements of type t, for a model Dense computes
-/// (its traits' DenseRule; dense_fit refused the others before any plan got here).
+/// f(S{}) with Model's score on elements of type E, if Dense computes that model (its traits'
+/// DenseRule; dense_fit refused the others before any plan got here).
+template <class Model, class E, class F>
+void with_model_score(E, F& f) {
+  if constexpr (Model::dense.runs) f(ScoreOf<Model, E>{});
+  else throw Error(std::string("cuda::Plan: Dense has no ") + Model::label + " score");
+}
+
+/// Calls f(S{}) with the score type of `kind` on elements of type t. (The element's type is
+/// deduced from an argument: nvcc's host pass gives decltype of a by-value lambda parameter
+/// captured into a nested lambda a reference type.)
 template <class F>
 void with_score(ScoreKind kind, DType t, F&& f) {
   with_element(t, [&](auto e) {
-    using E = decltype(e);  // here: inside the inner lambda GCC names the captured copy, E&
-    visit_model(kind, [&](auto model) {
-      using Model = decltype(model);
-      if constexpr (Model::dense.runs) f(ScoreOf<Model, E>{});
-      else throw Error(std::string("cuda::Plan: Dense has no ") + Model::label + " score");
-    });
+    visit_model(kind, [&](auto model) { with_model_score<decltype(model)>(e, f); });
   });
 }
 

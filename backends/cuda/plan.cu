@@ -391,7 +391,6 @@ std::unique_ptr<dfgnn::detail::Builder> detail::builder(const Graph& g, const Op
 }
 
 void Plan::build(const Source& g, const Op& op, Strategy strategy, cudaStream_t stream) {
-  check_named("cuda::Plan", strategy, op.kind);
   dfgnn::detail::check_op("cuda::Plan", op);
   Builder builder(g, op, stream, std::move(impl_));
   impl_ = builder.take(dfgnn::detail::resolve_strategy("cuda::Plan", strategy, op, g.stats, builder.facts(strategy)));

@@ -263,11 +263,6 @@ std::string lower(std::string_view s);
 
 const char* to_string(Strategy s);
 const char* to_string(ScoreKind k);
-/// Throws Error (prefixed `who`) unless each is one of its enum's named values, not another
-/// integer cast to it.
-void check_named(const char* who, Strategy s, ScoreKind k, Backend b = Backend::Auto);
-/// The same for a backend alone.
-void check_named(const char* who, Backend b);
 /// Parses "auto|smmf|pmf|unfused|staged|online|dense" (case-insensitive); throws Error otherwise.
 Strategy parse_strategy(const std::string& s);
 /// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
@@ -278,7 +273,7 @@ Backend parse_backend(const std::string& s);
 /// The one rule of which kernels run: `requested`, Auto taking Native where the CUDA-native
 /// kernels can run, i.e. where `native_unavailable` is empty (it says why they cannot), and
 /// Portable elsewhere. Native where they cannot throws Error "WHO: the CUDA-native backend
-/// <native_unavailable>".
+/// <native_unavailable>"; a value that names no backend (an integer cast to Backend) throws Error too.
 Backend resolve_backend(const char* who, Backend requested, const std::string& native_unavailable);
 
 }  // namespace dfgnn

@@ -32,9 +32,10 @@ class Executor {
   virtual void prepare_backward(void* stream) const { (void)stream; }
 };
 
-/// Throws Error naming `who` unless a plan can be built for `op`: H and D >= 1, the bytes of
-/// each side's [nodes, H, D] tensor a 64-bit count (the kernels index in 64 bits from there),
-/// and a model that has the graph's form: AGNN's one X serves both sides, so not bipartite.
+/// Throws Error naming `who` unless a plan can be built for `op`: a named model, H and D >= 1,
+/// the bytes of each side's [nodes, H, D] tensor a 64-bit count (the kernels index in 64 bits
+/// from there), and a model that has the graph's form: AGNN's one X serves both sides, so not
+/// bipartite.
 void check_op(const char* who, const Op& op);
 
 /// Throws Error naming `who` and the argument unless `call` fits `op` for `model`: the plan's

@@ -61,7 +61,7 @@ Strategy choose_strategy(const Op& op, const DegreeStats& degrees, const DeviceF
 
 /// The strategy a plan runs: the element type's rule, then Auto's cost model among what the
 /// device offers that type; an explicit strategy the device does not offer is an Error "who:
-/// <device.why_not>".
+/// <device.why_not>", as is a value that names no strategy.
 Strategy resolve_strategy(const char* who, Strategy asked, const Op& op, const DegreeStats& degrees,
                           const DeviceFacts& device);
 
