@@ -134,14 +134,17 @@ Strategy parse_strategy(const std::string& text) {
   throw Error("unknown strategy '" + text + "' (expected auto, smmf, pmf, unfused, staged, online or dense)");
 }
 
+std::string model_names(const char* separator) {
+  std::string r;
+  for (ScoreKind v : kModels) r += (r.empty() ? "" : separator) + std::string(to_string(v));
+  return r;
+}
+
 ScoreKind parse_score_kind(const std::string& text) {
   const std::string s = lower(text);
-  std::string names;
-  for (ScoreKind v : kModels) {
+  for (ScoreKind v : kModels)
     if (s == to_string(v)) return v;
-    names += std::string(names.empty() ? "" : ", ") + to_string(v);
-  }
-  throw Error("unknown model '" + text + "' (expected one of " + names + ")");
+  throw Error("unknown model '" + text + "' (expected one of " + model_names(", ") + ")");
 }
 
 Backend parse_backend(const std::string& text) {

@@ -32,7 +32,7 @@ int info(const Args& a) {
 
 const Command& info_command() {
   static const Section own{"info (the plan Auto makes on the portable kernels)",
-                           {{"model", "M", "gt|agnn|gat|gatv2 (default gt)"},
+                           {{"model", "M", model_names("|") + " (default gt)"},
                             {"heads", "H", "heads (default 1)"},
                             {"dim", "D", "features per head (default 64)"}},
                            ""};

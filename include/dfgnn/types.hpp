@@ -270,7 +270,9 @@ void check_named(const char* who, Strategy s, ScoreKind k, Backend b = Backend::
 void check_named(const char* who, Backend b);
 /// Parses "auto|smmf|pmf|unfused|staged|online|dense" (case-insensitive); throws Error otherwise.
 Strategy parse_strategy(const std::string& s);
-/// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
+/// The models' names (`name`, in ScoreKind's order) joined by `separator`: "gt|agnn|...".
+std::string model_names(const char* separator);
+/// Parses a model's name (model_names; case-insensitive); throws Error otherwise.
 ScoreKind parse_score_kind(const std::string& s);
 /// Parses "auto|kokkos|cuda" (case-insensitive; kokkos is Portable, cuda Native); throws Error
 /// otherwise.
