@@ -99,14 +99,17 @@ const char* to_string(ScoreKind k) {
   return "?";
 }
 
+std::string model_names(const char* separator) {
+  std::string r;
+  for (ScoreKind v : kModels) r += (r.empty() ? "" : separator) + std::string(to_string(v));
+  return r;
+}
+
 ScoreKind parse_score_kind(const std::string& text) {
   const std::string s = lower(text);
-  std::string names;
-  for (ScoreKind v : kModels) {
+  for (ScoreKind v : kModels)
     if (s == to_string(v)) return v;
-    names += std::string(names.empty() ? "" : ", ") + to_string(v);
-  }
-  throw Error("unknown model '" + text + "' (expected one of " + names + ")");
+  throw Error("unknown model '" + text + "' (expected one of " + model_names(", ") + ")");
 }
 
 Backend parse_backend(const std::string& text) {

@@ -96,15 +96,10 @@ inline std::vector<std::vector<double>> reference_gradients(ScoreKind kind, cons
   return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
     using Model = decltype(model);
     const float* d = dout.data();
-    if constexpr (Model::kind == ScoreKind::AGNN) {
-      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, d, o);
-      return {r.dX, r.dbeta};
-    } else {
-      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), d, o);
-      if constexpr (Model::kind == ScoreKind::GT) return {r.dQ, r.dK, r.dV, r.dE};
-      if constexpr (Model::kind == ScoreKind::GAT) return {r.del, r.der, r.dV, r.dee};
-      if constexpr (Model::kind == ScoreKind::GATv2) return {r.dXL, r.dXR, r.da, r.dE};
-    }
+    if constexpr (Model::kind == ScoreKind::AGNN)
+      return by_position(reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, d, o));
+    else
+      return by_position(reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), d, o));
   });
 }
 

@@ -608,6 +608,16 @@ TEST_F(CliTest, InfoOnCora) {
   EXPECT_EQ(raw.out.find("edges 10556\n"), std::string::npos) << raw.out;
 }
 
+// info --models lists --model's values, one a line (tools/run-cora.sh loops over them), with no
+// graph.
+TEST_F(CliTest, InfoListsTheModels) {
+  const Result r = run("info --models");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string want;
+  for (const ScoreKind kind : kModels) want += std::string(to_string(kind)) + "\n";
+  EXPECT_EQ(r.out, want);
+}
+
 // ---- gen -----------------------------------------------------------------------------------
 
 /// The integer after "# <key> " in a generated edge list's header, or -1.

@@ -114,10 +114,8 @@ struct Case {
         const Model m{};
         const auto out = reference_attention(g, H, D, m, in[0].data(), in[1].data(), in[2].data(), o);
         const auto r = reference_attention_backward(g, H, D, m, in[0].data(), in[1].data(), in[2].data(), dy.data(), o);
-        std::vector<std::vector<double>> all;
-        if constexpr (Model::kind == ScoreKind::GT) all = {out, r.dQ, r.dK, r.dV, r.dE};
-        if constexpr (Model::kind == ScoreKind::GAT) all = {out, r.del, r.der, r.dV, r.dee};
-        if constexpr (Model::kind == ScoreKind::GATv2) all = {out, r.dXL, r.dXR, r.da, r.dE};
+        std::vector<std::vector<double>> all = by_position(r);
+        all.insert(all.begin(), out);
         if (!edge_features) all.pop_back();
         return all;
       }

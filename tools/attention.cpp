@@ -152,22 +152,21 @@ const Command& attention_command() {
        {"backend", "B", "auto|kokkos|cuda    auto: cuda when built with it and a GPU is visible"},
        {"reference", "",
         "also run the float64 reference (on the rounded inputs), print the max\n"
-        "relative error and fail (exit 1) when it exceeds 1e-4 (1e-3 for dbeta\n"
-        "and da; bf16 1e-2, f16 2e-3, gradients twice that)"},
+        "relative error and fail (exit 1) when it exceeds 1e-4 (1e-3 for\n" +
+            head_gradients_help() + "; bf16 1e-2, f16 2e-3, gradients twice that)"},
        {"reference-sample", "K",
         "the same on a sample, for graphs too large for the whole reference:\n"
         "K random rows and the row of most in-edges (with --grad-out also K\n"
         "random sources), the reference run on the rows they depend on; it\n"
-        "checks no per-head parameter's gradient (da, dbeta), nor --dropout runs"},
+        "checks no per-head parameter's gradient (" + head_gradients_help() + "), nor --dropout runs"},
        {"grad-out", "G.npy",
         "dLoss/dOut [N,H,D]: also run the training forward and the fused\n"
-        "backward (same backend) and write each gradient to PREFIX<name>.npy:\n"
-        "gt dQ dK dV | agnn dX dbeta | gat del der dV | gatv2 dXL dXR da;\n"
-        "with --edge-features also their gradient: gt, gatv2 dE | gat dee"},
+        "backward (same backend) and write each gradient to PREFIX<name>.npy:\n" +
+            gradients_help()},
        {"grad-prefix", "PREFIX", "where the gradients go (default \"grad_\")"}},
       "Under mpirun (an MPI build) every rank reads the same files and runs its partition's rows;\n"
       "rank 0 writes the results (float32, the portable kernels)."};
-  static const Command c{"attention", "--graph FILE --model gt|agnn|gat|gatv2 [--heads H] [options]",
+  static const Command c{"attention", "--graph FILE --model " + model_names("|") + " [--heads H] [options]",
                          {&graph_section(), &bipartite_section(), &run_section(), &input_section(), &own}, attention};
   return c;
 }

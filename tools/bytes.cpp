@@ -4,26 +4,39 @@
 
 namespace dfgnn::cli {
 
+namespace {
+
+// The bytes of the run's model arguments (its score inputs and values), each once at `es` bytes
+// an element; a head vector (AGNN's beta: one value, or one a head) is too small to count.
+// Neither are the edge values and edge features.
+double argument_bytes(const Inputs& in, double es) {
+  double r = 0;
+  const ModelArgs& m = in.args();
+  for (int i = 0; i < m.count; ++i) {
+    if (m.inputs[i].extent == Extent::HeadVector) continue;
+    double b = es;
+    for (const std::size_t x : in.shape(m.inputs[i].extent)) b *= double(x);
+    r += b;
+  }
+  return r;
+}
+
+// What the run's model's kernels gather beyond that (the traits' `traffic`).
+EdgeTraffic traffic(const Inputs& in) {
+  return visit_model(in.kind, [](auto model) { return decltype(model)::traffic; });
+}
+
+}  // namespace
+
 // The forward's bytes: compulsory, each input read once, the output written once, the CSR
 // graph; gather, also one row read per edge for each gathered tensor.
 Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
-  const double NS = double(in.NS), N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
+  const double N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
   const double es = double(size_of(in.dtype));  // bytes of an element
-  // Feature rows at the sources and at the destinations, and one gathered row per edge.
-  const double graph = (N + 1) * 8 + E * 4, src = NS * H * D * es, dst = N * H * D * es, row = E * H * D * es;
-  switch (in.kind) {
-    case ScoreKind::GT: return {graph + 2 * src + 2 * dst, graph + 2 * src + 2 * dst + 2 * row};  // Q K V; out
-    case ScoreKind::AGNN: return {graph + 2 * dst, graph + 2 * dst + row};  // X; out (square)
-    case ScoreKind::GAT: {  // el V; er; out
-      const double c = graph + src + dst + (NS + N) * H * es;
-      return {c, c + row};
-    }
-    case ScoreKind::GATv2: {  // XL; XR out; a
-      const double c = graph + src + 2 * dst + H * D * es;
-      return {c, c + row};
-    }
-  }
-  return {};
+  // The CSR, out's rows, and one gathered row per edge.
+  const double graph = (N + 1) * 8 + E * 4, dst = N * H * D * es, row = E * H * D * es;
+  const double c = graph + argument_bytes(in, es) + dst;
+  return {c, c + traffic(in).forward_rows * row};
 }
 
 // The backward's bytes: compulsory, every tensor it reads (inputs, out, dOut, the statistics)
@@ -33,18 +46,11 @@ Traffic forward_bytes(const HostGraph& g, const Inputs& in) {
 Traffic backward_bytes(const HostGraph& g, const Inputs& in) {
   const double NS = double(in.NS), N = double(in.N), H = double(in.H), D = double(in.D), E = double(g.num_edges());
   const double graphs = (N + 1) * 8 + (NS + 1) * 8 + 2 * E * 4 + E * 8;
-  const double src = NS * H * D * 4, dst = N * H * D * 4, scalars = N * H * 4, src_scalars = NS * H * 4;
-  const double row = E * H * D * 4, work = 2 * 2 * E * H * 4;
-  double comp = graphs + scalars, gathered = 0;  // scalars: the logsumexp
-  switch (in.kind) {
-    case ScoreKind::GT: comp += 4 * src + 4 * dst, gathered = 4 * row; break;  // Q K V out dOut; dQ dK dV
-    case ScoreKind::AGNN: comp += 4 * dst, gathered = 3 * row + work / 2; break;  // X out dOut; dX (+cos)
-    case ScoreKind::GAT:  // V out dOut; dV; el er del der
-      comp += 2 * src + 2 * dst + 2 * src_scalars + 2 * scalars, gathered = 2 * row;
-      break;
-    case ScoreKind::GATv2: comp += 2 * src + 4 * dst + 2 * H * D * 4, gathered = 3 * row; break;  // XL XR out dOut; dXL dXR; a da
-  }
-  return {comp, comp + gathered + work};
+  const double dst = N * H * D * 4, scalars = N * H * 4, row = E * H * D * 4;
+  const EdgeTraffic t = traffic(in);
+  // scalars: the logsumexp; each input and its gradient; out and dOut
+  const double comp = graphs + scalars + 2 * argument_bytes(in, 4) + 2 * dst;
+  return {comp, comp + t.backward_rows * row + 2 * t.backward_scalars * E * H * 4};
 }
 
 }  // namespace dfgnn::cli

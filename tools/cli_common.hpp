@@ -37,12 +37,30 @@ inline const Section& graph_section() {
   return s;
 }
 
+/// "gt k v, gat el v, ...": the source-side inputs (their options) of each model that reads a
+/// bipartite graph, i.e. that has a destination-side input (AGNN's one x is both sides).
+inline std::string source_inputs_text() {
+  std::string r;
+  for (const ScoreKind kind : kModels) {
+    const ModelArgs m = visit_model(kind, [](auto model) { return decltype(model)::args; });
+    std::string sources;
+    bool bipartite = false;
+    for (int i = 0; i < m.count; ++i) {
+      const Extent e = m.inputs[i].extent;
+      if (source_rows(e)) sources += " " + lower(m.inputs[i].name);
+      bipartite |= e == Extent::DstFeatures || e == Extent::DstScalars;
+    }
+    if (bipartite) r += (r.empty() ? "" : ", ") + std::string(to_string(kind)) + sources;
+  }
+  return r;
+}
+
 /// --src-nodes: a bipartite graph (attention, info, bench).
 inline const Section& bipartite_section() {
   static const Section s{"bipartite graphs",
                          {{"src-nodes", "NS",
                            "sources u < NS, destinations v < N (--nodes; default max destination\n"
-                           "+ 1); source-side inputs (gt k v, gat el v, gatv2 xl) then have NS rows,\n"
+                           "+ 1); source-side inputs (" + source_inputs_text() + ") then have NS rows,\n"
                            "the others and out N"}},
                          ""};
   return s;

@@ -12,6 +12,10 @@ namespace dfgnn::cli {
 namespace {
 
 int info(const Args& a) {
+  if (a.flag("models")) {  // --model's values, for scripts (tools/run-cora.sh)
+    for (const ScoreKind kind : kModels) std::printf("%s\n", to_string(kind));
+    return 0;
+  }
   const HostGraph g = load_graph(a);
   const DegreeStats& s = g.stats;
   if (g.bipartite()) std::printf("source nodes %d\n", g.num_src_nodes);
@@ -32,11 +36,12 @@ int info(const Args& a) {
 
 const Command& info_command() {
   static const Section own{"info (the plan Auto makes on the portable kernels)",
-                           {{"model", "M", "gt|agnn|gat|gatv2 (default gt)"},
+                           {{"model", "M", model_names("|") + " (default gt)"},
                             {"heads", "H", "heads (default 1)"},
-                            {"dim", "D", "features per head (default 64)"}},
+                            {"dim", "D", "features per head (default 64)"},
+                            {"models", "", "print --model's values, one a line, and nothing else"}},
                            ""};
-  static const Command c{"info", "--graph FILE [--nodes N] [--src-nodes NS] [--symmetrize] [--model M --heads H --dim D]",
+  static const Command c{"info", "--graph FILE [--nodes N] [--src-nodes NS] [--symmetrize] [--model M --heads H --dim D] | --models",
                          {&graph_section(), &bipartite_section(), &own}, info};
   return c;
 }

@@ -31,19 +31,29 @@ struct ModelOption {
   std::vector<ScoreKind> readers;
 };
 
+// Adds model `kind` to the readers of `name` in r (a new entry where r has none of that name).
+void add_reader(std::vector<ModelOption>& r, const std::string& name, const ArgSpec* arg, ScoreKind kind) {
+  auto it = std::find_if(r.begin(), r.end(), [&](const ModelOption& o) { return o.name == name; });
+  if (it == r.end()) it = r.insert(r.end(), {name, arg, {}});
+  it->readers.push_back(kind);
+}
+
 // Every model's options (its arguments, then its parameter), in the models' order.
 std::vector<ModelOption> model_options() {
   std::vector<ModelOption> r;
-  const auto add = [&](const std::string& name, const ArgSpec* arg, ScoreKind kind) {
-    auto it = std::find_if(r.begin(), r.end(), [&](const ModelOption& o) { return o.name == name; });
-    if (it == r.end()) it = r.insert(r.end(), {name, arg, {}});
-    it->readers.push_back(kind);
-  };
   for (ScoreKind kind : kModels) {
     const ModelArgs& m = model_args(kind);
-    for (int i = 0; i < m.count; ++i) add(option_of(m.inputs[i]), &m.inputs[i], kind);
-    if (m.param) add(param_option(kind), nullptr, kind);
+    for (int i = 0; i < m.count; ++i) add_reader(r, option_of(m.inputs[i]), &m.inputs[i], kind);
+    if (m.param) add_reader(r, param_option(kind), nullptr, kind);
   }
+  return r;
+}
+
+// The models' edge arguments (--edge-features), each name once, with the models that take it.
+std::vector<ModelOption> edge_arguments() {
+  std::vector<ModelOption> r;
+  for (ScoreKind kind : kModels)
+    if (model_args(kind).edge.name) add_reader(r, model_args(kind).edge.name, &model_args(kind).edge, kind);
   return r;
 }
 
@@ -62,12 +72,19 @@ std::string shape_text(Extent e) {
   return "";
 }
 
+// "a", "a and b", "a, b and c".
+std::string listed(const std::vector<std::string>& words) {
+  std::string r;
+  for (std::size_t i = 0; i < words.size(); ++i)
+    r += std::string(i == 0 ? "" : i + 1 == words.size() ? " and " : ", ") + words[i];
+  return r;
+}
+
 // "gt's", "gat's and gatv2's": the models that read an option.
 std::string readers_text(const ModelOption& o) {
-  std::string r;
-  for (std::size_t i = 0; i < o.readers.size(); ++i)
-    r += std::string(i == 0 ? "" : i + 1 == o.readers.size() ? " and " : ", ") + to_string(o.readers[i]) + "'s";
-  return r;
+  std::vector<std::string> r;
+  for (const ScoreKind kind : o.readers) r.push_back(std::string(to_string(kind)) + "'s");
+  return listed(r);
 }
 
 
@@ -112,6 +129,34 @@ std::size_t feature_dim(const Args& a, const Inputs& in, std::map<std::string, i
 }
 
 }  // namespace
+
+std::string gradients_help() {
+  std::string all, edge;
+  std::vector<ModelOption> edge_gradients;
+  for (const ScoreKind kind : kModels) {
+    const ModelArgs& m = model_args(kind);
+    all += std::string(all.empty() ? "" : " | ") + to_string(kind);
+    for (int i = 0; i < m.count; ++i) all += std::string(" ") + m.gradients[i];
+    if (m.edge_gradient) add_reader(edge_gradients, m.edge_gradient, &m.edge, kind);
+  }
+  for (const ModelOption& o : edge_gradients) {
+    edge += edge.empty() ? "" : " | ";
+    for (std::size_t i = 0; i < o.readers.size(); ++i) edge += std::string(i == 0 ? "" : ", ") + to_string(o.readers[i]);
+    edge += " " + o.name;
+  }
+  return all + ";\nwith --edge-features also their gradient: " + edge;
+}
+
+std::string head_gradients_help() {
+  std::vector<std::string> r;
+  for (const ScoreKind kind : kModels) {
+    const ModelArgs& m = model_args(kind);
+    for (int i = 0; i < m.count; ++i)
+      if (m.inputs[i].extent == Extent::HeadFeatures || m.inputs[i].extent == Extent::HeadVector)
+        r.push_back(m.gradients[i]);
+  }
+  return listed(r);
+}
 
 void reject_foreign_options(const Args& a, ScoreKind kind) {
   for (const ModelOption& o : model_options())
@@ -240,7 +285,7 @@ Inputs in_order(const Inputs& in, const std::vector<node_t>& index) {
 const Section& run_section() {
   static const Section s = [] {
     Section r{"model run (attention, bench)",
-              {{"model", "M", "gt|agnn|gat|gatv2"},
+              {{"model", "M", model_names("|")},
                {"heads", "H", "heads (default 1)"},
                {"dim", "D", "features per head (default: the input files', else 64)"}},
               "Sources are NS, destinations N (NS = N unless bipartite), edges E, in file order."};
@@ -280,12 +325,14 @@ const Section& input_section() {
       if (o.arg)
         r.options.push_back({o.name, o.arg->extent == Extent::HeadVector ? "B|B1,..,BH" : "F",
                              readers_text(o) + " " + o.arg->name + ": " + shape_text(o.arg->extent)});
+    std::string edges;
+    for (const ModelOption& o : edge_arguments())
+      edges += (edges.empty() ? "" : ";\n") + readers_text(o) + " " + o.name + ": " + shape_text(o.arg->extent);
     r.options.insert(r.options.end(),
                      {{"edge-values", "F.npy", "per-edge score multipliers [E] or [E,H]"},
                       {"edge-features", "F.npy",
-                       "the model's edge features (PyG's edge_dim, projected): gt [E,H,D] or\n"
-                       "[E,H*D] added to key and value; gat [E,H] (or [E] when H = 1) inside the\n"
-                       "LeakyReLU; gatv2 [E,H,D] or [E,H*D] inside it"}});
+                       "the model's edge features (PyG's edge_dim, projected), inside its\n"
+                       "score (gt's also added to the value):\n" + edges}});
     r.notes = "Inputs not given are drawn uniformly from [-1,1] (--seed; --dim).";
     return r;
   }();

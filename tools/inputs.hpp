@@ -96,6 +96,12 @@ const Section& run_section();
 /// The model's input files and edge inputs (attention).
 const Section& input_section();
 
+/// --grad-out's gradients, for its help: each model's ("gt dQ dK dV | agnn dX dbeta | ..."), and
+/// its edge argument's on a second line.
+std::string gradients_help();
+/// The gradients of the models' per-head arguments ("dbeta and da"): sums over every edge.
+std::string head_gradients_help();
+
 /// The option of a model argument: its name in lower case (--q, --el, --xl, --beta, ...).
 std::string option_of(const ArgSpec& arg);
 /// Options that only some models read: given for another model they are a mistake, not a no-op.

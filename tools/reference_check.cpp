@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <random>
+#include <tuple>
+#include <utility>
 
 namespace dfgnn::cli {
 
@@ -30,53 +32,50 @@ std::vector<float> rows_of(const std::vector<float>& x, std::size_t count, const
   return r;
 }
 
+// The reference's arguments of the inputs of the run's model (reference.hpp), in its order: each
+// input's data, a head vector's (AGNN's beta) followed by its count.
+template <class Model, std::size_t... I>
+auto reference_inputs(const Inputs& in, std::index_sequence<I...>) {
+  const auto input = [&](auto i) {
+    const float* data = in.tensors[i].data();
+    if constexpr (Model::args.inputs[decltype(i)::value].extent == Extent::HeadVector)
+      return std::tuple(data, int(in.count()));
+    else
+      return std::tuple(data);
+  };
+  return std::tuple_cat(input(std::integral_constant<std::size_t, I>{})...);
+}
+
+// f(model, arguments...): the run's model with its parameter (--scale, --slope) and the
+// reference's arguments of its inputs.
+template <class F>
+auto with_reference_inputs(const Inputs& in, const F& f) {
+  return visit_model(in.kind, [&](auto model) {
+    using Model = decltype(model);
+    return std::apply(f, std::tuple_cat(std::tuple(with_param<Model>(in.param)),
+                                        reference_inputs<Model>(in, std::make_index_sequence<Model::args.count>{})));
+  });
+}
+
 }  // namespace
 
 std::vector<double> run_reference(const HostGraph& g, const Inputs& in, std::vector<double>* weights) {
   ReferenceOptions w = reference_options(in);
   w.weights = weights;
-  const int H = int(in.H), D = int(in.D);
-  const auto& t = in.tensors;
-  switch (in.kind) {
-    case ScoreKind::GT: return reference_attention(g, H, D, GT{in.param}, t[0].data(), t[1].data(), t[2].data(), w);
-    case ScoreKind::AGNN: return reference_attention(g, H, D, AGNN{}, t[0].data(), t[1].data(), int(t[1].size()), w);
-    case ScoreKind::GAT: return reference_attention(g, H, D, GAT{in.param}, t[0].data(), t[1].data(), t[2].data(), w);
-    case ScoreKind::GATv2:
-      return reference_attention(g, H, D, GATv2{in.param}, t[0].data(), t[1].data(), t[2].data(), w);
-  }
-  return {};
+  return with_reference_inputs(in, [&](const auto& model, auto... x) {
+    return reference_attention(g, int(in.H), int(in.D), model, x..., w);
+  });
 }
 
 std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, const Inputs& in,
                                                         const std::vector<float>& dout) {
   ReferenceOptions w = reference_options(in);
   w.dropout = in.dropout;
-  // The edge argument's gradient last, when there are edge features.
-  const auto with_edge = [&](std::vector<std::vector<double>> r, std::vector<double>& edge) {
-    if (in.edges()) r.push_back(std::move(edge));
-    return r;
-  };
-  const int H = int(in.H), D = int(in.D);
-  const auto& t = in.tensors;
-  switch (in.kind) {
-    case ScoreKind::GT: {
-      auto r = reference_attention_backward(g, H, D, GT{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
-      return with_edge({r.dQ, r.dK, r.dV}, r.dE);
-    }
-    case ScoreKind::AGNN: {
-      auto r = reference_attention_backward(g, H, D, AGNN{}, t[0].data(), t[1].data(), int(t[1].size()), dout.data(), w);
-      return {r.dX, r.dbeta};
-    }
-    case ScoreKind::GAT: {
-      auto r = reference_attention_backward(g, H, D, GAT{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
-      return with_edge({r.del, r.der, r.dV}, r.dee);
-    }
-    case ScoreKind::GATv2: {
-      auto r = reference_attention_backward(g, H, D, GATv2{in.param}, t[0].data(), t[1].data(), t[2].data(), dout.data(), w);
-      return with_edge({r.dXL, r.dXR, r.da}, r.dE);
-    }
-  }
-  return {};
+  std::vector<std::vector<double>> r = with_reference_inputs(in, [&](const auto& model, auto... x) {
+    return by_position(reference_attention_backward(g, int(in.H), int(in.D), model, x..., dout.data(), w));
+  });
+  if (!in.edges()) r.resize(std::size_t(in.args().count));  // the edge argument's gradient only with it
+  return r;
 }
 
 double output_tolerance(const Inputs& in) {

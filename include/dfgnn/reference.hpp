@@ -6,6 +6,10 @@
 /// Tensors are row-major float32: node features [N,H,D], node scalars [N,H], a [H,D].
 /// Optional edge values are [E, ew] with ew in {1, H}, in the order the edges were given
 /// (HostGraph::edge_id maps CSR positions to that order); nullptr means none.
+///
+/// Each model's overload takes its arguments' data in its traits' order (types.hpp, ModelArgs),
+/// a head vector's (AGNN's beta) followed by its count, and so do reference_attention_backward's
+/// (dOut after them): the CLI passes them by position (tools/reference_check.cpp).
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/dropout.hpp>

@@ -11,9 +11,20 @@
 
 #include <dfgnn/reference.hpp>
 
+#include <utility>
 #include <vector>
 
 namespace dfgnn {
+
+namespace detail {
+template <class... V>
+std::vector<std::vector<double>> moved(V&... v) {
+  std::vector<std::vector<double>> r;
+  r.reserve(sizeof...(v));
+  (r.push_back(std::move(v)), ...);
+  return r;
+}
+}  // namespace detail
 
 struct GTGradients {
   std::vector<double> dQ, dK, dV;  ///< [N,H,D] each
@@ -33,6 +44,18 @@ struct GATv2Gradients {
   std::vector<double> da;        ///< [H,D]
   std::vector<double> dE;        ///< [E,H,D] with edge features (ReferenceOptions), else empty
 };
+
+/// A model's gradients by position, as its traits name them (types.hpp, ModelArgs): its
+/// arguments' (`gradients`), then its edge argument's (`edge_gradient`; empty without edge
+/// features), for callers that hold a model's tensors by position (the CLI's --reference).
+inline std::vector<std::vector<double>> by_position(GTGradients r) {
+  return detail::moved(r.dQ, r.dK, r.dV, r.dE);
+}
+inline std::vector<std::vector<double>> by_position(AGNNGradients r) { return detail::moved(r.dX, r.dbeta); }
+inline std::vector<std::vector<double>> by_position(GATGradients r) { return detail::moved(r.del, r.der, r.dV, r.dee); }
+inline std::vector<std::vector<double>> by_position(GATv2Gradients r) {
+  return detail::moved(r.dXL, r.dXR, r.da, r.dE);
+}
 
 GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const GT& model,
                                          const float* Q, const float* K, const float* V,

@@ -110,6 +110,17 @@ struct DenseRule {
   double bars[3] = {};
 };
 
+/// The byte model of `dfgnn bench` (tools/bytes.cpp) for a model's kernels, beyond each argument
+/// read once and each result written once: the [H, D] feature rows gathered per edge by the
+/// forward and by the backward (its walk over rows, which gathers the sources' rows, and its walk
+/// over columns, the destinations' rows: "K V + Q dOut"), and the scalars per edge and head that
+/// the backward writes to its workspace and reads back.
+struct EdgeTraffic {
+  int forward_rows = 0;
+  int backward_rows = 0;
+  int backward_scalars = 0;
+};
+
 // `cosine`: the score is a cosine, so the kernels keep each node's inverse norms (and Dense's
 // tiles of them bound D). `pmf_on_heavy_rows`: DF-GNN's rule, where no accumulator fits the scratch, for rows whose
 // scores do not fit it either: PMF computes each score once, edge-parallel, where the score is a
@@ -118,8 +129,8 @@ struct DenseRule {
 
 // The models: each is its own traits type (docs/design.md, "Adding a model"): its kind, name
 // (CLI, messages) and label (prose), arguments and scalar parameter (`param()`, a call's
-// Call::param), and Dense's rule, read by every layer; the kernels add its score and gradient
-// functors.
+// Call::param), Dense's rule and the bench's byte model (`traffic`), read by every layer; the
+// kernels add its score and gradient functors.
 
 /// Graph Transformer dot-product score: scale * <Q[v,h], K[u,h]>; with edge features E
 /// [E,H,D] (TransformerConv's edge_dim) scale * <Q[v,h], K[u,h] + E[e,h]> and message V[u,h] +
@@ -134,6 +145,7 @@ struct GT {
   static constexpr bool pmf_on_heavy_rows = true;
   static constexpr DenseRule dense{true, {0.26, 0.225, 0.225}};
   static constexpr bool cosine = false;
+  static constexpr EdgeTraffic traffic{2, 4, 2};  // K V; K V + Q dOut; dr q
   static constexpr ModelArgs args{
       3, {{"Q", Extent::DstFeatures}, {"K", Extent::SrcFeatures}, {"V", Extent::SrcFeatures}},
       {"dQ", "dK", "dV"}, "GT::scale", {"E", Extent::EdgeFeatures}, "dE", true};
@@ -153,6 +165,7 @@ struct AGNN {
   static constexpr bool pmf_on_heavy_rows = true;
   static constexpr DenseRule dense{true, {0.29, 0.25, 0.23}};
   static constexpr bool cosine = true;
+  static constexpr EdgeTraffic traffic{1, 3, 3};  // X; X + X dOut; dr q cos
   // X is both the score's inputs and the values: a bipartite AGNN has no meaning.
   static constexpr ModelArgs args{2, {{"X", Extent::SrcFeatures}, {"beta", Extent::HeadVector}}, {"dX", "dbeta"},
                                   nullptr};
@@ -169,6 +182,7 @@ struct GAT {
   static constexpr bool pmf_on_heavy_rows = false;
   static constexpr DenseRule dense{true, {0.355, 0.27, 0.25}};
   static constexpr bool cosine = false;
+  static constexpr EdgeTraffic traffic{1, 2, 2};  // V; V + dOut; dr q
   static constexpr ModelArgs args{
       3, {{"el", Extent::SrcScalars}, {"er", Extent::DstScalars}, {"V", Extent::SrcFeatures}},
       {"del", "der", "dV"}, "GAT::slope", {"ee", Extent::EdgeScalars}, "dee"};
@@ -185,6 +199,7 @@ struct GATv2 {
   static constexpr bool pmf_on_heavy_rows = false;
   static constexpr DenseRule dense{};  // Dense has no GATv2 score
   static constexpr bool cosine = false;
+  static constexpr EdgeTraffic traffic{1, 3, 2};  // XL; XL + XR dOut; dr q
   static constexpr ModelArgs args{
       3, {{"XL", Extent::SrcFeatures}, {"XR", Extent::DstFeatures}, {"a", Extent::HeadFeatures}},
       {"dXL", "dXR", "da"}, "GATv2::slope", {"E", Extent::EdgeFeatures}, "dE"};
@@ -265,7 +280,9 @@ const char* to_string(Strategy s);
 const char* to_string(ScoreKind k);
 /// Parses "auto|smmf|pmf|unfused|staged|online|dense" (case-insensitive); throws Error otherwise.
 Strategy parse_strategy(const std::string& s);
-/// Parses "gt|agnn|gat|gatv2" (case-insensitive); throws Error otherwise.
+/// The models' names (`name`, in ScoreKind's order) joined by `separator`: "gt|agnn|...".
+std::string model_names(const char* separator);
+/// Parses a model's name (model_names; case-insensitive); throws Error otherwise.
 ScoreKind parse_score_kind(const std::string& s);
 /// Parses "auto|kokkos|cuda" (case-insensitive; kokkos is Portable, cuda Native); throws Error
 /// otherwise.
