@@ -4,8 +4,7 @@
 // dr_e = w_e p_e (keep_e dq_e - Delta_v), every gradient is a sum over edges of terms made of
 // dr_e, q_e = p_e keep_e and node features, gathered at destinations or at sources:
 //   1. destinations (the CSR's rows): each in-edge's dr_e and q_e (AGNN: also its cosine) are
-//      formed and left in the workspace, then, after a team barrier (other lanes read them),
-//      the destination-side sums gathered;
+//      formed and left in the workspace, then the destination-side sums gathered;
 //   2. sources (the CSC's columns): the source-side sums, the value gradient among them;
 //   3. parameter gradients (AGNN's beta, GATv2's a): fixed slices of edges summed in order.
 // Steps 1 and 2 walk segments (rows or columns), one thread group per (segment, head) with
@@ -28,9 +27,8 @@
 // and note(i, v, u, h, raw, term): what it keeps of an edge's score (raw) and SoftmaxTerm,
 // rows_aligned(W): whether its tensors allow W = 4, and for the edge argument's gradient
 // (models with edge features, types.hpp) edge_width() (its entries per (edge, head); 0: none)
-// and edge_grad<W>(v, u, e, h, c, x), which step 1 calls once per edge with the dr_e and q_e it
-// formed (x, an EdgeTerm), so that every edge's gradient is written once, by one lane, with no
-// gather.
+// and edge_grad<W>(v, u, e, h, c), which step 1 calls once per edge after forming dr_e and q_e,
+// so that every edge's gradient is written once, by one lane, with no gather.
 
 #include "layout.hpp"
 #include "rowwise.hpp"
@@ -49,17 +47,6 @@ struct AtSource {};
 template <class Mem>
 struct EdgeWork {
   Kokkos::View<float*, Mem> dr, q, cos, residual, weighted_cos;
-};
-
-/// An edge's dr_e and q_e as step 1 formed them, handed to edge_grad by value.
-struct EdgeTerm {
-  float dr, q;
-};
-
-/// Those of the U edges of one step of step 1.
-template <int U>
-struct EdgeTerms {
-  EdgeTerm x[U];
 };
 
 /// What step 1 knows of an edge's softmax term besides dr_e and q_e: r_e = p_e (keep_e dq_e -
@@ -145,10 +132,11 @@ struct GTGrad {
   KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() && !shared_edges() ? int(edge.in.extent(2)) : 0; }
   /// Chunk c of edge e's gradient row (its columns' chunk first + c of the head's row).
   template <int W>
-  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t, edge_t e, int h, int c, EdgeTerm x) const {
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t, edge_t e, int h, int c) const {
+    const edge_t i = e * edge_t(dq.extent(1)) + h;
     const int d = edge_first_chunk<W>(q, edge.in) + c;
-    Vec<W> g = (scale * x.dr) * chunk<W>(q, v, h, d);
-    g += x.q * chunk<W>(dout, v, h, d);
+    Vec<W> g = (scale * work.dr(i)) * chunk<W>(q, v, h, d);
+    g += work.q(i) * chunk<W>(dout, v, h, d);
     store<W>(edge.grad, edge.edge_id(e), edge.in.extent(1) == 1 ? 0 : h, c, g);
   }
 };
@@ -242,7 +230,7 @@ struct AGNNGrad {
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return 0; }
   template <int W>
-  KOKKOS_INLINE_FUNCTION void edge_grad(node_t, node_t, edge_t, int, int, EdgeTerm) const {}
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t, node_t, edge_t, int, int) const {}
 };
 
 // d score / d el_u = d score / d er_v = d score / d ee_e = LeakyReLU'(el_u + er_v + ee_e): der is a
@@ -258,19 +246,19 @@ struct GATGrad {
   EdgeScalarsOf<Mem, T> edge;
   KOKKOS_INLINE_FUNCTION int dim() const { return int(dv.extent(2)); }
   bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, dim(), dout, dv); }
-  /// The score's derivative as the first entry of a chunk, dr the edge's dr_e.
+  /// The score's derivative as the first entry of a chunk.
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, float dr, int h) const {
+  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, edge_t i, int h) const {
     const float x = to_float(el(u, h)) + to_float(er(v, h)) + (edge.given() ? to_float(edge.in(edge.edge_id(e), h)) : 0.0f);
     Vec<W> d{};
-    d.x[0] = dr * leaky_relu_grad(x, slope);
+    d.x[0] = work.dr(i) * leaky_relu_grad(x, slope);
     return d;
   }
   KOKKOS_INLINE_FUNCTION void note(edge_t, node_t, node_t, int, float, SoftmaxTerm) const {}
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return 1; }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t e, edge_t i, int h, int) const {
-    return dscore<W>(v, u, e, work.dr(i), h);
+    return dscore<W>(v, u, e, i, h);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int, const Vec<W>& s) const {
@@ -279,7 +267,7 @@ struct GATGrad {
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return dim() + 1; }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t e, edge_t i, int h, int c) const {
-    return c < dim() / W ? work.q(i) * chunk<W>(dout, v, h, c) : dscore<W>(v, u, e, work.dr(i), h);
+    return c < dim() / W ? work.q(i) * chunk<W>(dout, v, h, c) : dscore<W>(v, u, e, i, h);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
@@ -290,8 +278,8 @@ struct GATGrad {
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? 1 : 0; }
   template <int W>
-  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int, EdgeTerm x) const {
-    edge.grad(edge.edge_id(e), h) = from_float<T>(dscore<W>(v, u, e, x.dr, h).x[0]);
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int) const {
+    edge.grad(edge.edge_id(e), h) = from_float<T>(dscore<W>(v, u, e, e * edge_t(der.extent(1)) + h, h).x[0]);
   }
 };
 
@@ -309,7 +297,8 @@ struct GATv2Grad {
     return kokkos_impl::rows_aligned(W, int(dxl.extent(2)), xl, xr, a, dout, dxl, dxr, edge.in, edge.grad);
   }
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, float dr, int h, int c) const {
+  KOKKOS_INLINE_FUNCTION Vec<W> dscore(node_t v, node_t u, edge_t e, edge_t i, int h, int c) const {
+    const float dr = work.dr(i);
     const Vec<W> w = chunk<W>(a, h, c), r = chunk<W>(xr, v, h, c);
     Vec<W> z = with_edge<W>(xl, u, edge.in, edge.given() ? edge.edge_id(e) : 0, h, c);
     z += r;
@@ -321,7 +310,7 @@ struct GATv2Grad {
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return int(dxr.extent(2)); }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t e, edge_t i, int h, int c) const {
-    return dscore<W>(v, u, e, work.dr(i), h, c);
+    return dscore<W>(v, u, e, i, h, c);
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
@@ -330,7 +319,7 @@ struct GATv2Grad {
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dxl.extent(2)); }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t e, edge_t i, int h, int c) const {
-    Vec<W> t = dscore<W>(v, u, e, work.dr(i), h, c);
+    Vec<W> t = dscore<W>(v, u, e, i, h, c);
     t += work.q(i) * chunk<W>(dout, v, h, c);
     return t;
   }
@@ -340,8 +329,8 @@ struct GATv2Grad {
   }
   KOKKOS_INLINE_FUNCTION int edge_width() const { return edge.given() ? int(dxl.extent(2)) : 0; }
   template <int W>
-  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int c, EdgeTerm x) const {
-    store<W>(edge.grad, edge.edge_id(e), h, c, dscore<W>(v, u, e, x.dr, h, c));
+  KOKKOS_INLINE_FUNCTION void edge_grad(node_t v, node_t u, edge_t e, int h, int c) const {
+    store<W>(edge.grad, edge.edge_id(e), h, c, dscore<W>(v, u, e, e * edge_t(dxr.extent(1)) + h, h, c));
   }
 };
 
@@ -351,8 +340,6 @@ struct GATv2Grad {
 template <class Score, class Model, class Mem, int W>
 struct Destinations {
   using at = AtDestination;
-  /// prepare writes what the gather reads (Gather::kPhases).
-  static constexpr bool kPrepares = true;
   Problem<Mem, typename Score::element> p;
   Score score;
   Model model;
@@ -396,32 +383,22 @@ struct Destinations {
           }
         },
         Kokkos::Sum<EdgeSums<2 * U>>(t));
-    // One lane forms and stores the edges' dr_e and q_e, and single hands them to every lane
-    // of the group (a shuffle on a GPU): the edge argument's gradient below takes them from
-    // there, not from the workspace, because no lane barrier that every backend has would make
-    // another lane's stores visible (CUDA's single ends with a __syncwarp, HIP's does not). The
-    // gather reads the stored ones after the team barrier between phases (Gather::kPhases).
-    EdgeTerms<U> x;
-    Kokkos::single(
-        Kokkos::PerThread(team),
-        [&](EdgeTerms<U>& formed) {
-          for (int j = 0; j < U; ++j) {
-            const edge_t ej = e + j, i = ej * p.heads + h;
-            const float prob = exp(p.scaled(score.finish(t.x[j], v, u[j], id[j], h), ej, h) - lse);
-            const float keep = p.keep(ej, h), r = prob * (keep * t.x[U + j] - delta);
-            formed.x[j] = {p.scaled(r, ej, h), prob * keep};
-            model.work.dr(i) = formed.x[j].dr;
-            model.work.q(i) = formed.x[j].q;
-            model.note(i, v, u[j], h, t.x[j], SoftmaxTerm{r, p.scaled(prob, ej, h)});
-          }
-        },
-        x);
+    // single ends with a lane barrier (a __syncwarp on CUDA): the gather's lanes read these.
+    Kokkos::single(Kokkos::PerThread(team), [&] {
+      for (int j = 0; j < U; ++j) {
+        const edge_t ej = e + j, i = ej * p.heads + h;
+        const float prob = exp(p.scaled(score.finish(t.x[j], v, u[j], id[j], h), ej, h) - lse);
+        const float keep = p.keep(ej, h), r = prob * (keep * t.x[U + j] - delta);
+        model.work.dr(i) = p.scaled(r, ej, h);
+        model.work.q(i) = prob * keep;
+        model.note(i, v, u[j], h, t.x[j], SoftmaxTerm{r, p.scaled(prob, ej, h)});
+      }
+    });
     // The edge argument's gradient of these edges, from the dr_e and q_e just formed.
     const int n = (model.edge_width() + W - 1) / W;
     if (n > 0)
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, U * n), [&](int k) {
-        model.template edge_grad<W>(v, u[k / n], e + k / n, h, k % n, x.x[k / n]);
-      });
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, U * n),
+                           [&](int k) { model.template edge_grad<W>(v, u[k / n], e + k / n, h, k % n); });
   }
 };
 
@@ -430,8 +407,6 @@ struct Destinations {
 template <class Model, class Mem>
 struct Sources {
   using at = AtSource;
-  /// The workspace it reads was written by an earlier launch: nothing to prepare.
-  static constexpr bool kPrepares = false;
   typename Graph<Mem>::Transposed csc;
   Kokkos::View<const node_t*, Mem> src;  // the CSR's: a CSC position's column
   Model model;
@@ -498,26 +473,14 @@ struct Gather {
   KOKKOS_INLINE_FUNCTION float& partial(edge_t k, int h, int f) const {
     return partials((k * heads + h) * width + f);
   }
-  /// Where segment [a, b)'s thread group stops: b if light, its first cut if heavy.
-  KOKKOS_INLINE_FUNCTION edge_t first_cut(edge_t a, edge_t b) const {
-    return b - a > chunk ? (a + chunk - 1) / chunk * chunk : b;
-  }
-
-  /// A row body in two phases (rowwise.hpp, phased) where the side prepares: the gather reads
-  /// the workspace entries that the thread group's lanes wrote in first.
-  static constexpr bool kPhases = Side::kPrepares;
-  template <class Member>
-  KOKKOS_INLINE_FUNCTION void first(const Member& team, node_t n, int h) const {
-    const edge_t a = side.begin(n);
-    side.prepare(team, n, h, a, first_cut(a, side.begin(n + 1)));
-  }
 
   /// One thread group per (segment n, head h), lanes over chunks of entries: a light segment
   /// whole; a heavy one up to its first cut, then the partials of its chunks in order.
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t n, int h) const {
     const edge_t a = side.begin(n), b = side.begin(n + 1);
-    const edge_t cut = first_cut(a, b);
+    const edge_t cut = b - a > chunk ? (a + chunk - 1) / chunk * chunk : b;
+    side.prepare(team, n, h, a, cut);
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vectors()), [&](int c) {
       Vec<W> s = sum(n, h, c, a, cut);
       for (edge_t k = cut; k < b; k += chunk)

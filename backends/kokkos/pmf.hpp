@@ -8,16 +8,26 @@
 
 namespace dfgnn::kokkos_impl {
 
+// The unfused softmax and SpMM steps back to back in one thread group: the probabilities it
+// writes are its own row's, so no team barrier (and no second launch) is needed.
+template <class Exec, class Score>
+struct SoftmaxAggregate {
+  Normalize<Exec> softmax;
+  Aggregate<Exec, Score> spmm;
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t v, int h) const {
+    softmax(team, v, h);
+    spmm(team, v, h);
+  }
+};
+
 template <class Exec, class Score>
 void pmf(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space>& p,
          const Score& score) {
   edge_scores(exec, plan, p, score);
   const auto& scores = plan.layout().scores;
-  // The unfused softmax and SpMM steps in one launch: each (row, head)'s lanes over features
-  // read the probabilities that the group's lanes over edges wrote, so the two run as Phases,
-  // a team barrier between them (no second launch).
   launch_rows(exec, "dfgnn::pmf_softmax_spmm", plan,
-              Phases<Normalize<Exec>, Aggregate<Exec, Score>>{{p, scores}, {p, score, scores}});
+              SoftmaxAggregate<Exec, Score>{{p, scores}, {p, score, scores}});
 }
 
 }  // namespace dfgnn::kokkos_impl

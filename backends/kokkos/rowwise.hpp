@@ -5,8 +5,6 @@
 
 #include "executor.hpp"
 
-#include <type_traits>
-
 namespace dfgnn::kokkos_impl {
 
 /// Edges whose per-feature sums a thread group reduces in one pass over the features, so that
@@ -39,60 +37,19 @@ struct reduction_identity<dfgnn::kokkos_impl::EdgeSums<U>> {
 
 namespace dfgnn::kokkos_impl {
 
-/// A row body in two phases sets kPhases and has first(team, v, h) besides operator(): its
-/// operator() reads entries of its row that other lanes of the thread group wrote in first.
-/// Kokkos promises no barrier among a thread group's vector lanes on every backend (CUDA's
-/// vector ranges and single end with a __syncwarp, HIP's with nothing, and a compiler may move
-/// a lane's loads above other lanes' stores it does not see), so RowHeads runs every unit's
-/// first, then a team barrier, which every backend provides and which makes the team's writes
-/// visible to the whole team, then every unit's operator().
-template <class Body, class = void>
-struct phased : std::false_type {};
-template <class Body>
-struct phased<Body, std::enable_if_t<Body::kPhases>> : std::true_type {};
-
-/// Two row bodies as the phases of one (phased).
-template <class First, class Second>
-struct Phases {
-  static constexpr bool kPhases = true;
-  First first_phase;
-  Second second_phase;
-  template <class Member>
-  KOKKOS_INLINE_FUNCTION void first(const Member& team, node_t v, int h) const {
-    first_phase(team, v, h);
-  }
-  template <class Member>
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, node_t v, int h) const {
-    second_phase(team, v, h);
-  }
-};
-
 /// Node-parallel walk: team t covers `rows` consecutive rows of [0, num_rows), one thread
-/// group per (row, head) calls body(team, v, h) (a phased body: first every unit's
-/// body.first, then a team barrier).
+/// group per (row, head) calls body(team, v, h).
 template <class Exec, class Body>
 struct RowHeads {
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
   node_t num_rows;
   int heads, rows;
   Body body;
-  template <bool kFirst>
-  KOKKOS_INLINE_FUNCTION void walk(const member& team, node_t r0, int mine) const {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, mine * heads), [&](int k) {
-      if constexpr (kFirst)
-        body.first(team, r0 + k / heads, k % heads);
-      else
-        body(team, r0 + k / heads, k % heads);
-    });
-  }
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
     const node_t r0 = node_t(team.league_rank()) * rows;
     const int mine = num_rows - r0 < rows ? int(num_rows - r0) : rows;
-    if constexpr (phased<Body>::value) {
-      walk<true>(team, r0, mine);
-      team.team_barrier();  // outside the thread ranges: the whole team takes part
-    }
-    walk<false>(team, r0, mine);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, mine * heads),
+                         [&](int k) { body(team, r0 + k / heads, k % heads); });
   }
 };
 
@@ -137,8 +94,8 @@ struct Normalize {
     float m = 0.0f, sum = 0.0f;
     if (b > a) softmax_stats(team, scores, a, b, h, p.heads, m, sum);
     Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
-    // Lanes write distinct entries, each the one it read. An SpMM that reads them in the same
-    // launch (PMF) runs as the second of Phases, after a team barrier.
+    // Lanes write distinct entries; the vector range ends with a lane barrier (a __syncwarp on
+    // CUDA), so the SpMM that follows in the same group sees them.
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, a, b), [&](edge_t e) {
       scores(e * p.heads + h) = exp(scores(e * p.heads + h) - m) / sum;
     });
