@@ -5,7 +5,10 @@
 #   racecheck the CUDA-native GPU suite under compute-sanitizer racecheck (1.5-3 s a test in
 #            one process; shards overlap one's host work with another's kernels, which gains up
 #            to about 8 shards: the whole suite took 8 minutes in 16 on the H100 machine)
-#   kokkos   portable Kokkos kernels vs CUDA-native on the GPU (dfgnn bench --backend all)
+#   kokkos   portable Kokkos kernels vs CUDA-native on the GPU (dfgnn bench --backend all), and
+#            with KOKKOS_BASE=DIR (DIR/dfgnn: the same build of the base commit) the A/B of the
+#            portable path every change to backends/kokkos gets: both binaries interleaved, two
+#            rounds in flipped order, forward and forward + backward (OUT/portable_ab.jsonl)
 #   study    dfgnn study: the GPU's record (docs/study.md; the real graphs from DATA) in OUT/study.json
 #   bench    perf/run_bench.py: ours vs PyG vs cuSPARSE on the anchors' graphs, on the GPU of
 #            OUT/study.json where the study step made it (else run_bench.py records the platform)
@@ -68,6 +71,35 @@ if [[ ($what == kokkos || $what == all) && -x $bin/kokkos/dfgnn ]]; then
       done
     done
   done | tee "$out/kokkos_vs_native.txt"
+  if [[ -n ${KOKKOS_BASE:-} ]]; then
+    step "portable A/B: $KOKKOS_BASE/dfgnn (base) against $bin/kokkos/dfgnn (change)"
+    for round in 1 2; do
+      order="base change" && [[ $round == 2 ]] && order="change base"
+      for g in pattern rmat17; do
+        for model in gt agnn gat gatv2; do
+          for hd in "1 128" "4 32"; do
+            read -r heads dim <<<"$hd"
+            for which in $order; do
+              cli=$bin/kokkos/dfgnn && [[ $which == base ]] && cli=$KOKKOS_BASE/dfgnn
+              "$cli" bench --graph "$work/$g.txt" --name "$which/$g" --model $model --heads $heads --dim $dim \
+                --backend kokkos --strategy online --backward --iters 10 --warmup 3 \
+                --json "$out/portable_ab.jsonl" >/dev/null || status=1
+            done
+          done
+        done
+      done
+    done
+    python3 - "$out/portable_ab.jsonl" <<'PY'
+import collections, json, statistics, sys
+t = collections.defaultdict(lambda: collections.defaultdict(list))
+for r in map(json.loads, open(sys.argv[1])):
+    which, graph = r["name"].split("/")
+    t[(graph, r["model"], f'{r["H"]}x{r["D"]}', r["pass"])][which].append(r["ms"])
+for k, v in sorted(t.items()):
+    b, c = statistics.median(v["base"]), statistics.median(v["change"])
+    print(*k, f"base {b:.3f} ms, change {c:.3f} ms, change/base {c / b:.3f}")
+PY
+  fi
 fi
 
 if [[ $what == backward || $what == all ]]; then
