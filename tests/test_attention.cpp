@@ -102,6 +102,7 @@ struct Case {
         attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(HD.data() + off, h, d), out, dw);
         ref = reference_attention(g, H, D, GATv2{0.2f}, a.data(), b.data(), head.data(), hopt);
         break;
+      case ScoreKind::Count: ADD_FAILURE() << "Count names no model"; break;
     }
     exec.fence();
     const Host3 host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
