@@ -261,6 +261,7 @@ class Case {
                                               dout_.data(), o);
         return {r.dXL, r.dXR, r.da};
       }
+      case ScoreKind::Count: ADD_FAILURE() << "Count names no model"; break;
     }
     return {};
   }
@@ -292,6 +293,7 @@ class Case {
       case ScoreKind::GATv2:
         attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(at(HD), h, d), out, opt);
         break;
+      case ScoreKind::Count: ADD_FAILURE() << "Count names no model"; break;
     }
     const NodeScalars<Mem> lse = opt.logsumexp;
     std::vector<std::vector<std::vector<float>>> results;
@@ -325,6 +327,7 @@ class Case {
                              f3(DOUT), dXL, dXR, da, opt);
           break;
         }
+        case ScoreKind::Count: ADD_FAILURE() << "Count names no model"; break;
       }
       exec.fence();
       auto& host = results.emplace_back();
