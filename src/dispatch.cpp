@@ -2,6 +2,7 @@
 
 #include <dfgnn/detail/dispatch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -25,6 +26,15 @@ DType parse_dtype(const std::string& text) {
 
 const ModelArgs& model_args(ScoreKind kind) {
   return visit_model(kind, [](auto model) -> const ModelArgs& { return decltype(model)::args; });
+}
+
+bool may_leave_out(const Op& op, int i) {
+  const ModelArgs& args = model_args(op.kind);
+  const int s = args.inputs[i].stand_in;
+  if (s < 0) return false;
+  const TensorRef own = TensorRef::shaped(nullptr, op, args.inputs[i].extent),
+                  stand_in = TensorRef::shaped(nullptr, op, args.inputs[s].extent);
+  return own.rank == stand_in.rank && std::equal(own.extents, own.extents + own.rank, stand_in.extents);
 }
 
 std::size_t TensorRef::entries() const {
@@ -67,10 +77,6 @@ void check_op(const char* who, const Op& op) {
   for (const node_t nodes : {op.src_nodes, op.dst_nodes})
     checked_product(w + ": nodes x heads x dim x element bytes",
                     {std::uint64_t(nodes), std::uint64_t(op.heads), std::uint64_t(op.dim), size_of(op.dtype)});
-  if (op.kind == ScoreKind::AGNN && op.src_nodes != op.dst_nodes)
-    throw Error(w + ": AGNN's cosine reads one X for both ends of an edge, so it needs a square graph, not a "
-                "bipartite one of " + std::to_string(op.src_nodes) + " sources and " + std::to_string(op.dst_nodes) +
-                " destinations");
 }
 
 namespace {
@@ -97,6 +103,11 @@ std::string shape_of(const TensorRef& t) {
   return s + "]";
 }
 
+/// Whether the call leaves out argument i, an optional one (ArgSpec::stand_in).
+bool left_out(const ModelArgs& args, const Call& call, int i) {
+  return args.inputs[i].stand_in >= 0 && !call.inputs[i].given();
+}
+
 /// A tensor's bytes, for the overlap checks.
 struct Region {
   const char* name;
@@ -116,10 +127,24 @@ class Checker {
     if (op.kind != model) fail(std::string("the plan was made for ") + to_string(op.kind) + ", not " + to_string(model));
     if (args_.param && !std::isfinite(call.param))
       fail(std::string(args_.param) + " is " + std::to_string(call.param) + ", not a finite number");
-    for (int i = 0; i < args_.count; ++i) argument(args_.inputs[i].name, call.inputs[i], args_.inputs[i].extent);
+    for (int i = 0; i < args_.count; ++i) {
+      if (left_out(args_, call, i))
+        stand_in(i);
+      else
+        argument(args_.inputs[i].name, call.inputs[i], args_.inputs[i].extent);
+    }
   }
 
   [[noreturn]] void fail(const std::string& what) const { throw Error(std::string(who_) + ": " + what); }
+
+  /// Left-out argument i: Error unless its stand-in serves, or it would have no entries.
+  void stand_in(int i) const {
+    const ArgSpec& a = args_.inputs[i];
+    const TensorRef own = TensorRef::shaped(nullptr, op_, a.extent);
+    if (own.entries() > 0 && !may_leave_out(op_, i))
+      fail(std::string(a.name) + " is missing: " + args_.inputs[a.stand_in].name +
+           " stands in for it on a square graph only; pass " + a.name + " " + dims(a.extent) + " = " + shape_of(own));
+  }
 
   /// t has the shape `extent` gives it in the op, and the op's element type.
   void argument(const char* name, const TensorRef& t, Extent extent) const {
@@ -174,7 +199,7 @@ class Checker {
   /// The edge values, when given, and the dropout rate.
   void options() const {
     const TensorRef& w = call_.edge_values;
-    if (w.data || w.entries() > 0) {
+    if (w.given()) {
       const std::size_t E = std::size_t(op_.edges), H = std::size_t(op_.heads);
       if (!w.data && E > 0) fail("edge_values has shape " + shape_of(w) + " but no data");
       if (w.rank != 2 || w.extents[0] != E || (w.extents[1] != 1 && w.extents[1] != H))
@@ -184,7 +209,7 @@ class Checker {
       contiguous("edge_values", w);
     }
     const TensorRef& ef = call_.edge_features;
-    if (ef.data || ef.entries() > 0) {
+    if (ef.given()) {
       if (!args_.edge.name) fail(std::string(to_string(op_.kind)) + " takes no edge features");
       edge_argument(args_.edge.name, ef);
     }
@@ -250,9 +275,9 @@ Region edge_input(const Checker& c, const Call& call) {
 void check_forward(const char* who, const Op& op, ScoreKind model, const Call& call) {
   const Checker check(who, op, model, call);
   check.argument("out", call.out, Extent::DstFeatures);
-  const bool lse = call.logsumexp.data || call.logsumexp.entries() > 0;
+  const bool lse = call.logsumexp.given();
   if (lse) check.shape("logsumexp", call.logsumexp, statistic(nullptr, op), "[N,H]");
-  if (call.weights.data || call.weights.entries() > 0) {
+  if (call.weights.given()) {
     if (!lse) check.fail("weights are computed from the logsumexp: pass logsumexp too");
     check.shape("weights", call.weights, per_edge(nullptr, op, std::size_t(op.heads)), "[E,H]");
   }
@@ -270,7 +295,10 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
   check.options();
   const ModelArgs& args = check.args();
   for (int i = 0; i < args.count; ++i) {
-    if (args.inputs[i].extent == Extent::HeadVector) {  // as long as the input it is the gradient of
+    if (left_out(args, call, i)) {  // its terms go to its stand-in's gradient
+      if (call.grads[i].given())
+        check.fail(std::string(args.gradients[i]) + " was passed without " + args.inputs[i].name);
+    } else if (args.inputs[i].extent == Extent::HeadVector) {  // as long as the input it is the gradient of
       TensorRef want;
       want.dtype = op.dtype;
       want.rank = 1, want.extents[0] = call.inputs[i].extents[0];
@@ -280,8 +308,8 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
     }
   }
   // The edge argument's gradient goes with it: given exactly when the edge argument is.
-  const bool edges = call.edge_features.data || call.edge_features.entries() > 0;
-  const bool edge_grad = call.edge_grad.data || call.edge_grad.entries() > 0;
+  const bool edges = call.edge_features.given();
+  const bool edge_grad = call.edge_grad.given();
   if (edges)
     check.shape(args.edge_gradient, call.edge_grad, call.edge_features, check.edge_dims(call.edge_features));
   else if (edge_grad)
@@ -300,7 +328,9 @@ Call pointer_call(const Op& op, ScoreKind model, const void* const* inputs, std:
                   EdgeShape edge_shape) {
   const ModelArgs& args = model_args(model);
   Call c;
-  for (int i = 0; i < args.count; ++i) c.inputs[i] = TensorRef::shaped(inputs[i], op, args.inputs[i].extent, count);
+  for (int i = 0; i < args.count; ++i)  // a null optional argument: left out
+    if (inputs[i] || args.inputs[i].stand_in < 0)
+      c.inputs[i] = TensorRef::shaped(inputs[i], op, args.inputs[i].extent, count);
   if (edge_values) c.edge_values = per_edge(edge_values, op, std::size_t(edge_heads));
   if (edge_features) {
     c.edge_features = TensorRef::shaped(edge_features, op, args.edge.extent);
@@ -327,18 +357,43 @@ void set_upstream(Call& c, const Op& op, ScoreKind model, const void* out, const
   c.out = TensorRef::shaped(out, op, Extent::DstFeatures);
   c.logsumexp = statistic(logsumexp, op);
   c.dout = TensorRef::shaped(dout, op, Extent::DstFeatures);
-  for (int i = 0; i < args.count; ++i)
-    c.grads[i] = TensorRef::shaped(grads[i], op, args.inputs[i].extent, c.inputs[i].extents[0]);
+  for (int i = 0; i < args.count; ++i)  // a left-out argument's gradient: none, unless passed
+    if (grads[i] || !left_out(args, c, i))
+      c.grads[i] = TensorRef::shaped(grads[i], op, args.inputs[i].extent, c.inputs[i].extents[0]);
 }
+
+namespace {
+
+/// The checked `call` as the executor runs it (Call::inputs): each left-out argument its
+/// stand-in, and its gradient the stand-in's. Where the stand-in has another shape, the check
+/// found the argument without entries (a bipartite graph of no destinations): then an empty
+/// tensor of its own shape, and no gradient to write.
+Call with_stand_ins(const Op& op, const Call& call) {
+  const ModelArgs& args = model_args(op.kind);
+  Call c = call;
+  for (int i = 0; i < args.count; ++i) {
+    if (!left_out(args, call, i)) continue;
+    const int s = args.inputs[i].stand_in;
+    if (may_leave_out(op, i)) {
+      c.inputs[i] = call.inputs[s], c.grads[i] = call.grads[s];
+    } else {
+      c.inputs[i] = TensorRef::shaped(nullptr, op, args.inputs[i].extent);
+      c.grads[i] = c.inputs[i];
+    }
+  }
+  return c;
+}
+
+}  // namespace
 
 void forward(const char* who, const Executor& executor, ScoreKind model, const Call& call) {
   check_forward(who, executor.op(), model, call);
-  executor.forward(call);
+  executor.forward(with_stand_ins(executor.op(), call));
 }
 
 void backward(const char* who, const Executor& executor, ScoreKind model, const Call& call) {
   check_backward(who, executor.op(), model, call);
-  executor.backward(call);
+  executor.backward(with_stand_ins(executor.op(), call));
 }
 
 }  // namespace detail

@@ -65,19 +65,27 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
   }, E);
 }
 
-std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN&,
+std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN& model,
                                         const float* X, const float* beta, int beta_count,
                                         const ReferenceOptions& options) {
-  check_arguments("reference_attention", g, H, D, {X, beta}, options);
-  if (g.bipartite()) throw Error("reference_attention: AGNN needs a square graph, not a bipartite one");
+  return reference_attention(g, H, D, model, X, beta, beta_count, nullptr, options);
+}
+
+std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN&,
+                                        const float* X, const float* beta, int beta_count, const float* X_dst,
+                                        const ReferenceOptions& options) {
+  if (!X_dst && g.bipartite() && g.num_nodes > 0)  // as the dispatch: left out where it has no rows
+    throw Error("reference_attention: AGNN on a bipartite graph needs X_dst (X stands in for it on a square graph only)");
+  const float* Y = X_dst ? X_dst : X;
+  check_arguments("reference_attention", g, H, D, {X, beta, Y}, options);
   if (options.edge_features) throw Error("reference_attention: AGNN takes no edge features");
   if (beta_count != 1 && beta_count != H)
     throw Error("reference_attention: beta_count is " + std::to_string(beta_count) + ", expected 1 or H");
-  auto row = [&](node_t n, int h) { return X + (std::size_t(n) * H + h) * D; };
+  auto row = [&](const float* x, node_t n, int h) { return x + (std::size_t(n) * H + h) * D; };
   return attend(g, H, D, X, options, [&](node_t v, node_t u, int h, edge_t) {
-    const double nv = std::sqrt(dot(row(v, h), row(v, h), D));
-    const double nu = std::sqrt(dot(row(u, h), row(u, h), D));
-    const double cos = nv > 0 && nu > 0 ? dot(row(v, h), row(u, h), D) / (nv * nu) : 0.0;
+    const double nv = std::sqrt(dot(row(Y, v, h), row(Y, v, h), D));
+    const double nu = std::sqrt(dot(row(X, u, h), row(X, u, h), D));
+    const double cos = nv > 0 && nu > 0 ? dot(row(Y, v, h), row(X, u, h), D) / (nv * nu) : 0.0;
     return double(beta[beta_count == 1 ? 0 : h]) * cos;
   });
 }

@@ -93,33 +93,48 @@ GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const
 AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, const AGNN& model, const float* X,
                                            const float* beta, int beta_count, const float* dOut,
                                            const ReferenceOptions& options) {
+  return reference_attention_backward(g, H, D, model, X, beta, beta_count, nullptr, dOut, options);
+}
+
+// X_dst null: left out, X is both ends', and its gradient takes the destination-side terms too.
+AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, const AGNN& model, const float* X,
+                                           const float* beta, int beta_count, const float* X_dst, const float* dOut,
+                                           const ReferenceOptions& options) {
   check_present("reference_attention_backward", g.num_nodes > 0, {dOut});  // the forward checks the rest
   std::vector<double> lse;
   const auto out = forward(options, lse, [&](const ReferenceOptions& o) {
-    return reference_attention(g, H, D, model, X, beta, beta_count, o);
+    return reference_attention(g, H, D, model, X, beta, beta_count, X_dst, o);
   });
+  const float* Y = X_dst ? X_dst : X;
   auto at = [&](node_t n, int h) { return (std::size_t(n) * H + h) * D; };
-  // inv[n,h] = 1/|X[n,h]|, 0 for a zero vector (whose cosine the forward takes as 0).
-  std::vector<double> inv(std::size_t(g.num_nodes) * H);
-  for (node_t n = 0; n < g.num_nodes; ++n)
-    for (int h = 0; h < H; ++h) {
-      const double norm = std::sqrt(dot(X + at(n, h), X + at(n, h), D));
-      inv[std::size_t(n) * H + h] = norm > 0 ? 1.0 / norm : 0.0;
-    }
+  // inv[n,h] = 1/|x[n,h]|, 0 for a zero vector (whose cosine the forward takes as 0).
+  const auto inverse_norms = [&](const float* x, node_t n) {
+    std::vector<double> inv(std::size_t(n) * H);
+    for (node_t i = 0; i < n; ++i)
+      for (int h = 0; h < H; ++h) {
+        const double norm = std::sqrt(dot(x + at(i, h), x + at(i, h), D));
+        inv[std::size_t(i) * H + h] = norm > 0 ? 1.0 / norm : 0.0;
+      }
+    return inv;
+  };
+  const std::vector<double> inv_u = inverse_norms(X, g.num_src_nodes), inv_v = inverse_norms(Y, g.num_nodes);
   auto b = [&](int h) { return double(beta[beta_count == 1 ? 0 : h]); };
   auto cosine = [&](node_t v, node_t u, int h) {
-    return dot(X + at(v, h), X + at(u, h), D) * inv[std::size_t(v) * H + h] * inv[std::size_t(u) * H + h];
+    return dot(Y + at(v, h), X + at(u, h), D) * inv_v[std::size_t(v) * H + h] * inv_u[std::size_t(u) * H + h];
   };
-  AGNNGradients r{std::vector<double>(std::size_t(g.num_nodes) * H * D), std::vector<double>(std::size_t(beta_count))};
+  AGNNGradients r{std::vector<double>(std::size_t(g.num_src_nodes) * H * D),
+                  std::vector<double>(std::size_t(beta_count)),
+                  std::vector<double>(X_dst ? std::size_t(g.num_nodes) * H * D : 0)};
+  std::vector<double>& dY = X_dst ? r.dX_dst : r.dX;
   backprop(
       g, H, D, X, dOut, out, lse, options, r.dX, [&](node_t v, node_t u, int h, edge_t) { return b(h) * cosine(v, u, h); },
       [&](node_t v, node_t u, int h, edge_t, double dr) {
-        // d cos / d x_v = n_v n_u x_u - cos n_v^2 x_v, and symmetrically for x_u.
-        const double nv = inv[std::size_t(v) * H + h], nu = inv[std::size_t(u) * H + h], c = cosine(v, u, h);
+        // d cos / d y_v = n_v n_u x_u - cos n_v^2 y_v, and symmetrically for x_u.
+        const double nv = inv_v[std::size_t(v) * H + h], nu = inv_u[std::size_t(u) * H + h], c = cosine(v, u, h);
         for (int d = 0; d < D; ++d) {
-          const double xv = X[at(v, h) + d], xu = X[at(u, h) + d];
-          r.dX[at(v, h) + d] += b(h) * dr * (nv * nu * xu - c * nv * nv * xv);
-          r.dX[at(u, h) + d] += b(h) * dr * (nv * nu * xv - c * nu * nu * xu);
+          const double yv = Y[at(v, h) + d], xu = X[at(u, h) + d];
+          dY[at(v, h) + d] += b(h) * dr * (nv * nu * xu - c * nv * nv * yv);
+          r.dX[at(u, h) + d] += b(h) * dr * (nv * nu * yv - c * nu * nu * xu);
         }
         r.dbeta[beta_count == 1 ? 0 : h] += dr * c;
       });

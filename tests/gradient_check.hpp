@@ -14,7 +14,7 @@ namespace dfgnn::test {
 inline std::vector<const char*> gradient_names(ScoreKind kind) {
   switch (kind) {
     case ScoreKind::GT: return {"dQ", "dK", "dV"};
-    case ScoreKind::AGNN: return {"dX", "dbeta"};
+    case ScoreKind::AGNN: return {"dX", "dbeta", "dX_dst"};
     case ScoreKind::GAT: return {"del", "der", "dV"};
     case ScoreKind::GATv2: return {"dXL", "dXR", "da"};
   }

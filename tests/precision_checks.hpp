@@ -77,29 +77,31 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-/// The float64 forward of `kind` on its inputs `in` (model_args order).
+/// The float64 forward of `kind` on its inputs `in` (model_args order; AGNN's X_dst where given,
+/// else left out).
 inline std::vector<double> reference_forward(ScoreKind kind, const HostGraph& g, int H, int D,
                                              const std::vector<std::vector<float>>& in, const ReferenceOptions& o) {
   return visit_model(kind, [&](auto model) {
+    const float* third = in.size() > 2 ? in[2].data() : nullptr;
     if constexpr (decltype(model)::kind == ScoreKind::AGNN)
-      return reference_attention(g, H, D, model, in[0].data(), in[1].data(), H, o);
+      return reference_attention(g, H, D, model, in[0].data(), in[1].data(), H, third, o);
     else
-      return reference_attention(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), o);
+      return reference_attention(g, H, D, model, in[0].data(), in[1].data(), third, o);
   });
 }
 
-/// The float64 gradients of the inputs in model_args order, then the edge argument's (empty
-/// without one).
+/// The float64 gradients of the inputs in model_args order (AGNN's dX_dst empty where X_dst is
+/// left out), then the edge argument's (empty without one).
 inline std::vector<std::vector<double>> reference_gradients(ScoreKind kind, const HostGraph& g, int H, int D,
                                                             const std::vector<std::vector<float>>& in,
                                                             const std::vector<float>& dout, const ReferenceOptions& o) {
   return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
     using Model = decltype(model);
-    const float* d = dout.data();
+    const float *d = dout.data(), *third = in.size() > 2 ? in[2].data() : nullptr;
     if constexpr (Model::kind == ScoreKind::AGNN)
-      return by_position(reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, d, o));
+      return by_position(reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, third, d, o));
     else
-      return by_position(reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), d, o));
+      return by_position(reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), third, d, o));
   });
 }
 

@@ -96,8 +96,8 @@ void expect_finite_differences(const std::vector<Input*>& inputs,
 }
 
 // kind, H, variant: 0 plain, 1 edge values [E,1], 2 edge values [E,H], 3 [E,H] and dropout,
-// 4 edge features (ReferenceOptions::edge_features) with edge values and dropout; bipartite
-// (AGNN, whose one X serves both sides, has neither bipartite graphs nor edge features).
+// 4 edge features (ReferenceOptions::edge_features) with edge values and dropout (not AGNN's:
+// it has no edge argument); bipartite (AGNN with its X_dst).
 using ReferenceParam = std::tuple<ScoreKind, int, int, bool>;
 
 class BackwardReference : public ::testing::TestWithParam<ReferenceParam> {};
@@ -107,7 +107,7 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
   const ScoreKind kind = std::get<0>(GetParam());
   const int H = std::get<1>(GetParam()), variant = std::get<2>(GetParam()), D = 3;
   const bool bipartite = std::get<3>(GetParam());
-  if ((bipartite || variant == 4) && kind == ScoreKind::AGNN) GTEST_SKIP() << "AGNN has no bipartite form or edge features";
+  if (variant == 4 && kind == ScoreKind::AGNN) GTEST_SKIP() << "AGNN has no edge features";
   const HostGraph g = small_graph(unsigned(10 * H + variant), bipartite);
   // Entries per node at the destinations (nh, nhd) and the sources (sh, shd).
   const std::size_t nh = std::size_t(g.num_nodes) * H, nhd = nh * D;
@@ -138,16 +138,29 @@ TEST_P(BackwardReference, MatchesFiniteDifferences) {
       break;
     }
     case ScoreKind::AGNN:
-      for (int count : {1, H}) {
-        SCOPED_TRACE("beta entries " + std::to_string(count));
-        Input X{"X", grid_values(nhd, 1, true)}, beta{"beta", grid_values(std::size_t(count), 2, true)};
-        auto r = reference_attention_backward(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count,
-                                              dout.data(), opt);
-        X.grad = r.dX, beta.grad = r.dbeta;
-        expect_finite_differences({&X, &beta}, [&] {
-          return reference_attention(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count, opt);
-        }, dout);
-      }
+      // X standing in for X_dst (square graphs only), and X_dst of its own.
+      for (const bool own_dst : bipartite ? std::vector<bool>{true} : std::vector<bool>{false, true})
+        for (int count : {1, H}) {
+          SCOPED_TRACE("beta entries " + std::to_string(count) + (own_dst ? ", X_dst" : ""));
+          Input X{"X", grid_values(shd, 1, true)}, beta{"beta", grid_values(std::size_t(count), 2, true)},
+              Y{"X_dst", grid_values(own_dst ? nhd : 0, 3, false)};
+          if (!own_dst) {
+            auto r = reference_attention_backward(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count,
+                                                  dout.data(), opt);
+            X.grad = r.dX, beta.grad = r.dbeta;
+            expect_finite_differences({&X, &beta}, [&] {
+              return reference_attention(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count, opt);
+            }, dout);
+            continue;
+          }
+          auto r = reference_attention_backward(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count,
+                                                Y.values.data(), dout.data(), opt);
+          X.grad = r.dX, beta.grad = r.dbeta, Y.grad = r.dX_dst;
+          expect_finite_differences({&X, &beta, &Y}, [&] {
+            return reference_attention(g, H, D, AGNN{}, X.values.data(), beta.values.data(), count, Y.values.data(),
+                                       opt);
+          }, dout);
+        }
       break;
     case ScoreKind::GAT: {
       const GAT model{0.2f};
@@ -238,6 +251,10 @@ class Case {
 
   /// Zeroes node n's first feature tensor (Q, X or XL).
   void zero_features(node_t n) { std::fill_n(a_.begin() + std::ptrdiff_t(n) * H_ * D_, H_ * D_, 0.0f); }
+  /// AGNN: passes the second feature tensor as X_dst (else X stands in for it).
+  void own_destinations() { own_dst_ = true; }
+  /// Zeroes node n's second feature tensor (K, AGNN's X_dst, XR).
+  void zero_destination(node_t n) { std::fill_n(b_.begin() + std::ptrdiff_t(n) * H_ * D_, H_ * D_, 0.0f); }
 
   std::vector<std::vector<double>> reference() const {
     ReferenceOptions o(HostEdgeValues{ew_ ? w_.data() : nullptr, ew_});
@@ -248,6 +265,11 @@ class Case {
         return {r.dQ, r.dK, r.dV};
       }
       case ScoreKind::AGNN: {
+        if (own_dst_) {
+          auto r = reference_attention_backward(g_, H_, D_, AGNN{}, a_.data(), beta_.data(), beta_count_, b_.data(),
+                                                dout_.data(), o);
+          return {r.dX, r.dbeta, r.dX_dst};
+        }
         auto r = reference_attention_backward(g_, H_, D_, AGNN{}, a_.data(), beta_.data(), beta_count_,
                                               dout_.data(), o);
         return {r.dX, r.dbeta};
@@ -288,7 +310,12 @@ class Case {
     const HeadScalars<Mem> beta(at(BETA), std::size_t(beta_count_));
     switch (kind_) {
       case ScoreKind::GT: attention(exec, plan, GT{}, f3(A), f3(B), f3(C), out, opt); break;
-      case ScoreKind::AGNN: attention(exec, plan, AGNN{}, f3(A), beta, out, opt); break;
+      case ScoreKind::AGNN:
+        if (own_dst_)
+          attention(exec, plan, AGNN{}, f3(A), beta, f3(B), out, opt);
+        else
+          attention(exec, plan, AGNN{}, f3(A), beta, out, opt);
+        break;
       case ScoreKind::GAT: attention(exec, plan, GAT{0.2f}, f2(L), f2(R), f3(C), out, opt); break;
       case ScoreKind::GATv2:
         attention(exec, plan, GATv2{0.2f}, f3(A), f3(B), HeadFeatures<Mem>(at(HD), h, d), out, opt);
@@ -311,7 +338,10 @@ class Case {
         case ScoreKind::AGNN: {
           const auto dX = g3();
           const HeadScalarsOutput<Mem> dbeta(grad(std::size_t(beta_count_)), std::size_t(beta_count_));
-          attention_backward(exec, plan, AGNN{}, f3(A), beta, out, lse, f3(DOUT), dX, dbeta, opt);
+          if (own_dst_)
+            attention_backward(exec, plan, AGNN{}, f3(A), beta, f3(B), out, lse, f3(DOUT), dX, dbeta, g3(), opt);
+          else
+            attention_backward(exec, plan, AGNN{}, f3(A), beta, out, lse, f3(DOUT), dX, dbeta, opt);
           break;
         }
         case ScoreKind::GAT: {
@@ -347,6 +377,7 @@ class Case {
   int beta_count_;
   std::vector<float> a_, b_, c_, l_, r_, dout_, head_, beta_, w_;
   std::size_t in_off_ = 0, grad_off_ = 0;
+  bool own_dst_ = false;
 };
 
 // Beyond the Serial/OpenMP scratch of 32 KB and CUDA's shared memory alike, as the forward tests.
@@ -521,6 +552,29 @@ TEST(BackwardZeroVectors, AgnnMatchesReference) {
     const auto ref = c.reference();
     for (std::size_t i = 0; i < ref.size(); ++i)
       EXPECT_LT(gradient_error(got[i], ref[i]), test::gradient_tolerance(ScoreKind::AGNN, i)) << gradient_names(ScoreKind::AGNN)[i];
+  }
+}
+
+// AGNN with its own X_dst (other destination features of a square graph): the hub graph's heavy
+// segments, plain, with rows off a 16-byte boundary, and with zero vectors on both sides, edge
+// values, dropout and a shared beta; two runs bitwise alike.
+TEST(BackwardAgnnDestinations, MatchesFloat64Reference) {
+  for (const auto hd : {std::pair{1, 128}, std::pair{2, 16}, std::pair{3, 7}}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const std::string label = shape_name(hd) + (variant == 1 ? " misaligned" : variant == 2 ? " zero vectors" : "");
+      Case c = variant == 2 ? Case(ScoreKind::AGNN, hubs().graph, hd.first, hd.second, 19, hd.first, Dropout{0.3f, 42}, 1)
+                            : Case(ScoreKind::AGNN, hubs().graph, hd.first, hd.second, 19);
+      c.own_destinations();
+      if (variant == 1) c.misalign(true, true);
+      for (node_t n = 0; variant == 2 && n < 40; n += 3) c.zero_features(n), c.zero_destination(n + 1);
+      expect_case_matches(c, ScoreKind::AGNN, Strategy::Auto, label);
+      for (Backend backend : backends()) {
+        const auto runs = c.kokkos(Strategy::PMF, 2, backend);
+        for (std::size_t i = 0; i < runs[0].size(); ++i)
+          EXPECT_EQ(std::memcmp(runs[0][i].data(), runs[1][i].data(), runs[0][i].size() * sizeof(float)), 0)
+              << label << " " << gradient_names(ScoreKind::AGNN)[i];
+      }
+    }
   }
 }
 

@@ -63,6 +63,7 @@ struct RoundTrip {
   float scale = 0.0f, slope = 0.2f;
   std::vector<float> beta{1.0f};
   bool symmetrize = false;
+  bool x_dst = false;  // AGNN: --x-dst, the destinations' own features
 };
 
 class CliTest : public ::testing::Test {
@@ -126,7 +127,8 @@ class CliTest : public ::testing::Test {
 
   /// Runs c through the CLI and compares out.npy with the float64 reference.
   void round_trip(const RoundTrip& c) const {
-    SCOPED_TRACE(c.model + " H" + std::to_string(c.H) + " D" + std::to_string(c.D) + (c.flat ? " flat" : "") +
+    SCOPED_TRACE(c.model + (c.x_dst ? " x_dst" : "") + " H" + std::to_string(c.H) + " D" + std::to_string(c.D) +
+                 (c.flat ? " flat" : "") +
                  " edge values " + std::to_string(c.edge_values) + " " + c.extra);
     std::vector<node_t> src = kSrc, dst = kDst;
     if (c.symmetrize) symmetrize(src, dst);
@@ -159,7 +161,9 @@ class CliTest : public ::testing::Test {
       ref = reference_attention(g, c.H, c.D, GT{c.scale}, A.data(), B.data(), C.data(), hw);
     } else if (c.model == "agnn") {
       args += " --x " + quote(npy("x.npy", f3, A));
-      ref = reference_attention(g, c.H, c.D, AGNN{}, A.data(), c.beta.data(), int(c.beta.size()), hw);
+      if (c.x_dst) args += " --x-dst " + quote(npy("x_dst.npy", f3, B));
+      ref = c.x_dst ? reference_attention(g, c.H, c.D, AGNN{}, A.data(), c.beta.data(), int(c.beta.size()), B.data(), hw)
+                    : reference_attention(g, c.H, c.D, AGNN{}, A.data(), c.beta.data(), int(c.beta.size()), hw);
     } else if (c.model == "gat") {
       args += " --el " + quote(npy("el.npy", f2, L)) + " --er " + quote(npy("er.npy", f2, R)) + " --v " +
               quote(npy("v.npy", f3, C));
@@ -189,7 +193,12 @@ class CliTest : public ::testing::Test {
 
 TEST_F(CliTest, RoundTripEveryModel) {
   round_trip({"gt"});
-  round_trip({"agnn", 2, 3, false, 0, "--beta 0.5,2", 0.0f, 0.2f, {0.5f, 2.0f}});
+  RoundTrip agnn{"agnn", 2, 3, false, 0, "--beta 0.5,2", 0.0f, 0.2f, {0.5f, 2.0f}};
+  round_trip(agnn);
+  agnn.x_dst = true;  // the destinations' own features
+  round_trip(agnn);
+  agnn.extra += " --reorder rcm";
+  round_trip(agnn);
   round_trip({"gat"});
   round_trip({"gatv2"});
 }
@@ -242,6 +251,8 @@ TEST_F(CliTest, BackwardGradientsEveryModel) {
   const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::vector<std::int64_t>>>>> models{
       {"gt", {{"dQ", {N, H, D}}, {"dK", {N, H, D}}, {"dV", {N, H, D}}}},
       {"agnn --beta 0.5,2", {{"dX", {N, H, D}}, {"dbeta", {H}}}},
+      {"agnn --beta 0.5,2 --x-dst " + quote(npy("x_dst.npy", {N, H, D}, test::random_values(std::size_t(N * H * D), 22))),
+       {{"dX", {N, H, D}}, {"dbeta", {H}}, {"dX_dst", {N, H, D}}}},
       {"gat", {{"del", {N, H}}, {"der", {N, H}}, {"dV", {N, H, D}}}},
       {"gatv2", {{"dXL", {N, H, D}}, {"dXR", {N, H, D}}, {"da", {H, D}}}}};
   for (const auto& [model, grads] : models) {
@@ -327,7 +338,21 @@ TEST_F(CliTest, BipartiteEveryModelAndGradient) {
 
   expect_user_error(base + " --model gt --k " + quote(path("q.npy")), {"q.npy", "expected shape [NS,H,D] or [NS,H*D]",
                                                                         "NS = 9"});
-  expect_user_error(base + " --model agnn", {"AGNN", "square graph", "9 sources and 4 destinations"});
+  // AGNN: X_dst [N,H,D] drawn where X [NS,H,D] cannot stand in for it, or read; dX and dX_dst by side.
+  const Result a = run(base + " --model agnn --beta 0.5,2 --reference --grad-out " + dout + " --grad-prefix " +
+                       quote(path("agnn_")));
+  ASSERT_EQ(a.code, 0) << a.out << a.err;
+  EXPECT_NE(a.out.find("max relative error of dX_dst vs"), std::string::npos) << a.out;
+  EXPECT_EQ(io::read_npy_f32(path("agnn_dX.npy")).shape, (std::vector<std::int64_t>{NS, H, D}));
+  EXPECT_EQ(io::read_npy_f32(path("agnn_dX_dst.npy")).shape, (std::vector<std::int64_t>{N, H, D}));
+  const std::vector<float> beta{1.0f};
+  ASSERT_EQ(run(base + " --model agnn --x " + quote(path("k.npy")) + " --x-dst " + quote(path("q.npy")) + " --out " +
+                quote(path("agnn.npy"))).code, 0);
+  EXPECT_LT(max_relative_error(io::read_npy_f32(path("agnn.npy")).data.data(),
+                               reference_attention(g, 2, 3, AGNN{}, K.data(), beta.data(), 1, Q.data())),
+            1e-5);
+  expect_user_error(base + " --model agnn --x-dst " + quote(path("k.npy")),
+                    {"k.npy", "expected shape [N,H,D] or [N,H*D] with N = 4"});
   expect_user_error("attention --graph " + graph + " --nodes 4 --src-nodes 8 --model gt", {"source id 8", "[0, 8)"});
   expect_user_error("attention --graph " + graph + " --nodes 2 --src-nodes 9 --model gt", {"destination id 2", "[0, 2)"});
   expect_user_error(base + " --model gt --symmetrize", {"--symmetrize", "--src-nodes"});

@@ -1,5 +1,5 @@
-// Real model inputs (issue "real model inputs"): bipartite graphs (NS sources, N destinations,
-// NS != N) and edge features (PyG's edge_dim): GT, GAT and GATv2 forward and backward through
+// Real model inputs: bipartite graphs (NS sources, N destinations, NS != N; AGNN with its
+// X_dst) and edge features (PyG's edge_dim: GT, GAT and GATv2), forward and backward through
 // every strategy against the float64 reference; what a bipartite graph cannot run, and edge
 // features of the wrong shape.
 
@@ -64,12 +64,14 @@ struct Case {
   bool edge_features = false;  // the model's edge argument (types.hpp), and its gradient
   EdgeShape edge_shape{};      // GT's edge columns [E, heads, width]; 0: [E,H,D]
 
-  // The model's inputs (GATv2's a scaled like an initialised layer so scores stay O(1)), dOut and edge values.
+  // The model's inputs (GATv2's a scaled like an initialised layer so scores stay O(1); AGNN's
+  // beta one per head), dOut and edge values.
   std::vector<std::vector<float>> inputs(const Op& op) const {
     std::vector<std::vector<float>> r;
     const ModelArgs& m = model_args(kind);
     for (int i = 0; i < m.count; ++i) {
-      auto x = test::random_values(entries(TensorRef::shaped(nullptr, op, m.inputs[i].extent)), seed * 31 + unsigned(i));
+      const TensorRef shape = TensorRef::shaped(nullptr, op, m.inputs[i].extent, std::size_t(H));
+      auto x = test::random_values(entries(shape), seed * 31 + unsigned(i));
       if (m.inputs[i].extent == Extent::HeadFeatures)
         for (float& v : x) v /= std::sqrt(float(D));
       r.push_back(std::move(x));
@@ -108,8 +110,11 @@ struct Case {
     const ReferenceOptions o = options(w, e);
     return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
       using Model = decltype(model);
-      if constexpr (Model::kind == ScoreKind::AGNN) {
-        return {};
+      if constexpr (Model::kind == ScoreKind::AGNN) {  // beta's count after it; no edge argument
+        std::vector<std::vector<double>> all = by_position(
+            reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, in[2].data(), dy.data(), o));
+        all.insert(all.begin(), reference_attention(g, H, D, model, in[0].data(), in[1].data(), H, in[2].data(), o));
+        return all;
       } else {
         const Model m{};
         const auto out = reference_attention(g, H, D, m, in[0].data(), in[1].data(), in[2].data(), o);
@@ -136,8 +141,8 @@ struct Case {
       in.push_back(detail::upload<float, Mem>("input", host[std::size_t(i)]));
       grads.emplace_back("grad", host[std::size_t(i)].size());
       Kokkos::deep_copy(grads.back(), std::numeric_limits<float>::quiet_NaN());
-      x.refs[i] = TensorRef::shaped(in.back().data(), op, m.inputs[i].extent);
-      dx.refs[i] = TensorRef::shaped(grads.back().data(), op, m.inputs[i].extent);
+      x.refs[i] = TensorRef::shaped(in.back().data(), op, m.inputs[i].extent, std::size_t(H));
+      dx.refs[i] = TensorRef::shaped(grads.back().data(), op, m.inputs[i].extent, std::size_t(H));
     }
     if (edge_features) {  // last in both lists
       const auto host_edges = edges(op);
@@ -211,11 +216,11 @@ TEST_P(Bipartite, EdgeValuesAndDropout) {
                  name + " edge values and dropout");
 }
 
-// Every model with a bipartite form and an edge argument, every portable strategy, three H x D,
-// the graphs of the list `Graphs`; a case is named by its parameters and graph.
-template <const std::vector<test::NamedGraph>& (*Graphs)()>
-auto all_shapes() {
-  return ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+// The models `Kinds`, every portable strategy, three H x D, the graphs of the list `Graphs`; a
+// case is named by its parameters and graph.
+template <const std::vector<test::NamedGraph>& (*Graphs)(), class Kinds>
+auto all_shapes(const Kinds& kinds) {
+  return ::testing::Combine(kinds,
                             ::testing::Values(Strategy::SMMF, Strategy::PMF, Strategy::Unfused, Strategy::Online,
                                               Strategy::Auto),
                             ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{3, 7}),
@@ -229,7 +234,11 @@ std::string name_of(const ::testing::TestParamInfo<Param>& info) {
          std::to_string(hd.second) + "_" + Graphs()[std::size_t(graph)].name;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllShapes, Bipartite, all_shapes<graphs>(), name_of<graphs>);
+// Every model (AGNN with its X_dst).
+INSTANTIATE_TEST_SUITE_P(AllShapes, Bipartite,
+                         all_shapes<graphs>(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT,
+                                                              ScoreKind::GATv2)),
+                         name_of<graphs>);
 
 // ---- edge features ------------------------------------------------------------------------------
 
@@ -276,7 +285,24 @@ TEST_P(EdgeFeatures, WithEdgeValuesAndDropout) {
   expect_matches(c, strategy, name + " edge features, edge values and dropout");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllShapes, EdgeFeatures, all_shapes<edge_graphs>(), name_of<edge_graphs>);
+// Every model with an edge argument.
+INSTANTIATE_TEST_SUITE_P(AllShapes, EdgeFeatures,
+                         all_shapes<edge_graphs>(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2)),
+                         name_of<edge_graphs>);
+
+// AGNN with its own X_dst on square graphs of every shape (and a bipartite one).
+class AgnnDestinations : public ::testing::TestWithParam<Param> {};
+
+TEST_P(AgnnDestinations, MatchesFloat64Reference) {
+  const auto [kind, strategy, hd, graph] = GetParam();
+  const auto& [name, g] = edge_graphs()[std::size_t(graph)];
+  expect_matches(Case{kind, g, hd.first, hd.second, unsigned(graph) + 29}, strategy, name + " X_dst");
+  expect_matches(Case{kind, g, hd.first, hd.second, unsigned(graph) + 31, hd.first, Dropout{0.3f, 45}}, strategy,
+                 name + " X_dst, edge values and dropout");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllShapes, AgnnDestinations, all_shapes<edge_graphs>(::testing::Values(ScoreKind::AGNN)),
+                         name_of<edge_graphs>);
 
 // GT's edge columns (types.hpp): [E, heads, F] on each head's last F columns, heads 1 (one row
 // for every head: dE sums the heads, SharedEdgeGrad) or H; F a multiple of 4 or not (W = 1).
@@ -371,10 +397,10 @@ TEST(EdgeFeatureErrors, ShapesAndModels) {
   const Graph<Mem> square(graph_from_edges(3, {0, 2}, {1, 2}));
   const Plan<Exec> agnn(exec, square, ScoreKind::AGNN, 2, 5), gat(exec, square, ScoreKind::GAT, 2, 5);
   const HeadScalars<Mem> beta(q.data(), 2);
-  test::expect_error([&] { attention(exec, agnn, AGNN{}, tensors(Q, beta, E), out); },
-                     {"attention: 3 tensors, the model takes 2 and no edge argument"});
-  Call c = detail::pointer_call(agnn.op(), ScoreKind::AGNN, std::vector<const void*>{q.data(), q.data()}.data(), 2,
-                                nullptr, 0, Dropout{}, e.data());
+  test::expect_error([&] { attention(exec, agnn, AGNN{}, tensors(Q, beta, Q, E), out); },
+                     {"attention: 4 tensors, the model takes 3 and no edge argument"});
+  Call c = detail::pointer_call(agnn.op(), ScoreKind::AGNN, std::vector<const void*>{q.data(), q.data(), nullptr}.data(),
+                                2, nullptr, 0, Dropout{}, e.data());
   detail::set_outputs(c, agnn.op(), out.data(), nullptr);
   test::expect_error([&] { detail::check_forward("cuda::attention", agnn.op(), ScoreKind::AGNN, c); },
                      {"cuda::attention: agnn takes no edge features"});
@@ -385,14 +411,46 @@ TEST(EdgeFeatureErrors, ShapesAndModels) {
 
 // ---- what a bipartite graph cannot run ---------------------------------------------------------
 
-TEST(BipartiteErrors, AgnnNeedsOneNodeSet) {
+// X stands in for AGNN's X_dst on a square graph only; X_dst and its gradient come together.
+TEST(BipartiteErrors, AgnnXDst) {
+  Exec exec;
   const Graph<Mem> g(graph_from_edges(4, 3, {0, 3}, {1, 2}));
-  test::expect_error([&] { (void)Plan<Exec>(Exec(), g, ScoreKind::AGNN, 1, 8); },
-                     {"plan: AGNN", "square graph", "4 sources and 3 destinations"});
+  const Plan<Exec> plan(exec, g, ScoreKind::AGNN, 2, 5);
+  const View1 x("x", 4 * 10), y("y", 4 * 10), b("b", 2), dx("dx", 4 * 10), dy("dy", 4 * 10), db("db", 2);
+  Kokkos::deep_copy(x, 1.0f), Kokkos::deep_copy(y, 1.0f), Kokkos::deep_copy(b, 1.0f);
+  const NodeFeatures<Mem> X(x.data(), 4, 2, 5), Y(y.data(), 3, 2, 5);
+  const HeadScalars<Mem> beta(b.data(), 2);
+  NodeOutput<Mem> out("out", 3, 2, 5), dX(dx.data(), 4, 2, 5), dY(dy.data(), 3, 2, 5);
+  const HeadScalarsOutput<Mem> dbeta(db.data(), 2);
+  Options<Mem> opt;
+  opt.logsumexp = decltype(opt.logsumexp)("lse", 3, 2);
+  test::expect_error([&] { attention(exec, plan, AGNN{}, X, beta, out); },
+                     {"attention: X_dst is missing: X stands in for it on a square graph only; pass X_dst [N,H,D] = "
+                      "[3,2,5]"});
+  test::expect_error([&] { attention(exec, plan, AGNN{}, X, beta, NodeFeatures<Mem>(y.data(), 4, 2, 5), out); },
+                     {"attention: X_dst has shape [4,2,5], expected [N,H,D] = [3,2,5]"});
+  attention(exec, plan, AGNN{}, X, beta, Y, out, opt);
   test::expect_error([&] {
-    const std::vector<float> x(32, 1.0f), beta{1.0f};
-    reference_attention(g.host(), 1, 8, AGNN{}, x.data(), beta.data(), 1);
-  }, {"reference_attention", "AGNN", "bipartite"});
+    attention_backward(exec, plan, AGNN{}, tensors(X, beta, Y), out, opt.logsumexp, out, tensors(dX, dbeta), opt);
+  }, {"attention_backward: dX_dst has shape [], expected [N,H,D] = [3,2,5]"});
+  test::expect_error([&] {
+    attention_backward(exec, plan, AGNN{}, X, beta, Y, out, opt.logsumexp, out, dX, dbeta, dX, opt);
+  }, {"attention_backward: dX_dst has shape [4,2,5], expected [N,H,D] = [3,2,5]"});
+  test::expect_error([&] {
+    attention_backward(exec, plan, AGNN{}, X, beta, Y, out, opt.logsumexp, out, dX, dbeta,
+                       NodeOutput<Mem>(y.data(), 3, 2, 5), opt);
+  }, {"attention_backward: dX_dst overlaps X_dst"});
+  // On a square graph X stands in; a gradient of the X_dst left out is a mistake.
+  const Graph<Mem> square(graph_from_edges(3, {0, 2}, {1, 2}));
+  const Plan<Exec> agnn(exec, square, ScoreKind::AGNN, 2, 5);
+  attention(exec, agnn, AGNN{}, Y, beta, out, opt);
+  test::expect_error([&] {
+    attention_backward(exec, agnn, AGNN{}, tensors(Y, beta), out, opt.logsumexp, out, tensors(dY, dbeta, dX), opt);
+  }, {"attention_backward: dX_dst was passed without X_dst"});
+  test::expect_error([&] {
+    const std::vector<float> x(40, 1.0f), beta{1.0f};
+    reference_attention(g.host(), 2, 5, AGNN{}, x.data(), beta.data(), 1);
+  }, {"reference_attention", "AGNN", "bipartite", "X_dst"});
 }
 
 TEST(BipartiteErrors, ShapesNameEachSide) {
@@ -461,13 +519,21 @@ TEST(ElementTypes, MixedTypesNameTheArgument) {
                      {"b: dV is f32, expected bf16 (the plan's element type)"});
   // AGNN's beta (a per-head vector) and its gradient have the op's type too.
   const Op agnn{ScoreKind::AGNN, DType::F16, 2, 4, 3, 3, 2};
-  Call a = detail::pointer_call(agnn, ScoreKind::AGNN, std::vector<const void*>{b[0].data(), b[1].data()}.data(), 2,
-                                nullptr, 0, Dropout{});
+  Call a = detail::pointer_call(agnn, ScoreKind::AGNN, std::vector<const void*>{b[0].data(), b[1].data(), nullptr}.data(),
+                                2, nullptr, 0, Dropout{});
   detail::set_outputs(a, agnn, b[4].data(), nullptr);
   detail::check_forward("a", agnn, ScoreKind::AGNN, a);
   a.inputs[1].dtype = DType::F32;
   test::expect_error([&] { detail::check_forward("a", agnn, ScoreKind::AGNN, a); },
                      {"a: beta is f32, expected f16 (the plan's element type)"});
+  a = detail::pointer_call(agnn, ScoreKind::AGNN,
+                           std::vector<const void*>{b[0].data(), b[1].data(), b[2].data()}.data(), 2, nullptr, 0,
+                           Dropout{});
+  detail::set_outputs(a, agnn, b[4].data(), nullptr);
+  detail::check_forward("a", agnn, ScoreKind::AGNN, a);
+  a.inputs[2].dtype = DType::BF16;
+  test::expect_error([&] { detail::check_forward("a", agnn, ScoreKind::AGNN, a); },
+                     {"a: X_dst is bf16, expected f16 (the plan's element type)"});
   EXPECT_EQ(parse_dtype("bf16"), DType::BF16);
   EXPECT_EQ(size_of(DType::F16), 2u);
   test::expect_error([] { parse_dtype("f64"); }, {"unknown element type 'f64' (expected f32, bf16 or f16)"});

@@ -55,8 +55,8 @@ struct DistributedRun::State {
       }
     }
     const std::vector<edge_t>& mine_edges = s.edge_ids;
-    for (std::size_t i = 0; i < in.tensors.size(); ++i)
-      tensors.push_back(upload(local(in.tensors[i], gradient_extent(in, i), s.rows, mine_edges)));
+    for (int i = 0; i < in.args().count; ++i)  // a left-out argument: no tensor
+      tensors.push_back(in.given(i) ? upload(local(in.tensors[std::size_t(i)], in.extent(i), s.rows, mine_edges)) : Flat());
     if (in.edges()) tensors.push_back(upload(local(in.edge_features, in.args().edge.extent, s.rows, mine_edges)));
     const std::size_t n = std::size_t(s.num_rows()), E = mine_edges.size();
     if (in.edge_value_heads) {
@@ -79,14 +79,16 @@ struct DistributedRun::State {
 
   static Flat upload(const std::vector<float>& host) { return detail::upload<float, Mem>("dfgnn::input", host); }
 
-  /// The flat buffers as the model's tensors (or gradients), shaped for this rank's rows.
+  /// The flat buffers as the model's tensors (or gradients), shaped for this rank's rows (none
+  /// for a left-out argument).
   Tensors shaped(const std::vector<Flat>& flat) const {
     Op rows = plan.op();
     rows.src_nodes = rows.dst_nodes;  // source-side tensors too hold this rank's rows
     Tensors r;
     r.count = int(flat.size());
     for (int i = 0; i < r.count; ++i)
-      r.refs[i] = TensorRef::shaped(flat[std::size_t(i)].data(), rows, gradient_extent(in, std::size_t(i)), in.count());
+      if (i == in.args().count || in.given(i))
+        r.refs[i] = TensorRef::shaped(flat[std::size_t(i)].data(), rows, in.extent(i), in.count());
     return r;
   }
 
@@ -168,8 +170,9 @@ void DistributedRun::backward() {
 Gradients DistributedRun::gradients() const {
   Gradients r;
   const auto names = gradient_sizes(s_->in);
+  const auto args = gradient_arguments(s_->in);
   for (std::size_t i = 0; i < names.size(); ++i)
-    r.emplace_back(names[i].first, s_->whole(s_->grads[i], gradient_extent(s_->in, i)));
+    r.emplace_back(names[i].first, s_->whole(s_->grads[std::size_t(args[i])], gradient_extent(s_->in, i)));
   return r;
 }
 

@@ -12,7 +12,11 @@
 
 namespace dfgnn::cli {
 
-std::string option_of(const ArgSpec& arg) { return lower(arg.name); }
+std::string option_of(const ArgSpec& arg) {
+  std::string option = lower(arg.name);
+  std::replace(option.begin(), option.end(), '_', '-');
+  return option;
+}
 
 namespace {
 
@@ -136,7 +140,8 @@ std::string gradients_help() {
   for (const ScoreKind kind : kModels) {
     const ModelArgs& m = model_args(kind);
     all += std::string(all.empty() ? "" : " | ") + to_string(kind);
-    for (int i = 0; i < m.count; ++i) all += std::string(" ") + m.gradients[i];
+    for (int i = 0; i < m.count; ++i)  // an optional argument's in brackets: written where it is given
+      all += m.inputs[i].stand_in < 0 ? std::string(" ") + m.gradients[i] : std::string(" [") + m.gradients[i] + "]";
     if (m.edge_gradient) add_reader(edge_gradients, m.edge_gradient, &m.edge, kind);
   }
   for (const ModelOption& o : edge_gradients) {
@@ -211,10 +216,15 @@ Inputs load_inputs(const Args& a, const HostGraph& g) {
     if (!files.count(name)) files[name] = io::read_npy_f32(a.get(name));
     return checked(files[name], a.get(name), {want, alt});
   };
+  const Op op{in.kind, DType::F32, int(H), int(D), node_t(in.NS), node_t(in.N), edge_t(in.E)};
   std::uint64_t salt = 0;
   for (int i = 0; i < m.count; ++i) {
     const std::string name = option_of(m.inputs[i]);
     const Extent e = m.inputs[i].extent;
+    if (!a.has(name) && may_leave_out(op, i)) {
+      in.tensors.emplace_back();  // left out: its stand-in serves
+      continue;
+    }
     if (e == Extent::HeadVector) {  // a list of values, 1 (shared by the heads) or H
       std::vector<float> v = a.has(name) ? io::parse_float_list(a.get(name), "--" + name) : std::vector<float>{1.0f};
       if (v.size() != 1 && v.size() != H)
@@ -272,7 +282,7 @@ Renumbered renumbered(HostGraph g, Ordering o) {
 }
 
 std::vector<float> moved_rows(const std::vector<float>& x, const std::vector<node_t>& index) {
-  return index.empty() ? x : gather_rows(x, index);
+  return index.empty() || x.empty() ? x : gather_rows(x, index);  // empty: an argument left out
 }
 
 Inputs in_order(const Inputs& in, const std::vector<node_t>& index) {
@@ -321,10 +331,16 @@ const Section& run_section() {
 const Section& input_section() {
   static const Section s = [] {
     Section r{"attention inputs (.npy float32/float64, C order)", {}, ""};
-    for (const ModelOption& o : model_options())
-      if (o.arg)
-        r.options.push_back({o.name, o.arg->extent == Extent::HeadVector ? "B|B1,..,BH" : "F",
-                             readers_text(o) + " " + o.arg->name + ": " + shape_text(o.arg->extent)});
+    for (const ModelOption& o : model_options()) {
+      if (!o.arg) continue;
+      // An optional argument's stand-in (of its model: an option's readers share its arguments).
+      const std::string left_out =
+          o.arg->stand_in < 0 ? ""
+                              : std::string(";\nleft out, ") + model_args(o.readers[0]).inputs[o.arg->stand_in].name +
+                                    " (square graphs; a bipartite one draws it)";
+      r.options.push_back({o.name, o.arg->extent == Extent::HeadVector ? "B|B1,..,BH" : "F",
+                           readers_text(o) + " " + o.arg->name + ": " + shape_text(o.arg->extent) + left_out});
+    }
     std::string edges;
     for (const ModelOption& o : edge_arguments())
       edges += (edges.empty() ? "" : ";\n") + readers_text(o) + " " + o.name + ": " + shape_text(o.arg->extent);

@@ -16,7 +16,8 @@
 
 namespace dfgnn::cli {
 
-// The arguments of one model run, in the order the API takes them (model_args: AGNN's beta too).
+// The arguments of one model run, in the order the API takes them (model_args: AGNN's beta too);
+// an optional one left out has an empty tensor (X stands in for AGNN's X_dst on a square graph).
 struct Inputs {
   ScoreKind kind;
   float param = 0.0f;  // the model's scale or slope (--scale, --slope)
@@ -32,6 +33,11 @@ struct Inputs {
 
   const ModelArgs& args() const { return model_args(kind); }
   bool edges() const { return !edge_features.empty(); }
+  /// Whether the run passes argument i: a required one always, an optional one when it has a
+  /// tensor.
+  bool given(int i) const { return args().inputs[i].stand_in < 0 || !tensors[std::size_t(i)].empty(); }
+  /// The extent of argument i (args().count: the edge argument).
+  Extent extent(int i) const { return i < args().count ? args().inputs[i].extent : args().edge.extent; }
   /// The entries of a HeadVector argument (AGNN's beta: 1 or H), else 0.
   std::size_t count() const {
     for (int i = 0; i < args().count; ++i)
@@ -67,22 +73,33 @@ inline bool node_rows(Extent e) {
 /// Named gradients in the API's order, on the host.
 using Gradients = std::vector<std::pair<std::string, std::vector<float>>>;
 
-/// The gradients of a model, in the API's order, with their element counts.
-inline std::vector<std::pair<std::string, std::size_t>> gradient_sizes(const Inputs& in) {
-  std::vector<std::pair<std::string, std::size_t>> r;
-  for (int i = 0; i < in.args().count; ++i) {
-    std::size_t n = 1;
-    for (std::size_t x : in.shape(in.args().inputs[i].extent)) n *= x;
-    r.emplace_back(in.args().gradients[i], n);
-  }
-  if (in.edges()) r.emplace_back(in.args().edge_gradient, in.edge_features.size());
+/// The argument of each gradient a run writes, in the API's order: those of the arguments given
+/// (Inputs::given), then the edge argument's (args().count) with edge features.
+inline std::vector<int> gradient_arguments(const Inputs& in) {
+  std::vector<int> r;
+  for (int i = 0; i < in.args().count; ++i)
+    if (in.given(i)) r.push_back(i);
+  if (in.edges()) r.push_back(in.args().count);
   return r;
 }
 
-/// The extent of gradient i of gradient_sizes: the argument's, the edge argument's last.
-inline Extent gradient_extent(const Inputs& in, std::size_t i) {
-  return int(i) < in.args().count ? in.args().inputs[i].extent : in.args().edge.extent;
+/// The gradients a run writes (gradient_arguments), with their element counts.
+inline std::vector<std::pair<std::string, std::size_t>> gradient_sizes(const Inputs& in) {
+  std::vector<std::pair<std::string, std::size_t>> r;
+  for (const int i : gradient_arguments(in)) {
+    if (i == in.args().count) {
+      r.emplace_back(in.args().edge_gradient, in.edge_features.size());
+      continue;
+    }
+    std::size_t n = 1;
+    for (std::size_t x : in.shape(in.extent(i))) n *= x;
+    r.emplace_back(in.args().gradients[i], n);
+  }
+  return r;
 }
+
+/// The extent of gradient i of gradient_sizes.
+inline Extent gradient_extent(const Inputs& in, std::size_t i) { return in.extent(gradient_arguments(in)[i]); }
 
 /// Milliseconds of repeated runs.
 struct Timing {
@@ -126,7 +143,8 @@ struct Renumbered {
 };
 Renumbered renumbered(HostGraph g, Ordering o);
 
-/// x's rows moved by `index` (order or position of renumbered), or x itself when none moves.
+/// x's rows moved by `index` (order or position of renumbered), or x itself when none moves or
+/// x is empty.
 std::vector<float> moved_rows(const std::vector<float>& x, const std::vector<node_t>& index);
 
 /// The inputs in a renumbered graph's order: node tensors (features, el, er) take rows `index`

@@ -33,11 +33,12 @@ std::vector<float> rows_of(const std::vector<float>& x, std::size_t count, const
 }
 
 // The reference's arguments of the inputs of the run's model (reference.hpp), in its order: each
-// input's data, a head vector's (AGNN's beta) followed by its count.
+// input's data (null for one left out, as the reference takes it), a head vector's (AGNN's beta)
+// followed by its count.
 template <class Model, std::size_t... I>
 auto reference_inputs(const Inputs& in, std::index_sequence<I...>) {
   const auto input = [&](auto i) {
-    const float* data = in.tensors[i].data();
+    const float* data = in.given(int(i)) ? in.tensors[i].data() : nullptr;
     if constexpr (Model::args.inputs[decltype(i)::value].extent == Extent::HeadVector)
       return std::tuple(data, int(in.count()));
     else
@@ -71,10 +72,11 @@ std::vector<std::vector<double>> run_reference_backward(const HostGraph& g, cons
                                                         const std::vector<float>& dout) {
   ReferenceOptions w = reference_options(in);
   w.dropout = in.dropout;
-  std::vector<std::vector<double>> r = with_reference_inputs(in, [&](const auto& model, auto... x) {
+  std::vector<std::vector<double>> all = with_reference_inputs(in, [&](const auto& model, auto... x) {
     return by_position(reference_attention_backward(g, int(in.H), int(in.D), model, x..., dout.data(), w));
   });
-  if (!in.edges()) r.resize(std::size_t(in.args().count));  // the edge argument's gradient only with it
+  std::vector<std::vector<double>> r;  // those of the gradients the run writes
+  for (const int i : gradient_arguments(in)) r.push_back(std::move(all[std::size_t(i)]));
   return r;
 }
 

@@ -190,7 +190,8 @@ LocalRun::LocalRun(const HostGraph& g, const Inputs& in, Strategy strategy, Back
   executor_ = detail::make_executor("plan", op, g.stats, strategy, backend, std::move(where));
 
   const DType t = in.dtype;
-  for (const auto& x : in.tensors) inputs_.push_back(device_->upload(x, t));
+  for (int i = 0; i < in.args().count; ++i)  // a left-out argument stays null
+    inputs_.push_back(in.given(i) ? device_->upload(in.tensors[std::size_t(i)], t) : Buffer{});
   if (in.edge_value_heads) edge_values_ = device_->upload(in.edge_values, t);
   if (in.edges()) edge_features_ = device_->upload(in.edge_features, t);
   out_ = device_->zeros(in.out_size(), t);
@@ -216,7 +217,8 @@ void LocalRun::set_dout(const std::vector<float>& dout) {
   dout_ = device_->upload(dout, in_.dtype);
   grads_.clear();
   std::vector<void*> grads;
-  for (std::size_t i = 0; i < inputs_.size(); ++i) grads.push_back(grads_.emplace_back(device_->zeros(inputs_[i].size, in_.dtype)).get());
+  for (std::size_t i = 0; i < inputs_.size(); ++i)
+    grads.push_back(grads_.emplace_back(inputs_[i].get() ? device_->zeros(inputs_[i].size, in_.dtype) : Buffer{}).get());
   if (in_.edges()) edge_grad_ = device_->zeros(edge_features_.size, in_.dtype);
   backward_ = inputs_call();
   detail::set_upstream(backward_, executor_->op(), in_.kind, out_.get(), static_cast<const float*>(logsumexp_.get()),
@@ -227,9 +229,10 @@ void LocalRun::backward() { detail::backward("attention_backward", *executor_, i
 
 Gradients LocalRun::gradients() const {
   const auto names = gradient_sizes(in_);
+  const auto args = gradient_arguments(in_);
   Gradients r;
   for (std::size_t i = 0; i < names.size(); ++i)
-    r.emplace_back(names[i].first, device_->download(i < grads_.size() ? grads_[i] : edge_grad_));
+    r.emplace_back(names[i].first, device_->download(args[i] < in_.args().count ? grads_[std::size_t(args[i])] : edge_grad_));
   return r;
 }
 

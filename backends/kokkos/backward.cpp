@@ -62,16 +62,20 @@ void backward_of(const AGNN& model, const Exec& exec, const PortablePlan<Exec>& 
   const int count = int(score.beta.extent(0));
   const auto dx = t.output(c.grads[0]);
   using Grad = AGNNGrad<Mem, T>;
-  Grad grad{score.x, up.dout, score.inv_norm, score.beta, dx, {}, {}, {}};
-  const std::size_t N = dx.extent(0), H = dx.extent(1), row_sums = N * H * Grad::kRowSums;
+  Grad grad{score.x, score.x_dst, up.dout, score.inv_norm, score.inv_norm_dst, score.beta, dx, t.output(c.grads[2]),
+            {},      {},          {}};
+  // The destination side's rows and sums (a float dx taking both sides keeps them in itself).
+  const std::size_t N = std::size_t(plan.graph().num_nodes()), H = dx.extent(1), row_sums = N * H * Grad::kRowSums;
+  const std::size_t part = grad.one_gradient() && Grad::kCentred ? dx.size() : 0;
   const edge_t items = Grad::kCentred ? edge_t(N) : plan.graph().num_edges();  // dbeta's
   const auto s = workspace(plan, grad, Grad::kCentred ? 5 : 3, std::size_t(slices_of(items)) * count,
-                           Grad::kCentred ? dx.size() + row_sums : 0);
-  if constexpr (Grad::kCentred) {
-    grad.part = Output<Mem>(s.rows.data(), N, H, dx.extent(2));
-    grad.row_sums = Output<Mem>(s.rows.data() + dx.size(), N, H, Grad::kRowSums);
-  } else {
-    grad.part = dx;
+                           Grad::kCentred ? part + row_sums : 0);
+  if constexpr (Grad::kCentred) grad.row_sums = Output<Mem>(s.rows.data() + part, N, H, Grad::kRowSums);
+  if (grad.one_gradient()) {
+    if constexpr (Grad::kCentred)
+      grad.part = Output<Mem>(s.rows.data(), N, H, dx.extent(2));
+    else
+      grad.part = dx;
   }
   backward(exec, plan, p, score, grad, up, s);
   const auto dbeta = t.vector_out(c.grads[1]);

@@ -162,47 +162,53 @@ struct SharedEdgeGrad {
   }
 };
 
-// cos_e = <x_v, x_u> n_v n_u with n = 1/|x|, kept per edge by step 1. X is also the values, so
-// the source side adds q_e dOut_v and its sum to what the destination side left in `part`: dx
-// itself for float, a float workspace for a two-byte dx, which is then rounded once.
-// dbeta = sum_e dr_e cos_e. Delta_v of a two-byte out misses its exact value sum_e q_e dq_e by up
-// to u |dOut_v| |out_v|, and dbeta's terms cancel, which those errors do not: summed over the
-// rows they missed the fp16 contract 1.5x on a batch of 64 graphs. So a two-byte call's
-// destination gather also sums, as entries D, D + 1 and D + 2 of its width, S_v = sum dr_e cos_e,
-// R_v = sum r_e (SoftmaxTerm) and C_v = sum w_e p_e cos_e into row_sums, and dbeta =
-// sum_v S_v - R_v C_v takes Delta_v's error out (docs/backward.md, "dbeta of a two-byte call").
+// cos_e = <y_v, x_u> n_v n_u with n = 1/|.|, kept per edge by step 1 (y: X_dst, or X standing
+// in for it). X is also the values, so the source side adds q_e dOut_v. Where X stands in for
+// X_dst, dx takes both sides: the source side adds its sums to what the destination side left in
+// `part`, dx itself for float, a float workspace for a two-byte dx, which is then rounded once;
+// else the destination side writes dx_dst. dbeta = sum_e dr_e cos_e. Delta_v of a two-byte out
+// misses its exact value sum_e q_e dq_e by up to u |dOut_v| |out_v|, and dbeta's terms cancel,
+// which those errors do not: summed over the rows they missed the fp16 contract 1.5x on a batch
+// of 64 graphs. So a two-byte call's destination gather also sums, as entries D, D + 1 and D + 2
+// of its width, S_v = sum dr_e cos_e, R_v = sum r_e (SoftmaxTerm) and C_v = sum w_e p_e cos_e into
+// row_sums, and dbeta = sum_v S_v - R_v C_v takes Delta_v's error out (docs/backward.md, "dbeta
+// of a two-byte call").
 template <class Mem, class T>
 struct AGNNGrad {
   static constexpr bool kCentred = !std::is_same_v<T, float>;
   static constexpr int kRowSums = kCentred ? 3 : 0;
-  Features<Mem, T> x, dout;
-  Matrix<Mem> inv_norm;
+  Features<Mem, T> x, x_dst, dout;
+  Matrix<Mem> inv_norm, inv_norm_dst;
   Vector<Mem, T> beta;
-  Output<Mem, T> dx;
+  Output<Mem, T> dx, dx_dst;
   EdgeWork<Mem> work;
-  Output<Mem> part;
+  Output<Mem> part;      // X standing in for X_dst: the destination side's sums
   Output<Mem> row_sums;  // [N, H, kRowSums]: S_v, R_v, C_v
   KOKKOS_INLINE_FUNCTION int dim() const { return int(dx.extent(2)); }
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, dim(), x, dout, dx, part); }
+  /// Whether dx takes the destination side's terms too (X standing in for X_dst).
+  KOKKOS_INLINE_FUNCTION bool one_gradient() const { return dx_dst.data() == dx.data(); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, dim(), x, x_dst, dout, dx, dx_dst, part); }
   KOKKOS_INLINE_FUNCTION float beta_of(int h) const { return to_float(beta(beta.extent(0) == 1 ? 0 : h)); }
   KOKKOS_INLINE_FUNCTION void note(edge_t i, node_t v, node_t u, int h, float raw, SoftmaxTerm t) const {
-    const float c = raw * inv_norm(v, h) * inv_norm(u, h);
+    const float c = raw * inv_norm_dst(v, h) * inv_norm(u, h);
     work.cos(i) = c;
     if constexpr (kCentred) work.residual(i) = t.residual, work.weighted_cos(i) = t.weighted_p * c;
   }
-  /// d cos_e / d x_n[f] = n_n n_m x_m[f] - cos_e n_n^2 x_n[f], m the edge's other node.
+  /// d cos_e / d a_n[f] = n_n n_m b_m[f] - cos_e n_n^2 a_n[f]: node n's row a (its norm
+  /// `an`), m the edge's other node, of row b (norm `bn`).
   template <int W>
-  KOKKOS_INLINE_FUNCTION Vec<W> dcos(edge_t i, node_t n, node_t m, int h, int c) const {
-    const float nn = inv_norm(n, h), a = nn * inv_norm(m, h), b = work.cos(i) * nn * nn;
-    const Vec<W> xm = chunk<W>(x, m, h, c), xn = chunk<W>(x, n, h, c);
+  KOKKOS_INLINE_FUNCTION Vec<W> dcos(edge_t i, const Features<Mem, T>& a, const Matrix<Mem>& an, node_t n,
+                                     const Features<Mem, T>& b, const Matrix<Mem>& bn, node_t m, int h, int c) const {
+    const float nn = an(n, h), s = nn * bn(m, h), t = work.cos(i) * nn * nn;
+    const Vec<W> xm = chunk<W>(b, m, h, c), xn = chunk<W>(a, n, h, c);
     Vec<W> d;
-    for (int f = 0; f < W; ++f) d.x[f] = a * xm.x[f] - b * xn.x[f];
+    for (int f = 0; f < W; ++f) d.x[f] = s * xm.x[f] - t * xn.x[f];
     return d;
   }
   KOKKOS_INLINE_FUNCTION int width(AtDestination) const { return dim() + kRowSums; }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtDestination, node_t v, node_t u, edge_t, edge_t i, int h, int c) const {
-    if (W * c < dim()) return work.dr(i) * dcos<W>(i, v, u, h, c);
+    if (W * c < dim()) return work.dr(i) * dcos<W>(i, x_dst, inv_norm_dst, v, x, inv_norm, u, h, c);
     Vec<W> t{};  // the row sums' terms
     if constexpr (kCentred) {
       const float terms[kRowSums] = {work.dr(i) * work.cos(i), work.residual(i), work.weighted_cos(i)};
@@ -212,18 +218,22 @@ struct AGNNGrad {
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtDestination, node_t v, int h, int c, const Vec<W>& s) const {
-    if (W * c < dim()) return store<W>(part, v, h, c, beta_of(h) * s);
+    if (W * c < dim()) {
+      if (one_gradient()) return store<W>(part, v, h, c, beta_of(h) * s);
+      return store<W>(dx_dst, v, h, c, beta_of(h) * s);
+    }
     for (int f = 0, k = W * c - dim(); f < W && k + f < kRowSums; ++f) row_sums(v, h, k + f) = s.x[f];
   }
   KOKKOS_INLINE_FUNCTION int width(AtSource) const { return int(dx.extent(2)); }
   template <int W>
   KOKKOS_INLINE_FUNCTION Vec<W> term(AtSource, node_t u, node_t v, edge_t, edge_t i, int h, int c) const {
-    Vec<W> t = (beta_of(h) * work.dr(i)) * dcos<W>(i, u, v, h, c);
+    Vec<W> t = (beta_of(h) * work.dr(i)) * dcos<W>(i, x, inv_norm, u, x_dst, inv_norm_dst, v, h, c);
     t += work.q(i) * chunk<W>(dout, v, h, c);
     return t;
   }
   template <int W>
   KOKKOS_INLINE_FUNCTION void put(AtSource, node_t u, int h, int c, const Vec<W>& s) const {
+    if (!one_gradient()) return store<W>(dx, u, h, c, s);
     Vec<W> t = widened<W>(&part(u, h, 0), c);
     t += s;
     store<W>(dx, u, h, c, t);

@@ -107,12 +107,12 @@ Problem<typename Exec::memory_space, T> problem(const PortablePlan<Exec>& plan,
           out, plan.heads(), plan.dim()};
 }
 
-// 1/|X[n,h]| per node and head (0 for a zero vector), so a cosine costs one dot product.
+// 1/|X[n,h]| per node and head into `inv` (0 for a zero vector), so a cosine costs one dot product.
 template <class Exec, class T>
 Kokkos::View<const float**, Kokkos::LayoutRight, typename Exec::memory_space> inverse_norms(
-    const Exec& exec, const PortablePlan<Exec>& plan, const Features<typename Exec::memory_space, T>& X) {
+    const Exec& exec, const PortablePlan<Exec>& plan, const Features<typename Exec::memory_space, T>& X,
+    const Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space>& inv) {
   const int H = plan.heads(), D = plan.dim();
-  const auto inv = plan.layout().inv_norms;
   Kokkos::parallel_for(
       "dfgnn::inverse_norms", Range<Exec>(exec, 0, inv.size()),
       KOKKOS_LAMBDA(std::size_t k) {
@@ -136,8 +136,12 @@ GTScore<typename Exec::memory_space, T> score_of(const GT& model, const Exec&, c
 template <class Exec, class T>
 AGNNScore<typename Exec::memory_space, T> score_of(const AGNN&, const Exec& exec, const PortablePlan<Exec>& plan,
                                                    const CallViews<typename Exec::memory_space, T>& t) {
-  const auto X = t.input(0);
-  return {X, inverse_norms(exec, plan, X), t.vector(t.call.inputs[1])};
+  const auto X = t.input(0), X_dst = t.input(2);
+  const auto& L = plan.layout();
+  const auto inv = inverse_norms(exec, plan, X, L.inv_norms);
+  // X_dst on X's data within its rows (X standing in for it, or a rank's rows of it) has X's norms.
+  const bool same = X_dst.data() == X.data() && X_dst.extent(0) <= X.extent(0);
+  return {X, X_dst, inv, same ? inv : inverse_norms(exec, plan, X_dst, L.inv_norms_dst), t.vector(t.call.inputs[1])};
 }
 
 template <class Exec, class T>

@@ -83,7 +83,8 @@ struct Layout {
   Kokkos::View<const SplitRow*, Mem> split_rows;  ///< Online: which pieces merge
   /// Online: (max, sum, accumulator[D]) of each (piece, head), row piece * H + h [P*H, 2+D]
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> partials;
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> inv_norms;  ///< a cosine score's 1/|X[n,h]|
+  /// A cosine score's 1/|X[u,h]| of the sources and 1/|X_dst[v,h]| of the destinations.
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> inv_norms, inv_norms_dst;
 };
 
 template <class Exec>
@@ -140,9 +141,14 @@ class LayoutBuilder final : public detail::Builder {
       L.scores = Kokkos::View<float*, memory_space>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::scores"),
                                                     std::size_t(E) * heads);
     }
-    if (visit_model(op_.kind, [](auto model) { return decltype(model)::cosine; }))
-      L.inv_norms = decltype(L.inv_norms)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "dfgnn::inv_norms"),
-                                          std::size_t(graph_.num_nodes()), std::size_t(heads));
+    if (visit_model(op_.kind, [](auto model) { return decltype(model)::cosine; })) {
+      const auto norms = [&](const std::string& name, node_t nodes) {  // a const char* would be memory to wrap
+        return decltype(L.inv_norms)(Kokkos::view_alloc(Kokkos::WithoutInitializing, name), std::size_t(nodes),
+                                     std::size_t(heads));
+      };
+      L.inv_norms = norms("dfgnn::inv_norms", graph_.num_src_nodes());
+      L.inv_norms_dst = norms("dfgnn::inv_norms_dst", graph_.num_nodes());
+    }
     return L;
   }
 

@@ -168,20 +168,20 @@ template <class Mem, class T = float>
 struct AGNNScore {
   using element = T;
   static constexpr bool reduces = true;
-  Features<Mem, T> x;
-  Matrix<Mem> inv_norm;  // [N,H], 0 for zero vectors so their cosine is 0
-  Vector<Mem, T> beta;   // [H] or [1]
+  Features<Mem, T> x, x_dst;          // the sources' (and the values), the destinations'
+  Matrix<Mem> inv_norm, inv_norm_dst;  // [NS,H], [N,H]; 0 for zero vectors so their cosine is 0
+  Vector<Mem, T> beta;                 // [H] or [1]
   template <int W, bool = true>
   KOKKOS_INLINE_FUNCTION float terms(node_t dst, node_t src, edge_t, int h, int i) const {
-    return dot(chunk<W>(x, dst, h, i), chunk<W>(x, src, h, i));
+    return dot(chunk<W>(x_dst, dst, h, i), chunk<W>(x, src, h, i));
   }
   template <bool = true>
   KOKKOS_INLINE_FUNCTION float finish(float acc, node_t dst, node_t src, edge_t, int h) const {
-    return to_float(beta(beta.extent(0) == 1 ? 0 : h)) * acc * inv_norm(dst, h) * inv_norm(src, h);
+    return to_float(beta(beta.extent(0) == 1 ? 0 : h)) * acc * inv_norm_dst(dst, h) * inv_norm(src, h);
   }
   template <int W, bool = true>
   KOKKOS_INLINE_FUNCTION Vec<W> values(node_t u, edge_t, int h, int i) const { return chunk<W>(x, u, h, i); }
-  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(x.extent(2)), x); }
+  bool rows_aligned(int W) const { return kokkos_impl::rows_aligned(W, int(x.extent(2)), x, x_dst); }
   bool has_edges() const { return false; }
 };
 

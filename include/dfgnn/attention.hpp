@@ -9,7 +9,8 @@
 /// \endcode
 ///
 /// Tensors are LayoutRight Views on the plan's memory space: node features [N,H,D], node
-/// scalars [N,H], GATv2's a [H,D], AGNN's beta [H] or [1]; Options adds edge values, the
+/// scalars [N,H], GATv2's a [H,D], AGNN's beta [H] or [1] (a bipartite graph's source-side
+/// tensors have its NS rows); Options adds edge values, the
 /// training-mode statistics and dropout. Every shape is checked; a mismatch, or an output that
 /// overlaps an input, throws dfgnn::Error naming the argument (the dispatch's one check,
 /// dispatch.hpp). Kernels run asynchronously on `exec`; with Kokkos::Cuda and DFGNN_ENABLE_CUDA
@@ -175,6 +176,18 @@ void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
                const NodeOutput<typename Exec::memory_space>& out,
                const Options<typename Exec::memory_space>& options = {}) {
   attention(exec, plan, model, tensors(X, beta), out, options);
+}
+
+/// AGNN with the destinations' own X_dst [N,H,D] (a bipartite graph's, or other features of a
+/// square graph's rows): score = beta[h] * cos(X_dst[v,h], X[u,h]); the values are X [NS,H,D].
+template <class Exec>
+void attention(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
+               const NodeFeatures<typename Exec::memory_space>& X,
+               const HeadScalars<typename Exec::memory_space>& beta,
+               const NodeFeatures<typename Exec::memory_space>& X_dst,
+               const NodeOutput<typename Exec::memory_space>& out,
+               const Options<typename Exec::memory_space>& options = {}) {
+  attention(exec, plan, model, tensors(X, beta, X_dst), out, options);
 }
 
 /// GAT: score = LeakyReLU(el[u,h] + er[v,h], slope).

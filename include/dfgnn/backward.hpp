@@ -91,7 +91,7 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const GT& mode
   attention_backward(exec, plan, model, tensors(Q, K, V), out, logsumexp, dOut, tensors(dQ, dK, dV), options);
 }
 
-/// AGNN: dX [N,H,D] (X is both the score input and the values) and dbeta, as long as beta
+/// AGNN: dX [N,H,D] (X is both ends' score input and the values) and dbeta, as long as beta
 /// (a shared beta gets the sum over heads).
 template <class Exec>
 void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
@@ -104,6 +104,24 @@ void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN& mo
                         const HeadScalarsOutput<typename Exec::memory_space>& dbeta,
                         const Options<typename Exec::memory_space>& options = {}) {
   attention_backward(exec, plan, model, tensors(X, beta), out, logsumexp, dOut, tensors(dX, dbeta), options);
+}
+
+/// AGNN with the destinations' own X_dst: dX [NS,H,D] gets the values' and the source-side
+/// cosine terms, dX_dst [N,H,D] the destination-side ones.
+template <class Exec>
+void attention_backward(const Exec& exec, const Plan<Exec>& plan, const AGNN& model,
+                        const NodeFeatures<typename Exec::memory_space>& X,
+                        const HeadScalars<typename Exec::memory_space>& beta,
+                        const NodeFeatures<typename Exec::memory_space>& X_dst,
+                        const NodeFeatures<typename Exec::memory_space>& out,
+                        const NodeScalars<typename Exec::memory_space>& logsumexp,
+                        const NodeFeatures<typename Exec::memory_space>& dOut,
+                        const NodeOutput<typename Exec::memory_space>& dX,
+                        const HeadScalarsOutput<typename Exec::memory_space>& dbeta,
+                        const NodeOutput<typename Exec::memory_space>& dX_dst,
+                        const Options<typename Exec::memory_space>& options = {}) {
+  attention_backward(exec, plan, model, tensors(X, beta, X_dst), out, logsumexp, dOut, tensors(dX, dbeta, dX_dst),
+                     options);
 }
 
 /// GAT: del, der [N,H] and dV [N,H,D].

@@ -80,8 +80,12 @@ struct Op {
 };
 
 /// The arguments of `kind`'s model (its traits' `args`, types.hpp): GT (Q, K, V; scale), AGNN
-/// (X, beta), GAT (el, er, V; slope), GATv2 (XL, XR, a; slope).
+/// (X, beta, optional X_dst), GAT (el, er, V; slope), GATv2 (XL, XR, a; slope).
 const ModelArgs& model_args(ScoreKind kind);
+
+/// Whether argument i of op's model may be left out: an optional one (ArgSpec::stand_in) whose
+/// stand-in has its shape in op (AGNN's X on a square graph, for X_dst).
+bool may_leave_out(const Op& op, int i);
 
 /// A tensor argument: its data and extents (rank 0: none given). Views give their own extents;
 /// bare pointers get the ones the op implies (TensorRef::shaped), so the check finds them right
@@ -94,6 +98,8 @@ struct TensorRef {
   bool strided = false;  ///< a View with gaps or not row-major: the kernels index every tensor densely, row-major
 
   std::size_t entries() const;
+  /// Whether a call passes it: data or extents (an empty View with neither is none).
+  bool given() const { return data || entries() > 0; }
   /// A bare pointer with the extents `extent` has in `op` (`count` entries for a HeadVector)
   /// and its element type.
   static TensorRef shaped(const void* data, const Op& op, Extent extent, std::size_t count = 0);
@@ -121,7 +127,11 @@ struct Tensors {
 /// One forward or backward call: what the dispatch checks once and the executor runs.
 struct Call {
   float param = 0.0f;   ///< GT's scale (0: 1/sqrt(D)), GAT's and GATv2's slope
-  TensorRef inputs[3];     ///< the model's arguments, in model_args order
+  /// The model's arguments, in model_args order; an optional one (ArgSpec::stand_in) may be
+  /// left out. An executor never sees one left out: the dispatch hands it the stand-in there,
+  /// the same tensor, and as its gradient the stand-in's, the same buffer, which then takes
+  /// both arguments' terms (AGNN without X_dst: dX sums the source and destination sides).
+  TensorRef inputs[3];
   TensorRef edge_values;   ///< [E, 1 or H] in the caller's edge order, or none
   /// The model's edge argument (model_args' edge: GT and GATv2 E [E,H,D], GAT ee [E,H]) in the
   /// caller's edge order, or none; its gradient (backward: written whenever it is given).
@@ -134,7 +144,7 @@ struct Call {
   /// from the logsumexp after the forward (so a call asking for them passes logsumexp too).
   TensorRef weights;
   TensorRef dout;          ///< backward: dLoss/dout
-  TensorRef grads[3];      ///< backward: written, the gradient of each input
+  TensorRef grads[3];      ///< backward: written, the gradient of each input given
   BackwardOrder backward_order = BackwardOrder::Auto;
   /// Where it runs: the Kokkos execution space instance of a portable executor (the Kokkos API
   /// sets it), the cudaStream_t of the native one.

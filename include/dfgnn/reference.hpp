@@ -50,9 +50,14 @@ std::vector<double> reference_attention(const HostGraph& g, int H, int D, const 
                                         const float* Q, const float* K, const float* V,
                                         const ReferenceOptions& options = {});
 
-/// beta has `beta_count` entries, 1 (shared) or H.
+/// beta has `beta_count` entries, 1 (shared) or H; X serves both ends of an edge (a square graph).
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN& model,
                                         const float* X, const float* beta, int beta_count,
+                                        const ReferenceOptions& options = {});
+/// With the destinations' X_dst [N,H,D]: X [NS,H,D] is the sources' and the values. X_dst null
+/// leaves it out, as the API's calls do: X stands in for it (a square graph only).
+std::vector<double> reference_attention(const HostGraph& g, int H, int D, const AGNN& model,
+                                        const float* X, const float* beta, int beta_count, const float* X_dst,
                                         const ReferenceOptions& options = {});
 
 std::vector<double> reference_attention(const HostGraph& g, int H, int D, const GAT& model,

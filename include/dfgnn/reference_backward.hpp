@@ -31,8 +31,9 @@ struct GTGradients {
   std::vector<double> dE;  ///< with edge features (ReferenceOptions): their shape ([E,H,D] or the edge columns'), else empty
 };
 struct AGNNGradients {
-  std::vector<double> dX;     ///< [N,H,D]
+  std::vector<double> dX;     ///< [NS,H,D]; without X_dst also its destination-side terms
   std::vector<double> dbeta;  ///< beta_count entries (a shared beta: the sum over heads)
+  std::vector<double> dX_dst;  ///< [N,H,D] with X_dst, else (left out) empty
 };
 struct GATGradients {
   std::vector<double> del, der;  ///< [N,H] each
@@ -51,7 +52,7 @@ struct GATv2Gradients {
 inline std::vector<std::vector<double>> by_position(GTGradients r) {
   return detail::moved(r.dQ, r.dK, r.dV, r.dE);
 }
-inline std::vector<std::vector<double>> by_position(AGNNGradients r) { return detail::moved(r.dX, r.dbeta); }
+inline std::vector<std::vector<double>> by_position(AGNNGradients r) { return detail::moved(r.dX, r.dbeta, r.dX_dst); }
 inline std::vector<std::vector<double>> by_position(GATGradients r) { return detail::moved(r.del, r.der, r.dV, r.dee); }
 inline std::vector<std::vector<double>> by_position(GATv2Gradients r) {
   return detail::moved(r.dXL, r.dXR, r.da, r.dE);
@@ -63,6 +64,10 @@ GTGradients reference_attention_backward(const HostGraph& g, int H, int D, const
 
 AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, const AGNN& model,
                                            const float* X, const float* beta, int beta_count,
+                                           const float* dOut, const ReferenceOptions& options = {});
+/// With the destinations' X_dst (reference_attention's; null: left out).
+AGNNGradients reference_attention_backward(const HostGraph& g, int H, int D, const AGNN& model,
+                                           const float* X, const float* beta, int beta_count, const float* X_dst,
                                            const float* dOut, const ReferenceOptions& options = {});
 
 GATGradients reference_attention_backward(const HostGraph& g, int H, int D, const GAT& model,

@@ -80,10 +80,15 @@ constexpr std::size_t row_entries(Extent x, std::size_t heads, std::size_t dim) 
   return x == Extent::SrcScalars || x == Extent::DstScalars || x == Extent::EdgeScalars ? heads : heads * dim;
 }
 
-/// One argument of a model: its name in messages and its shape.
+/// One argument of a model: its name in messages and its shape, and for an optional one the
+/// argument that stands in for it where a call leaves it out (`stand_in`, its index; -1: the
+/// argument is required). A stand-in serves only where it has the optional argument's shape (on
+/// a bipartite graph a destination-side argument has other rows than a source-side one), and
+/// the left-out argument's gradient terms then add to the stand-in's gradient.
 struct ArgSpec {
   const char* name;
   Extent extent;
+  int stand_in = -1;
 };
 
 /// A model's arguments in call order (its score inputs and its values), the name of each
@@ -157,7 +162,9 @@ struct GT {
   }
 };
 
-/// AGNN cosine score: beta[h] * cos(X[v,h], X[u,h]); beta is a tensor argument ([H] or [1]).
+/// AGNN cosine score: beta[h] * cos(X_dst[v,h], X[u,h]) with values X; beta is a tensor argument
+/// ([H] or [1]). X_dst is optional: left out, X serves both ends of an edge (a square graph), so
+/// that dX holds both ends' gradient terms; a bipartite graph needs it (X [NS,H,D], X_dst [N,H,D]).
 struct AGNN {
   static constexpr ScoreKind kind = ScoreKind::AGNN;
   static constexpr const char* name = "agnn";
@@ -165,10 +172,11 @@ struct AGNN {
   static constexpr bool pmf_on_heavy_rows = true;
   static constexpr DenseRule dense{true, {0.29, 0.25, 0.23}};
   static constexpr bool cosine = true;
-  static constexpr EdgeTraffic traffic{1, 3, 3};  // X; X + X dOut; dr q cos
-  // X is both the score's inputs and the values: a bipartite AGNN has no meaning.
-  static constexpr ModelArgs args{2, {{"X", Extent::SrcFeatures}, {"beta", Extent::HeadVector}}, {"dX", "dbeta"},
-                                  nullptr};
+  static constexpr EdgeTraffic traffic{1, 3, 3};  // X; X + X_dst dOut; dr q cos
+  // X_dst last, so that a call of X and beta alone leaves it out.
+  static constexpr ModelArgs args{
+      3, {{"X", Extent::SrcFeatures}, {"beta", Extent::HeadVector}, {"X_dst", Extent::DstFeatures, 0}},
+      {"dX", "dbeta", "dX_dst"}, nullptr};
   float param() const { return 0.0f; }
 };
 

@@ -33,13 +33,13 @@ class Executor {
 };
 
 /// Throws Error naming `who` unless a plan can be built for `op`: a named model, H and D >= 1,
-/// the bytes of each side's [nodes, H, D] tensor a 64-bit count (the kernels index in 64 bits
-/// from there), and a model that has the graph's form: AGNN's one X serves both sides, so not
-/// bipartite.
+/// and the bytes of each side's [nodes, H, D] tensor a 64-bit count (the kernels index in 64
+/// bits from there).
 void check_op(const char* who, const Op& op);
 
 /// Throws Error naming `who` and the argument unless `call` fits `op` for `model`: the plan's
-/// kind, a finite scale or slope, every tensor's shape (null only when empty; contiguous),
+/// kind, a finite scale or slope, every tensor's shape (null only when empty; contiguous), an
+/// optional argument left out only where its stand-in serves (and then without a gradient),
 /// the edge values, the dropout rate, and no written tensor sharing a byte with a read one or
 /// another written one.
 void check_forward(const char* who, const Op& op, ScoreKind model, const Call& call);
@@ -47,7 +47,7 @@ void check_backward(const char* who, const Op& op, ScoreKind model, const Call& 
 
 /// A call on bare pointers, shaped as `op` says and of its element type (the CUDA C++ API's
 /// and the C ABI's): the model_args(model).count inputs of `model` in order (a HeadVector input
-/// has `count` entries), the edge values [E, edge_heads] (null: none), the dropout and the
+/// has `count` entries; a null optional one is left out), the edge values [E, edge_heads] (null: none), the dropout and the
 /// model's edge argument (model_args' edge; null: none) of extents `edge_shape` (row ones).
 Call pointer_call(const Op& op, ScoreKind model, const void* const* inputs, std::size_t count,
                   const void* edge_values, int edge_heads, const Dropout& dropout,
@@ -56,12 +56,12 @@ Call pointer_call(const Op& op, ScoreKind model, const void* const* inputs, std:
 /// the attention weights [E,H] (null: none).
 void set_outputs(Call& call, const Op& op, void* out, float* logsumexp, void* weights = nullptr);
 /// A pointer call's backward operands: the forward's out and logsumexp, dOut, the gradients
-/// of `model`'s inputs in order and that of its edge argument (null: none), shaped as the
-/// call's edge argument.
+/// of `model`'s inputs in order (a left-out input's null) and that of its edge argument (null:
+/// none), shaped as the call's edge argument.
 void set_upstream(Call& call, const Op& op, ScoreKind model, const void* out, const float* logsumexp,
                   const void* dout, void* const* grads, void* edge_grad = nullptr);
 
-/// Checks, then runs on the executor.
+/// Checks, then runs on the executor, with each left-out argument's stand-in (Call::inputs).
 void forward(const char* who, const Executor& executor, ScoreKind model, const Call& call);
 void backward(const char* who, const Executor& executor, ScoreKind model, const Call& call);
 
