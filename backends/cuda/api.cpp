@@ -57,6 +57,11 @@ void attention(cudaStream_t stream, const Plan& plan, const AGNN& model, const f
   attention(stream, plan, model, {X, beta}, out, o, std::size_t(std::max(0, beta_count)));
 }
 
+void attention(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X, const float* beta,
+               int beta_count, const float* X_dst, float* out, const Options& o) {
+  attention(stream, plan, model, {X, beta, X_dst}, out, o, std::size_t(std::max(0, beta_count)));
+}
+
 void attention(cudaStream_t stream, const Plan& plan, const GAT& model, const float* el, const float* er,
                const float* V, float* out, const Options& o) {
   attention(stream, plan, model, {el, er, V}, out, o);
@@ -77,6 +82,13 @@ void attention_backward(cudaStream_t stream, const Plan& plan, const AGNN& model
                         int beta_count, const float* out, const float* logsumexp, const float* dOut, float* dX,
                         float* dbeta, const Options& o) {
   attention_backward(stream, plan, model, {X, beta}, out, logsumexp, dOut, {dX, dbeta}, o,
+                     std::size_t(std::max(0, beta_count)));
+}
+
+void attention_backward(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X, const float* beta,
+                        int beta_count, const float* X_dst, const float* out, const float* logsumexp,
+                        const float* dOut, float* dX, float* dbeta, float* dX_dst, const Options& o) {
+  attention_backward(stream, plan, model, {X, beta, X_dst}, out, logsumexp, dOut, {dX, dbeta, dX_dst}, o,
                      std::size_t(std::max(0, beta_count)));
 }
 

@@ -130,8 +130,9 @@ void launch(cudaStream_t st, const Plan::Impl& p, const S& sc, EdgeScaleOf<typen
   if (g.num_nodes == 0) return;
   const auto dense_or_online = [&] {
     // Auto's Dense takes calls with edge values, dropout or edge features to Online, and Dense
-    // launches nothing for unaligned tensors: those run Online on whole rows (no pieces).
-    const bool dense_call = p.strategy == Strategy::Dense &&
+    // launches nothing for unaligned tensors or an AGNN call with an X_dst of its own
+    // (dense_serves): those run Online on whole rows (no pieces).
+    const bool dense_call = p.strategy == Strategy::Dense && dense_serves(sc) &&
                             dfgnn::detail::dense_runs(p.auto_dense, dense_edge_wise(w, tr), sc.edge != nullptr);
     if (!dense_call || !dense<S, T>(st, p, sc, w, tr, out)) online<S, T>(st, p, sc, w, tr, out);
   };

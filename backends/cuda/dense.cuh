@@ -223,6 +223,15 @@ inline constexpr int kDenseMinBlocks = kChunked ? (WARPS <= 4 ? 6 : WARPS <= 8 ?
 /// inverse norms of the graph's rows, which its cosine divides by.
 __host__ __device__ constexpr bool dense_stages_keys(ScoreKind kind) { return kind != ScoreKind::GAT; }
 __host__ __device__ constexpr bool dense_keeps_norms(ScoreKind kind) { return kind == ScoreKind::AGNN; }
+/// Whether Dense computes a call of score functor sc: a cosine's row norms are its staged keys'
+/// (X), so AGNN with an X_dst of its own runs elsewhere.
+template <class S>
+bool dense_serves(const S& sc) {
+  if constexpr (dense_keeps_norms(S::kKind))
+    return sc.q == sc.key;
+  else
+    return true;
+}
 
 /// Whether a plan's plain kernel (no edge values, no dropout) walks each row's keys in chunks of
 /// 4 tiles (32 keys, one mask word) with an online softmax, its one 32-column output block kept

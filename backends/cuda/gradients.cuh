@@ -48,8 +48,8 @@ struct Upstream {
   const E* dout;
 };
 
-/// The gradients: at destinations (GT dQ, AGNN dX, GAT der, GATv2 dXR), at sources (GT dK,
-/// AGNN dX again, GAT del, GATv2 dXL), the value gradient where the values are their own
+/// The gradients: at destinations (GT dQ, AGNN dX_dst, GAT der, GATv2 dXR), at sources (GT dK,
+/// AGNN dX, GAT del, GATv2 dXL), the value gradient where the values are their own
 /// tensor (GT and GAT dV; else null), and the edge argument's (GT and GATv2 dE, GAT dee, by the
 /// caller's edge id; null without edge features). Of the call's element type E; every sum
 /// behind them runs in float32 and is rounded once where it is stored (the workspaces below are
@@ -298,10 +298,11 @@ __global__ void shared_edge_grad(const E* __restrict__ q, const E* __restrict__ 
 }
 
 // ---------------------------------------------------------------------------------------------
-// AGNN: cos_e = <x_v, x_u> n_v n_u (n = 1/|x|). dX_v = beta (n_v sum dr_e n_u x_u - n_v^2 (sum
-// dr_e cos_e) x_v) at the destination, the same with the roles swapped at the source plus sum
-// q_e dOut_v (X is also the values), added to what the row walk wrote; dbeta = sum dr_e cos_e,
-// one partial per row unit. Rows first only: its row walk gathers x_u for its own gradient in
+// AGNN: cos_e = <y_v, x_u> n_v n_u (y = X_dst, x = X, n = 1/|.|). dX_dst,v = beta (n_v sum dr_e
+// n_u x_u - n_v^2 (sum dr_e cos_e) y_v) at the destination, dX_u the same with the roles swapped
+// at the source plus sum q_e dOut_v (X is also the values); where X stands in for X_dst the two
+// are one buffer, the column walk adding to what the row walk wrote. dbeta = sum dr_e cos_e, one
+// partial per row unit. Rows first only: its row walk gathers x_u for its own gradient in
 // either order, so columns first would save it nothing. The row walk keeps cos_e and n_v for
 // the column walk.
 
@@ -374,7 +375,7 @@ struct AGNNGrad {
       }
       if (l == 0) wk.param[std::size_t(unit) * H + h] = param;
     }
-    /// dX_v = beta (n_v sum dr n_u x_u - n_v^2 (sum dr c) x_v)
+    /// dX_dst,v = beta (n_v sum dr n_u x_u - n_v^2 (sum dr c) y_v)
     __device__ void finish(const Score& sc, const Query& qv, Frag<T>& acc, int h) const {
       const float beta = beta_of(sc, h);
       const float scale = beta * inv_norm_v, self = beta * inv_norm_v * inv_norm_v * acc_s;
@@ -387,7 +388,7 @@ struct AGNNGrad {
   struct Cols {
     Frag<T> self;  ///< x_u
     float inv_norm_u, beta;
-    __device__ static const E* feature(const Score& sc) { return sc.key; }
+    __device__ static const E* feature(const Score& sc) { return sc.q; }
     __device__ Cols(const Score& sc, node_t u, int h, int H, int D, int l) {
       load_global<T>(self, sc.key + (std::size_t(u) * H + h) * D, D, l);
       inv_norm_u = inverse_norm<T::LANES>(self);
@@ -408,13 +409,14 @@ struct AGNNGrad {
     __device__ void across(float& acc_s) const {
       acc_s = across_edges<T::LANES, kOnlineEdges<T>>(acc_s, [](float x, float y) { return x + y; });
     }
-    /// dX_u += beta sum dr (n_u n_v x_v - c n_u^2 x_u) + q dOut_v, on the row walk's dX.
+    /// dX_u = beta sum dr (n_u n_v y_v - c n_u^2 x_u) + q dOut_v (on the row walk's where
+    /// X stands in for X_dst).
     __device__ void put(const Score&, const Grads<E>& gr, bool whole, float* part, Frag<T>& acc, const Frag<T>&,
                         float acc_s, node_t u, int h, int H, int D, int l) const {
       const float s = inv_norm_u * inv_norm_u * acc_s;
 #pragma unroll
       for (int i = 0; i < T::PER_LANE; ++i) acc.x[i] = fmaf(-s, self.x[i], acc.x[i]);
-      if (whole) {  // the row walk wrote the destination side
+      if (whole && gr.at_src == gr.at_dst) {  // the row walk wrote the destination side
         Frag<T> before;
         load_global<T>(before, slot_row(gr.at_src, u, h, H, D), D, l);
 #pragma unroll
@@ -429,10 +431,10 @@ struct AGNNGrad {
   __device__ static void merge_row_sums(const float (&sum)[4], float* param, std::size_t node_head) {
     if constexpr (kCentred) param[node_head] = -sum[0] * sum[1];
   }
-  /// The column side's share, on the row side's, rounded once before.
+  /// The column side's share (on the row side's, rounded once before, where both are dX).
   __device__ static void merge_col(const Grads<E>& gr, std::size_t node_head, int f, int D, float s) {
     E& g = gr.at_src[node_head * D + f];
-    g = narrow<E>(widen(g) + s);
+    g = narrow<E>(gr.at_src == gr.at_dst ? widen(g) + s : s);
   }
 };
 

@@ -127,7 +127,7 @@ struct GTScore {
   }
 };
 
-/// AGNN: beta[h] * cos(X[v,h], X[u,h]), 0 when either vector is zero; values X.
+/// AGNN: beta[h] * cos(X_dst[v,h], X[u,h]), 0 when either vector is zero; values X.
 template <class E = float>
 struct AGNNScore {
   using Elem = E;
@@ -136,20 +136,21 @@ struct AGNNScore {
   static constexpr bool kValueIsKey = true;
   static constexpr bool kEdgeInValue = false;
   static constexpr const E* edge = nullptr;  // no edge argument
-  const E* key;  // X
+  const E* key;  // X, the sources'
   const E* value;
   const E* beta;
   int beta_count;
+  const E* q;  // X_dst, the destinations' (key itself where X stands in for it)
 
   template <class T>
   struct Query {
     Frag<T> x;
-    float factor;  // beta[h] / |X[v,h]|, 0 for a zero vector
+    float factor;  // beta[h] / |X_dst[v,h]|, 0 for a zero vector
   };
   template <class T>
   __device__ Query<T> query(node_t v, int h, int H, int D, int l) const {
     Query<T> r;
-    load_global<T>(r.x, key + (std::size_t(v) * H + h) * D, D, l);
+    load_global<T>(r.x, q + (std::size_t(v) * H + h) * D, D, l);
     float n2 = 0.f;
 #pragma unroll
     for (int i = 0; i < T::PER_LANE; ++i) n2 = fmaf(r.x.x[i], r.x.x[i], n2);

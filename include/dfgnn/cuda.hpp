@@ -134,11 +134,12 @@ bool device_available();
 /// Per-graph, per-shape preprocessing (strategy, block partition, split rows, workspace).
 /// Staged and Dense are CUDA-native only (Online has a portable counterpart too). Both need a batch
 /// of square graphs (HostGraph::graph_ptr, a cuda::Graph's batch, or the graph's independent blocks) with no edges
-/// between them, so neither runs a bipartite graph, nor does AGNN; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
+/// between them, so neither runs a bipartite graph; Staged needs each graph's rows to fit in shared memory, Dense the GT, AGNN (D <= 256) or
 /// GAT score, D % 32 == 0 and graphs of at most 192 nodes (docs/cuda.md). An explicit strategy the
 /// graph cannot run throws Error naming the reason; Auto only picks what can run (and where it
 /// picked Dense, runs calls with edge values or dropout through Online, the faster kernel for
-/// them).
+/// them). Dense runs an AGNN call with an X_dst of its own through Online as well (its cosine
+/// divides by the staged rows' norms).
 /// D up to 256, or up to 512 when a multiple of 4 (a call with D > 256 needs 16-byte aligned
 /// tensors, and throws Error otherwise).
 /// `dtype`: the element type of its calls' tensors (op.hpp). bf16 and f16 run the Online
@@ -258,6 +259,10 @@ void attention(cudaStream_t stream, const Plan& plan, const GT& model, const flo
 /// beta has `beta_count` entries on the device, 1 (shared) or H.
 void attention(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X,
                const float* beta, int beta_count, float* out, const Options& options = {});
+/// With the destinations' own X_dst [N,H,D] (a bipartite graph's, or other features of a square
+/// graph's rows): score beta[h] * cos(X_dst[v,h], X[u,h]), values X [NS,H,D].
+void attention(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X,
+               const float* beta, int beta_count, const float* X_dst, float* out, const Options& options = {});
 void attention(cudaStream_t stream, const Plan& plan, const GAT& model, const float* el,
                const float* er, const float* V, float* out, const Options& options = {});
 void attention(cudaStream_t stream, const Plan& plan, const GATv2& model, const float* XL,
@@ -278,6 +283,12 @@ void attention_backward(cudaStream_t stream, const Plan& plan, const GT& model, 
 void attention_backward(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X,
                         const float* beta, int beta_count, const float* out, const float* logsumexp,
                         const float* dOut, float* dX, float* dbeta, const Options& options = {});
+/// With X_dst: dX [NS,H,D] gets the values' and the source-side cosine terms, dX_dst [N,H,D] the
+/// destination-side ones.
+void attention_backward(cudaStream_t stream, const Plan& plan, const AGNN& model, const float* X,
+                        const float* beta, int beta_count, const float* X_dst, const float* out,
+                        const float* logsumexp, const float* dOut, float* dX, float* dbeta, float* dX_dst,
+                        const Options& options = {});
 void attention_backward(cudaStream_t stream, const Plan& plan, const GAT& model, const float* el,
                         const float* er, const float* V, const float* out, const float* logsumexp,
                         const float* dOut, float* del, float* der, float* dV, const Options& options = {});

@@ -1,8 +1,9 @@
 // Real model inputs on the CUDA-native kernels: bipartite graphs (NS sources, N destinations,
-// NS != N) and edge features (PyG's edge_dim): GT, GAT and GATv2 forward, attention weights and
-// backward through every strategy that runs them against the float64 reference (the weights on
-// a square graph too); Staged, Dense and AGNN refuse bipartite graphs, the strategies other than
-// Online edge features. Needs a CUDA device; skips otherwise.
+// NS != N; AGNN with its X_dst, also on square graphs) and edge features (PyG's edge_dim: GT,
+// GAT and GATv2): forward, attention weights and backward through every strategy that runs them
+// against the float64 reference (the weights on a square graph too); Staged and Dense refuse
+// bipartite graphs, the strategies other than Online edge features. Needs a CUDA device; skips
+// otherwise.
 
 #include "../expect_error.hpp"
 #include "../gradient_check.hpp"
@@ -71,7 +72,7 @@ const std::vector<test::NamedGraph>& graphs() {
   return gs;
 }
 
-// The float64 reference: out, then the gradients in model_args order.
+// The float64 reference: out, then the gradients in model_args order (AGNN's beta one per head).
 std::vector<std::vector<double>> reference(ScoreKind kind, const HostGraph& g, int H, int D,
                                            const std::vector<std::vector<float>>& in, const std::vector<float>& dout,
                                            ReferenceOptions& o, std::vector<double>& weights) {
@@ -79,7 +80,11 @@ std::vector<std::vector<double>> reference(ScoreKind kind, const HostGraph& g, i
   return visit_model(kind, [&](auto model) -> std::vector<std::vector<double>> {
     using Model = decltype(model);
     if constexpr (Model::kind == ScoreKind::AGNN) {
-      return {};
+      const auto out = reference_attention(g, H, D, model, in[0].data(), in[1].data(), H, in[2].data(), o);
+      o.weights = nullptr;
+      const auto r = reference_attention_backward(g, H, D, model, in[0].data(), in[1].data(), H, in[2].data(),
+                                                  dout.data(), o);
+      return {out, r.dX, r.dbeta, r.dX_dst};
     } else {
       const auto out = reference_attention(g, H, D, model, in[0].data(), in[1].data(), in[2].data(), o);
       o.weights = nullptr;
@@ -110,7 +115,8 @@ void expect_matches(ScoreKind kind, Strategy strategy, int H, int D, const test:
   std::vector<const void*> inputs;
   std::vector<void*> outputs;
   for (int i = 0; i < m.count; ++i) {
-    auto x = test::random_values(TensorRef::shaped(nullptr, op, m.inputs[i].extent).entries(), seed * 10 + unsigned(i));
+    const TensorRef shape = TensorRef::shaped(nullptr, op, m.inputs[i].extent, std::size_t(H));
+    auto x = test::random_values(shape.entries(), seed * 10 + unsigned(i));
     if (m.inputs[i].extent == Extent::HeadFeatures)
       for (float& v : x) v /= std::sqrt(float(D));
     in.push_back(std::make_unique<Buf>(x));
@@ -135,15 +141,17 @@ void expect_matches(ScoreKind kind, Strategy strategy, int H, int D, const test:
   ro.edge_features = edges ? e.data() : nullptr;
   ro.edge_heads = columns.heads, ro.edge_width = columns.width;
   const float param = visit_model(kind, [](auto model) { return model.param(); });
-  const auto forward = [&] { cuda::detail::attention(nullptr, plan, kind, param, DType::F32, inputs.data(), 0, out.p, o); };
+  const auto forward = [&] {
+    cuda::detail::attention(nullptr, plan, kind, param, DType::F32, inputs.data(), std::size_t(H), out.p, o);
+  };
   // An empty edge tensor (no edges) is no edge features: every strategy runs such a call.
   if (edges && g.num_edges() > 0 && plan.strategy() != Strategy::Online && strategy != Strategy::Auto) {
     test::expect_error(forward, {"cuda::attention: the", "strategy takes no edge features; Online does"});
     return;
   }
   forward();
-  cuda::detail::attention_backward(nullptr, plan, kind, param, DType::F32, inputs.data(), 0, out.p, lse.p, dy.p,
-                                   outputs.data(), o);
+  cuda::detail::attention_backward(nullptr, plan, kind, param, DType::F32, inputs.data(), std::size_t(H), out.p, lse.p,
+                                   dy.p, outputs.data(), o);
   ok(cudaDeviceSynchronize());
   std::vector<double> ref_weights;
   const auto ref = reference(kind, g, H, D, host, dout, ro, ref_weights);
@@ -183,7 +191,7 @@ std::string name_of(const ::testing::TestParamInfo<Param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllShapes, BipartiteCuda,
-    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+    ::testing::Combine(::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                        ::testing::Values(Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused,
                                          Strategy::Online),
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
@@ -227,6 +235,35 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
                        ::testing::Range(0, int(edge_graphs().size())), ::testing::Bool()),
     name_of<edge_graphs>);
+
+// AGNN with its own X_dst on the square graphs (Auto's Dense runs it Online on the batch) and
+// the bipartite ones.
+class AgnnDestinationsCuda : public ::testing::TestWithParam<Param> {};
+
+TEST_P(AgnnDestinationsCuda, MatchesFloat64Reference) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const auto [kind, strategy, hd, index, options] = GetParam();
+  expect_matches(kind, strategy, hd.first, hd.second, edge_graphs()[std::size_t(index)], unsigned(index) + 80,
+                 options, false);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllShapes, AgnnDestinationsCuda,
+    ::testing::Combine(::testing::Values(ScoreKind::AGNN),
+                       ::testing::Values(Strategy::Auto, Strategy::SMMF, Strategy::PMF, Strategy::Unfused,
+                                         Strategy::Online),
+                       ::testing::Values(std::pair{1, 128}, std::pair{4, 32}, std::pair{2, 64}, std::pair{3, 7}),
+                       ::testing::Range(0, int(edge_graphs().size())), ::testing::Bool()),
+    name_of<edge_graphs>);
+
+// The batched strategies on a batch, explicit: Staged reads X_dst at its rows, Dense runs the
+// call Online (its cosine divides by the staged rows' norms).
+TEST(AgnnDestinationsCudaBatched, StagedAndDense) {
+  if (no_device()) GTEST_SKIP() << "no CUDA device";
+  const test::NamedGraph pattern{"pattern", gen::sbm_batch(gen::SbmKind::Pattern, 16)};
+  for (const Strategy s : {Strategy::Staged, Strategy::Dense})
+    for (const bool options : {false, true}) expect_matches(ScoreKind::AGNN, s, 2, 64, pattern, 90, options, false);
+}
 
 // GT's edge columns (types.hpp) [E, heads, F]: one row for every head (dE summed by
 // shared_edge_grad) or one per head; F in whole 16-byte chunks (vector tiles) or not (scalar).
@@ -313,14 +350,20 @@ TEST(PlanMemory, HoldsOnlyWhatItsPassesRead) {
       ASSERT_EQ(b.weights[e * H + h], a.weights[std::size_t(shuffled.edge_id[e]) * H + h]) << e;
 }
 
-TEST(BipartiteCudaErrors, BatchedStrategiesAndAgnnRefuse) {
+TEST(BipartiteCudaErrors, BatchedStrategiesAndAgnnWithoutXDst) {
   if (no_device()) GTEST_SKIP() << "no CUDA device";
   const HostGraph g = graph_from_edges(4, 3, {0, 3, 1}, {1, 2, 2});
   test::expect_error([&] { (void)cuda::Plan(g, ScoreKind::GT, 1, 32, Strategy::Staged); },
                      {"cuda::Plan: Staged needs a batch of square graphs"});
   test::expect_error([&] { (void)cuda::Plan(g, ScoreKind::GT, 1, 32, Strategy::Dense); },
                      {"cuda::Plan: Dense needs a batch of square graphs, not a bipartite graph"});
-  test::expect_error([&] { (void)cuda::Plan(g, ScoreKind::AGNN, 1, 32); }, {"cuda::Plan: AGNN", "square graph"});
+  const cuda::Plan agnn(g, ScoreKind::AGNN, 1, 32);
+  Buf x(4 * 32), y(3 * 32), beta(1), out(3 * 32);
+  test::expect_error([&] { cuda::attention(nullptr, agnn, AGNN{}, x.p, beta.p, 1, out.p); },
+                     {"cuda::attention: X_dst is missing: X stands in for it on a square graph only; pass X_dst "
+                      "[N,H,D] = [3,1,32]"});
+  cuda::attention(nullptr, agnn, AGNN{}, x.p, beta.p, 1, y.p, out.p);
+  ok(cudaDeviceSynchronize());
   // Auto never picks them: a tiny dense bipartite "batch" runs a general strategy.
   const cuda::Plan plan(g, ScoreKind::GT, 1, 32);
   EXPECT_NE(plan.strategy(), Strategy::Dense);
