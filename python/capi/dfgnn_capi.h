@@ -126,10 +126,13 @@ DFGNN_CAPI const char* dfgnn_plan_strategy(const dfgnn_plan* plan);
 
 /** One forward or backward call of the plan's model (the kind it was made for):
  *   GT     inputs Q, K, V [N,H,D]          param: scale (0: 1/sqrt(D))   score scale <Q_v, K_u>
- *   AGNN   inputs X [N,H,D], beta [count]                                 score beta_h cos(X_v, X_u)
+ *   AGNN   inputs X [N,H,D], beta [count], X_dst [N,H,D]                 score beta_h cos(X_dst_v, X_u)
  *   GAT    inputs el, er [N,H], V [N,H,D]  param: negative slope         score LeakyReLU(el_u + er_v)
  *   GATv2  inputs XL, XR [N,H,D], a [H,D]  param: negative slope  score sum_d a_hd LeakyReLU(XL_u,d + XR_v,d)
- * with values V (GT, GAT), X (AGNN) or XL (GATv2); inputs past the model's count are ignored. */
+ * with values V (GT, GAT), X (AGNN) or XL (GATv2); inputs past the model's count are ignored. On a
+ * bipartite graph the source-side inputs (K, V; X; el, V; XL) have NS rows. AGNN's X_dst is
+ * optional: null, X stands in for it (a square graph only; a bipartite one needs it), and dX
+ * (grads[0]) gets both ends' gradient terms, grads[2] null; given, grads[2] gets dX_dst. */
 typedef struct dfgnn_call {
   float param;
   const void* inputs[3];
@@ -141,7 +144,7 @@ typedef struct dfgnn_call {
   void* out;                 /**< forward: written; backward: the forward's */
   float* logsumexp;          /**< forward: written, or null (inference); backward: the forward's */
   const void* dout;          /**< backward: dLoss/dout */
-  void* grads[3];            /**< backward: written, the gradient of each input */
+  void* grads[3];            /**< backward: written, the gradient of each input given */
   void* attention_weights;   /**< forward: written when set, [E, H] in the caller's edge order (probability
                                 times dropout factor); needs logsumexp */
   const void* edge_features; /**< the model's edge argument in the caller's edge order (GT, GATv2: E [E, H, D];

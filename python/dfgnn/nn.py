@@ -5,10 +5,10 @@ PyG layer's state_dict loads into ours and gives the same outputs and gradients;
 (scores, softmax, aggregation) runs in dfgnn's fused kernels instead of PyG's message passing.
 `edge_index` is a [2, E] tensor or a torch.sparse adj_t as PyG takes it (rows destinations; its
 Graph is built on first use and cached for that tensor), a prebuilt dfgnn.Graph, or a
-dfgnn.distributed.DistributedGraph (x: this rank's rows; not AGNNConv). Bipartite inputs work as
-in PyG: tuple in_channels, x = (x_src, x_dst) (the graph's sources and destinations; `size`
-checks them; GATConv also x = (x_src, None)), and lazy in_channels (-1), so the layers run in
-HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its MessagePassing
+dfgnn.distributed.DistributedGraph (x: this rank's rows). Bipartite inputs work as in PyG: tuple
+in_channels, x = (x_src, x_dst) (the graph's sources and destinations; `size` checks them;
+GATConv also x = (x_src, None); AGNNConv, whose PyG form takes one x, as the others), and lazy
+in_channels (-1), so the layers run in HeteroConv and torch_geometric.nn.to_hetero. Where PyG is installed they are its MessagePassing
 modules, which to_hetero looks for, and while a message-passing hook is registered or explain
 mode is on (PyG's explainers) they run PyG's forward, whose messages those observe.
 return_attention_weights returns (out, (edge_index, alpha)) where PyG does (TransformerConv:
@@ -431,8 +431,9 @@ class TransformerConv(_Conv):
 
 class AGNNConv(_Conv):
     """PyG's AGNNConv: x'_i = sum_j softmax_j(beta cos(x_i, x_j)) x_j, over the in-neighbours j
-    and (add_self_loops) i itself; beta is learned when requires_grad, else fixed at 1. One x
-    for both ends of an edge: no bipartite form (as in PyG)."""
+    and (add_self_loops) i itself; beta is learned when requires_grad, else fixed at 1. Bipartite
+    as the other layers: x = (x_src, x_dst) scores cos(x_dst_i, x_src_j) and aggregates x_src_j
+    (PyG's AGNNConv takes one x, the square form)."""
 
     def __init__(self, requires_grad=True, add_self_loops=True, **kwargs):
         super().__init__()
@@ -452,11 +453,16 @@ class AGNNConv(_Conv):
 
     def forward(self, x, edge_index):
         if self._message_passing():
+            if isinstance(x, (tuple, list)):
+                raise TypeError("AGNNConv: explain mode and message-passing hooks run PyG's AGNNConv, which takes "
+                                "one x, not a pair (x_src, x_dst)")
             return self._pyg_forward(x, edge_index)
-        if not isinstance(x, Tensor):
-            raise TypeError(f"AGNNConv: x must be a [N, F] tensor (AGNN has no bipartite form), got {type(x).__name__}")
-        graph, x, _, _ = _inputs("AGNNConv", x, edge_index, self.add_self_loops)
-        return agnn_attention(graph, x.unsqueeze(1), self.beta).squeeze(1)
+        graph, x_src, x_dst, _ = _inputs("AGNNConv", x, edge_index, self.add_self_loops)
+        if x_src.size(1) != x_dst.size(1):
+            raise ValueError(f"AGNNConv: x_src and x_dst must have the same features, got {x_src.size(1)} and "
+                             f"{x_dst.size(1)}")
+        return agnn_attention(graph, x_src.unsqueeze(1), self.beta,
+                              x_dst=None if x_dst is x_src else x_dst.unsqueeze(1)).squeeze(1)
 
     def __repr__(self):
         return f"{self.__class__.__name__}()"

@@ -49,10 +49,12 @@ def gt(edge_index, q, k, v, scale, edges=None, **kw):
     return attention(edge_index, q.size(0), scale * (q[dst] * key).sum(-1), v, messages=edges, **kw)
 
 
-def agnn(edge_index, x, beta, **kw):
+def agnn(edge_index, x, beta, x_dst=None, **kw):
+    """Score beta cos(x_dst[v], x[u]) (x_dst None: x's), values x."""
     src, dst = edge_index
-    n = x / x.norm(dim=-1, keepdim=True)
-    return attention(edge_index, x.size(0), beta * (n[dst] * n[src]).sum(-1), x, **kw)
+    y = x if x_dst is None else x_dst
+    n, m = x / x.norm(dim=-1, keepdim=True), y / y.norm(dim=-1, keepdim=True)
+    return attention(edge_index, y.size(0), beta * (m[dst] * n[src]).sum(-1), x, **kw)
 
 
 def gat(edge_index, el, er, v, slope, edges=None, **kw):

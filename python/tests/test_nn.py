@@ -237,6 +237,50 @@ def test_gat_without_x_dst(args, kwargs, size, device):
             assert_close(p.grad, theirs_params[key].grad, 1e-4, f"d{key}")
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("add_self_loops", [True, False])
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_agnn_pair_against_reference(requires_grad, add_self_loops, device):
+    """AGNNConv on x = (x_src, x_dst), as the other layers take pairs (PyG's AGNNConv takes one
+    x): score beta cos(x_dst_i, x_src_j), values x_src_j, over a bipartite graph with PyG's self
+    loops (the first min(NS, ND) ids), against the float64 reference: out, dx_src, dx_dst, dbeta.
+    On a square graph a pair of one tensor is that tensor."""
+    conv = dfgnn.nn.AGNNConv(requires_grad=requires_grad, add_self_loops=add_self_loops).to(device)
+    with torch.no_grad():
+        conv.beta.fill_(1.7)
+    edge_index = ref.random_bipartite(NS, ND, 60, 4, hub_edges=40)
+    if add_self_loops:
+        kept = edge_index[:, edge_index[0] != edge_index[1]]
+        edge_index_loops = torch.cat([kept, torch.arange(min(NS, ND)).expand(2, -1)], dim=1)
+    else:
+        edge_index_loops = edge_index
+    gen = torch.Generator().manual_seed(5)
+    x = (torch.randn(NS, FS, generator=gen), torch.randn(ND, FS, generator=gen))
+    x_theirs = [t.double().requires_grad_() for t in x]
+    x_ours = [t.to(device).requires_grad_() for t in x]
+    beta = torch.tensor([1.7], dtype=torch.float64, requires_grad=True)
+    out = conv(tuple(x_ours), edge_index.to(device))
+    expected = ref.agnn(edge_index_loops, x_theirs[0].unsqueeze(1), beta, x_dst=x_theirs[1].unsqueeze(1)).squeeze(1)
+    assert_close(out, expected, 1e-5, "out")
+    grad = torch.randn(expected.shape, generator=gen, dtype=torch.float64)
+    out.backward(grad.float().to(device))
+    expected.backward(grad)
+    for name, a, b in zip(("dx_src", "dx_dst"), x_ours, x_theirs):
+        assert_close(a.grad, b.grad, 2e-5, name)
+    if requires_grad:
+        assert_close(conv.beta.grad, beta.grad, 1e-4, "dbeta")
+    square = torch.randn(N, FS, device=device)
+    graph = ref.random_graph(N, 70, 3).to(device)
+    assert torch.equal(conv((square, square), graph), conv(square, graph))
+    with pytest.raises(ValueError, match="AGNNConv: x_src and x_dst must have the same features, got 9 and 7"):
+        conv((x_ours[0], torch.randn(ND, FD, device=device)), edge_index.to(device))
+    handle = conv.register_message_forward_hook(lambda m, inputs, out: out)  # PyG's forward, one x
+    with pytest.raises(TypeError, match="AGNNConv: explain mode and message-passing hooks run PyG's AGNNConv, "
+                                        "which takes one x, not a pair"):
+        conv(tuple(x_ours), edge_index.to(device))
+    handle.remove()
+
+
 @pytest.mark.parametrize("name", ["TransformerConv", "GATConv", "GATv2Conv"])
 def test_lazy_in_channels(name):
     """in_channels = -1: shaped and initialised on the first call as PyG's lazy Linear is (same

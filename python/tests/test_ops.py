@@ -18,8 +18,10 @@ VARIANTS = ["plain", "edge_values", "edge_values_per_head", "dropout"]
 SEED = 1234567
 
 
-def inputs(model, n, h, d, gen, ns=None):
-    """The model's inputs: source-side ones with ns rows (default n), destination-side ones n."""
+def inputs(model, n, h, d, gen, ns=None, x_dst=False):
+    """The model's inputs: source-side ones with ns rows (default n), destination-side ones n;
+    AGNN's x_dst where x cannot stand in for it (ns != n) or with `x_dst`."""
+    x_dst = x_dst or (ns is not None and ns != n)
     ns = n if ns is None else ns
 
     def rand(*shape):
@@ -27,7 +29,7 @@ def inputs(model, n, h, d, gen, ns=None):
     if model == "gt":
         return {"q": rand(n, h, d), "k": rand(ns, h, d), "v": rand(ns, h, d)}
     if model == "agnn":
-        return {"x": rand(n, h, d), "beta": rand(h)}
+        return {"x": rand(ns, h, d), "beta": rand(h), **({"x_dst": rand(n, h, d)} if x_dst else {})}
     if model == "gat":
         return {"el": rand(ns, h), "er": rand(n, h), "v": rand(ns, h, d)}
     return {"xl": rand(ns, h, d), "xr": rand(n, h, d), "a": rand(h, d)}
@@ -42,7 +44,7 @@ def run_ours(model, graph, t, **kw):
     if model == "gt":
         return dfgnn.gt_attention(graph, t["q"], t["k"], t["v"], **kw)
     if model == "agnn":
-        return dfgnn.agnn_attention(graph, t["x"], t["beta"], **kw)
+        return dfgnn.agnn_attention(graph, t["x"], t["beta"], x_dst=t.get("x_dst"), **kw)
     if model == "gat":
         return dfgnn.gat_attention(graph, t["el"], t["er"], t["v"], negative_slope=0.2, **kw)
     return dfgnn.gatv2_attention(graph, t["xl"], t["xr"], t["a"], negative_slope=0.2, **kw)
@@ -52,20 +54,21 @@ def run_reference(model, edge_index, t, **kw):
     if model == "gt":
         return ref.gt(edge_index, t["q"], t["k"], t["v"], t["q"].size(-1) ** -0.5, **kw)
     if model == "agnn":
-        return ref.agnn(edge_index, t["x"], t["beta"], **kw)
+        return ref.agnn(edge_index, t["x"], t["beta"], x_dst=t.get("x_dst"), **kw)
     if model == "gat":
         return ref.gat(edge_index, t["el"], t["er"], t["v"], 0.2, **kw)
     return ref.gatv2(edge_index, t["xl"], t["xr"], t["a"], 0.2, **kw)
 
 
 def check(model, edge_index, num_nodes, heads, dim, device, variant, gen, beta_heads=None, out_tol=1e-5,
-          grad_tol=2e-5, src_nodes=None):
+          grad_tol=2e-5, src_nodes=None, x_dst=False):
     """Ours against the float64 reference on edge_index: a square graph of num_nodes nodes, or
-    with src_nodes a bipartite one (src_nodes sources, num_nodes destinations)."""
+    with src_nodes a bipartite one (src_nodes sources, num_nodes destinations); AGNN with its
+    x_dst on a bipartite graph or with `x_dst`."""
     size = None if src_nodes is None else (src_nodes, num_nodes)
     graph = dfgnn.Graph.from_edge_index(edge_index.to(device), None if size else num_nodes, size=size)
     E = edge_index.size(1)
-    master = inputs(model, num_nodes, heads, dim, gen, src_nodes)
+    master = inputs(model, num_nodes, heads, dim, gen, src_nodes, x_dst)
     if beta_heads is not None:
         master["beta"] = master["beta"][:beta_heads]
     ours = {k: v.float().to(device).requires_grad_() for k, v in master.items()}
@@ -160,8 +163,10 @@ BIPARTITE = {"more_sources": (30, 12, 80, 0), "fewer_sources": (6, 40, 90, 0), "
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("graph", BIPARTITE)
 @pytest.mark.parametrize("variant", ["plain", "edge_values_per_head", "dropout", "edge_features"])
-@pytest.mark.parametrize("model", ["gt", "gat", "gatv2"])
+@pytest.mark.parametrize("model", ["gt", "agnn", "gat", "gatv2"])
 def test_bipartite_against_reference(model, variant, graph, device):
+    if model == "agnn" and variant == "edge_features":
+        pytest.skip("AGNN has no edge argument")
     ns, n, e, hub = BIPARTITE[graph]
     gen = torch.Generator().manual_seed(zlib.crc32(f"{model} {graph} {variant} bipartite".encode()))
     tol = dict(out_tol=3e-5, grad_tol=3e-4) if hub else {}
@@ -204,8 +209,20 @@ def test_attention_weights(model, variant, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("graph,variant", CASES)
+def test_agnn_x_dst_against_reference(graph, variant, device):
+    """AGNN with x_dst of its own on a square graph: dx gets the values' and the source side's
+    terms, dx_dst the destination side's."""
+    n, e, hub = GRAPHS[graph]
+    gen = torch.Generator().manual_seed(zlib.crc32(f"agnn x_dst {graph} {variant}".encode()))
+    tol = dict(out_tol=3e-5, grad_tol=3e-4) if hub else {}
+    check("agnn", ref.random_graph(n, e, 7, hub), n, 3, 8, device, variant, gen, x_dst=True, **tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_bipartite_shapes_and_agnn(device):
-    """Each side's tensors against the graph's count of it; AGNN's one x cannot serve two sides."""
+    """Each side's tensors against the graph's count of it; AGNN's x cannot serve both sides of a
+    bipartite graph: x_dst, of the destinations' shape and x's type and device."""
     graph = dfgnn.Graph.from_edge_index(ref.random_bipartite(7, 4, 20, 1).to(device), size=(7, 4))
     assert (graph.num_src_nodes, graph.num_nodes, graph.bipartite) == (7, 4, True)
     q, k = torch.randn(4, 2, 8, device=device), torch.randn(7, 2, 8, device=device)
@@ -214,8 +231,17 @@ def test_bipartite_shapes_and_agnn(device):
         dfgnn.gt_attention(graph, q, q, k)
     with pytest.raises(ValueError, match="q has N = 7 but the graph has N = 4"):
         dfgnn.gt_attention(graph, k, k, k)
-    with pytest.raises(ValueError, match="AGNN.*square graph"):
-        dfgnn.agnn_attention(graph, q, torch.ones(1, device=device))
+    beta = torch.ones(1, device=device)
+    assert dfgnn.agnn_attention(graph, k, beta, x_dst=q).shape == (4, 2, 8)
+    with pytest.raises(ValueError, match=r"x_dst is missing: x stands in for it on a square graph only, and this "
+                                         r"graph has 7 sources and 4 destinations; pass x_dst \[N, H, D\] with N = 4"):
+        dfgnn.agnn_attention(graph, k, beta)
+    with pytest.raises(ValueError, match="x_dst has N = 7 but the graph has N = 4"):
+        dfgnn.agnn_attention(graph, k, beta, x_dst=k)
+    with pytest.raises(ValueError, match="x_dst has D = 4 but x has D = 8"):
+        dfgnn.agnn_attention(graph, k, beta, x_dst=q[..., :4].contiguous())
+    with pytest.raises(TypeError, match="x_dst is torch.float16, expected torch.float32 as x"):
+        dfgnn.agnn_attention(graph, k, beta, x_dst=q.half())
     with pytest.raises(ValueError, match="source 7 of edge 0 is outside \\[0, 7\\)"):
         dfgnn.Graph.from_edge_index(torch.tensor([[7], [0]]), size=(7, 4))
 
@@ -252,22 +278,23 @@ def test_dropout_seed_drawn_from_torch(device):
 
 def _op_args(model, graph, gen, edges=False):
     """The custom op of `model` and its arguments: inputs requiring grad, edge values none,
-    dropout with a seed; with `edges`, edge features (requiring grad) too."""
+    dropout with a seed; with `edges`, edge features (AGNN: x_dst) requiring grad too."""
     t = inputs(model, graph.num_nodes, 2, 4, gen)
     t = {k: v.float().requires_grad_() for k, v in t.items()}
     seed = torch.tensor([SEED])
     e = edge_features(model, graph.num_edges, 2, 4, gen).float().requires_grad_() if edges else None
     if model == "gt":
         return torch.ops.dfgnn.gt.default, (graph.id, t["q"], t["k"], t["v"], e, None, 0.5, 0.2, seed)
-    if model == "agnn":
-        return torch.ops.dfgnn.agnn.default, (graph.id, t["x"], t["beta"], None, 0.2, seed)
+    if model == "agnn":  # `edges`: x_dst of its own
+        x_dst = torch.randn(graph.num_nodes, 2, 4, generator=gen).requires_grad_() if edges else None
+        return torch.ops.dfgnn.agnn.default, (graph.id, t["x"], t["beta"], x_dst, None, 0.2, seed)
     if model == "gat":
         return torch.ops.dfgnn.gat.default, (graph.id, t["el"], t["er"], t["v"], e, None, 0.2, 0.2, seed)
     return torch.ops.dfgnn.gatv2.default, (graph.id, t["xl"], t["xr"], t["a"], e, None, 0.2, 0.2, seed)
 
 
 @pytest.mark.parametrize("model,edges", [("gt", False), ("agnn", False), ("gat", False), ("gatv2", False),
-                                         ("gt", True), ("gat", True), ("gatv2", True)])
+                                         ("gt", True), ("agnn", True), ("gat", True), ("gatv2", True)])
 def test_opcheck(model, edges):
     """torch.library.opcheck: schema, fake tensor and autograd registration, AOT dispatch, for
     the forward op (with and without the attention weights) and (through its output's gradient)
@@ -287,7 +314,7 @@ def _public(model, graph, args):
     """The public function's call equal to the custom op's arguments `args` (_op_args)."""
     kw = dict(dropout=args[-2], seed=int(args[-1]))
     if model == "agnn":
-        return dfgnn.agnn_attention(graph, *args[1:3], **kw)
+        return dfgnn.agnn_attention(graph, *args[1:3], x_dst=args[3], **kw)
     kw["edge_features"] = args[4]
     if model == "gt":
         return dfgnn.gt_attention(graph, *args[1:4], scale=args[6], **kw)
@@ -296,7 +323,7 @@ def _public(model, graph, args):
 
 
 @pytest.mark.parametrize("model,edges", [("gt", False), ("agnn", False), ("gat", False), ("gatv2", False),
-                                         ("gt", True), ("gat", True), ("gatv2", True)])
+                                         ("gt", True), ("agnn", True), ("gat", True), ("gatv2", True)])
 def test_eager_path_equals_custom_op(model, edges):
     """The public functions run the ops' native calls directly in eager mode (dfgnn._ops, with
     its own autograd node):
