@@ -3,10 +3,11 @@
 // every rank by a test main that defines `Transport` and `test_transport()` (this process's
 // transport) first: tests/mpi (MPI under mpirun, P = 1..4) and tests/nccl (NCCL, a process per
 // GPU). Each rank's forward and backward on its own rows equal its rows of one call on the
-// whole graph within 1e-6 normwise, gradients 5e-6 split and 1e-6 in one call (overlap = false;
-// GT, GAT, GATv2; edge values, edge features and dropout; partitions by edges and a scattered
-// one), bitwise equal on a second run and from a plan built from the rank's edges alone; bad
-// input on one rank throws the same Error on every rank.
+// whole graph within 1e-6 normwise, gradients 5e-6 split and 1e-6 in one call (overlap = false),
+// a head argument's summed over the ranks 1e-5 (every model, AGNN with X_dst left out and
+// given; edge values, edge features and dropout; partitions by edges and a scattered one),
+// bitwise equal on a second run and from a plan built from the rank's edges alone; bad input on
+// one rank throws the same Error on every rank.
 
 #include "expect_error.hpp"
 #include "model_call.hpp"
@@ -42,16 +43,14 @@ Outcome rank_call(const Distributed& plan, const ModelInputs& whole) {
   Op rows = op;
   rows.src_nodes = rows.dst_nodes;  // every node tensor holds this rank's rows
   ModelInputs mine;
-  for (int i = 0; i < m.count; ++i) {
+  for (std::size_t i = 0; i < whole.args.size(); ++i) {
     const Extent x = m.inputs[i].extent;
-    const Floats& t = whole.args[std::size_t(i)];
-    mine.args.push_back(x == Extent::HeadFeatures ? t : take_rows(t, s.rows, row_entries(x, op.heads, op.dim)));
+    const Floats& t = whole.args[i];
+    mine.args.push_back(head_argument(x) ? t : take_rows(t, s.rows, row_entries(x, op.heads, op.dim)));
   }
   mine.extras = whole.extras, mine.dropout = whole.dropout;  // the plan gives the dropout its counter
-  if (whole.extras) {
-    mine.w = take_rows(whole.w, s.edge_ids, 1);
-    mine.e = take_rows(whole.e, s.edge_ids, row_entries(m.edge.extent, op.heads, op.dim));
-  }
+  if (whole.extras) mine.w = take_rows(whole.w, s.edge_ids, 1);
+  if (test::passes_edges(m, whole)) mine.e = take_rows(whole.e, s.edge_ids, row_entries(m.edge.extent, op.heads, op.dim));
   mine.dout = take_rows(whole.dout, s.rows, row_entries(Extent::DstFeatures, op.heads, op.dim));
   return test::call(plan, rows, mine, std::size_t(s.num_rows()));
 }
@@ -87,56 +86,63 @@ TEST_P(DistributedAttention, EqualsOneProcess) {
   const ModelArgs& m = model_args(kind);
   const int H = 2, D = 5;
   for (const auto& [name, g] : test::test_graphs(3000))
-    for (const bool extras : {false, true}) {  // edge values, edge features and dropout
-      const ModelInputs in = test::random_inputs(kind, g, H, D, extras);
-      const Outcome one = test::run(kind, g, H, D, in);
-      for (const auto& [pname, owner] : partitions(g, world_size())) {
-        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values, features and dropout" : ""));
-        const Distributed plan(Exec(), test_transport(), g, owner, kind, H, D);
-        const RankGraph& s = plan.share();
-        // No ASSERT between collectives: a rank that left the test early would leave the others waiting.
-        // This rank's part of each of the whole call's tensors: its rows, its edges or all of it.
-        std::vector<std::vector<double>> parts;
-        for (std::size_t t = 0; t < one.tensors.size(); ++t) {
-          const Extent x = test::outcome_extent(m, t);
-          const std::size_t width = row_entries(x, H, D);
-          const Floats part = x == Extent::HeadFeatures ? one.tensors[t]
-                              : edge_rows(x)                ? take_rows(one.tensors[t], s.edge_ids, width)
-                                                            : take_rows(one.tensors[t], s.rows, width);
-          parts.emplace_back(part.begin(), part.end());
+    for (const bool extras : {false, true})  // edge values, edge features and dropout
+      for (const bool optional : {false, true}) {  // AGNN's X_dst left out, then given
+        if (optional && kind != ScoreKind::AGNN) continue;
+        const ModelInputs in = test::random_inputs(kind, g, H, D, extras, optional);
+        const Outcome one = test::run(kind, g, H, D, in);
+        for (const auto& [pname, owner] : partitions(g, world_size())) {
+          SCOPED_TRACE(name + " " + pname + (extras ? " with edge values, features and dropout" : "") +
+                       (optional ? " with the optional arguments" : ""));
+          const Distributed plan(Exec(), test_transport(), g, owner, kind, H, D);
+          const RankGraph& s = plan.share();
+          // No ASSERT between collectives: a rank that left the test early would leave the others waiting.
+          // This rank's part of each of the whole call's tensors: its rows, its edges or all of it.
+          std::vector<std::vector<double>> parts;
+          for (std::size_t t = 0; t < one.tensors.size(); ++t) {
+            const Extent x = test::outcome_extent(m, in, t);
+            const std::size_t width = row_entries(x, H, D);
+            const Floats part = head_argument(x) ? one.tensors[t]
+                                : edge_rows(x)                ? take_rows(one.tensors[t], s.edge_ids, width)
+                                                              : take_rows(one.tensors[t], s.rows, width);
+            parts.emplace_back(part.begin(), part.end());
+          }
+          // `bound(t)` on tensor t of this rank's outcome; a head argument's gradient (GATv2's da,
+          // AGNN's dbeta), a sum over every edge whose terms cancel, summed over the ranks in rank
+          // order, within 1e-5 (as tests/test_partition.cpp).
+          const auto expect_near = [&](const Outcome& got, const char* form, auto bound) {
+            EXPECT_EQ(got.tensors.size(), parts.size());
+            for (std::size_t t = 0; t < std::min(parts.size(), got.tensors.size()); ++t)
+              EXPECT_LE(max_relative_error(got.tensors[t].data(), parts[t]),
+                        head_argument(test::outcome_extent(m, in, t)) ? 1e-5 : bound(t))
+                  << form << ": " << (t == 0 ? "out" : "gradient " + std::to_string(t)) << " on rank " << world_rank();
+          };
+          const Outcome mine = rank_call(plan, in);
+          // Split: out within 1e-6; a gradient within 5e-6: its terms read the merged float32
+          // logsumexp, whose ulp at a super node's ~8 is 1e-6 (one process rounds a different
+          // value), and a rank sums a row's cancelling terms in parts (GAT's der; as
+          // tests/test_partition.cpp; docs/distributed.md).
+          expect_near(mine, "split", [](std::size_t t) { return t == 0 ? 1e-6 : 5e-6; });
+          // In one call a row's terms are summed in one walk as one process does: 1e-6.
+          const Distributed whole(Exec(), test_transport(), g, owner, kind, H, D, Strategy::Auto, false);
+          expect_near(rank_call(whole, in), "one call", [](std::size_t) { return 1e-6; });
+          const Outcome again = rank_call(plan, in);
+          for (std::size_t t = 0; t < mine.tensors.size(); ++t)
+            EXPECT_EQ(again.tensors[t], mine.tensors[t]) << "tensor " << t << " not reproduced bitwise";
+          // The same share built from this rank's edges alone (in the whole graph's CSR order),
+          // the same results bit for bit.
+          const Distributed from_edges = plan_from_edges(g, owner, kind, H, D);
+          EXPECT_EQ(from_edges.share().halo, s.halo);
+          EXPECT_EQ(from_edges.share().send_rows, s.send_rows);
+          const Outcome alone = rank_call(from_edges, in);
+          for (std::size_t t = 0; t < mine.tensors.size(); ++t)
+            EXPECT_EQ(alone.tensors[t], mine.tensors[t]) << "tensor " << t << " differs built from the edges";
         }
-        // `bound(t)` on tensor t of this rank's outcome.
-        const auto expect_near = [&](const Outcome& got, const char* form, auto bound) {
-          EXPECT_EQ(got.tensors.size(), parts.size());
-          for (std::size_t t = 0; t < std::min(parts.size(), got.tensors.size()); ++t)
-            EXPECT_LE(max_relative_error(got.tensors[t].data(), parts[t]), bound(t))
-                << form << ": " << (t == 0 ? "out" : "gradient " + std::to_string(t)) << " on rank " << world_rank();
-        };
-        const Outcome mine = rank_call(plan, in);
-        // Split: out within 1e-6; a gradient within 5e-6: its terms read the merged float32
-        // logsumexp, whose ulp at a super node's ~8 is 1e-6 (one process rounds a different
-        // value), and a rank sums a row's cancelling terms in parts (GAT's der, da; as
-        // tests/test_partition.cpp; docs/distributed.md).
-        expect_near(mine, "split", [](std::size_t t) { return t == 0 ? 1e-6 : 5e-6; });
-        // In one call a row's terms are summed in one walk as one process does: 1e-6 throughout.
-        const Distributed whole(Exec(), test_transport(), g, owner, kind, H, D, Strategy::Auto, false);
-        expect_near(rank_call(whole, in), "one call", [](std::size_t) { return 1e-6; });
-        const Outcome again = rank_call(plan, in);
-        for (std::size_t t = 0; t < mine.tensors.size(); ++t)
-          EXPECT_EQ(again.tensors[t], mine.tensors[t]) << "tensor " << t << " not reproduced bitwise";
-        // The same share built from this rank's edges alone (in the whole graph's CSR order),
-        // the same results bit for bit.
-        const Distributed from_edges = plan_from_edges(g, owner, kind, H, D);
-        EXPECT_EQ(from_edges.share().halo, s.halo);
-        EXPECT_EQ(from_edges.share().send_rows, s.send_rows);
-        const Outcome alone = rank_call(from_edges, in);
-        for (std::size_t t = 0; t < mine.tensors.size(); ++t)
-          EXPECT_EQ(alone.tensors[t], mine.tensors[t]) << "tensor " << t << " differs built from the edges";
       }
-    }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, DistributedAttention, ::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+INSTANTIATE_TEST_SUITE_P(Models, DistributedAttention,
+                         ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 TEST(DistributedErrors, EveryRankNamesTheProblem) {
@@ -156,7 +162,6 @@ TEST(DistributedErrors, EveryRankNamesTheProblem) {
   if (me == 0) owner[3] = P;
   test::expect_error([&] { plan(g, owner); }, {"distributed plan: rank 0: partition_from: node 3 has rank " +
                                                std::to_string(P) + ", outside [0, " + std::to_string(P) + ")"});
-  test::expect_error([&] { plan(g, {}, ScoreKind::AGNN); }, {"rank 0: AGNN has no distributed form"});
   if (P > 1) {
     // The last rank's graph has one node more; then its partition differs, its graph does not.
     const HostGraph bigger = test::random_graph(41, 200, 5);
@@ -210,7 +215,7 @@ TEST(DistributedErrors, EveryRankNamesTheProblem) {
 TEST(DistributedErrors, EveryGradientIsCheckedFirst) {
   const HostGraph g = test::random_graph(40, 200, 5);
   const int H = 2, D = 4;
-  for (const ScoreKind kind : {ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2})
+  for (const ScoreKind kind : {ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2})
     for (const bool overlap : {true, false}) {
       const Distributed plan(Exec(), test_transport(), g, {}, kind, H, D, Strategy::Auto, overlap);
       const ModelArgs& m = model_args(kind);
@@ -224,17 +229,20 @@ TEST(DistributedErrors, EveryGradientIsCheckedFirst) {
         t.data = buffers.back().data();
         return t;
       };
+      // The arguments (AGNN's X_dst too, with its gradient), then the edge argument.
+      const int count = m.count + (m.edge.name ? 1 : 0);
       Tensors inputs, grads;
-      for (int i = 0; i <= m.count; ++i) {  // the arguments, then the edge argument
-        const TensorRef shape = TensorRef::shaped(nullptr, rows, i < m.count ? m.inputs[i].extent : m.edge.extent);
+      for (int i = 0; i < count; ++i) {
+        const TensorRef shape =
+            TensorRef::shaped(nullptr, rows, i < m.count ? m.inputs[i].extent : m.edge.extent, std::size_t(H));
         inputs.refs[inputs.count++] = zeros(shape);
         grads.refs[grads.count++] = zeros(shape);
       }
       NodeOutput<Mem> out("out", n, H, D), dout("dout", n, H, D);
       NodeScalarsOutput<Mem> lse("lse", n, H);
-      for (int i = 0; i <= m.count; ++i) {
+      for (int i = 0; i < count; ++i) {
         const std::string name = i < m.count ? m.gradients[i] : m.edge_gradient;
-        const bool head = i < m.count && m.inputs[i].extent == Extent::HeadFeatures;
+        const bool head = i < m.count && head_argument(m.inputs[i].extent);
         TensorRef null = grads.refs[i], short_one = grads.refs[i], other = grads.refs[i];
         null.data = nullptr, short_one.extents[0] -= 1, other.dtype = DType::BF16;
         for (const TensorRef& wrong : {null, short_one, other}) {

@@ -2,7 +2,7 @@
 // against each rank's halo, and P = 1..4 ranks simulated in one process: each rank's forward and
 // backward as a bipartite call over [its rows | its halo] whose halo rows (and, backward, their
 // gradients) move as the plan says, equal to one call on the whole graph within 1e-6 normwise
-// (GT, GAT, GATv2; edge values, edge features and dropout too).
+// (every model, AGNN with X_dst left out and given; edge values, edge features and dropout too).
 
 #include "expect_error.hpp"
 #include "model_call.hpp"
@@ -220,9 +220,10 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
   std::vector<RankGraph> ranks;
   for (int r = 0; r < p.ranks; ++r) ranks.push_back(rank_graph(g, p, r));
   const std::size_t N = std::size_t(g.num_nodes), HD = std::size_t(H) * D;
+  const bool edges = test::passes_edges(m, inputs);
   Outcome whole{{Floats(N * HD)}};
-  for (int i = 0; i < m.count; ++i) whole.tensors.push_back(Floats(in[std::size_t(i)].size(), 0.f));
-  if (inputs.extras) whole.tensors.push_back(Floats(e.size()));
+  for (const Floats& x : in) whole.tensors.push_back(Floats(x.size(), 0.f));
+  if (edges) whole.tensors.push_back(Floats(e.size()));
   std::vector<Outcome> outcomes;
   for (const RankGraph& r : ranks) {
     // The halo rows as the plan moves them: from rank q's local rows send_rows, in order.
@@ -234,39 +235,43 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
     }
     std::vector<node_t> sources = r.rows;
     sources.insert(sources.end(), halo.begin(), halo.end());
+    // Each argument: all of a head argument, source-side rows of [rows | halo], the others' of
+    // the rows; one left out the rank's rows of its stand-in (a bipartite call takes it).
     std::vector<Floats> local;
     for (int i = 0; i < m.count; ++i) {
       const Extent x = m.inputs[i].extent;
       const std::size_t width = row_entries(x, H, D);
-      local.push_back(x == Extent::HeadFeatures ? in[std::size_t(i)]
-                      : source_rows(x)              ? take_rows(in[std::size_t(i)], sources, width)
-                                                    : take_rows(in[std::size_t(i)], r.rows, width));
+      const bool left_out = std::size_t(i) >= in.size();
+      if (left_out && m.inputs[i].stand_in < 0) break;
+      const Floats& t = in[std::size_t(left_out ? m.inputs[i].stand_in : i)];
+      local.push_back(head_argument(x) ? t : source_rows(x) ? take_rows(t, sources, width) : take_rows(t, r.rows, width));
     }
-    const std::vector<edge_t>& edges = r.edge_ids;  // caller's edge ids
-    const Floats lw = inputs.extras ? take_rows(w, edges, 1) : Floats();
-    const Floats le = inputs.extras ? take_rows(e, edges, row_entries(m.edge.extent, H, D)) : Floats();
+    const std::vector<edge_t>& ids = r.edge_ids;  // caller's edge ids
+    const Floats lw = inputs.extras ? take_rows(w, ids, 1) : Floats();
+    const Floats le = edges ? take_rows(e, ids, row_entries(m.edge.extent, H, D)) : Floats();
     // Dropout draws the whole graph's mask: its counter, each local edge's global id.
     outcomes.push_back(
-        run(kind, r.graph, H, D, {local, inputs.extras, lw, le, take_rows(dout, r.rows, HD), inputs.dropout, edges}));
+        run(kind, r.graph, H, D, {local, inputs.extras, lw, le, take_rows(dout, r.rows, HD), inputs.dropout, ids}));
     const Outcome& o = outcomes.back();
     for (std::size_t k = 0; k < r.rows.size(); ++k)
       std::copy_n(o.tensors[0].begin() + std::ptrdiff_t(k * HD), HD, whole.tensors[0].begin() + std::ptrdiff_t(r.rows[k] * HD));
-    if (inputs.extras) {  // each edge's gradient on its destination's rank alone
+    if (edges) {  // each edge's gradient on its destination's rank alone
       const std::size_t width = row_entries(m.edge.extent, H, D);
-      for (std::size_t k = 0; k < edges.size(); ++k)
+      for (std::size_t k = 0; k < ids.size(); ++k)
         std::copy_n(o.tensors.back().begin() + std::ptrdiff_t(k * width), width,
-                    whole.tensors.back().begin() + std::ptrdiff_t(std::size_t(edges[k]) * width));
+                    whole.tensors.back().begin() + std::ptrdiff_t(std::size_t(ids[k]) * width));
     }
   }
   // Gradients: destination-side rows from their rank; source-side rows own part first, then
-  // the halo rows' parts returned by each rank in rank order; a head vector summed in rank order.
-  for (int i = 0; i < m.count; ++i) {
+  // the halo rows' parts returned by each rank in rank order; a head argument summed in rank
+  // order; then a left-out argument's rows added to its stand-in's.
+  for (std::size_t i = 0; i < in.size(); ++i) {
     const Extent x = m.inputs[i].extent;
     const std::size_t width = row_entries(x, H, D);
-    Floats& total = whole.tensors[std::size_t(i) + 1];
+    Floats& total = whole.tensors[i + 1];
     for (const RankGraph& r : ranks) {
-      const Floats& grad = outcomes[std::size_t(r.rank)].tensors[std::size_t(i) + 1];
-      if (x == Extent::HeadFeatures) {
+      const Floats& grad = outcomes[std::size_t(r.rank)].tensors[i + 1];
+      if (head_argument(x)) {
         for (std::size_t k = 0; k < total.size(); ++k) total[k] += grad[k];
         continue;
       }
@@ -277,13 +282,22 @@ Outcome distributed(ScoreKind kind, const HostGraph& g, const Partition& p, int 
     for (const RankGraph& owner : ranks)
       for (int q = 0; q < p.ranks; ++q) {  // what rank q returns to `owner`, added in rank order
         const RankGraph& r = ranks[std::size_t(q)];
-        const Floats& grad = outcomes[std::size_t(q)].tensors[std::size_t(i) + 1];
+        const Floats& grad = outcomes[std::size_t(q)].tensors[i + 1];
         for (node_t k = r.recv_ptr[std::size_t(owner.rank)]; k < r.recv_ptr[std::size_t(owner.rank) + 1]; ++k) {
           const std::size_t slot = r.rows.size() + std::size_t(k);
           const node_t id = r.halo[std::size_t(k)];
           for (std::size_t c = 0; c < width; ++c) total[std::size_t(id) * width + c] += grad[slot * width + c];
         }
       }
+  }
+  for (std::size_t i = in.size(); i < std::size_t(m.count) && m.inputs[i].stand_in >= 0; ++i) {
+    const std::size_t width = row_entries(m.inputs[i].extent, H, D);
+    Floats& total = whole.tensors[std::size_t(m.inputs[i].stand_in) + 1];
+    for (const RankGraph& r : ranks) {
+      const Floats& grad = outcomes[std::size_t(r.rank)].tensors[i + 1];
+      for (std::size_t k = 0; k < r.rows.size(); ++k)
+        for (std::size_t c = 0; c < width; ++c) total[std::size_t(r.rows[k]) * width + c] += grad[k * width + c];
+    }
   }
   return whole;
 }
@@ -294,27 +308,32 @@ TEST_P(PartitionedAttention, EqualsOneProcess) {
   const ScoreKind kind = GetParam();
   const int H = 2, D = 5;
   for (const auto& [name, g] : test::test_graphs(3000))
-    for (const bool extras : {false, true}) {  // edge values, edge features and dropout
-      const ModelInputs in = test::random_inputs(kind, g, H, D, extras);
-      const Outcome one = run(kind, g, H, D, in);
-      for (const auto& [pname, p] : partitions(g)) {
-        SCOPED_TRACE(name + " " + pname + (extras ? " with edge values, features and dropout" : ""));
-        const Outcome many = distributed(kind, g, p, H, D, in);
-        ASSERT_EQ(many.tensors.size(), one.tensors.size());
-        // Within 1e-6 normwise (Auto may pick another strategy for a rank's rows than for the
-        // whole graph's, and the source-side sums add the halo's parts last); GATv2's da, a sum
-        // over all edges whose terms cancel, within 1e-5.
-        for (std::size_t t = 0; t < one.tensors.size(); ++t) {
-          std::vector<double> ref(one.tensors[t].begin(), one.tensors[t].end());
-          const bool parameter = test::outcome_extent(model_args(kind), t) == Extent::HeadFeatures;
-          EXPECT_LE(max_relative_error(many.tensors[t].data(), ref), parameter ? 1e-5 : 1e-6)
-              << (t == 0 ? "out" : "gradient " + std::to_string(t));
+    for (const bool extras : {false, true})  // edge values, edge features and dropout
+      for (const bool optional : {false, true}) {  // AGNN's X_dst left out, then given
+        if (optional && kind != ScoreKind::AGNN) continue;
+        const ModelInputs in = test::random_inputs(kind, g, H, D, extras, optional);
+        const Outcome one = run(kind, g, H, D, in);
+        for (const auto& [pname, p] : partitions(g)) {
+          SCOPED_TRACE(name + " " + pname + (extras ? " with edge values, features and dropout" : "") +
+                       (optional ? " with the optional arguments" : ""));
+          const Outcome many = distributed(kind, g, p, H, D, in);
+          ASSERT_EQ(many.tensors.size(), one.tensors.size());
+          // Within 1e-6 normwise (Auto may pick another strategy for a rank's rows than for the
+          // whole graph's, and the source-side sums add the halo's parts last); a head
+          // argument's (GATv2's da, AGNN's dbeta), a sum over all edges whose terms cancel,
+          // within 1e-5.
+          for (std::size_t t = 0; t < one.tensors.size(); ++t) {
+            std::vector<double> ref(one.tensors[t].begin(), one.tensors[t].end());
+            const bool parameter = head_argument(test::outcome_extent(model_args(kind), in, t));
+            EXPECT_LE(max_relative_error(many.tensors[t].data(), ref), parameter ? 1e-5 : 1e-6)
+                << (t == 0 ? "out" : "gradient " + std::to_string(t));
+          }
         }
       }
-    }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, PartitionedAttention, ::testing::Values(ScoreKind::GT, ScoreKind::GAT, ScoreKind::GATv2),
+INSTANTIATE_TEST_SUITE_P(Models, PartitionedAttention,
+                         ::testing::Values(ScoreKind::GT, ScoreKind::AGNN, ScoreKind::GAT, ScoreKind::GATv2),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace

@@ -37,6 +37,7 @@
 #include <dfgnn/partition.hpp>
 #include <dfgnn/detail/pending.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -85,7 +86,7 @@ class DistributedPlan {
   /// Collective. Every rank passes the whole graph `g` and the same partition vector `owner`
   /// (one rank in [0, ranks) per node; empty: partition_by_edges over the transport's ranks).
   /// Bad input on any rank (a partition vector of the wrong length or with a rank out of range,
-  /// an op the kernels refuse, AGNN) and ranks that disagree on the graph, the partition or the
+  /// an op the kernels refuse) and ranks that disagree on the graph, the partition or the
   /// op throw the same Error on every rank, naming the first rank that has the problem.
   DistributedPlan(const Exec& exec, Transport transport, const HostGraph& g, std::vector<int> owner, ScoreKind kind,
                   int heads, int dim, Strategy strategy = Strategy::Auto, bool overlap = true)
@@ -147,7 +148,7 @@ class DistributedPlan {
   /// The forward (attention below). Every call of the transport, begun and ended, comes in the
   /// same order on every rank.
   template <class Model>
-  void forward(const Exec& exec, const Model& model, const Tensors& inputs, const NodeOutput<memory_space>& out,
+  void forward(const Exec& exec, const Model& model, const Tensors& given, const NodeOutput<memory_space>& out,
                const Options<memory_space>& options) const {
     const char* who = "attention";
     const ModelArgs& args = Model::args;
@@ -156,6 +157,7 @@ class DistributedPlan {
     if (options.logsumexp.data()) rows_of(who, "logsumexp", detail::tensor_ref(options.logsumexp), H);
     const bool weights = options.attention_weights.data() != nullptr;
     if (weights) edge_rows_of(who, "attention weights", detail::tensor_ref(options.attention_weights), H);
+    const Tensors inputs = with_stand_ins(who, args, given);
     std::vector<Travelling> travelling;
     const Tensors halo_inputs = start_halo(who, exec, args, inputs, travelling);
     if (!overlap_) {  // all the rank's edges in one call, once the halo is in
@@ -185,19 +187,31 @@ class DistributedPlan {
   /// runs; the outer edges' backward (in one call, the call's) then gives the halo rows'
   /// gradients, which go back to their owners and are added in rank order there.
   template <class Model>
-  void backward(const Exec& exec, const Model& model, const Tensors& inputs, const NodeFeatures<memory_space>& out,
+  void backward(const Exec& exec, const Model& model, const Tensors& given, const NodeFeatures<memory_space>& out,
                 const NodeScalars<memory_space>& logsumexp, const NodeFeatures<memory_space>& dOut,
-                const Tensors& grads, const Options<memory_space>& options) const {
+                const Tensors& given_grads, const Options<memory_space>& options) const {
     const char* who = "attention_backward";
     const ModelArgs& args = Model::args;
+    const Tensors inputs = with_stand_ins(who, args, given);
+    // The gradient of an argument the call leaves out: a workspace of this rank's rows, added to
+    // its stand-in's gradient at the end.
+    Tensors grads = given_grads;
+    for (int i = 0; i < args.count; ++i) {
+      if (!left_out(args, given, i)) continue;
+      if (i < grads.count && grads.refs[i].given())
+        throw Error(std::string(who) + ": " + args.gradients[i] + " was passed without " + args.inputs[i].name);
+      grads.refs[i] = inputs.refs[i];
+      grads.refs[i].data = buffer(stood_in_[i], inputs.refs[i].entries()).data();
+      grads.count = std::max(grads.count, i + 1);
+    }
     // Every gradient of this rank's rows or edges, checked before any work as the forward checks
     // its outputs: in one call a source-side one is only written after the halo call, from its
     // workspace. (A head argument's goes to the calls as given, whose check it passes first.)
     Flat mine[3];
     for (int i = 0; i < args.count && i < grads.count; ++i) {
       const Extent x = args.inputs[i].extent;
-      mine[i] = x == Extent::HeadFeatures
-                    ? Flat(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), entries(x, false))
+      mine[i] = head_argument(x)
+                    ? Flat(static_cast<float*>(const_cast<void*>(grads.refs[i].data)), inputs.refs[i].entries())
                     : rows_of(who, args.gradients[i], grads.refs[i], row_width(x));
     }
     const Flat edge_grad = grads.count > args.count ? edge_rows_of(who, args.edge_gradient, grads.refs[args.count],
@@ -209,7 +223,8 @@ class DistributedPlan {
     for (int i = 0; i < args.count && i < grads.count; ++i) {
       const Extent x = args.inputs[i].extent;
       if (overlap_ || source_rows(x))
-        halo_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries(x, true)).data(), halo_call().op(), x);
+        halo_grads.refs[i] = TensorRef::shaped(buffer(part_grads_[i], entries(inputs.refs[i], x, true)).data(),
+                                               halo_call().op(), x, inputs.refs[i].entries());
     }
     std::vector<Travelling> travelling;
     const Tensors halo_inputs = start_halo(who, exec, args, inputs, travelling);
@@ -229,7 +244,7 @@ class DistributedPlan {
       const Extent x = args.inputs[i].extent;
       const Flat grad = mine[i];
       // The halo call's workspace (none in one call for a destination or head argument).
-      const Flat theirs(part_grads_[i].data(), overlap_ || source_rows(x) ? entries(x, true) : 0);
+      const Flat theirs(part_grads_[i].data(), overlap_ || source_rows(x) ? entries(inputs.refs[i], x, true) : 0);
       if (source_rows(x)) {  // its halo rows back to their owners; in one call its own rows first
         const std::size_t own = own_sources() * row_width(x);
         if (own)
@@ -241,7 +256,14 @@ class DistributedPlan {
         Kokkos::parallel_for(
             "dfgnn::add_outer", kokkos_impl::Range<Exec>(exec, 0, grad.size()),
             KOKKOS_LAMBDA(std::size_t e) { grad(e) += theirs(e); });
-      if (x == Extent::HeadFeatures) sum_over_ranks(exec, grads.refs[i]);
+      if (head_argument(x)) sum_over_ranks(exec, grads.refs[i]);
+    }
+    for (int i = 0; i < args.count; ++i) {  // a left-out argument's gradient on its stand-in's
+      if (!left_out(args, given, i)) continue;
+      const Flat to = mine[args.inputs[i].stand_in], from = mine[i];
+      Kokkos::parallel_for(
+          "dfgnn::add_stood_in", kokkos_impl::Range<Exec>(exec, 0, to.size()),
+          KOKKOS_LAMBDA(std::size_t k) { to(k) += from(k); });
     }
     if (grads.count > args.count) scatter_edge_grads(exec, args, edge_grad);
   }
@@ -286,13 +308,33 @@ class DistributedPlan {
   /// rows in one call.
   std::size_t own_sources() const { return overlap_ ? 0 : std::size_t(num_rows()); }
 
-  /// Entries of an argument of extent x (a head argument is one row) in this rank's rows or in
-  /// the halo call (`halo`: its source-side arguments hold own_sources() rows, then the halo).
-  std::size_t entries(Extent x, bool halo) const {
-    const std::size_t rows = x == Extent::HeadFeatures                  ? 1
-                             : halo && source_rows(x)                    ? own_sources() + share_.num_halo()
-                                                                         : std::size_t(num_rows());
+  /// Entries of argument t of extent x in this rank's rows or in the halo call (`halo`: its
+  /// source-side arguments hold own_sources() rows, then the halo); a head argument's all of t.
+  std::size_t entries(const TensorRef& t, Extent x, bool halo) const {
+    if (head_argument(x)) return t.entries();
+    const std::size_t rows = halo && source_rows(x) ? own_sources() + share_.num_halo() : std::size_t(num_rows());
     return rows * row_width(x);
+  }
+
+  /// Whether a call leaves out optional argument i of `inputs` (ArgSpec::stand_in).
+  static bool left_out(const ModelArgs& args, const Tensors& inputs, int i) {
+    return args.inputs[i].stand_in >= 0 && !(i < inputs.count && inputs.refs[i].given());
+  }
+
+  /// `inputs` with each optional argument they leave out given as this rank's rows of its
+  /// stand-in: a left-out X_dst is X at every row, while the local calls that read a halo are
+  /// bipartite, where no stand-in serves.
+  Tensors with_stand_ins(const char* who, const ModelArgs& args, const Tensors& inputs) const {
+    Tensors t = inputs;
+    for (int i = 0; i < args.count; ++i) {
+      if (!left_out(args, inputs, i)) continue;
+      const Extent x = args.inputs[i].extent;
+      const Flat rows = rows_of(who, args.inputs[args.inputs[i].stand_in].name, inputs.refs[args.inputs[i].stand_in],
+                                row_width(x));
+      t.refs[i] = TensorRef::shaped(rows.data(), halo_call().op(), x);
+      t.count = std::max(t.count, i + 1);
+    }
+    return t;
   }
 
   /// A caller's tensor of this rank's rows as a flat View: Error naming it unless it is a dense
@@ -355,7 +397,7 @@ class DistributedPlan {
       if (!source_rows(args.inputs[i].extent)) continue;
       const std::size_t width = row_width(args.inputs[i].extent), own = own_sources() * width;
       const Flat mine = rows_of(who, args.inputs[i].name, inputs.refs[i], width);
-      const Flat sources = buffer(halo_[i], entries(args.inputs[i].extent, true));
+      const Flat sources = buffer(halo_[i], entries(inputs.refs[i], args.inputs[i].extent, true));
       if (own) Kokkos::deep_copy(exec, Kokkos::subview(sources, std::pair<std::size_t, std::size_t>(0, own)), mine);
       const Flat halo(sources.data() + own, sources.size() - own);
       const Flat packed = buffer(packed_[i], share_.send_rows.size() * width);
@@ -511,9 +553,6 @@ class DistributedPlan {
              const Share& share) {
     std::string problem;
     try {
-      if (kind == ScoreKind::AGNN)
-        throw Error("AGNN has no distributed form: its one x is both sides of a rank's bipartite call, which the "
-                    "kernels refuse");
       digest[2] = share() ^ (std::uint64_t(kind) << 56) ^ (std::uint64_t(heads) << 32) ^ std::uint64_t(dim) ^
                   (std::uint64_t(overlap_) << 48);
       const auto set_part = [&](Part& part, const HostGraph& graph, const std::vector<edge_t>& edges) {
@@ -571,15 +610,16 @@ class DistributedPlan {
   Part parts_[2];  ///< the inner call's, the outer call's; in one call, its only one
   Kokkos::View<const node_t*, memory_space> send_rows_;
   /// Per model argument: its halo rows, the outer call's gradient, the rows an exchange packs or
-  /// receives (one per argument: their exchanges travel together); both calls' logsumexp, the
-  /// outer call's output, the merged logsumexp of an inference call.
-  mutable Owned halo_[3], part_grads_[3], packed_[3], lse_parts_, outer_out_, lse_;
+  /// receives (one per argument: their exchanges travel together), the gradient of a left-out
+  /// one; both calls' logsumexp, the outer call's output, the merged logsumexp of an inference call.
+  mutable Owned halo_[3], part_grads_[3], packed_[3], stood_in_[3], lse_parts_, outer_out_, lse_;
 };
 
 /// Forward on a distributed plan: every tensor holds this rank's rows (source-side ones too:
-/// the call exchanges the halo), the edge tensors (Options' edge values and attention weights,
-/// the edge argument) its share's edges in `share().edge_ids` order. Dropout draws its part of
-/// one call's mask on the whole graph (the plan gives it each edge's global id).
+/// the call exchanges the halo; AGNN's X is both its sources' and, left out, its X_dst), the
+/// edge tensors (Options' edge values and attention weights, the edge argument) its share's
+/// edges in `share().edge_ids` order. Dropout draws its part of one call's mask on the whole
+/// graph (the plan gives it each edge's global id).
 template <class Exec, class Transport, class Model>
 void attention(const Exec& exec, const DistributedPlan<Exec, Transport>& plan, const Model& model,
                const Tensors& inputs, const NodeOutput<typename Exec::memory_space>& out,
@@ -589,9 +629,9 @@ void attention(const Exec& exec, const DistributedPlan<Exec, Transport>& plan, c
 
 /// Backward on a distributed plan, with the forward's inputs, options, out and logsumexp (this
 /// rank's rows): writes this rank's rows of every gradient, its source-side ones with the
-/// peers' contributions added, and the whole sum of a head argument's gradient (GATv2's da) on
-/// every rank. The halo is exchanged again (another call may have used the plan's workspaces
-/// since the forward).
+/// peers' contributions added (AGNN's dX, X_dst left out, also its rows' X_dst terms), and the
+/// whole sum of a head argument's gradient (GATv2's da, AGNN's dbeta) on every rank. The halo is
+/// exchanged again (another call may have used the plan's workspaces since the forward).
 template <class Exec, class Transport, class Model>
 void attention_backward(const Exec& exec, const DistributedPlan<Exec, Transport>& plan, const Model& model,
                         const Tensors& inputs, const NodeFeatures<typename Exec::memory_space>& out,

@@ -74,6 +74,9 @@ enum class Extent {
 constexpr bool source_rows(Extent x) { return x == Extent::SrcFeatures || x == Extent::SrcScalars; }
 /// Whether it has a row per edge.
 constexpr bool edge_rows(Extent x) { return x == Extent::EdgeFeatures || x == Extent::EdgeScalars; }
+/// Whether it is a parameter of the whole graph, per head (GATv2's a, AGNN's beta): no rows;
+/// each rank of a distributed call holds all of it.
+constexpr bool head_argument(Extent x) { return x == Extent::HeadFeatures || x == Extent::HeadVector; }
 /// Entries per row (node or edge) of a tensor of extent x with `heads` heads of `dim` features:
 /// heads for scalars, heads * dim for features ([H, D] as one row; not for a HeadVector).
 constexpr std::size_t row_entries(Extent x, std::size_t heads, std::size_t dim) {

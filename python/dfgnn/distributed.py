@@ -1,7 +1,7 @@
 """Attention over several ranks on torch.distributed (docs/distributed.md): the destination rows
 of a square graph split over the ranks of a process group (gloo on CPU, NCCL on GPUs). A rank
-holds its rows' inputs. The halo rows of the source-side inputs (GT k and v, GAT el and v,
-GATv2 xl) arrive in one group of sends and receives while the rank runs the ops on its edges
+holds its rows' inputs. The halo rows of the source-side inputs (GT k and v, AGNN x, GAT el and
+v, GATv2 xl) arrive in one group of sends and receives while the rank runs the ops on its edges
 from its own rows; then it runs them on its edges from the halo and merges the two softmaxes by
 their logsumexps. In the backward the halo rows' gradients go back to their owners while the rank
 works on its own rows' edges, and the owners add them in rank order: results equal one
@@ -14,10 +14,10 @@ process's (within float32 rounding), bitwise the same from run to run for a give
 
 The layers of dfgnn.nn take a DistributedGraph in place of edge_index, and x this rank's rows
 [rows, F]: the halo rows of x arrive the same way and the layer runs as a bipartite call (x_src =
-[rows | halo], x_dst = rows), self loops and edge_attr (this rank's edges) included; AGNNConv,
-whose x is both sides, does not. Replicated parameters (GATv2's a, the layers' weights) get this
-rank's share of their gradient: sum them over the ranks (DistributedDataParallel averages them,
-so scale the loss by the world size there).
+[rows | halo], x_dst = rows), self loops and edge_attr (this rank's edges) included. Replicated
+parameters (GATv2's a, AGNN's beta, the layers' weights) get this rank's share of their
+gradient: sum them over the ranks (DistributedDataParallel averages them, so scale the loss by
+the world size there).
 """
 
 import hashlib
@@ -30,7 +30,7 @@ from . import _lib, ops
 from ._lib import ops as _ops
 from .graph import Graph
 
-__all__ = ["DistributedGraph", "gt_attention", "gat_attention", "gatv2_attention"]
+__all__ = ["DistributedGraph", "gt_attention", "agnn_attention", "gat_attention", "gatv2_attention"]
 
 
 class DistributedGraph:
@@ -334,8 +334,8 @@ class _Split(torch.autograd.Function):
                 _wait(works)
             w = a.new_empty((g.num_edges, dims[0])) if weights else None
             plan = ops._native(g, a, spec.kind, dims, dtype)
-            results.append(_ops.forward(plan, tensors, scalar, 0, _rows(edge_values, index), dropout, seed, True,
-                                        _rows(e, index), w))
+            results.append(_ops.forward(plan, tensors, scalar, spec.count(own), _rows(edge_values, index), dropout,
+                                        seed, True, _rows(e, index), w))
             probabilities.append(w)
         out, lse, factors = _merge(graph, *results)
         ctx.graph, ctx.spec, ctx.sources, ctx.args = graph, spec, sources, (scalar, dropout, seed, dims, dtype)
@@ -358,8 +358,8 @@ class _Split(torch.autograd.Function):
         grads = []
         for g, tensors, index in reversed(_calls(graph, (a, b, c), sources, ctx.halo, indices)):
             plan = ops._native(g, a, spec.kind, dims, dtype)
-            grads.append(list(_ops.backward(plan, tensors, scalar, 0, _rows(edge_values, index), dropout, seed, out,
-                                            lse, grad, _rows(e, index))))
+            grads.append(list(_ops.backward(plan, tensors, scalar, spec.count(tensors), _rows(edge_values, index),
+                                            dropout, seed, out, lse, grad, _rows(e, index))))
             if g is graph.outer:
                 backs, works = _return_halo(graph, [grads[0][i].flatten(1) for i in sources])
         from_outer, mine = grads
@@ -391,7 +391,7 @@ def _rows(t, index):
 
 
 # The ops' models on a DistributedGraph: each one's spec and its source-side tensors.
-_MODELS = {"gt_attention": (ops._GT, (1, 2)), "gat_attention": (ops._GAT, (0, 2)),
+_MODELS = {"gt_attention": (ops._GT, (1, 2)), "agnn_attention": (ops._AGNN, (0,)), "gat_attention": (ops._GAT, (0, 2)),
            "gatv2_attention": (ops._GATV2, (0,))}
 
 
@@ -414,7 +414,7 @@ def _attention(name, graph, tensors, scalar, edge_features=None, edge_values=Non
     ops._check(op, None, named, edge_values, 0.0, None)  # against each other; then against this rank's share
     for key, t, dims in named + ([("edge_values", edge_values, ())] if edge_values is not None else []):
         want, what = (graph.num_rows, "rows") if dims[:1] in (("N",), ("NS",)) else (graph._parts[0].numel(), "edges")
-        if dims[:1] != ("H",) and t.size(0) != want:
+        if dims[:1] not in (("H",), ("B",)) and t.size(0) != want:  # a head argument (GATv2's a, AGNN's beta): all of it
             raise ValueError(f"{op}: {key} has {t.size(0)} rows, but this rank has {want} {what}")
     seed = ops._checked_seed(op, seed)
     seed = 0 if not dropout else ops._draw_seed() if seed is None else seed
@@ -434,6 +434,17 @@ def gt_attention(graph, q, k, v, *, scale=None, **kwargs):
     this rank's edges, in its edge_index's order). Returns its rows' out [rows, H, D]."""
     return _attention("gt_attention", graph, {"q": q, "k": k, "v": v},
                       ops._scale("dfgnn.distributed.gt_attention", scale), **kwargs)
+
+
+def agnn_attention(graph, x, beta, *, x_dst=None, **kwargs):
+    """dfgnn.agnn_attention on this rank's rows: x [rows, H, D] (the sources'; the rows' own
+    x_dst too unless given, and then its gradient takes both ends' terms), beta [1] or [H] or a
+    number (its gradient: this rank's share)."""
+    op = "dfgnn.distributed.agnn_attention"
+    beta = ops._beta(op, ops._input(op, "x", x), beta)
+    # x standing in for x_dst: the outer call over the halo is bipartite, where no stand-in serves.
+    return _attention("agnn_attention", graph, {"x": x, "beta": beta, "x_dst": x if x_dst is None else x_dst}, 0.0,
+                      **kwargs)
 
 
 def gat_attention(graph, el, er, v, *, negative_slope=0.2, **kwargs):

@@ -1,16 +1,16 @@
 """dfgnn.distributed on P = 1..4 CPU processes (torch.distributed with gloo), and with NCCL on
-two GPUs where there are two: GT, GAT and GATv2 forward and backward on a
+two GPUs where there are two: GT, AGNN (x_dst left out and given), GAT and GATv2 forward and backward on a
 destination-partitioned graph, the ops in two calls (overlap, the default) and in one, equal
 one process's, with edge values and edge features, under Graph.partition's ranges and a
 scattered partition that leaves a rank without rows: out and the
 attention weights within 1e-6 normwise; the gradients within 1e-6 in one call and 4e-6 split
-(GATv2's da, summed over the ranks, 1e-5): split, a rank sums a row's gradient in parts (its
+(GATv2's da and AGNN's dbeta, summed over the ranks, 1e-5): split, a rank sums a row's gradient in parts (its
 inner and outer edges' calls, the returned halo rows) where one process sums it in one walk, and
 GAT's del and der cancel (their softmax-Jacobian terms sum to about 0) while the parts do not, so
 the parts' rounding shows: up to 2.6e-6 from one process (GAT's der; 2.2e-6 from float64, where
 one process is at 1e-6).
 Two runs bitwise equal; the layers (TransformerConv, GATConv, GATv2Conv with edge_attr and self
-loops) likewise, their parameters' gradients summed over the ranks; attention dropout (GT's and
+loops; AGNNConv) likewise, their parameters' gradients summed over the ranks; attention dropout (GT's and
 GATv2's ops, the layers), drawn by the graph's edge_ids, the same as one process's; bad input
 (to the constructor on every rank; tensors that are not the rank's rows or edges) raises
 ValueError. With NCCL also GT in bf16, within the mixed-precision contract
@@ -62,6 +62,19 @@ def normwise(got, want):
     return ((got - want).abs().max() / want.abs().max().clamp_min(1e-30)).item()
 
 
+def expect_rank_gradients(mine, ones, rows, head, bound, what):
+    """This rank's gradients against one process's: the head argument's (`head`: this rank's
+    share) summed over the ranks within 1e-5, the others' its rows within `bound` (see the
+    module's docstring)."""
+    for k, t in mine.items():
+        if k == head:
+            total = t.grad.clone()
+            dist.all_reduce(total)
+            assert normwise(total, ones[k].grad) <= 1e-5, f"{what} d{k}"
+        else:
+            assert normwise(t.grad, ones[k].grad[rows]) <= bound, f"{what} d{k}"
+
+
 def worker(rank, ranks, port, scattered, backend="gloo"):
     """One rank's checks: gloo on the CPU, or NCCL with rank r on GPU r."""
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
@@ -102,14 +115,7 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
                     results.append((got, mine, em))
                 got, mine, em = results[0]
                 assert normwise(got, out[g.rows]) <= 1e-6, f"{model} out"
-                for k, t in mine.items():
-                    if k == "a":  # this rank's share: the sum over ranks
-                        total = t.grad.clone()
-                        dist.all_reduce(total)
-                        assert normwise(total, ones[k].grad) <= 1e-5, f"{model} da"
-                    else:  # see the module's docstring
-                        bound = 4e-6 if g is split else 1e-6
-                        assert normwise(t.grad, ones[k].grad[g.rows]) <= bound, f"{model} d{k}"
+                expect_rank_gradients(mine, ones, g.rows, "a", 4e-6 if g is split else 1e-6, model)
                 assert normwise(em.grad, e1.grad[mask]) <= 1e-6, f"{model} dE"
                 # The attention weights: each call's rescaled to the merged softmax, in edge_index's order.
                 _, want = call(dfgnn, model, whole, full, edge_values=w, edge_features=e, return_attention_weights=True,
@@ -119,6 +125,26 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
                 assert normwise(weights, want[mask]) <= 1e-6, f"{model} weights"
                 again = results[1]
                 assert torch.equal(again[0], got) and all(torch.equal(again[1][k].grad, mine[k].grad) for k in mine)
+        # AGNN: x_dst left out (x is both ends of an edge; its gradient takes both) and given, with
+        # edge values and dropout; beta's gradient this rank's share.
+        for own_dst in (False, True):
+            gen = torch.Generator().manual_seed(13)
+            full = {"x": torch.randn(N, H, D, generator=gen), "beta": torch.rand(H, generator=gen) + 0.5}
+            if own_dst:
+                full["x_dst"] = torch.randn(N, H, D, generator=gen)
+            w, grad = torch.rand(edges.size(1), generator=gen) + 0.5, torch.randn(N, H, D, generator=gen)
+            full, w, grad = {k: t.to(dev) for k, t in full.items()}, w.to(dev), grad.to(dev)
+            kw = {"dropout": 0.3, "seed": 11}
+            ones = {k: v.clone().requires_grad_() for k, v in full.items()}
+            out = dfgnn.agnn_attention(whole, ones["x"], ones["beta"], x_dst=ones.get("x_dst"), edge_values=w, **kw)
+            out.backward(grad)
+            for g in (split, one_call):
+                mine = {k: (v if k == "beta" else v[g.rows]).clone().requires_grad_() for k, v in full.items()}
+                got = dd.agnn_attention(g, mine["x"], mine["beta"], x_dst=mine.get("x_dst"), edge_values=w[mask], **kw)
+                got.backward(grad[g.rows])
+                assert normwise(got, out[g.rows]) <= 1e-6, f"agnn out (x_dst {own_dst})"
+                expect_rank_gradients(mine, ones, g.rows, "beta", 4e-6 if g is split else 1e-6,
+                                      f"agnn (x_dst {own_dst})")
         if dev.type == "cuda":  # bf16 on the GPUs: the issue's contract against float64 on the rounded inputs
             gen = torch.Generator().manual_seed(12)
             full = {k: torch.randn(N, H, D, generator=gen).to(dev, torch.bfloat16) for k in "qkv"}
@@ -158,6 +184,20 @@ def worker(rank, ranks, port, scattered, backend="gloo"):
                 total = p.grad.clone()
                 dist.all_reduce(total)
                 assert (total - q.grad).abs().max().item() <= 1e-5 * scale, f"{name} d{key}"
+        # AGNNConv: x's rows [rows | halo] as the sources, the rows themselves as x_dst.
+        layers = [dfgnn.nn.AGNNConv().to(dev) for _ in range(2)]
+        one, many = layers
+        x1, xm = x.clone().requires_grad_(), x[graph.rows].clone().requires_grad_()
+        out = one(x1, edges)
+        grad = torch.randn(out.shape, generator=gen).to(dev)
+        out.backward(grad)
+        got = many(xm, graph)
+        got.backward(grad[graph.rows])
+        assert normwise(got, out[graph.rows]) <= 1e-6, "AGNNConv out"
+        assert normwise(xm.grad, x1.grad[graph.rows]) <= 1e-6, "AGNNConv dx"
+        total = many.beta.grad.clone()
+        dist.all_reduce(total)
+        assert normwise(total, one.beta.grad) <= 1e-5, "AGNNConv dbeta"
         # Bad input, raised on every rank: the ranks disagree on the node count; an edge into
         # another rank's row; a rank outside the group; dropout.
         if ranks > 1:

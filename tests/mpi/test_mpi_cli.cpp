@@ -1,8 +1,8 @@
 // `mpirun -np P dfgnn attention ...` (the CLI of an MPI build) as a child process: for P = 2..4
 // rank 0's output, attention weights and gradients equal one rank's within 1e-6 normwise (GT
 // with edge values and edge features, GAT with its edge scores after a renumbering, GATv2 with
-// dropout), --reference passes on several ranks, and bad input ends the run with exit 2 and one
-// error line.
+// dropout, AGNN with X_dst left out and given), --reference passes on several ranks, and bad
+// input ends the run with exit 2 and one error line.
 
 #include "../graphs.hpp"
 
@@ -125,6 +125,22 @@ TEST_F(MpiCli, GatRenumberedAndGatv2) {
                        {"grad_dXL.npy", "grad_dXR.npy", "grad_da.npy"});
 }
 
+// AGNN: X serves the rows' own X_dst, its gradient taking both ends' terms; with --x-dst, dX and
+// dX_dst apart. dbeta, a sum over every edge whose terms cancel, is held to the float64
+// reference (--reference) rather than to one rank's sums.
+TEST_F(MpiCli, AgnnWithAndWithoutXDst) {
+  const std::string dout = npy("dout.npy", {kNodes, 2, 4}, 9);
+  expect_same_on_ranks("--model agnn --heads 2 --dim 4 --beta 0.5,2 --edge-values " + npy("w.npy", {kEdges}, 10) +
+                           " --dropout 0.2 --grad-out " + dout,
+                       {"grad_dX.npy"});
+  expect_same_on_ranks("--model agnn --heads 2 --dim 4 --x-dst " + npy("x_dst.npy", {kNodes, 2, 4}, 11) +
+                           " --grad-out " + dout,
+                       {"grad_dX.npy", "grad_dX_dst.npy"});
+  const Result r = attention(3, "", "--model agnn --heads 2 --dim 4 --beta 0.5,2 --reference --grad-out " + dout);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("max relative error of dbeta"), std::string::npos) << r.out;
+}
+
 TEST_F(MpiCli, ReferencePassesOnSeveralRanks) {
   const Result r = attention(3, "", "--model gatv2 --heads 2 --dim 3 --reference --grad-out " +
                                         npy("dout.npy", {kNodes, 2, 3}, 8));
@@ -147,7 +163,6 @@ TEST_F(MpiCli, BadInputIsOneErrorLine) {
       }
     EXPECT_EQ(errors, 1) << r.err;  // mpirun adds its own lines about the exit status
   };
-  expect_error("--model agnn --heads 2 --dim 4", "rank 0: AGNN has no distributed form");
   expect_error("--model gt --dim 4 --backend cuda", "--backend");
   expect_error("--model gt --dim 4 --heads 0", "--heads must be >= 1");
 }
