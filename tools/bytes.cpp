@@ -7,13 +7,14 @@ namespace dfgnn::cli {
 namespace {
 
 // The bytes of the run's model arguments (its score inputs and values), each once at `es` bytes
-// an element; a head vector (AGNN's beta: one value, or one a head) is too small to count.
-// Neither are the edge values and edge features.
+// an element; a head vector (AGNN's beta: one value, or one a head) is too small to count, and
+// an argument left out (AGNN's X_dst, X standing in) is no tensor of its own. Neither are the
+// edge values and edge features.
 double argument_bytes(const Inputs& in, double es) {
   double r = 0;
   const ModelArgs& m = in.args();
   for (int i = 0; i < m.count; ++i) {
-    if (m.inputs[i].extent == Extent::HeadVector) continue;
+    if (m.inputs[i].extent == Extent::HeadVector || !in.given(i)) continue;
     double b = es;
     for (const std::size_t x : in.shape(m.inputs[i].extent)) b *= double(x);
     r += b;
