@@ -72,7 +72,7 @@ struct DistributedRun::State {
   /// This rank's part of a whole-graph tensor of extent x: its rows, its edges, or all of it.
   std::vector<float> local(const std::vector<float>& t, Extent x, const std::vector<node_t>& mine_rows,
                            const std::vector<edge_t>& mine_edges) const {
-    if (x == Extent::HeadFeatures || x == Extent::HeadVector) return t;
+    if (head_argument(x)) return t;
     const std::size_t width = row_entries(x, in.H, in.D);
     return edge_rows(x) ? take_rows(t, mine_edges, width) : take_rows(t, mine_rows, width);
   }
@@ -115,7 +115,7 @@ struct DistributedRun::State {
 
   /// Rank 0: a tensor of extent x whole; the others empty.
   std::vector<float> whole(const Flat& mine, Extent x) const {
-    if (x == Extent::HeadFeatures || x == Extent::HeadVector) {  // the same sum on every rank
+    if (head_argument(x)) {  // the same sum on every rank
       if (transport.rank() != 0) return {};
       const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mine);
       return std::vector<float>(host.data(), host.data() + host.size());

@@ -157,7 +157,7 @@ std::string head_gradients_help() {
   for (const ScoreKind kind : kModels) {
     const ModelArgs& m = model_args(kind);
     for (int i = 0; i < m.count; ++i)
-      if (m.inputs[i].extent == Extent::HeadFeatures || m.inputs[i].extent == Extent::HeadVector)
+      if (head_argument(m.inputs[i].extent))
         r.push_back(m.gradients[i]);
   }
   return listed(r);

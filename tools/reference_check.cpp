@@ -92,7 +92,7 @@ double output_tolerance(const Inputs& in) {
 double gradient_tolerance(const Inputs& in, std::size_t i) {
   const Extent e = gradient_extent(in, i);
   if (in.dtype != DType::F32) return 2 * output_tolerance(in);
-  return e == Extent::HeadFeatures || e == Extent::HeadVector ? 1e-3 : 1e-4;
+  return head_argument(e) ? 1e-3 : 1e-4;
 }
 
 Reference::Reference(const Args& a, const HostGraph& g, const Inputs& file_in) : graph(&g), in(file_in) {
