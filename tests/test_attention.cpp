@@ -35,6 +35,7 @@ struct Case {
   bool training = false;     // also compare the logsumexp statistics
   bool misaligned = false;   // inputs one float past a 16-byte boundary (no 4-wide accesses)
   bool weights = false;      // also compare the attention weights (needs training)
+  bool seed_in_memory = false;  // the kernels read the dropout seed where Dropout::seed_at points
   Backend backend = Backend::Portable;
 
   std::size_t N() const { return std::size_t(g.num_nodes); }
@@ -64,6 +65,8 @@ struct Case {
     if (edge_value_heads)
       dw.edge_values = EdgeValues<Mem>(W.data(), std::size_t(g.num_edges()), std::size_t(edge_value_heads));
     dw.dropout = dropout;
+    const auto seed_at = to_device(std::vector<std::uint64_t>{dropout.seed});
+    if (seed_in_memory) dw.dropout.seed = ~dropout.seed, dw.dropout.seed_at = seed_at.data();  // read, not the value
     std::vector<double> ref_lse, ref_weights;
     ReferenceOptions hopt(hw);
     hopt.dropout = dropout;
@@ -154,12 +157,13 @@ TEST_P(Attention, TrainingStatisticsAndDropout) {
   EXPECT_LT(c.run(strategy), 1e-5) << name;
 }
 
-// The attention weights a training forward writes on request, with edge values and dropout.
+// The attention weights a training forward writes on request, with edge values and dropout
+// (its seed read from memory).
 TEST_P(Attention, AttentionWeights) {
   const auto [kind, strategy, hd, graph] = GetParam();
   const auto& [name, g] = graphs()[std::size_t(graph)];
   Case c{kind, g, hd.first, hd.second, unsigned(graph) + 41, hd.first};
-  c.training = c.weights = true;
+  c.training = c.weights = c.seed_in_memory = true;
   c.dropout = Dropout{0.3f, 7};
   EXPECT_LT(c.run(strategy), 1e-5) << name;
 }
@@ -191,7 +195,7 @@ TEST_P(AttentionNative, TrainingStatisticsAndDropout) {
   const auto [kind, strategy, hd, graph] = GetParam();
   const auto& [name, g] = graphs()[std::size_t(graph)];
   Case c{kind, g, hd.first, hd.second, unsigned(graph) + 31, 1};
-  c.training = true;
+  c.training = c.seed_in_memory = true;  // the value's path: tests/gpu
   c.dropout = Dropout{0.3f, 42};
   c.backend = Backend::Native;
   EXPECT_LT(c.run(strategy), 1e-5) << name;

@@ -104,6 +104,16 @@ void* Readback::slot(std::size_t bytes) {
 
 void Readback::wait() const { DFGNN_CUDA(cudaStreamSynchronize(stream_)); }
 
+void refuse_capture(cudaStream_t stream, const char* what) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  // The legacy default stream answers cudaErrorStreamCaptureImplicit while another captures.
+  if (cudaStreamIsCapturing(stream, &status) == cudaSuccess && status == cudaStreamCaptureStatusNone) return;
+  (void)cudaGetLastError();
+  throw std::runtime_error(std::string("dfgnn::cuda: ") + what +
+                           " is built by the first call that needs it, and the stream is capturing a CUDA graph, "
+                           "which cannot hold that: make the call once before capturing");
+}
+
 }  // namespace dfgnn::cuda::detail
 
 namespace dfgnn::cuda {

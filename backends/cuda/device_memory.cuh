@@ -60,6 +60,12 @@ class Scratch {
   std::vector<std::pair<void*, void (*)(void*)>> ptrs_;  // deallocator null: cudaFreeAsync
 };
 
+/// Throws, naming `what`, where `stream` is capturing a CUDA graph: what a plan builds on first
+/// use (its backward's structure, the edges' destinations) allocates and waits, which a capture
+/// cannot hold, so the call fails before it breaks the capture (docs/python.md, "Capturing a
+/// training step").
+void refuse_capture(cudaStream_t stream, const char* what);
+
 /// Copies n device elements to the host and waits for the stream: the only host round trip.
 template <class T>
 std::vector<T> download(cudaStream_t stream, const T* device, std::size_t n) {

@@ -189,9 +189,11 @@ SmmfPartition smmf_partition(const std::vector<edge_t>& row_ptr, int H, int D, i
 
 /// The first backward transposes the graph on the device (preprocess.cuh; on the host when the
 /// device lacks the sort's scratch, 16 bytes per edge): forward-only plans skip it and its 12
-/// (rows first), 20 (columns first) or 28 (GT, both) bytes per edge on the device.
+/// (rows first), 20 (columns first) or 32 (GT: both, and the edges' destinations) bytes per
+/// edge on the device.
 const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
   if (bwd) return *bwd;
+  detail::refuse_capture(stream, "the plan's backward structure (dfgnn_plan_prepare_backward builds it too)");
   auto b = std::make_unique<BackwardData>();
   const node_t N = graph.num_nodes, NS = op.src_nodes;
   const std::size_t E = std::size_t(graph.num_edges);
@@ -213,12 +215,12 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
   b->col_dst = csc.dst;
   // What the score kind needs: its orders and its partials' widths.
   struct Needs {
-    bool rows_first, cols_first, cols_read_edge_grad, cosine;
+    bool rows_first, cols_first, cols_read_edge_grad, shared_edge_columns, cosine;
     int row_width, col_width, param_width;
   };
   const Needs need = visit_model(kind, [&](auto model) {
     using G = detail::GradOf<detail::ScoreOf<decltype(model)>>;
-    return Needs{G::kRowsFirst, G::kColsFirst, G::kColsReadEdgeGrad, decltype(model)::cosine,
+    return Needs{G::kRowsFirst, G::kColsFirst, G::kColsReadEdgeGrad, G::kSharedEdgeColumns, decltype(model)::cosine,
                  detail::pad4(G::row_width(dim)), detail::pad4(G::col_width(dim)), G::param_width(dim)};
   });
   if (need.rows_first) {
@@ -261,6 +263,9 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
   b->work.param = workspace(units * heads * need.param_width);
   b->work.param_slices =
       workspace(detail::ParamSlicing(std::int64_t(units)).count * std::size_t(heads) * need.param_width);
+  // GT's one-row edge columns read each edge's destination: built here, so that a prepared plan
+  // builds nothing in its calls (refuse_capture).
+  if (need.shared_edge_columns) with_destinations(stream);
   DFGNN_CUDA(cudaStreamSynchronize(stream));  // so that calls on any stream see the data
   bwd = std::move(b);
   return *bwd;
@@ -269,6 +274,7 @@ const BackwardData& Plan::Impl::backward(cudaStream_t stream) const {
 const DeviceGraph& Plan::Impl::with_destinations(cudaStream_t stream) const {
   if (graph.dst != nullptr) return graph;
   if (graph_with_dst.dst == nullptr) {
+    detail::refuse_capture(stream, "the edges' destinations (attention weights, GT's shared edge columns)");
     graph_with_dst = graph;
     node_t* dst = mem.alloc<node_t>(std::size_t(graph.num_edges));
     detail::fill_destinations(stream, graph.row_ptr, graph.num_nodes, graph.num_edges, dst);

@@ -208,7 +208,7 @@ Call call_of(const dfgnn_plan& p, const dfgnn_call* c) {
   if (!c) throw dfgnn::Error("dfgnn: null call");
   const dfgnn::Op& op = p.executor->op();
   Call call = dfgnn::detail::pointer_call(op, op.kind, c->inputs, std::size_t(std::max<int64_t>(0, c->count)),
-                                          c->edge_values, c->edge_heads, dfgnn::Dropout{c->dropout, c->seed, p.dropout_ids},
+                                          c->edge_values, c->edge_heads, dfgnn::Dropout{c->dropout, c->seed, p.dropout_ids, c->seed_at},
                                           c->edge_features, {c->edge_features_heads, c->edge_features_width});
   call.param = c->param;
   return call;

@@ -17,7 +17,10 @@
  * on the host (stream is ignored); a CUDA plan runs the CUDA-native kernels on `stream` (a
  * cudaStream_t; 0 is the legacy default stream) on the plan's device, asynchronously. Forward calls write out and logsumexp (null: inference);
  * backward calls take the forward's out and logsumexp and overwrite the gradients. Dropout
- * (rate > 0) uses the same (rate, seed) in the forward and its backward.
+ * (rate > 0) uses the same (rate, seed) in the forward and its backward. A CUDA plan's calls
+ * neither synchronise nor allocate once its first forward and backward (or
+ * dfgnn_plan_prepare_backward) ran, so they can be captured in a CUDA graph; a call that would
+ * build something while its stream captures fails (2) instead.
  */
 #ifndef DFGNN_CAPI_H
 #define DFGNN_CAPI_H
@@ -154,6 +157,8 @@ typedef struct dfgnn_call {
                                   every head) or H; 0 (and width 0): [E, H, D] */
   int edge_features_width;   /**< GT's edge columns: width <= D, on each head's last `width`
                                   columns; 0: [E, H, D] */
+  const uint64_t* seed_at;   /**< the dropout seed in memory where the plan runs, read by the kernels in place
+                                  of seed; null: seed. A captured CUDA graph reads it at each replay */
 } dfgnn_call;
 
 DFGNN_CAPI int dfgnn_forward(const dfgnn_plan* plan, intptr_t stream, const dfgnn_call* call);
