@@ -146,16 +146,29 @@ def median_ms(fn, warmup, iters, before=None, device="cuda"):
     return statistics.median(times), times
 
 
-def alternating(runs, rounds):
-    """[{impl, **record}] of runs {impl: () -> record (a dict of numbers)}, each called `rounds`
-    times in turn, the medians of their records: the implementations alternate, so a slow
-    stretch of the host (a small graph's call is its host time) weighs on both."""
-    records = {impl: [] for impl in runs}
+def alternating(runs, rounds, tolerate=False):
+    """[{impl, **record}] of runs {impl: () -> record (a dict of numbers, or None where a run
+    has no such number)}, each called `rounds` times in turn, the medians of their records: the
+    implementations alternate, so a slow stretch of the host (a small graph's call is its host
+    time) weighs on both. tolerate: a run that raises gives {impl, error: its message} and is
+    not called again (a peer that does not support a mode)."""
+    records, errors = {impl: [] for impl in runs}, {}
     for _ in range(rounds):
         for impl, run in runs.items():
-            records[impl].append(run())
-    return [{"impl": impl, **{key: statistics.median(r[key] for r in rs) for key in rs[0]}}
-            for impl, rs in records.items()]
+            if impl in errors:
+                continue
+            try:
+                records[impl].append(run())
+            except Exception as e:
+                if not tolerate:
+                    raise
+                errors[impl] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
+
+    def median(values):
+        values = list(values)
+        return None if values[0] is None else statistics.median(values)
+    return [{"impl": impl, "error": errors[impl]} if impl in errors else
+            {"impl": impl, **{key: median(r[key] for r in rs) for key in rs[0]}} for impl, rs in records.items()]
 
 
 def peak_extra_mib(fn, device="cuda"):

@@ -29,7 +29,16 @@ the same weights (load_state_dict), on the same data; both train with Adam (the 
 the GPU), the GAT's loss over the training rows found once (indexing by the boolean mask would
 synchronise host and GPU every step, in both).
 
-Reported per implementation (median over --epochs after --warmup epochs; with --rounds R the
+Modes (--modes; gt and gat, whose steps are the same tensors every epoch; the others eager):
+  eager     as written;
+  compiled  the forward and loss through torch.compile (default mode), so the backward is its
+            compiled graph too;
+  captured  each step (forward, loss, backward, Adam with capturable=True) captured once as a
+            CUDA graph after PyTorch's warm-up, then replayed: the host launches one graph a
+            step (Captured below). An implementation that cannot run in a mode gets a row with
+            its error.
+
+Reported per implementation and mode (median over --epochs after --warmup epochs; with --rounds R the
 implementations train in turn R times and the median of the R medians is reported):
   preprocess_ms  building the graph structures: dfgnn.Graph from the edge_index plus its plans
                  and their backward's data (and, for GAT, its self-loop graph); PyG: the
@@ -42,13 +51,17 @@ implementations train in turn R times and the median of the R medians is reporte
                  on the CPU)
   backward_ms    backward, likewise
   epoch_ms       the whole epoch (forward, backward, optimizer step), synchronised wall clock
+  kernel_ms      the GPU time of one more epoch (torch.profiler: kernels and copies), what the
+                 epoch would take if the host never kept the GPU waiting
+  vs PyG eager, vs PyG same mode   PyG's epoch_ms (eager, or in the row's mode) over the row's
 A check first runs one eval-mode forward of both models and reports the largest difference
 of their outputs relative to their magnitude (dropout differs in training: dfgnn draws its
 mask from a hash, PyG from torch's generator).
 
 Usage: python3 perf/train_bench.py [--data DIR] [--device cuda|cpu]
            [--workloads gt,gt-shuffled,gt-shuffled-gpu,gat,gat-sampled] [--datasets cora,pubmed,synthetic]
-           [--epochs 10] [--warmup 2] [--ahead gat-sampled] [--json OUT.jsonl] [--tiny]
+           [--epochs 10] [--warmup 2] [--ahead gat-sampled] [--modes eager,compiled,captured]
+           [--json OUT.jsonl] [--tiny]
 --data: the folder of shared/data (cora/, pubmed/, web-NotreDame/); `synthetic` is a small
 random graph.
 --tiny: two batches of four graphs, a 2-layer GT, 2 epochs, two sampled steps on a small random
@@ -332,6 +345,13 @@ def pyg_graph(edge_index, num_nodes, device):
     return EdgeIndex(edge_index, sparse_size=(num_nodes, num_nodes), sort_order="col")
 
 
+def pyg_edges_in(mode, edges):
+    """PyG's graph in `mode`: its EdgeIndex eagerly; the plain sorted edge_index tensor under
+    torch.compile and capture, where PyG 2.8's EdgeIndex fails with torch 2.11 (dynamo:
+    "'Index' object has no attribute '_data'")."""
+    return edges if mode == "eager" or not isinstance(edges, EdgeIndex) else edges.as_tensor()
+
+
 def twin_models(make):
     """(PyG model, dfgnn model) with the same weights."""
     theirs = make(pyg_nn)
@@ -363,17 +383,70 @@ class Clock:
             torch.cuda.synchronize()
 
 
-def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False, autocast=None):
+class Captured:
+    """Training steps as CUDA graphs: each step (its index in the epoch) captured once, after
+    PyTorch's warm-up on a side stream, as forward, loss, backward and the optimizer's step
+    (Adam with capturable=True), and replayed after; the graphs share one memory pool (they
+    replay in the order they were captured). The gradients are zeroed inside each graph, so a
+    replay accumulates nothing from the last."""
+
+    def __init__(self, loss_of, opt):
+        self.loss_of, self.opt, self.graphs, self.pool = loss_of, opt, {}, None
+
+    def __call__(self, i, x, graph, y, rows):
+        if i not in self.graphs:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    self.opt.zero_grad(set_to_none=False)
+                    self.loss_of(x, graph, y, rows).backward()
+                    self.opt.step()
+            torch.cuda.current_stream().wait_stream(side)
+            cuda_graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(cuda_graph, pool=self.pool):
+                self.opt.zero_grad(set_to_none=False)
+                self.loss_of(x, graph, y, rows).backward()
+                self.opt.step()
+            self.graphs[i], self.pool = cuda_graph, cuda_graph.pool()
+        self.graphs[i].replay()
+
+
+def kernel_ms(run_epoch):
+    """The GPU time of one run_epoch(), kernels and copies (torch.profiler; inside CUDA graphs
+    too): what the epoch would take if the host never kept the GPU waiting."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        run_epoch()
+        torch.cuda.synchronize()
+    return sum(e.self_device_time_total for e in prof.key_averages()) / 1e3
+
+
+def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False, autocast=None, mode="eager"):
     """Runs warmup + epochs epochs; each iterates epoch_steps() over (x, edges, y, rows): the
     step's graph is prepare(edges), the loss is taken over the output rows `rows` (an index
     tensor, or None for all) against labels y. Per-epoch medians, prepare's time as
     preprocess_ms. ahead: each step made and prepared one step ahead (Ahead), on the GPU on a
     side stream, where prepare's time is then measured. On the GPU, Adam is the fused one (one
     kernel for all parameters). autocast: the forward and loss under torch.autocast in that
-    dtype (None: float32 throughout)."""
+    dtype (None: float32 throughout). mode: "eager"; "compiled", the forward and loss through
+    torch.compile (default mode; the backward is its compiled graph too); "captured", each step
+    a CUDA graph (Captured; the steps must be the same tensors every epoch; no forward and
+    backward split). On the GPU, kernel_ms: one more epoch's GPU time (kernel_ms)."""
     clock = Clock(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=device.type == "cuda")
+    captured = mode == "captured"
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=device.type == "cuda", capturable=captured)
     model.train()
+
+    def loss_of(x, graph, y, rows):
+        with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
+            out = model(x, graph)
+            return F.cross_entropy(out if rows is None else out.index_select(0, rows), y)
+    if mode == "compiled":
+        torch._dynamo.reset()
+        loss_of = torch.compile(loss_of)
+    replay = Captured(loss_of, opt) if captured else None
 
     def prepared():
         for x, edges, y, rows in epoch_steps():
@@ -381,29 +454,40 @@ def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False, auto
             graph = prepare(edges)
             yield x, graph, y, rows, p, clock.mark()
     steps = Ahead(prepared, device) if ahead else prepared
-    records = []
-    for epoch in range(warmup + epochs):
+
+    def epoch():
         marks = []
-        clock.sync()
-        start = time.perf_counter()
-        for x, graph, y, rows, p, q in steps():
+        for i, (x, graph, y, rows, p, q) in enumerate(steps()):
             t0 = clock.mark()
-            with torch.autocast(device.type, dtype=autocast, enabled=autocast is not None):
-                out = model(x, graph)
-                loss = F.cross_entropy(out if rows is None else out.index_select(0, rows), y)
+            if captured:
+                replay(i, x, graph, y, rows)
+                marks.append((p, q, t0, None, None))
+                continue
+            loss = loss_of(x, graph, y, rows)
             t1 = clock.mark()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             t2 = clock.mark()
             opt.step()
             marks.append((p, q, t0, t1, t2))
+        return marks
+
+    records = []
+    for e in range(warmup + epochs):
+        clock.sync()
+        start = time.perf_counter()
+        marks = epoch()
         clock.sync()
         epoch_ms = 1e3 * (time.perf_counter() - start)
-        if epoch >= warmup:
+        if e >= warmup:
             records.append({"preprocess_ms": sum(clock.ms(p, q) for p, q, _, _, _ in marks),
-                            "forward_ms": sum(clock.ms(a, b) for _, _, a, b, _ in marks),
-                            "backward_ms": sum(clock.ms(b, c) for _, _, _, b, c in marks), "epoch_ms": epoch_ms})
-    return {key: statistics.median(r[key] for r in records) for key in records[0]}
+                            "forward_ms": None if captured else sum(clock.ms(a, b) for _, _, a, b, _ in marks),
+                            "backward_ms": None if captured else sum(clock.ms(b, c) for _, _, _, b, c in marks),
+                            "epoch_ms": epoch_ms})
+    result = {key: None if records[0][key] is None else statistics.median(r[key] for r in records)
+              for key in records[0]}
+    result["kernel_ms"] = kernel_ms(epoch) if device.type == "cuda" else None
+    return result
 
 
 def as_given(graph):
@@ -453,7 +537,7 @@ def bench_gt(args, device, workload):
             "model": f"{args.layers} x TransformerConv({args.hidden}, {args.hidden // args.heads}, heads={args.heads})",
             "check_rel_diff": compare(theirs, ours, first.x, pyg_prep(first), ours_prep(first))}
 
-    def run(model, prep):
+    def run(model, prep, mode):
         if workload == "gt-shuffled":
             loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.workers,
                                 pin_memory=device.type == "cuda", persistent_workers=args.workers > 0)
@@ -468,12 +552,17 @@ def bench_gt(args, device, workload):
             return train(model, lambda: ((b.x, b, b.y, None) for b in batcher), prep, device, args.epochs,
                          args.warmup, workload in args.ahead, args.autocast)
         graphs, preprocess_ms = timed(device, lambda: [prep(b) for b in batches])
-        steps = [(b.x, g, b.y, None) for b, g in zip(batches, graphs)]
-        return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
-                "preprocess_ms": preprocess_ms}
-    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)},
-                                args.rounds)
-    return [{**meta, **r} for r in results]
+        steps = [(b.x, pyg_edges_in(mode, g), b.y, None) for b, g in zip(batches, graphs)]
+        return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast,
+                        mode=mode), "preprocess_ms": preprocess_ms}
+    return in_modes(meta, args.modes if workload == "gt" else ["eager"], args.rounds,
+                    lambda mode: {"pyg": lambda: run(theirs, pyg_prep, mode), "dfgnn": lambda: run(ours, ours_prep, mode)})
+
+
+def in_modes(meta, modes, rounds, runs):
+    """The rows of each mode: runs(mode) ({impl: () -> record}) alternating; a mode an
+    implementation cannot run in gives a row with its error."""
+    return [{**meta, "mode": mode, **r} for mode in modes for r in peers.alternating(runs(mode), rounds, tolerate=True)]
 
 
 def bench_gat(args, device, name):
@@ -500,13 +589,15 @@ def bench_gat(args, device, name):
             "edges": edge_index.size(1), "model": "GATConv(F, 8, heads=8) + GATConv(64, C)",
             "check_rel_diff": compare(theirs, ours, x, pyg_edges, graph)}
 
-    def run(model, g, prep_ms):
-        steps = [(x, g, y[train_rows], train_rows)] * args.steps_per_epoch
-        return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast),
-                "preprocess_ms": prep_ms}
-    results = peers.alternating({"pyg": lambda: run(theirs, pyg_edges, pyg_prep_ms),
-                                 "dfgnn": lambda: run(ours, graph, our_prep_ms)}, args.rounds)
-    return [{**meta, **r} for r in results]
+    labels = y[train_rows]
+
+    def run(model, g, prep_ms, mode):
+        steps = [(x, pyg_edges_in(mode, g), labels, train_rows)] * args.steps_per_epoch
+        return {**train(model, lambda: steps, as_given, device, args.epochs, args.warmup, autocast=args.autocast,
+                        mode=mode), "preprocess_ms": prep_ms}
+    return in_modes(meta, args.modes, args.rounds,
+                    lambda mode: {"pyg": lambda: run(theirs, pyg_edges, pyg_prep_ms, mode),
+                                  "dfgnn": lambda: run(ours, graph, our_prep_ms, mode)})
 
 
 def bench_gat_sampled(args, device):
@@ -549,9 +640,8 @@ def bench_gat_sampled(args, device):
 
     def run(model, prep):
         return train(model, epoch, prep, device, args.epochs, args.warmup, ahead, args.autocast)
-    results = peers.alternating({"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)},
-                                args.rounds)
-    return [{**meta, **r} for r in results]
+    return in_modes(meta, ["eager"], args.rounds,
+                    lambda mode: {"pyg": lambda: run(theirs, pyg_prep), "dfgnn": lambda: run(ours, ours_prep)})
 
 
 def main():
@@ -582,6 +672,9 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--autocast", choices=["bf16", "f16"], help="train under torch.autocast in this type (both "
                    "implementations; default: float32)")
+    p.add_argument("--modes", default="eager",
+                   help="gt and gat: train in each of eager, compiled (torch.compile's default mode) and captured "
+                        "(each step a CUDA graph; GPU only); the other workloads run eagerly")
     p.add_argument("--json")
     p.add_argument("--tiny", action="store_true")
     args = p.parse_args()
@@ -598,6 +691,9 @@ def main():
     unknown = set(workloads) - {*gt_workloads, "gat", "gat-sampled"}
     if unknown:
         p.error(f"unknown workloads {sorted(unknown)}")
+    args.modes = args.modes.split(",")
+    if set(args.modes) - {"eager", "compiled", "captured"} or "captured" in args.modes and device.type != "cuda":
+        p.error(f"--modes takes eager, compiled and (on the GPU) captured, not {args.modes}")
     args.ahead = set(filter(None, args.ahead.split(",")))
     if args.ahead - {"gt-shuffled", "gt-shuffled-gpu", "gat-sampled"}:
         p.error(f"--ahead takes workloads that prepare a graph per step, not {sorted(args.ahead)}")
@@ -613,16 +709,26 @@ def main():
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     print(f"# {gpu}, torch {torch.__version__}, median of {args.epochs} epochs after {args.warmup} warm-up"
           + (f", median of {args.rounds} alternating rounds" if args.rounds > 1 else ""))
-    print("| workload | graph | impl | preprocess ms | forward ms | backward ms | epoch ms | speedup/epoch | check |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for i in range(0, len(rows), 2):
-        pyg, ours = rows[i], rows[i + 1]
-        for r in (pyg, ours):
-            r["gpu"], r["autocast"] = gpu, str(args.autocast or "off").replace("torch.", "")
-            speedup = pyg["epoch_ms"] / r["epoch_ms"]
-            r["speedup_epoch"] = speedup
-            print(f"| {r['workload']} | {r['graph']} | {r['impl']} | {r['preprocess_ms']:.2f} | {r['forward_ms']:.2f} | "
-                  f"{r['backward_ms']:.2f} | {r['epoch_ms']:.2f} | {speedup:.2f}x | {r['check_rel_diff']:.1e} |")
+    print("| workload | graph | mode | impl | preprocess ms | forward ms | backward ms | epoch ms | kernel ms "
+          "| vs PyG eager | vs PyG same mode | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    pyg = {(r["workload"], r["graph"], r["mode"]): r.get("epoch_ms") for r in rows if r["impl"] == "pyg"}
+
+    def cell(x, form="{:.2f}"):
+        return "-" if x is None else form.format(x)
+    for r in rows:
+        r["gpu"], r["autocast"] = gpu, str(args.autocast or "off").replace("torch.", "")
+        if "error" in r:
+            print(f"| {r['workload']} | {r['graph']} | {r['mode']} | {r['impl']} | {r['error']} |")
+            continue
+        key = (r["workload"], r["graph"])
+        eager, same = pyg.get((*key, "eager")), pyg.get((*key, r["mode"]))
+        r["speedup_epoch"] = eager / r["epoch_ms"] if eager else None
+        r["speedup_same_mode"] = same / r["epoch_ms"] if same else None
+        print(f"| {r['workload']} | {r['graph']} | {r['mode']} | {r['impl']} | {cell(r['preprocess_ms'])} | "
+              f"{cell(r['forward_ms'])} | {cell(r['backward_ms'])} | {cell(r['epoch_ms'])} | {cell(r['kernel_ms'])} | "
+              f"{cell(r['speedup_epoch'], '{:.2f}x')} | {cell(r['speedup_same_mode'], '{:.2f}x')} | "
+              f"{r['check_rel_diff']:.1e} |")
     if args.json:
         with open(args.json, "a") as f:
             for r in rows:

@@ -42,6 +42,14 @@ def lookup(graph_id):
     return graph
 
 
+def _refuse_capture(what, remedy):
+    """Raises while the current CUDA stream captures a graph: `what` waits on the GPU, which a
+    capture cannot hold (docs/python.md, "Capturing a training step")."""
+    if torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(f"dfgnn: {what} waits on the GPU, and the current stream is capturing a CUDA graph: "
+                           f"{remedy} before capturing")
+
+
 def _device_key(device):
     device = torch.device(device)
     if device.type == "cuda" and device.index is None:
@@ -115,6 +123,9 @@ class Graph:
         edges = edge_index.detach().as_subclass(torch.Tensor).to(torch.int64)
         if device is None:
             edges = edges.cpu()
+        else:
+            _refuse_capture("building a Graph on the GPU", "build it (for a layer given an edge_index: run the step "
+                                                           "once)")
         if size is not None and num_nodes is not None:
             raise ValueError("dfgnn.Graph: give num_nodes (a square graph) or size (a bipartite one), not both")
         if size is None:
@@ -290,7 +301,10 @@ class Graph:
                                      device=edges.device).expand(2, -1)
                 graph = Graph.from_edge_index(torch.cat([edges[:, kept], loops], dim=1),
                                               size=(self.num_src_nodes, self.num_nodes))
-                graph._loop_free = kept, edges[1, kept]
+                # What loop_attributes reads, found here once: indexing by the mask and counting
+                # would each wait on the GPU at every call (and break a CUDA graph's capture).
+                dst = edges[1, kept]
+                graph._loop_free = kept.nonzero().squeeze(1), dst, torch.bincount(dst, minlength=self.num_nodes)
                 self._self_loops = graph
             return self._self_loops
 
@@ -299,18 +313,18 @@ class Graph:
         the rows of the edges that are not loops, then each loop's row, as PyG's add_self_loops
         fills it: `fill_value` "mean" (of the node's in-edges' rows, 0 without any), "add" (their
         sum) or a number. Differentiable in edge_attr."""
-        kept, dst = self.with_self_loops()._loop_free
+        kept, dst, counts = self.with_self_loops()._loop_free
         m = min(self.num_src_nodes, self.num_nodes)
         if edge_attr.size(0) != self.num_edges:
             raise ValueError(f"dfgnn: edge_attr has {edge_attr.size(0)} rows, the graph {self.num_edges} edges")
-        rows = edge_attr[kept.to(edge_attr.device)]
+        rows = edge_attr.index_select(0, kept.to(edge_attr.device))
         if isinstance(fill_value, (int, float)) and not isinstance(fill_value, bool):
             loops = rows.new_full((m, *rows.shape[1:]), float(fill_value))
         elif fill_value in ("mean", "add"):
             index = dst.to(edge_attr.device)
             loops = rows.new_zeros((self.num_nodes, *rows.shape[1:])).index_add_(0, index, rows)[:m]
             if fill_value == "mean":
-                count = torch.bincount(index, minlength=self.num_nodes)[:m].clamp_(min=1)
+                count = counts[:m].to(edge_attr.device).clamp(min=1)
                 loops = loops / count.view(-1, *([1] * (rows.dim() - 1))).to(rows.dtype)
         else:
             raise ValueError(f"dfgnn: fill_value must be 'mean', 'add' or a number, got {fill_value!r}")
@@ -341,6 +355,13 @@ class Graph:
         plan = self._plans.get(key)
         if plan is not None:
             return plan
+        if device.type == "cuda":
+            model = next(name for name, code in _lib.MODELS.items() if code == kind)
+            dtype_name = str(next(t for t, code in _lib.DTYPES.items() if code == dtype))
+            _refuse_capture(f"the first call of {model} on {heads} heads x {dim} {dtype_name.split('.')[-1]} "
+                            f"builds its plan, which",
+                            f"run the step once (PyTorch's warm-up), or graph.prepare({model!r}, {heads}, {dim}, "
+                            f"{str(device)!r}, backward=True, dtype={dtype_name})")
         with self._lock:
             plan = self._plans.get(key)
             if plan is None:

@@ -95,6 +95,7 @@ struct Options {
   at::Tensor edge_values;  // [E, 1 or H], or undefined
   double dropout;
   int64_t seed;
+  at::Tensor seed_at;  // [1] int64 where the call runs: the seed the kernels read in place of `seed`, or undefined
   bool packed = false;  // the first tensor holds the first two inputs (GATConv's el and er)
   at::Tensor weights;   // [E, H]: receives the attention weights (forward), or undefined
   bool edges = false;   // the last tensor is the model's edge argument (edge features)
@@ -131,6 +132,7 @@ dfgnn_call call_of(const std::vector<at::Tensor>& tensors, const Options& o) {
   }
   c.dropout = float(o.dropout);
   c.seed = uint64_t(o.seed);
+  if (o.seed_at.defined()) c.seed_at = static_cast<const uint64_t*>(o.seed_at.data_ptr());
   return c;
 }
 
@@ -326,11 +328,12 @@ at::Tensor gat_layer(const Plan& plan, const at::Tensor& h, const at::Tensor& at
   return out;
 }
 
-// Each call's options come positionally (param, count, edge_values or None, dropout, seed): a
-// Python object per call would cost more than the arguments.
+// Each call's options come positionally (param, count, edge_values or None, dropout, seed, and
+// seed_at or None: the seed in memory, read when the kernels run, as a captured CUDA graph needs):
+// a Python object per call would cost more than the arguments.
 Options options(double param, int64_t count, const c10::optional<at::Tensor>& edge_values, double dropout,
-                int64_t seed) {
-  return {param, count, edge_values.value_or(at::Tensor()), dropout, seed};
+                int64_t seed, const c10::optional<at::Tensor>& seed_at) {
+  return {param, count, edge_values.value_or(at::Tensor()), dropout, seed, seed_at.value_or(at::Tensor())};
 }
 
 // The model's tensors and, when given, its edge argument last (Options::edges).
@@ -356,21 +359,24 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def(
       "attention",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
-         double dropout, int64_t seed, int64_t level, const EdgeValues& weights, const EdgeValues& edge_features) {
-        Options o = options(param, count, edge_values, dropout, seed);
+         double dropout, int64_t seed, int64_t level, const EdgeValues& weights, const EdgeValues& edge_features,
+         const EdgeValues& seed_at) {
+        Options o = options(param, count, edge_values, dropout, seed, seed_at);
         if (weights) o.weights = *weights;
         return attention(plan, with_edges(tensors, edge_features, o), o, level);
       },
       "out, recorded for autograd when an input requires grad; `weights` [E, H] (or None) receives the "
-      "attention weights; `edge_features` (or None) is the model's edge argument",
+      "attention weights; `edge_features` (or None) is the model's edge argument; `seed_at` (or None) the seed "
+      "in memory",
       pybind11::arg("plan"), pybind11::arg("tensors"), pybind11::arg("param"), pybind11::arg("count"),
       pybind11::arg("edge_values"), pybind11::arg("dropout"), pybind11::arg("seed"), pybind11::arg("level"),
-      pybind11::arg("weights"), pybind11::arg("edge_features") = c10::optional<at::Tensor>());
+      pybind11::arg("weights"), pybind11::arg("edge_features") = c10::optional<at::Tensor>(),
+      pybind11::arg("seed_at") = c10::optional<at::Tensor>());
   m.def(
       "gat_layer",
       [](const Plan& plan, const at::Tensor& h, const at::Tensor& att_src, const at::Tensor& att_dst, double slope,
-         double dropout, int64_t seed, int64_t level, const EdgeValues& ee) {
-        Options o = options(slope, 0, c10::nullopt, dropout, seed);
+         double dropout, int64_t seed, int64_t level, const EdgeValues& ee, const EdgeValues& seed_at) {
+        Options o = options(slope, 0, c10::nullopt, dropout, seed, seed_at);
         o.packed = true, o.edges = ee.has_value();
         return gat_layer(plan, h, att_src, att_dst, ee.value_or(at::Tensor()), o, level);
       },
@@ -378,12 +384,13 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "None), as one autograd node",
       pybind11::arg("plan"), pybind11::arg("h"), pybind11::arg("att_src"), pybind11::arg("att_dst"),
       pybind11::arg("slope"), pybind11::arg("dropout"), pybind11::arg("seed"), pybind11::arg("level"),
-      pybind11::arg("ee") = c10::optional<at::Tensor>());
+      pybind11::arg("ee") = c10::optional<at::Tensor>(), pybind11::arg("seed_at") = c10::optional<at::Tensor>());
   m.def(
       "forward",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
-         double dropout, int64_t seed, bool train, const EdgeValues& edge_features, const EdgeValues& weights) {
-        Options o = options(param, count, edge_values, dropout, seed);
+         double dropout, int64_t seed, bool train, const EdgeValues& edge_features, const EdgeValues& weights,
+         const EdgeValues& seed_at) {
+        Options o = options(param, count, edge_values, dropout, seed, seed_at);
         if (weights) o.weights = *weights;
         auto [out, lse] = run_forward(*plan.state, with_edges(tensors, edge_features, o), o, train);
         return std::make_tuple(out, lse.defined() ? EdgeValues(lse) : c10::nullopt);
@@ -392,14 +399,19 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       "attention weights",
       pybind11::arg("plan"), pybind11::arg("tensors"), pybind11::arg("param"), pybind11::arg("count"),
       pybind11::arg("edge_values"), pybind11::arg("dropout"), pybind11::arg("seed"), pybind11::arg("train"),
-      pybind11::arg("edge_features"), pybind11::arg("weights") = c10::optional<at::Tensor>());
+      pybind11::arg("edge_features"), pybind11::arg("weights") = c10::optional<at::Tensor>(),
+      pybind11::arg("seed_at") = c10::optional<at::Tensor>());
   m.def(
       "backward",
       [](const Plan& plan, const Tensors& tensors, double param, int64_t count, const EdgeValues& edge_values,
          double dropout, int64_t seed, const at::Tensor& out, const at::Tensor& lse, const at::Tensor& grad,
-         const EdgeValues& edge_features) {
-        Options o = options(param, count, edge_values, dropout, seed);
+         const EdgeValues& edge_features, const EdgeValues& seed_at) {
+        Options o = options(param, count, edge_values, dropout, seed, seed_at);
         return run_backward(*plan.state, with_edges(tensors, edge_features, o), o, out, lse, grad);
       },
-      "the gradient of each tensor (the edge argument's last): the native backward");
+      "the gradient of each tensor (the edge argument's last): the native backward",
+      pybind11::arg("plan"), pybind11::arg("tensors"), pybind11::arg("param"), pybind11::arg("count"),
+      pybind11::arg("edge_values"), pybind11::arg("dropout"), pybind11::arg("seed"), pybind11::arg("out"),
+      pybind11::arg("lse"), pybind11::arg("grad"), pybind11::arg("edge_features"),
+      pybind11::arg("seed_at") = c10::optional<at::Tensor>());
 }

@@ -276,6 +276,24 @@ def test_dropout_seed_drawn_from_torch(device):
     assert torch.equal(a, c)      # repeatable under torch.manual_seed
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("traced", [False, True])
+def test_seed_tensor_reads_as_the_int(device, traced):
+    """A seed given as a one-element int64 tensor on the inputs' device (read by the kernels
+    where they run, as a captured CUDA graph needs) draws the mask its value draws, forward and
+    backward, eagerly and through the custom op (under a dispatch mode)."""
+    graph = dfgnn.Graph.from_edge_index(ref.random_graph(10, 40, 3), 10)
+    x = torch.randn(10, 2, 8, device=device, requires_grad=True)
+    results = []
+    for seed in (7, torch.tensor([7], device=device)):
+        x.grad = None
+        with _PassThrough() if traced else contextlib.nullcontext():
+            out = dfgnn.gt_attention(graph, x, x, x, dropout=0.5, seed=seed)
+            out.square().sum().backward()
+        results.append((out.detach(), x.grad))
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
+
+
 def _op_args(model, graph, gen, edges=False):
     """The custom op of `model` and its arguments: inputs requiring grad, edge values none,
     dropout with a seed; with `edges`, edge features (AGNN: x_dst) requiring grad too."""
