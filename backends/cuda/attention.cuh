@@ -227,7 +227,11 @@ void run_backward(cudaStream_t st, const Plan& plan, const S& sc, const Options&
   const bool edges = sc.edge != nullptr;
   const bool cols_first = dfgnn::detail::columns_first("cuda::attention_backward", o.backward_order, p.kind,
                                                        G::kRowsFirst, G::kColsFirst, g.num_edges, g.num_nodes, edges);
-  if (N == 0 && NS == 0) return;  // otherwise the column walk writes the sources' zero gradients
+  if (N == 0 && NS == 0) {  // otherwise the column walk writes the sources' zero gradients
+    // A parameter's gradient sums over no edges: zero (it has entries without any node).
+    if (param != nullptr) DFGNN_CUDA(cudaMemsetAsync(param, 0, std::size_t(param_count) * sizeof(E), st));
+    return;
+  }
   const BackwardData& b = p.backward(st);
   const BackwardWork& wk = b.work;
   // The scoring walk's edge values and dropout, by its own positions.

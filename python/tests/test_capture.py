@@ -194,8 +194,9 @@ def test_compiled_reduce_overhead(dtype):
                     results.append([out.detach().clone()] + [p.grad.clone() for p in net.parameters()])
                 for r in results[1]:
                     assert torch.isfinite(r).all()
-                if not training:
+                if not training:  # each gradient at the scale of them all (some nearly vanish)
                     tol = 2e-5 if dtype == torch.float32 else 2e-2
-                    for a, b in zip(results[1], results[0]):
-                        assert_close(a.float(), b.float(), tol)
+                    scale = max(g.abs().max().item() for g in results[0][1:])
+                    for i, (a, b) in enumerate(zip(results[1], results[0])):
+                        assert_close(a.float(), b.float(), tol, f"result {i}", scale=0.0 if i == 0 else scale)
     assert counters["inductor"]["cudagraph_skips"] == 0
