@@ -3,7 +3,7 @@
 # flags and build type. Run at every build (the dfgnn_build_info target), not at configure time, so a record
 # never names a commit the binary was not built from; the header is rewritten only when its text
 # changes, so an unchanged tree recompiles nothing.
-#   cmake -DSOURCE_DIR=... -DOUTPUT=... -DCOMPILER=... -DBUILD_TYPE=... -DFLAGS=... -DCUDA=... -P dfgnnBuildInfo.cmake
+#   cmake -DSOURCE_DIR=... -DOUTPUT=... -DVERSION=... -DCOMPILER=... -DBUILD_TYPE=... -DFLAGS=... -DCUDA=... -P dfgnnBuildInfo.cmake
 execute_process(COMMAND git describe --always --dirty --abbrev=12 WORKING_DIRECTORY ${SOURCE_DIR}
                 OUTPUT_VARIABLE describe OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE status)
 if(NOT status EQUAL 0 OR describe STREQUAL "")
@@ -28,6 +28,7 @@ c_string("${CUDA}" cuda)
 
 set(text "// Generated at build time by cmake/dfgnnBuildInfo.cmake; do not edit.
 #pragma once
+#define DFGNN_VERSION \"${VERSION}\"
 #define DFGNN_GIT_COMMIT \"${describe}\"
 #define DFGNN_GIT_DIRTY ${dirty}
 #define DFGNN_BUILD_COMPILER \"${compiler}\"

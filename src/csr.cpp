@@ -2,10 +2,23 @@
 #include <dfgnn/detail/parallel.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <string>
+#include <thread>
 #include <tuple>
 
 namespace dfgnn {
+
+namespace {
+std::atomic<unsigned> preprocessing{0};  // set_preprocessing_threads; 0: the default
+}  // namespace
+
+void set_preprocessing_threads(unsigned threads) { preprocessing = threads; }
+
+unsigned preprocessing_threads() {
+  const unsigned set = preprocessing.load();
+  return set > 0 ? set : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+}
 
 using detail::parallel_ranges;
 

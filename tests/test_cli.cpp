@@ -11,6 +11,7 @@
 #include <dfgnn/reference_backward.hpp>
 #include <dfgnn/reference_message_passing.hpp>
 
+#include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -631,6 +632,20 @@ TEST_F(CliTest, InfoOnCora) {
   const Result raw = run("info --graph " + cora());
   ASSERT_EQ(raw.code, 0) << raw.err;
   EXPECT_EQ(raw.out.find("edges 10556\n"), std::string::npos) << raw.out;
+}
+
+// --version names the version, the Kokkos the binary was built with and its backends, and
+// whether it has the CUDA-native kernels, on one line.
+TEST_F(CliTest, Version) {
+  const Result r = run("--version");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("dfgnn 0.1.0 (", 0), 0u) << r.out;
+  const int v = KOKKOS_VERSION;
+  const std::string kokkos = "; Kokkos " + std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + ".";
+  EXPECT_NE(r.out.find(kokkos), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Serial"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; CUDA-native kernels: "), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
 // info --models lists --model's values, one a line (tools/run-cora.sh loops over them), with no

@@ -63,6 +63,22 @@ TEST(Generate, RmatIsDeterministicSymmetricAndLoopFree) {
   EXPECT_GT(a.stats.max, 10 * a.stats.mean) << "R-MAT should be heavy-tailed";
 }
 
+// The preprocessing threads (one, a few, the default) change no result: R-MAT's generation
+// takes its pairs in blocks over those threads (2^17 pairs here: two blocks).
+TEST(Generate, ResultsDoNotDependOnThePreprocessingThreads) {
+  const unsigned before = preprocessing_threads();
+  EXPECT_GE(before, 1u);
+  set_preprocessing_threads(1);
+  EXPECT_EQ(preprocessing_threads(), 1u);
+  const HostGraph one = gen::rmat(13, 16, 0.57, 0.19, 0.19, 7);
+  set_preprocessing_threads(3);
+  EXPECT_EQ(preprocessing_threads(), 3u);
+  const HostGraph three = gen::rmat(13, 16, 0.57, 0.19, 0.19, 7);
+  set_preprocessing_threads(0);  // the default again
+  EXPECT_EQ(preprocessing_threads(), before);
+  EXPECT_TRUE(same_graph(one, three));
+}
+
 TEST(Generate, RmatRejectsBadParameters) {
   EXPECT_THROW(gen::rmat(0, 16), dfgnn::Error);
   EXPECT_THROW(gen::rmat(10, 0), dfgnn::Error);

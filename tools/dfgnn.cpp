@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "distributed_run.hpp"
+#include "platform.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -71,6 +72,10 @@ int main(int argc, char** argv) {
   const bool help = std::any_of(argv + 1, argv + argc, [](const char* s) {
     return std::strcmp(s, "--help") == 0 || std::strcmp(s, "-h") == 0;
   });
+  if (cmd == "--version" || cmd == "version") {
+    std::puts(cli::version_line().c_str());
+    return 0;
+  }
   if (cmd.empty() || help || cmd == "help") {
     std::fputs(cli::usage(cmd == "help" ? "" : cmd).c_str(), cmd.empty() ? stderr : stdout);
     return cmd.empty() ? 2 : 0;
@@ -80,6 +85,7 @@ int main(int argc, char** argv) {
   cli::Ranks ranks(argc, argv);
   int kokkos_argc = 1;
   Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
+  set_preprocessing_threads(unsigned(Kokkos::DefaultHostExecutionSpace().concurrency()));  // a rank's share
   // Under mpirun every rank reads the same options and files, so an error before the ranks'
   // collectives is every rank's: rank 0 reports it. One after may be one rank's alone, while the
   // others wait in a collective: that rank reports it and ends them all.

@@ -113,6 +113,7 @@ std::string usage(const std::string& word) {
     for (const Section* s : c->sections)
       if (std::find(sections.begin(), sections.end(), s) == sections.end()) sections.push_back(s);
   }
+  if (word.empty()) r += "  dfgnn --version\n";
   for (const Section* s : sections) r += "\n" + section_text(*s);
   return r;
 }

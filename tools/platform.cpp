@@ -87,6 +87,15 @@ nlohmann::json build_facts() {
   return b;
 }
 
+std::string version_line() {
+  const nlohmann::json b = build_facts();
+  std::string backends;
+  for (const auto& name : b["kokkos"]["backends"]) backends += (backends.empty() ? "" : ", ") + name.get<std::string>();
+  return "dfgnn " DFGNN_VERSION " (" + b["commit"].get<std::string>() + (b["dirty"].get<bool>() ? ", dirty" : "") +
+         "); Kokkos " + b["kokkos"]["version"].get<std::string>() + " (" + backends +
+         "); CUDA-native kernels: " + (b["cuda"].is_null() ? "off" : b["cuda"].get<std::string>());
+}
+
 nlohmann::json host_facts() {
   using Host = Kokkos::DefaultHostExecutionSpace;
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

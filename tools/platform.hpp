@@ -29,6 +29,9 @@ struct Repeats {
 /// The build that made this binary: commit and dirty flag (read at build time), compiler and
 /// flags, the CUDA compiler where built with it, Kokkos's version and enabled backends.
 nlohmann::json build_facts();
+/// `dfgnn --version`'s line: the version, commit (and whether the tree was dirty), Kokkos's
+/// version and backends, and the CUDA-native kernels' compiler or "off".
+std::string version_line();
 /// The host: CPU vendor and model, logical cores, memory, the Kokkos host execution space and
 /// its concurrency.
 nlohmann::json host_facts();

@@ -11,6 +11,15 @@
 
 namespace dfgnn {
 
+/// Sets the threads of the host preprocessing passes over graphs of 2^22 edges and more
+/// (building and transposing CSRs, the generators): `threads`, or 0 for the default, the
+/// hardware's threads (at most 16). Processes sharing a node (MPI ranks) give each its share;
+/// the CLI sets the Kokkos host space's concurrency, the Python package torch's intra-op
+/// threads (as for the kernels). The results do not depend on it.
+void set_preprocessing_threads(unsigned threads);
+/// The threads those passes start.
+unsigned preprocessing_threads();
+
 /// A graph of E directed edges u -> v, stored by destination: its N rows are the destinations
 /// 0..N-1 and its sources are 0..NS-1. A square graph (NS = N, what graph_from_edges(N, ...)
 /// builds) has one node set; a bipartite one (NS != N allowed) has a source set and a

@@ -301,6 +301,7 @@ int dfgnn_set_host_threads(int threads) {
   return guarded([&] {
     if (threads < 0) throw dfgnn::Error("host threads must be >= 0, got " + std::to_string(threads));
     host_threads = threads;
+    dfgnn::set_preprocessing_threads(unsigned(threads));
   });
 }
 

@@ -55,7 +55,8 @@ DFGNN_CAPI int dfgnn_set_device_allocator(void* (*allocate)(size_t bytes), void 
 DFGNN_CAPI int dfgnn_has_cuda(void);
 /** The host threads the Kokkos host kernels start with (an OpenMP or Threads build; 0: Kokkos'
  * default, its environment's): takes effect where Kokkos is not yet initialised, i.e. before the
- * first graph of a process that did not initialise Kokkos itself. */
+ * first graph of a process that did not initialise Kokkos itself. The host preprocessing passes
+ * (dfgnn::set_preprocessing_threads) take it at once (0: their default). */
 DFGNN_CAPI int dfgnn_set_host_threads(int threads);
 /** The threads the Kokkos host kernels run on (initialising Kokkos if nothing did), and the name
  * of their execution space ("Serial", "OpenMP", ...). */

@@ -4,6 +4,8 @@
 /// graphs of billions of edges (generation, transposition, the CUDA plan's tables). Every
 /// helper gives the result of the serial loop, whatever the thread count or schedule.
 
+#include <dfgnn/csr.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -13,10 +15,10 @@
 namespace dfgnn::detail {
 
 /// Threads for a pass over `work` elements: one below 2^22 (a thread's start costs more than
-/// such a pass gains), else the hardware's, at most 16.
+/// such a pass gains), else preprocessing_threads().
 inline unsigned host_threads(std::int64_t work) {
   if (work < (std::int64_t(1) << 22)) return 1;
-  return std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  return preprocessing_threads();
 }
 
 /// Runs f(0) .. f(threads - 1), each on a thread of its own (f(0) on the caller's).
@@ -28,16 +30,16 @@ void on_threads(unsigned threads, F f) {
   for (auto& t : pool) t.join();
 }
 
-/// Calls f(begin, end) over [0, n) in blocks taken dynamically by the hardware's threads (at
-/// most 16, and no more than there are blocks: a block is the caller's measure of a thread's
+/// Calls f(begin, end) over [0, n) in blocks taken dynamically by preprocessing_threads()
+/// threads (no more than there are blocks: a block is the caller's measure of a thread's
 /// worth); f must only write state owned by its block, so the result does not depend on the
 /// schedule.
 template <class F>
 void parallel_blocks(std::int64_t n, std::int64_t block, F f) {
   std::atomic<std::int64_t> next{0};
   const std::int64_t blocks = (n + block - 1) / block;
-  const unsigned hardware = std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
-  on_threads(unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(hardware, blocks))), [&](unsigned) {
+  const unsigned threads = preprocessing_threads();
+  on_threads(unsigned(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, blocks))), [&](unsigned) {
     for (std::int64_t b; (b = next.fetch_add(block)) < n;) f(b, std::min(n, b + block));
   });
 }
