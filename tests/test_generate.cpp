@@ -66,6 +66,7 @@ TEST(Generate, RmatIsDeterministicSymmetricAndLoopFree) {
 // The preprocessing threads (one, a few, the default) change no result: R-MAT's generation
 // takes its pairs in blocks over those threads (2^17 pairs here: two blocks).
 TEST(Generate, ResultsDoNotDependOnThePreprocessingThreads) {
+  using dfgnn::preprocessing_threads, dfgnn::set_preprocessing_threads;
   const unsigned before = preprocessing_threads();
   EXPECT_GE(before, 1u);
   set_preprocessing_threads(1);
