@@ -4,11 +4,12 @@
 # find_package(dfgnn) with the message that names both.
 # Usage: tests/consumer/kokkos_mismatch.sh INSTALL_PREFIX
 set -euo pipefail
+prefix=$(realpath "$1")
 cd "$(dirname "$0")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/prefix/lib"
-cp -r "$1/lib/cmake" "$work/prefix/lib/"
+cp -r "$prefix/lib/cmake" "$work/prefix/lib/"
 config=$work/prefix/lib/cmake/dfgnn/dfgnnConfig.cmake
 sed -i 's/^set(dfgnn_KOKKOS_VERSION "[^"]*")/set(dfgnn_KOKKOS_VERSION "0.0.1")/' "$config"
 grep -q 'dfgnn_KOKKOS_VERSION "0.0.1"' "$config" || { echo "kokkos_mismatch: no recorded Kokkos version in $config"; exit 1; }
