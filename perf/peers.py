@@ -146,6 +146,12 @@ def median_ms(fn, warmup, iters, before=None, device="cuda"):
     return statistics.median(times), times
 
 
+def median(values):
+    """The median of a record key's values, or None where the records have no such number."""
+    values = list(values)
+    return None if values[0] is None else statistics.median(values)
+
+
 def alternating(runs, rounds, tolerate=False):
     """[{impl, **record}] of runs {impl: () -> record (a dict of numbers, or None where a run
     has no such number)}, each called `rounds` times in turn, the medians of their records: the
@@ -163,10 +169,6 @@ def alternating(runs, rounds, tolerate=False):
                 if not tolerate:
                     raise
                 errors[impl] = f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0][:200]}"
-
-    def median(values):
-        values = list(values)
-        return None if values[0] is None else statistics.median(values)
     return [{"impl": impl, "error": errors[impl]} if impl in errors else
             {"impl": impl, **{key: median(r[key] for r in rs) for key in rs[0]}} for impl, rs in records.items()]
 

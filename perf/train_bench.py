@@ -73,7 +73,6 @@ import gzip
 import json
 import os
 import queue
-import statistics
 import sys
 import threading
 import time
@@ -484,8 +483,7 @@ def train(model, epoch_steps, prepare, device, epochs, warmup, ahead=False, auto
                             "forward_ms": None if captured else sum(clock.ms(a, b) for _, _, a, b, _ in marks),
                             "backward_ms": None if captured else sum(clock.ms(b, c) for _, _, _, b, c in marks),
                             "epoch_ms": epoch_ms})
-    result = {key: None if records[0][key] is None else statistics.median(r[key] for r in records)
-              for key in records[0]}
+    result = {key: peers.median(r[key] for r in records) for key in records[0]}
     result["kernel_ms"] = kernel_ms(epoch) if device.type == "cuda" else None
     return result
 
