@@ -153,6 +153,21 @@ def portable_section(records, labels):
     return "\n".join(out)
 
 
+def peers_section(records, labels):
+    out = ["<h2>Against the peers (float32; dfgnn: Auto, the faster backend)</h2>"]
+    for r, lab in zip(records, labels):
+        rows = sr.against_peers(r)
+        if not rows:
+            out.append(f"<p>{html.escape(lab)}: no peer was timed (perf/study_peers.py adds them).</p>")
+            continue
+        versions = "; ".join(f"{p['name']} on {p['device']}: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items())
+                             for p in r["peers"])
+        out.append(f"<h3>{html.escape(lab)}</h3><p>{html.escape(versions)}</p>" + _table(
+            ["peer", "graph", "model", "HxD", "dtype", "pass", "peer ms", "dfgnn ms", "speedup"],
+            [[name, p[0], p[1], f"{p[2]}x{p[3]}", p[4], p[5], theirs, ours, x] for name, p, theirs, ours, x in rows]))
+    return "\n".join(out)
+
+
 def pennycook_section(records, labels):
     rows = sr.portability(records)
     header = ["graph", "model", "HxD", "dtype", "pass", "backend", "strategy"]
@@ -198,7 +213,8 @@ def render(records):
     matplotlib.use("Agg")  # files, no display
     labels = [sr.label(r) for r in records]
     parts = [platforms_section(records, labels), case_plots(records, labels), side_by_side(records, labels),
-             portable_section(records, labels), pennycook_section(records, labels),
+             portable_section(records, labels), peers_section(records, labels),
+             pennycook_section(records, labels),
              regression_section(records, labels)]
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:12px;margin:1em 0}"
              "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{display:block;margin:1em 0}")

@@ -107,6 +107,36 @@ def cases(record):
     return {tuple(c[k] for k in CASE_KEY): c for c in record["cases"] if c["status"] == "ok"}
 
 
+def summary(ms):
+    """(median, min, spread) of timed runs as the CLI computes them (tools/run.cpp): the
+    nearest-rank median and quartiles of the sorted samples, the spread their difference."""
+    ms = sorted(ms)
+    n = len(ms)
+    return ms[n // 2], ms[0], ms[3 * n // 4] - ms[n // 4]
+
+
+def peer_cases(record):
+    """{(peer name, problem key): case} of the peers' cases that ran (the record's "peers")."""
+    return {(p["name"],) + tuple(c[k] for k in PROBLEM_KEY): c
+            for p in record.get("peers", []) for c in p["cases"] if c["status"] == "ok"}
+
+
+def against_peers(record):
+    """[(peer name, problem key, peer ms, dfgnn ms, peer ms / dfgnn ms)] for each peer case whose
+    problem dfgnn ran with Auto: dfgnn's time is the faster backend's Auto."""
+    auto = {}
+    for key, c in cases(record).items():
+        if key[-1] == "auto":
+            problem = key[:len(PROBLEM_KEY)]
+            auto[problem] = min(auto.get(problem, math.inf), c["median_ms"])
+    rows = []
+    for (name, *problem), c in sorted(peer_cases(record).items(), key=lambda kv: tuple(str(x) for x in kv[0])):
+        ours = auto.get(tuple(problem))
+        if ours:
+            rows.append((name, tuple(problem), c["median_ms"], ours, c["median_ms"] / ours))
+    return rows
+
+
 def copy_gbs(record, backend):
     return record["devices"][backend]["microbenchmarks"]["copy"]["gbs"]
 

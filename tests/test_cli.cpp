@@ -860,6 +860,23 @@ TEST_F(CliTest, OptionErrors) {
                     {"rmat", "bytes of host memory"});
 }
 
+// `gen suite` writes the graph `dfgnn study --graphs NAME` runs: rmat-s9-d8 is `gen rmat`'s
+// graph of scale 9, edge factor 8 and the default seed, edge for edge.
+TEST_F(CliTest, GenSuiteIsTheStudysGraph) {
+  const std::string suite = path("suite.txt"), rmat = path("rmat.txt");
+  const Result a = run("gen suite --name rmat-s9-d8 --out " + quote(suite));
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(run("gen rmat --scale 9 --edge-factor 8 --out " + quote(rmat)).code, 0);
+  const io::EdgeList x = io::read_graph(suite), y = io::read_graph(rmat);
+  EXPECT_EQ(x.num_nodes, 512);
+  EXPECT_EQ(x.src, y.src);
+  EXPECT_EQ(x.dst, y.dst);
+  EXPECT_NE(slurp(suite).find("# suite rmat-s9-d8"), std::string::npos);
+  expect_user_error("gen suite --name nope --out " + quote(suite), {"--name", "unknown graph 'nope'", "mnist-16"});
+  expect_user_error("gen suite --name cora --out " + quote(suite), {"--name cora", "needs --data"});
+  expect_user_error("gen suite --out " + quote(suite), {"--name"});
+}
+
 // Kokkos' own options never reach Kokkos; --help is dfgnn's.
 TEST_F(CliTest, KokkosLookalikeOptions) {
   const std::string g = quote(tiny_graph());

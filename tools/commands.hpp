@@ -12,6 +12,7 @@ const Command& info_command();  // info.cpp
 const Command& gen_rmat_command();  // gen.cpp
 const Command& gen_sbm_command();
 const Command& gen_knn_command();
+const Command& gen_suite_command();
 const Command& bench_command();  // bench.cpp
 const Command& study_command();  // study.cpp
 

@@ -18,9 +18,10 @@
 namespace dfgnn::cli {
 
 const std::vector<const Command*>& commands() {
-  static const std::vector<const Command*> all{&attention_command(), &spmm_command(),     &sddmm_command(),
-                                               &info_command(),      &gen_rmat_command(), &gen_sbm_command(),
-                                               &gen_knn_command(),   &bench_command(),      &study_command()};
+  static const std::vector<const Command*> all{&attention_command(), &spmm_command(),      &sddmm_command(),
+                                               &info_command(),      &gen_rmat_command(),  &gen_sbm_command(),
+                                               &gen_knn_command(),   &gen_suite_command(), &bench_command(),
+                                               &study_command()};
   return all;
 }
 

@@ -1,6 +1,8 @@
-// `dfgnn gen rmat|sbm|knn`: the benchmark graphs (docs/performance.md) as edge-list files.
+// `dfgnn gen rmat|sbm|knn|suite`: the benchmark graphs (docs/performance.md) and the study's
+// graphs (docs/study.md) as edge-list files.
 
 #include "commands.hpp"
+#include "suite.hpp"
 
 #include <dfgnn/generate.hpp>
 
@@ -54,6 +56,14 @@ int knn(const Args& a) {
   return write(a, g, "knn graphs " + std::to_string(graphs) + " k " + std::to_string(k));
 }
 
+// The study's graph --name, the same graph `dfgnn study --graphs NAME` runs.
+int suite(const Args& a) {
+  const std::string name = a.need("name");
+  a.need("out");
+  check_suite_graph("--name", name, a.has("data"));
+  return write(a, suite_graph(name, a.get("data", "")), "suite " + name);
+}
+
 }  // namespace
 
 const Command& gen_rmat_command() {
@@ -81,6 +91,16 @@ const Command& gen_knn_command() {
                             {"k", "K", "in-edges per node (default 8)"}},
                            ""};
   static const Command c{"gen knn", "--graphs G [--k K] [--seed S] --out FILE", {&own, &gen_section()}, knn};
+  return c;
+}
+
+const Command& gen_suite_command() {
+  static const Section own{"gen suite (the graphs of `dfgnn study`, by name: docs/study.md)",
+                           {{"name", "NAME", "a graph of `dfgnn study --graphs` (pattern, mnist, rmat-s17-d64, ...)"},
+                            {"data", "DIR", "the folder of the real graphs (shared/data's layout)"},
+                            {"out", "FILE", "the edge list to write (gzip-compressed when FILE ends in .gz)"}},
+                           ""};
+  static const Command c{"gen suite", "--name NAME [--data DIR] --out FILE", {&own}, suite};
   return c;
 }
 

@@ -9,6 +9,7 @@
 #include "platform.hpp"
 #include "reference_check.hpp"
 #include "run.hpp"
+#include "suite.hpp"
 
 #include <dfgnn/reference.hpp>
 
@@ -19,7 +20,6 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 
 namespace dfgnn::cli {
@@ -27,35 +27,6 @@ namespace dfgnn::cli {
 namespace {
 
 constexpr int kSchemaVersion = 1;  // perf/study.schema.json; raise it with any change of meaning
-
-// A graph of the suite: a real one, read from --data (symmetrized, as the anchors' tables
-// use them), or one generated in process, the same on every platform.
-struct SuiteGraph {
-  const char* name;
-  const char* file;  // under --data; null: generated
-  node_t nodes;      // a real graph's node count (isolated nodes count)
-  std::function<HostGraph()> generate;
-};
-
-// The headline graphs (docs/performance.md) and the quick suite's small ones.
-const std::vector<SuiteGraph>& suite_graphs() {
-  using gen::SbmKind;
-  static const std::vector<SuiteGraph> all{
-      {"cora", "cora/planetoid_edges.tsv.gz", 2708, {}},
-      {"citeseer", "citeseer/planetoid_edges.tsv.gz", 3327, {}},
-      {"pubmed", "pubmed/planetoid_edges.tsv.gz", 19717, {}},
-      {"tolokers", "tolokers/tolokers_edges.tsv.gz", 11758, {}},
-      {"web-NotreDame", "web-NotreDame/web-NotreDame.txt.gz", 325729, {}},
-      {"pattern", nullptr, 0, [] { return gen::sbm_batch(SbmKind::Pattern, 1024); }},
-      {"cluster", nullptr, 0, [] { return gen::sbm_batch(SbmKind::Cluster, 1024); }},
-      {"mnist", nullptr, 0, [] { return gen::knn_batch(1024, 8); }},
-      {"rmat-s17-d64", nullptr, 0, [] { return gen::rmat(17, 64); }},
-      {"rmat-s20-d32", nullptr, 0, [] { return gen::rmat(20, 32); }},
-      {"pattern-2", nullptr, 0, [] { return gen::sbm_batch(SbmKind::Pattern, 2); }},
-      {"mnist-16", nullptr, 0, [] { return gen::knn_batch(16, 8); }},
-      {"rmat-s9-d8", nullptr, 0, [] { return gen::rmat(9, 8); }}};
-  return all;
-}
 
 // The graphs studied by default: the quick suite's, or the generated headline graphs (the
 // largest R-MAT only when named) and, with --data, the real ones.
@@ -72,24 +43,6 @@ std::vector<std::string> split(const std::string& list) {
     if (q > p) r.push_back(list.substr(p, q - p));
   }
   return r;
-}
-
-const SuiteGraph& suite_graph(const std::string& name, const Args& a) {
-  for (const SuiteGraph& g : suite_graphs())
-    if (g.name == name) {
-      if (g.file && !a.has("data")) throw Error("--graphs " + name + ": a real graph needs --data DIR");
-      return g;
-    }
-  std::string names;
-  for (const SuiteGraph& g : suite_graphs()) names += (names.empty() ? "" : ", ") + std::string(g.name);
-  throw Error("--graphs: unknown graph '" + name + "' (expected " + names + ")");
-}
-
-HostGraph load(const SuiteGraph& s, const Args& a) {
-  if (!s.file) return s.generate();
-  io::EdgeList edges = io::read_graph(a.get("data") + "/" + s.file, s.nodes);
-  symmetrize(edges.src, edges.dst);
-  return graph_from_edges(edges.num_nodes, edges.src, edges.dst);
 }
 
 // The backends of --backends (native,portable), or every backend present, less the portable
@@ -201,9 +154,12 @@ int study(const Args& a) {
   if (!file) throw Error("--out " + out + ": cannot open for writing");
   if (a.has("data") && !std::filesystem::is_directory(a.get("data")))
     throw Error("--data " + a.get("data") + ": not a directory");
-  std::vector<const SuiteGraph*> graphs;  // --graphs none: the platform and its microbenchmarks alone
+  std::vector<std::string> graphs;  // --graphs none: the platform and its microbenchmarks alone
   const std::string names = a.get("graphs", default_graphs(a));
-  for (const std::string& name : split(names == "none" ? "" : names)) graphs.push_back(&suite_graph(name, a));
+  for (const std::string& name : split(names == "none" ? "" : names)) {
+    check_suite_graph("--graphs", name, a.has("data"));
+    graphs.push_back(name);
+  }
   if (graphs.empty() && names != "none") throw Error("--graphs: no graph named (none: no suite)");
   nlohmann::json skipped = nlohmann::json::object();
   const std::vector<Backend> studied = backends(a, skipped);
@@ -238,9 +194,9 @@ int study(const Args& a) {
   rec["cases"] = nlohmann::json::array();
 
   bool all_passed = true;
-  for (const SuiteGraph* sg : graphs) {
-    const HostGraph g = load(*sg, a);
-    rec["graphs"].push_back({{"name", sg->name}, {"source", sg->file ? "file" : "generated"},
+  for (const std::string& name : graphs) {
+    const HostGraph g = suite_graph(name, a.get("data", ""));
+    rec["graphs"].push_back({{"name", name}, {"source", suite_needs_data(name) ? "file" : "generated"},
                              {"nodes", g.num_nodes}, {"edges", g.num_edges()}, {"max_in_degree", g.stats.max},
                              {"mean_in_degree", g.stats.mean}});
     for (const auto& [h, d] : shapes)
@@ -257,11 +213,11 @@ int study(const Args& a) {
           for (const bool training : {false, true})
             for (const Backend b : studied)
               for (const Strategy s : strategies) {
-                nlohmann::json c{{"graph", sg->name}, {"model", to_string(kind)}, {"heads", h}, {"dim", d},
+                nlohmann::json c{{"graph", name}, {"model", to_string(kind)}, {"heads", h}, {"dim", d},
                                  {"dtype", dtype}};
                 c.update(run_case(g, in, check, b, s, training, repeats, copy_gbs[b]));
                 if (c["status"] == "ok") {
-                  std::printf("%s %s %dx%d %s %s %s %s: %.4f ms\n", sg->name, to_string(kind), h, d, dtype.c_str(),
+                  std::printf("%s %s %dx%d %s %s %s %s: %.4f ms\n", name.c_str(), to_string(kind), h, d, dtype.c_str(),
                               training ? "fwd+bwd" : "fwd", study_name(b), to_string(s), double(c["median_ms"]));
                   if (!c["check"]["passed"].get<bool>()) {
                     std::fprintf(stderr, "dfgnn: error: %s differs from the float64 reference\n", c.dump().c_str());

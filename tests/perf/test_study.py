@@ -1,6 +1,6 @@
 """The study's record format and report (perf/study_record.py, perf/report.py, docs/study.md):
 the schema on small synthetic records, the bandwidth arithmetic, Pennycook's metric, the
-regression view, the HTML with its plots and, with DFGNN_CLI set, `dfgnn study --quick` checked
+regression view, the peers' comparison, the HTML with its plots and, with DFGNN_CLI set, `dfgnn study --quick` checked
 against the schema. Run by CTest (tests/CMakeLists.txt) with Debian's python3."""
 
 import base64
@@ -56,6 +56,14 @@ def record(device, commit, cases, backends=("native", "portable")):
     }
 
 
+def with_peer(r, cases, name="pyg"):
+    """r with a peer's cases [(model, pass, ms)] on graph g, 1x128, f32."""
+    r["peers"] = [{"name": name, "versions": {"torch": "2.11.0", "torch_geometric": "2.8.1"}, "device": "cpu, 2 threads",
+                   "cases": [{"graph": "g", "model": m, "heads": 1, "dim": 128, "dtype": "f32", "pass": p, "status": "ok",
+                              "median_ms": ms, "min_ms": ms, "spread_ms": 0.0} for m, p, ms in cases]}]
+    return r
+
+
 class Schema(unittest.TestCase):
     def test_a_record_validates(self):
         self.assertEqual(sr.problems(record("H100", "aaa", [case("g", "native", "auto", 1.0)])), [])
@@ -63,6 +71,7 @@ class Schema(unittest.TestCase):
     def test_malformed_records_fail(self):
         good = record("H100", "aaa", [case("g", "native", "auto", 1.0), case("g", "portable", "smmf", 0, status="x")])
         good["cases"][1]["status"] = "unsupported"
+        with_peer(good, [("gt", "fwd", 5.0)])
         self.assertEqual(sr.problems(good), [])
         breakages = {
             "no build": lambda r: r.pop("build"),
@@ -72,6 +81,9 @@ class Schema(unittest.TestCase):
             "a null without its reason": lambda r: r["cases"][0]["fraction"].update(gather=None),
             "gbs that is not bytes / time": lambda r: r["host"]["thread_bandwidth"][0].update(gbs=1.0),
             "another schema version": lambda r: r.update(schema_version=2),
+            "a peer without its versions": lambda r: r["peers"][0].pop("versions"),
+            "a peer's ok case without its time": lambda r: r["peers"][0]["cases"][0].pop("median_ms"),
+            "a peer's failed case without a reason": lambda r: r["peers"][0]["cases"][0].update(status="failed"),
         }
         for what, breaking in breakages.items():
             r = copy.deepcopy(good)
@@ -108,6 +120,18 @@ class Arithmetic(unittest.TestCase):
         self.assertAlmostEqual(rows[("portable", "auto")][1], 2 / (4 + 2))
         self.assertEqual(sr.portable_over_native(a), [(("g", "gt", 1, 128, "f32", "fwd"), "auto", 4.0)])
 
+    def test_summary_is_the_clis(self):
+        # tools/run.cpp: nearest-rank median and quartiles of the sorted samples
+        self.assertEqual(sr.summary([5.0, 1.0, 4.0, 2.0, 3.0]), (3.0, 1.0, 2.0))
+        self.assertEqual(sr.summary([4.0, 1.0, 3.0, 2.0]), (3.0, 1.0, 2.0))
+
+    def test_against_peers_takes_the_faster_backends_auto(self):
+        r = with_peer(record("H100", "aaa", [case("g", "native", "auto", 2.0), case("g", "portable", "auto", 4.0),
+                                             case("g", "native", "online", 1.0)]),
+                      [("gt", "fwd", 10.0), ("gat", "fwd", 3.0)])  # no dfgnn gat case: left out
+        self.assertEqual(sr.against_peers(r), [("pyg", ("g", "gt", 1, 128, "f32", "fwd"), 10.0, 2.0, 5.0)])
+        self.assertEqual(sr.against_peers(record("H100", "aaa", [case("g", "native", "auto", 2.0)])), [])
+
     def test_regressions_beyond_the_spread(self):
         old = record("H100", "aaa", [case("g", "native", "auto", 1.0, 0.1), case("g", "native", "online", 1.0, 0.1)])
         new = record("H100", "bbb", [case("g", "native", "auto", 1.5, 0.1), case("g", "native", "online", 1.15, 0.1)])
@@ -119,6 +143,7 @@ class Report(unittest.TestCase):
     def test_two_records_render_with_plots(self):
         a = record("H100", "aaa", [case("g", "native", "auto", 1.0), case("g", "portable", "auto", 3.0)])
         b = record("H100", "bbb", [case("g", "native", "auto", 2.0), case("g", "portable", "auto", 3.0)])
+        with_peer(a, [("gt", "fwd", 7.0)])
         with tempfile.TemporaryDirectory() as d:
             paths = [os.path.join(d, n) for n in ("a.json", "b.json")]
             for p, r in zip(paths, (a, b)):
@@ -133,7 +158,8 @@ class Report(unittest.TestCase):
         for p in pngs:
             self.assertTrue(base64.b64decode(p).startswith(b"\x89PNG"))
         for section in ("Platforms", "Side by side", "Portable over CUDA-native", "Pennycook",
-                        "1 of 2 cases moved beyond their spread"):
+                        "1 of 2 cases moved beyond their spread", "Against the peers", "torch_geometric 2.8.1",
+                        "<td>7</td><td>1</td><td>7</td>"):  # PyG's ms, ours, the speedup
             self.assertIn(section, text)
 
     def test_bad_input_exits_2(self):
