@@ -4,8 +4,8 @@
 #                               and PyTorch extension, clang and its libFuzzer runtime for
 #                               tests/fuzz/run.sh, OpenMPI for the mpi preset, doxygen for the API
 #                               reference, python3-jsonschema and python3-matplotlib for the
-#                               study's schema check and report), then the serial preset: library,
-#                               CLI and tests
+#                               study's schema check and report, ccache for .ci/run's builds), then
+#                               the serial preset: library, CLI and tests
 #   bash tools/setup.sh --cli   what the CLI needs (nlohmann-json for its records), then the cli
 #                               preset: the CLI alone
 set -euo pipefail
@@ -16,7 +16,7 @@ if [ "${1:-}" = --cli ]; then
   preset=cli
 else
   packages+=(libtrilinos-kokkos-kernels-dev libgtest-dev python3-venv python3-dev clang libclang-rt-dev
-             libopenmpi-dev openmpi-bin doxygen python3-jsonschema python3-matplotlib)
+             libopenmpi-dev openmpi-bin doxygen python3-jsonschema python3-matplotlib ccache)
 fi
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
