@@ -35,9 +35,6 @@
 
 namespace dfgnn::kokkos_impl {
 
-/// d LeakyReLU(x) / dx, taking the slope at 0 as the forward's `x > 0` branch does.
-KOKKOS_INLINE_FUNCTION float leaky_relu_grad(float x, float slope) { return x > 0.0f ? 1.0f : slope; }
-
 struct AtDestination {};
 struct AtSource {};
 
