@@ -83,8 +83,10 @@ int bench(const Args& options) {
   // One printed line and one JSON object per timing.
   auto report = [&](Backend b, Strategy s, Strategy used, const Timing& t, const char* pass,
                     const Traffic& moved, double comp, double gath, double err) {
-    std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10.2g  %s\n", backend_name(b), to_string(s),
-                to_string(used), t.median_ms, t.min_ms, 100 * comp, 100 * gath, err, pass);
+    char checked[16] = "-";  // without --check
+    if (err >= 0) std::snprintf(checked, sizeof checked, "%.2g", err);
+    std::printf("%-7s %-8s %-8s %10.4f %10.4f %11.1f%% %11.1f%% %10s  %s\n", backend_name(b), to_string(s),
+                to_string(used), t.median_ms, t.min_ms, 100 * comp, 100 * gath, checked, pass);
     if (json)
       std::fprintf(json,
                    "{\"name\": \"%s\", \"device\": \"%s\", \"commit\": \"%s\", \"dirty\": %s, \"model\": \"%s\", \"N\": %d, "

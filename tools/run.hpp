@@ -77,9 +77,9 @@ class Device {
   virtual void mark(int i) = 0;
   virtual double elapsed(int from, int to) = 0;
 
-  /// The device in bench's header, and its device-to-device copy bandwidth in GB/s (0: none).
+  /// The device in bench's header, and its measured copy bandwidth in GB/s (within its memory).
   virtual std::string name() const = 0;
-  virtual double copy_bandwidth() { return 0; }
+  virtual double copy_bandwidth() = 0;
   /// What `dfgnn study` records of the device (docs/study.md): vendor, name, architecture,
   /// compute units, clocks, caches, memory, driver and runtime, where the device tells them.
   virtual nlohmann::json facts() const = 0;
