@@ -11,13 +11,18 @@ namespace dfgnn {
 
 namespace {
 std::atomic<unsigned> preprocessing{0};  // set_preprocessing_threads; 0: the default
+std::atomic<unsigned (*)()> host_concurrency{nullptr};  // detail::set_host_concurrency_source
 }  // namespace
 
 void set_preprocessing_threads(unsigned threads) { preprocessing = threads; }
 
+void detail::set_host_concurrency_source(unsigned (*source)()) { host_concurrency = source; }
+
 unsigned preprocessing_threads() {
-  const unsigned set = preprocessing.load();
-  return set > 0 ? set : std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
+  if (const unsigned set = preprocessing.load()) return set;
+  if (unsigned (*const source)() = host_concurrency.load())
+    if (const unsigned n = source()) return n;
+  return std::max(1u, std::min(16u, std::thread::hardware_concurrency()));
 }
 
 using detail::parallel_ranges;

@@ -1,4 +1,5 @@
 #include <dfgnn/generate.hpp>
+#include <dfgnn/graph.hpp>
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -78,6 +79,13 @@ TEST(Generate, ResultsDoNotDependOnThePreprocessingThreads) {
   set_preprocessing_threads(0);  // the default again
   EXPECT_EQ(preprocessing_threads(), before);
   EXPECT_TRUE(same_graph(one, three));
+}
+
+// Without a count set, preprocessing takes the Kokkos host space's threads: what a process
+// (an MPI rank with its share of a node) gave Kokkos. On Serial that is one.
+TEST(Generate, PreprocessingThreadsDefaultToTheKokkosHostSpace) {
+  dfgnn::set_preprocessing_threads(0);
+  EXPECT_EQ(dfgnn::preprocessing_threads(), unsigned(Kokkos::DefaultHostExecutionSpace().concurrency()));
 }
 
 TEST(Generate, RmatRejectsBadParameters) {

@@ -85,8 +85,7 @@ int main(int argc, char** argv) {
   // checks. Its environment variables (KOKKOS_NUM_THREADS, ...) still apply.
   cli::Ranks ranks(argc, argv);
   int kokkos_argc = 1;
-  Kokkos::ScopeGuard kokkos(kokkos_argc, argv);
-  set_preprocessing_threads(unsigned(Kokkos::DefaultHostExecutionSpace().concurrency()));  // a rank's share
+  Kokkos::ScopeGuard kokkos(kokkos_argc, argv);  // its host concurrency: preprocessing's threads too
   // Under mpirun every rank reads the same options and files, so an error before the ranks'
   // collectives is every rank's: rank 0 reports it. One after may be one rank's alone, while the
   // others wait in a collective: that rank reports it and ends them all.

@@ -13,9 +13,10 @@ namespace dfgnn {
 
 /// Sets the threads of the host preprocessing passes over graphs of 2^22 edges and more
 /// (building and transposing CSRs, the generators): `threads`, or 0 for the default, the
-/// hardware's threads (at most 16). Processes sharing a node (MPI ranks) give each its share;
-/// the CLI sets the Kokkos host space's concurrency, the Python package torch's intra-op
-/// threads (as for the kernels). The results do not depend on it.
+/// Kokkos host space's concurrency once Kokkos is initialized in a program that includes
+/// dfgnn's Kokkos headers (dfgnn.hpp), else the hardware's threads (at most 16). So MPI ranks
+/// that give Kokkos their share of a node's cores give it to preprocessing too; the Python
+/// package sets torch's intra-op threads (as for the kernels). The results do not depend on it.
 void set_preprocessing_threads(unsigned threads);
 /// The threads those passes start.
 unsigned preprocessing_threads();

@@ -4,6 +4,7 @@
 /// to the caller's edge order, and the transposed structure built on demand.
 
 #include <dfgnn/csr.hpp>
+#include <dfgnn/detail/parallel.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -31,6 +32,13 @@ inline HostGraph validated(HostGraph g) {
   validate(g);
   return g;
 }
+
+/// The Kokkos host space's concurrency while Kokkos runs (0 before and after): the default of
+/// preprocessing_threads() in every program that includes this header (csr.hpp).
+inline unsigned kokkos_host_concurrency() {
+  return Kokkos::is_initialized() ? unsigned(Kokkos::DefaultHostExecutionSpace().concurrency()) : 0u;
+}
+inline const bool kokkos_host_concurrency_registered = (set_host_concurrency_source(&kokkos_host_concurrency), true);
 
 }  // namespace detail
 

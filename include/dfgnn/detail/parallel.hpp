@@ -14,6 +14,11 @@
 
 namespace dfgnn::detail {
 
+/// Where preprocessing_threads() finds its default when none was set: `source()`, or the
+/// hardware's threads where it returns 0. The Kokkos-side headers register the Kokkos host
+/// space's concurrency (graph.hpp); this library itself has no Kokkos to ask.
+void set_host_concurrency_source(unsigned (*source)());
+
 /// Threads for a pass over `work` elements: one below 2^22 (a thread's start costs more than
 /// such a pass gains), else preprocessing_threads().
 inline unsigned host_threads(std::int64_t work) {
