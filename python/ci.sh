@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # CI for the Python package: a venv with PyTorch and PyG from PyPI, `pip install
-# --no-build-isolation .` (builds the C ABI library and the PyTorch extension against that torch through
-# scikit-build-core and CMake), the pytest suite on the CPU (the CUDA tests skip),
-# examples/train_transformer.py and a CPU smoke run of the training benchmark. The venv lives
-# outside the clone ($DFGNN_VENV, default ~/.cache/dfgnn/venv): PyTorch's wheels are 5 GB, and later
-# runs on the same machine reuse them (a first install took 1.5 minutes here).
+# --no-build-isolation .` (builds the C ABI library and the PyTorch extension against that
+# torch through scikit-build-core and CMake), the pytest suite on the CPU (the CUDA tests
+# skip), examples/train_transformer.py and a CPU smoke run of the training benchmark. The venv
+# lives outside the clone ($DFGNN_VENV, default ~/.cache/dfgnn/venv): PyTorch's wheels are 5 GB,
+# and later runs on the same machine reuse them (a first install took 1.5 minutes here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${DFGNN_VENV:-$HOME/.cache/dfgnn/venv}

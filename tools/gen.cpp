@@ -60,8 +60,7 @@ int knn(const Args& a) {
 int suite(const Args& a) {
   const std::string name = a.need("name");
   a.need("out");
-  check_suite_graph("--name", name, a.has("data"));
-  return write(a, suite_graph(name, a.get("data", "")), "suite " + name);
+  return write(a, suite_graph("--name", name, a.get("data", "")), "suite " + name);
 }
 
 }  // namespace

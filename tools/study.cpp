@@ -195,7 +195,7 @@ int study(const Args& a) {
 
   bool all_passed = true;
   for (const std::string& name : graphs) {
-    const HostGraph g = suite_graph(name, a.get("data", ""));
+    const HostGraph g = suite_graph("--graphs", name, a.get("data", ""));
     rec["graphs"].push_back({{"name", name}, {"source", suite_needs_data(name) ? "file" : "generated"},
                              {"nodes", g.num_nodes}, {"edges", g.num_edges()}, {"max_in_degree", g.stats.max},
                              {"mean_in_degree", g.stats.mean}});

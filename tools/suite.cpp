@@ -60,10 +60,10 @@ void check_suite_graph(const std::string& option, const std::string& name, bool 
   if (real && !have_data) throw Error(option + " " + name + ": a real graph needs --data DIR");
 }
 
-HostGraph suite_graph(const std::string& name, const std::string& data) {
+HostGraph suite_graph(const std::string& option, const std::string& name, const std::string& data) {
+  check_suite_graph(option, name, !data.empty());
   const SuiteGraph& s = find(name);
   if (!s.file) return s.generate();
-  if (data.empty()) throw Error(name + ": a real graph needs --data DIR");
   io::EdgeList edges = io::read_graph(data + "/" + s.file, s.nodes);
   symmetrize(edges.src, edges.dst);
   return graph_from_edges(edges.num_nodes, edges.src, edges.dst);

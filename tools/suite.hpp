@@ -16,7 +16,8 @@ bool suite_needs_data(const std::string& name);
 /// and a real one only with a data folder.
 void check_suite_graph(const std::string& option, const std::string& name, bool have_data);
 /// Graph NAME: generated, or read from `data` (shared/data's layout) and symmetrized, as the
-/// anchors' tables use the real graphs. Error for an unknown name, or a real one without data.
-HostGraph suite_graph(const std::string& name, const std::string& data);
+/// anchors' tables use the real graphs; check_suite_graph's Error, naming `option`, where it
+/// cannot be had.
+HostGraph suite_graph(const std::string& option, const std::string& name, const std::string& data);
 
 }  // namespace dfgnn::cli

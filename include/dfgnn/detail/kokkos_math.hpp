@@ -23,10 +23,10 @@ KOKKOS_INLINE_FUNCTION double exp(double x) { return kmath::exp(x); }
 KOKKOS_INLINE_FUNCTION double log(double x) { return kmath::log(x); }
 KOKKOS_INLINE_FUNCTION float sqrt(float x) { return kmath::sqrt(x); }
 KOKKOS_INLINE_FUNCTION float fmax(float a, float b) { return kmath::fmax(a, b); }
-/// LeakyReLU's slope at x: 1 where x > 0, else `slope` (at 0 too, as the forward's `x > 0`). On a CPU the factor is chosen by a mask:
-/// given a condition, g++ branches, and random signs mispredict half the branches (GATv2's
-/// forward on one core took 6x as long, docs/performance.md). Device code keeps the condition,
-/// which a GPU runs without a branch.
+/// LeakyReLU's slope at x: 1 where x > 0, else `slope` (at 0 too, as the forward's `x > 0`). On
+/// a CPU the factor is chosen by a mask: given a condition, g++ branches, and random signs
+/// mispredict half the branches (GATv2's forward on one core took 6x as long,
+/// docs/performance.md). Device code keeps the condition, which a GPU runs without a branch.
 KOKKOS_INLINE_FUNCTION float leaky_relu_grad(float x, float slope) {
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
   return x > 0.0f ? 1.0f : slope;
