@@ -344,7 +344,8 @@ struct GATv2Grad {
 /// Step 1's side: the CSR's rows. Before gathering, a thread group forms dr_e and q_e of the
 /// in-edges it gathers, recomputing their scores with the forward's functors, kStepEdges edges
 /// at a time and W features per lane access (4 where the rows are 16-byte aligned, as Online).
-template <class Score, class Model, class Mem, int W>
+/// kEdges: the call has an edge argument, whose rows the scores read by edge id (as Online's).
+template <class Score, class Model, class Mem, int W, bool kEdges>
 struct Destinations {
   using at = AtDestination;
   Problem<Mem, typename Score::element> p;
@@ -377,16 +378,19 @@ struct Destinations {
   template <int U, class Member>
   KOKKOS_INLINE_FUNCTION void step(const Member& team, node_t v, int h, edge_t e, float delta, float lse) const {
     node_t u[U];
-    edge_t id[U];
-    for (int j = 0; j < U; ++j) u[j] = p.src(e + j), id[j] = p.edge_id(e + j);
+    edge_t id[U] = {};
+    for (int j = 0; j < U; ++j) {
+      u[j] = p.src(e + j);
+      if constexpr (kEdges) id[j] = p.edge_id(e + j);
+    }
     EdgeSums<2 * U> t;  // raw scores, then dq
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(team, p.dim / W),
         [&](int i, EdgeSums<2 * U>& part) {
           const Vec<W> g = chunk<W>(up.dout, v, h, i);
           for (int j = 0; j < U; ++j) {
-            if constexpr (Score::reduces) part.x[j] += score.template terms<W>(v, u[j], id[j], h, i);
-            part.x[U + j] += dot(g, score.template values<W>(u[j], id[j], h, i));
+            if constexpr (Score::reduces) part.x[j] += score.template terms<W, kEdges>(v, u[j], id[j], h, i);
+            part.x[U + j] += dot(g, score.template values<W, kEdges>(u[j], id[j], h, i));
           }
         },
         Kokkos::Sum<EdgeSums<2 * U>>(t));
@@ -394,7 +398,7 @@ struct Destinations {
     Kokkos::single(Kokkos::PerThread(team), [&] {
       for (int j = 0; j < U; ++j) {
         const edge_t ej = e + j, i = ej * p.heads + h;
-        const float prob = exp(p.scaled(score.finish(t.x[j], v, u[j], id[j], h), ej, h) - lse);
+        const float prob = exp(p.scaled(score.template finish<kEdges>(t.x[j], v, u[j], id[j], h), ej, h) - lse);
         const float keep = p.keep(ej, h), r = prob * (keep * t.x[U + j] - delta);
         model.work.dr(i) = p.scaled(r, ej, h);
         model.work.q(i) = prob * keep;
@@ -542,13 +546,13 @@ void gather(const Exec& exec, const PortablePlan<Exec>& plan, const char* chunks
   launch_rows<Bounds>(exec, name, segments, plan.heads(), lanes, g);
 }
 
-/// Both gathers, W entries per lane access.
-template <int W, class Exec, class Score, class Model, class T = typename Score::element>
+/// Both gathers, W entries per lane access; kEdges: the call has an edge argument.
+template <int W, bool kEdges, class Exec, class Score, class Model, class T = typename Score::element>
 void gathers(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<typename Exec::memory_space, T>& p,
              const Score& score, const Model& model, const Upstream<typename Exec::memory_space, T>& up,
              const Kokkos::View<float*, typename Exec::memory_space>& partials) {
   using Mem = typename Exec::memory_space;
-  using Rows = Destinations<Score, Model, Mem, W>;
+  using Rows = Destinations<Score, Model, Mem, W, kEdges>;
   using Cols = Sources<Model, Mem>;
   const auto& g = plan.graph();
   const edge_t chunk = chunk_length(model);
@@ -566,10 +570,13 @@ void backward(const Exec& exec, const PortablePlan<Exec>& plan, const Problem<ty
               const Score& score, Model model, const Upstream<typename Exec::memory_space, T>& up,
               const Workspace<typename Exec::memory_space>& s) {
   model.work = s.work;
-  if (score.rows_aligned(4) && model.rows_aligned(4))
-    gathers<4>(exec, plan, p, score, model, up, s.partials);
+  const bool aligned = score.rows_aligned(4) && model.rows_aligned(4);
+  if (score.has_edges())
+    aligned ? gathers<4, true>(exec, plan, p, score, model, up, s.partials)
+            : gathers<1, true>(exec, plan, p, score, model, up, s.partials);
   else
-    gathers<1>(exec, plan, p, score, model, up, s.partials);
+    aligned ? gathers<4, false>(exec, plan, p, score, model, up, s.partials)
+            : gathers<1, false>(exec, plan, p, score, model, up, s.partials);
 }
 
 /// Parameter gradients sum over all edges (a two-byte AGNN call's dbeta: over its rows' sums):
