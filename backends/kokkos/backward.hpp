@@ -394,7 +394,7 @@ struct Destinations {
           }
         },
         Kokkos::Sum<EdgeSums<2 * U>>(t));
-    // single ends with a lane barrier (a __syncwarp on CUDA): the gather's lanes read these.
+    // One lane forms the edges' dr_e and q_e; the gather's lanes read them after the barrier.
     Kokkos::single(Kokkos::PerThread(team), [&] {
       for (int j = 0; j < U; ++j) {
         const edge_t ej = e + j, i = ej * p.heads + h;
@@ -405,6 +405,7 @@ struct Destinations {
         model.note(i, v, u[j], h, t.x[j], SoftmaxTerm{r, p.scaled(prob, ej, h)});
       }
     });
+    lane_barrier();
     // The edge argument's gradient of these edges, from the dr_e and q_e just formed.
     const int n = (model.edge_width() + W - 1) / W;
     if (n > 0)

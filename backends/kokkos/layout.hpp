@@ -8,6 +8,8 @@
 #include <dfgnn/detail/schedule.hpp>
 #include <dfgnn/graph.hpp>
 
+#include "lanes.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -55,17 +57,12 @@ struct Geometry {
   /// Thread groups of `lanes` lanes a team holds.
   static int groups(int lanes) { return std::max(1, team_threads / lanes); }
 
-#ifdef KOKKOS_ENABLE_CUDA
-  static constexpr bool cuda = std::is_same_v<Exec, Kokkos::Cuda>;
-#else
-  static constexpr bool cuda = false;
-#endif
   /// Online's: five teams per SM (at most 48 registers a thread): its walk waits on gathers,
   /// and unbounded (70 registers, 3 teams) it took up to 1.5x as long on the H100.
-  using OnlineBounds = std::conditional_t<cuda, Kokkos::LaunchBounds<256, 5>, Kokkos::LaunchBounds<>>;
+  using OnlineBounds = std::conditional_t<kCudaSpace<Exec>, Kokkos::LaunchBounds<256, 5>, Kokkos::LaunchBounds<>>;
   /// The backward's gathers: four teams per SM (at most 64 registers a thread); without the
   /// bound (up to 87 registers) the backward was 2-39% slower on the H100.
-  using GatherBounds = std::conditional_t<cuda, Kokkos::LaunchBounds<256, 4>, Kokkos::LaunchBounds<>>;
+  using GatherBounds = std::conditional_t<kCudaSpace<Exec>, Kokkos::LaunchBounds<256, 4>, Kokkos::LaunchBounds<>>;
 };
 
 /// Launch geometry and workspace of a plan, read by the kernels.

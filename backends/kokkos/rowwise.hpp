@@ -4,6 +4,7 @@
 // and sums the weighted neighbour features with vector lanes over D (Aggregate).
 
 #include "executor.hpp"
+#include "lanes.hpp"
 
 namespace dfgnn::kokkos_impl {
 
@@ -94,11 +95,11 @@ struct Normalize {
     float m = 0.0f, sum = 0.0f;
     if (b > a) softmax_stats(team, scores, a, b, h, p.heads, m, sum);
     Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
-    // Lanes write distinct entries; the vector range ends with a lane barrier (a __syncwarp on
-    // CUDA), so the SpMM that follows in the same group sees them.
+    // Lanes write distinct entries, which the SpMM that follows in the same group reads.
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, a, b), [&](edge_t e) {
       scores(e * p.heads + h) = exp(scores(e * p.heads + h) - m) / sum;
     });
+    lane_barrier();
   }
 };
 
