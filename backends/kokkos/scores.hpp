@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 namespace dfgnn::kokkos_impl {
 
@@ -296,12 +297,20 @@ KOKKOS_INLINE_FUNCTION float edge_score(const Member& team, const Score& score,
   return p.scaled(score.finish(acc, v, u, id, h), e, h);
 }
 
+/// How a launch deals its teams to a host's threads: on demand, since rows differ in degree
+/// (R-MAT's by four orders of magnitude) and an even split of the teams leaves threads idle
+/// behind the one with the longest rows. A GPU schedules teams itself.
+template <class Exec>
+using TeamSchedule = std::conditional_t<Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible,
+                                        Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::Schedule<Kokkos::Static>>;
+
 /// `team_size` clamped to what the backend allows for this functor at this vector length.
 /// Traits: further TeamPolicy properties (LaunchBounds), as the launch will have them.
 template <class... Traits, class Exec, class Functor>
 int team_size_for(const Exec& exec, int team_size, int vector_length, const Functor& f) {
   const int limit =
-      Kokkos::TeamPolicy<Exec, Traits...>(exec, 1, 1, vector_length).team_size_max(f, Kokkos::ParallelForTag());
+      Kokkos::TeamPolicy<Exec, TeamSchedule<Exec>, Traits...>(exec, 1, 1, vector_length)
+          .team_size_max(f, Kokkos::ParallelForTag());
   return std::max(1, std::min(team_size, limit));
 }
 
@@ -320,7 +329,7 @@ template <class... Traits, class Exec, class Functor>
 void launch_sized(const Exec& exec, const char* name, std::int64_t league, int team_size, int vector_length,
                   const Functor& f, std::size_t scratch_bytes = 0) {
   if (league == 0) return;
-  Kokkos::TeamPolicy<Exec, Traits...> p(exec, league_of(name, league), team_size, vector_length);
+  Kokkos::TeamPolicy<Exec, TeamSchedule<Exec>, Traits...> p(exec, league_of(name, league), team_size, vector_length);
   if (scratch_bytes) p = p.set_scratch_size(0, Kokkos::PerTeam(scratch_bytes));
   Kokkos::parallel_for(name, p, f);
 }
