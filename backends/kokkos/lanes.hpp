@@ -8,9 +8,6 @@
 //   one, so there it adds nothing but the certainty). HIP: a wavefront runs in lockstep, so a
 //   wavefront-scope fence around its barrier orders the stores (compiled, never run: no AMD GPU
 //   was at hand). Host: nothing to wait for.
-// - lane / lanes: a lane's index and the group's width, for data a lane keeps in its own
-//   registers across vector loops (Online's accumulator); `registers_by_lane` says where they
-//   exist.
 
 #include <Kokkos_Core.hpp>
 
@@ -25,36 +22,6 @@ inline constexpr bool kCudaSpace = std::is_same_v<Exec, Kokkos::Cuda>;
 template <class Exec>
 inline constexpr bool kCudaSpace = false;
 #endif
-#if defined(KOKKOS_ENABLE_HIP) && KOKKOS_VERSION >= 40000
-template <class Exec>
-inline constexpr bool kHipSpace = std::is_same_v<Exec, Kokkos::HIP>;
-#elif defined(KOKKOS_ENABLE_HIP)
-template <class Exec>
-inline constexpr bool kHipSpace = std::is_same_v<Exec, Kokkos::Experimental::HIP>;
-#else
-template <class Exec>
-inline constexpr bool kHipSpace = false;
-#endif
-
-/// Whether lane_index() and lane_count() name the executing lane on Exec (CUDA, HIP).
-template <class Exec>
-inline constexpr bool registers_by_lane = kCudaSpace<Exec> || kHipSpace<Exec>;
-
-/// The calling lane's index in its thread group, and the group's lanes (CUDA, HIP device code).
-KOKKOS_INLINE_FUNCTION int lane_index() {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return int(threadIdx.x);
-#else
-  return 0;
-#endif
-}
-KOKKOS_INLINE_FUNCTION int lane_count() {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return int(blockDim.x);
-#else
-  return 1;
-#endif
-}
 
 /// Stores of the calling thread group's lanes before it are visible to its lanes after it.
 KOKKOS_INLINE_FUNCTION void lane_barrier() {

@@ -3,11 +3,9 @@
 //
 // One thread group (a team thread and its vector lanes) per (row, head) walks the row's edges
 // once with an online softmax: running max and sum, and a D-float accumulator rescaled when the
-// max grows. Per-edge scores are never stored. On CUDA and HIP each lane keeps the features it
-// accumulates in its registers (kSlots chunks a lane, lane_index() + k * lane_count()); elsewhere, or
-// where D needs more than kMaxSlots chunks a lane, the accumulator lives in team scratch, one
-// slot per thread group (arrays indexed by a lane are not portable). kStepEdges scores are
-// reduced together so their loads are in flight at once.
+// max grows. Per-edge scores are never stored. The accumulator lives in team scratch, one slot
+// per thread group (lanes own the features they accumulate; arrays indexed by lane are not
+// portable), and kStepEdges scores are reduced together so their loads are in flight at once.
 // Where D % 4 == 0 and the tensors' rows are aligned to 4 elements, a lane moves 4 features per
 // load (W = 4): the kernel is bound by instruction issue, and one 16-byte access (8 bytes of
 // two-byte elements) replaces four
@@ -15,41 +13,13 @@
 // Rows above the plan's split are walked as pieces (listed before the rows) whose partial
 // (max, sum, accumulator) a second launch merges in piece order: no atomics, reproducible.
 
-#include "lanes.hpp"
 #include "rowwise.hpp"
 
 namespace dfgnn::kokkos_impl {
 
-/// Chunks of W features a lane keeps in registers at most (Online's accumulator).
-inline constexpr int kMaxSlots = 4;
-
-/// A thread group's accumulator of D = chunks * W features. kSlots > 0: each lane's chunks in
-/// its registers, chunk lane_index() + k * lane_count() in slot k (CUDA, HIP: registers_by_lane);
-/// kSlots == 0: the group's slot of team scratch, over a vector range.
-template <int W, int kSlots>
-struct Accumulator {
-  Vec<W> slot[kSlots];
-  /// f(i, chunk i) for the chunks this lane holds.
-  template <class Member, class F>
-  KOKKOS_INLINE_FUNCTION void each(const Member&, int chunks, const F& f) {
-    const int l = lane_index(), n = lane_count();
-    for (int k = 0; k < kSlots; ++k)
-      if (l + k * n < chunks) f(l + k * n, slot[k]);
-  }
-};
-template <int W>
-struct Accumulator<W, 0> {
-  Vec<W>* slot;
-  template <class Member, class F>
-  KOKKOS_INLINE_FUNCTION void each(const Member& team, int chunks, const F& f) {
-    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) { f(i, slot[i]); });
-  }
-};
-
 /// W: features per lane access (1, or 4 with 16-byte aligned rows). kEdges: the call has an edge
-/// argument (Score::has_edges), whose ids the walk then loads. kSlots: the accumulator's
-/// (Accumulator; 0 in team scratch).
-template <class Exec, class Score, int W, bool kEdges, int kSlots>
+/// argument (Score::has_edges), whose ids the walk then loads.
+template <class Exec, class Score, int W, bool kEdges>
 struct Online {
   using Mem = typename Exec::memory_space;
   using member = typename Kokkos::TeamPolicy<Exec>::member_type;
@@ -63,25 +33,22 @@ struct Online {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
     const int chunks = p.dim / W;
-    Vec<W>* slots = nullptr;
-    if constexpr (kSlots == 0)
-      slots = static_cast<Vec<W>*>(team.team_scratch(0).get_shmem_aligned(
-          std::size_t(team.team_size()) * p.dim * sizeof(float), kOnlineSlotAlign));
+    auto* const slots = static_cast<Vec<W>*>(
+        team.team_scratch(0).get_shmem_aligned(std::size_t(team.team_size()) * p.dim * sizeof(float), kOnlineSlotAlign));
     const std::int64_t u0 = std::int64_t(team.league_rank()) * team_units;
     const std::int64_t num_pieces = std::int64_t(pieces.extent(0));
     const std::int64_t units = num_pieces + std::int64_t(p.row_ptr.extent(0)) - 1;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, team_units * p.heads), [&](int k) {
       const std::int64_t unit = u0 + k / p.heads;
       const int h = k % p.heads;
-      Accumulator<W, kSlots> acc;
-      if constexpr (kSlots == 0) acc.slot = slots + team.team_rank() * chunks;
+      Vec<W>* const acc = slots + team.team_rank() * chunks;
       float m = 0.0f, sum = 0.0f;
       if (unit < num_pieces) {
         const RowPiece pc = pieces(unit);
         walk(team, acc, pc.row, pc.e0, pc.e1, h, m, sum);
         const std::int64_t r = unit * p.heads + h;
-        acc.each(team, chunks, [&](int i, const Vec<W>& a) {
-          for (int f = 0; f < W; ++f) partials(r, 2 + W * i + f) = a.x[f];
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) {
+          for (int f = 0; f < W; ++f) partials(r, 2 + W * i + f) = acc[i].x[f];
         });
         Kokkos::single(Kokkos::PerThread(team), [&] { partials(r, 0) = m, partials(r, 1) = sum; });
       } else if (unit < units) {
@@ -89,8 +56,8 @@ struct Online {
         const edge_t a = p.row_ptr(v), b = p.row_ptr(v + 1);
         if (b - a > split) return;  // its pieces do it
         walk(team, acc, v, a, b, h, m, sum);
-        acc.each(team, chunks, [&](int i, const Vec<W>& y) {
-          for (int f = 0; f < W; ++f) p.put(v, h, W * i + f, b > a ? y.x[f] / sum : 0.0f);
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) {
+          for (int f = 0; f < W; ++f) p.put(v, h, W * i + f, b > a ? acc[i].x[f] / sum : 0.0f);
         });
         Kokkos::single(Kokkos::PerThread(team), [&] { p.record(v, h, m, sum); });
       }
@@ -99,8 +66,8 @@ struct Online {
 
   // Edges [a, b) of row v, head h: the max m and sum of exponentials, and the accumulator
   // sum_e exp(s_e - m) keep_e value(u_e) (left unset when a == b).
-  KOKKOS_INLINE_FUNCTION void walk(const member& team, Accumulator<W, kSlots>& acc, node_t v, edge_t a, edge_t b,
-                                   int h, float& m, float& sum) const {
+  KOKKOS_INLINE_FUNCTION void walk(const member& team, Vec<W>* acc, node_t v, edge_t a, edge_t b, int h, float& m,
+                                   float& sum) const {
     edge_t e = a;
     for (; b - e >= kStepEdges; e += kStepEdges) step<kStepEdges>(team, acc, v, e, h, e == a, m, sum);
     for (; e < b; ++e) step<1>(team, acc, v, e, h, e == a, m, sum);
@@ -108,8 +75,8 @@ struct Online {
 
   // Edges [e, e + U): their U scores reduced together, then one update of the running state.
   template <int U>
-  KOKKOS_INLINE_FUNCTION void step(const member& team, Accumulator<W, kSlots>& acc, node_t v, edge_t e, int h,
-                                   bool first, float& m, float& sum) const {
+  KOKKOS_INLINE_FUNCTION void step(const member& team, Vec<W>* acc, node_t v, edge_t e, int h, bool first, float& m,
+                                   float& sum) const {
     const int chunks = p.dim / W;
     node_t u[U];
     edge_t id[U] = {};
@@ -139,14 +106,14 @@ struct Online {
       w[j] = x * p.keep(e + j, h);
     }
     m = top;
-    acc.each(team, chunks, [&](int i, Vec<W>& a) {
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, chunks), [&](int i) {
       Vec<W> y;
-      for (int f = 0; f < W; ++f) y.x[f] = first ? 0.0f : a.x[f] * c;
+      for (int f = 0; f < W; ++f) y.x[f] = first ? 0.0f : acc[i].x[f] * c;
       for (int j = 0; j < U; ++j) {
         const Vec<W> x = score.template values<W, kEdges>(u[j], id[j], h, i);
         for (int f = 0; f < W; ++f) y.x[f] += w[j] * x.x[f];
       }
-      a = y;
+      acc[i] = y;
     });
   }
 };
@@ -180,31 +147,17 @@ struct MergePieces {
   }
 };
 
-template <int W, bool kEdges, int kSlots, class Exec, class Score>
-void launch_online(const Exec& exec, const PortablePlan<Exec>& plan,
-                   const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score) {
-  const auto& L = plan.layout();
-  const int groups = L.scratch_floats / p.dim;  // thread groups a team holds (the plan's scratch)
-  const int team_units = std::max(1, groups / p.heads);
-  const std::int64_t units = std::int64_t(L.pieces.extent(0)) + plan.graph().num_nodes();
-  using Bounds = typename Geometry<Exec>::OnlineBounds;
-  const std::size_t scratch = kSlots ? 0 : std::size_t(L.scratch_floats) * sizeof(float) + kOnlineSlotAlign;
-  launch<Bounds>(exec, "dfgnn::online", (units + team_units - 1) / team_units, groups, L.online_lanes,
-                 Online<Exec, Score, W, kEdges, kSlots>{p, score, L.pieces, L.partials, L.split, team_units}, scratch);
-}
-
-// The accumulator's form: registers where the backend names its lanes and D needs at most
-// kMaxSlots chunks a lane, else team scratch.
 template <int W, bool kEdges, class Exec, class Score>
 void launch_online(const Exec& exec, const PortablePlan<Exec>& plan,
                    const Problem<typename Exec::memory_space, typename Score::element>& p, const Score& score) {
-  if constexpr (registers_by_lane<Exec>) {
-    const int lanes = plan.layout().online_lanes, slots = (p.dim / W + lanes - 1) / lanes;
-    if (slots == 1) return launch_online<W, kEdges, 1>(exec, plan, p, score);
-    if (slots == 2) return launch_online<W, kEdges, 2>(exec, plan, p, score);
-    if (slots <= kMaxSlots) return launch_online<W, kEdges, kMaxSlots>(exec, plan, p, score);
-  }
-  launch_online<W, kEdges, 0>(exec, plan, p, score);
+  const auto& L = plan.layout();
+  const int groups = L.scratch_floats / p.dim;  // accumulators the plan sized the scratch for
+  const int team_units = std::max(1, groups / p.heads);
+  const std::int64_t units = std::int64_t(L.pieces.extent(0)) + plan.graph().num_nodes();
+  using Bounds = typename Geometry<Exec>::OnlineBounds;
+  launch<Bounds>(exec, "dfgnn::online", (units + team_units - 1) / team_units, groups, L.online_lanes,
+                 Online<Exec, Score, W, kEdges>{p, score, L.pieces, L.partials, L.split, team_units},
+                 std::size_t(L.scratch_floats) * sizeof(float) + kOnlineSlotAlign);
 }
 
 template <class Exec, class Score>
