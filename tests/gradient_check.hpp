@@ -5,20 +5,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <vector>
 
 namespace dfgnn::test {
 
-/// The gradients of a model, in the order the tests list them (parameters last).
+/// The gradients of a model, in its traits' order (the inputs').
 inline std::vector<const char*> gradient_names(ScoreKind kind) {
-  switch (kind) {
-    case ScoreKind::GT: return {"dQ", "dK", "dV"};
-    case ScoreKind::AGNN: return {"dX", "dbeta", "dX_dst"};
-    case ScoreKind::GAT: return {"del", "der", "dV"};
-    case ScoreKind::GATv2: return {"dXL", "dXR", "da"};
-  }
-  return {};
+  return visit_model(kind, [](auto model) {
+    const auto& g = decltype(model)::args.gradients;
+    return std::vector<const char*>(std::begin(g), std::end(g));
+  });
 }
 
 /// max |got - ref| over `scale` (infinity for a NaN in got), unless `scale` holds only float64
