@@ -8,6 +8,7 @@ run it) by PROBLEM_KEY, the case key without backend and strategy.
 import json
 import math
 import os
+import sys
 
 SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "study.schema.json")
 SCHEMA_VERSION = 1
@@ -48,15 +49,32 @@ def _bandwidths(record):
         yield from ((f"/devices/{name}/microbenchmarks/gather/{i}", g) for i, g in enumerate(m["gather"]))
 
 
-def problems(record):
-    """What is wrong with a parsed record, as messages; empty when it is valid: the schema, a
-    reason for every null, and the bandwidth arithmetic."""
-    import jsonschema  # Debian's python3-jsonschema (tools/setup.sh); only checking needs it
+_warned_no_schema = False
 
+
+def _schema_problems(record):
+    """The record against perf/study.schema.json. Without jsonschema (Debian's python3-jsonschema,
+    tools/setup.sh; a machine set up for PyG alone may lack it) the schema goes unchecked, said once on
+    stderr, so that study_peers and the report still run there."""
+    global _warned_no_schema
+    try:
+        import jsonschema
+    except ImportError:
+        if not _warned_no_schema:
+            print("study_record: jsonschema is not installed; records are read without their schema check",
+                  file=sys.stderr)
+            _warned_no_schema = True
+        return []
     with open(SCHEMA_PATH) as f:
         schema = json.load(f)
-    found = [f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
-             for e in jsonschema.Draft202012Validator(schema).iter_errors(record)]
+    return [f"{'/'.join(str(p) for p in e.absolute_path) or '(top)'}: {e.message}"
+            for e in jsonschema.Draft202012Validator(schema).iter_errors(record)]
+
+
+def problems(record):
+    """What is wrong with a parsed record, as messages; empty when it is valid: the schema (where
+    jsonschema is installed), a reason for every null, and the bandwidth arithmetic."""
+    found = _schema_problems(record)
     if found:
         return found
     _null_reasons(record, "", found)

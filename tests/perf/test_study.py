@@ -90,6 +90,23 @@ class Schema(unittest.TestCase):
             breaking(r)
             self.assertNotEqual(sr.problems(r), [], what)
 
+    def test_without_jsonschema_the_rest_is_still_checked(self):
+        r = record("H100", "aaa", [case("g", "native", "auto", 1.0)])
+        r["cases"][0].update(dtype="f64")  # only the schema catches this
+        broken_gbs = copy.deepcopy(record("H100", "aaa", [case("g", "native", "auto", 1.0)]))
+        broken_gbs["host"]["thread_bandwidth"][0].update(gbs=1.0)
+        saved = sys.modules.get("jsonschema")
+        sys.modules["jsonschema"] = None  # `import jsonschema` raises ImportError
+        try:
+            self.assertEqual(sr.problems(r), [])
+            self.assertNotEqual(sr.problems(broken_gbs), [])
+        finally:
+            if saved is None:
+                del sys.modules["jsonschema"]
+            else:
+                sys.modules["jsonschema"] = saved
+        self.assertNotEqual(sr.problems(r), [])
+
     def test_nan_is_refused_on_load(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
