@@ -534,7 +534,10 @@ std::unique_ptr<MessageBuilder> native_message_builder(const HostGraph& g, const
     const HostGraph& g;
     cuda::DeviceGraph device;
     NativeMessages(const HostGraph& host, cuda::DeviceGraph d) : g(host), device(d) {}
-    std::shared_ptr<const MessageExecutor> build() override { return std::make_shared<const cuda::MessagePlan>(g, device); }
+    std::shared_ptr<const MessageExecutor> build() override {
+      if (!device.row_ptr && !device.src) return std::make_shared<const cuda::MessagePlan>(g);
+      return std::make_shared<const cuda::MessagePlan>(g, device);
+    }
   };
   return std::make_unique<NativeMessages>(g, cuda::DeviceGraph{g.num_nodes, g.num_edges(), row_ptr, src, dst, edge_id});
 }

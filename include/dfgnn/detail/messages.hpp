@@ -64,8 +64,9 @@ using MessageWhere = Backends<MessageBuilder>;
 std::shared_ptr<const MessageExecutor> make_message_executor(const char* who, Backend backend, MessageWhere where);
 
 /// The CUDA-native message-passing builder over a square graph already on the current device:
-/// `g`'s arrays at those addresses, which must outlive the plan (factory.hpp's native_builder
-/// for attention). Defined in builds with DFGNN_ENABLE_CUDA only.
+/// `g`'s arrays at those addresses, which must outlive the plan (all null: the plan uploads its
+/// own copy of `g`), as factory.hpp's native_builder for attention. Defined in builds with
+/// DFGNN_ENABLE_CUDA only.
 std::unique_ptr<MessageBuilder> native_message_builder(const HostGraph& g, const edge_t* row_ptr, const node_t* src,
                                                        const node_t* dst, const edge_t* edge_id);
 
