@@ -1,5 +1,6 @@
 // The CUDA-native kernels' Device (run.hpp): the graph's arrays and a run's tensors in the
-// current device's memory, calls on the legacy default stream, timed by CUDA events there.
+// current device's memory, calls on the legacy default stream (Device::stream's default),
+// timed by CUDA events there.
 
 #include "platform.hpp"
 #include "run.hpp"
@@ -44,10 +45,9 @@ class CudaDevice final : public Device {
     validate(g);  // what a Graph's constructor checks before the portable builder reads it
     return detail::native_builder(g, nullptr, nullptr, nullptr, nullptr, op, nullptr);
   }
-  void place(Call& call) const override { call.stream = nullptr; }
   void mark(int i) override { check(cudaEventRecord(events_[i]), "cudaEventRecord"); }
   double elapsed(int from, int to) override {
-    check(cudaEventSynchronize(events_[to]), "attention");
+    check(cudaEventSynchronize(events_[to]), "the timed calls");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, events_[from], events_[to]), "cudaEventElapsedTime");
     return ms;

@@ -73,7 +73,6 @@ class KokkosDevice final : public Device {
     graph_.emplace(g);
     return detail::portable_builder(exec_, *graph_, op);
   }
-  void place(Call& call) const override { call.space = &exec_; }
   void mark(int i) override {
     exec_.fence();
     marks_[i] = std::chrono::steady_clock::now();
@@ -111,6 +110,7 @@ class KokkosDevice final : public Device {
   void empty_kernel() const override { empty_kernel_on(exec_); }
 
  protected:
+  const void* space() const override { return &exec_; }
   std::shared_ptr<void> allocate(std::size_t bytes) const override {
     return {Kokkos::kokkos_malloc<Mem>("dfgnn::cli", std::max<std::size_t>(bytes, 1)),
             [](void* p) { Kokkos::kokkos_free<Mem>(p); }};
@@ -133,23 +133,69 @@ class KokkosDevice final : public Device {
   std::chrono::steady_clock::time_point marks_[3];
 };
 
-// A backend offered to the factory that makes its device, and uploads its copy of the graph,
-// only when the factory picks it: the factory asks only the chosen backend for its facts.
-class Offer final : public detail::Builder {
+// A backend's builder B (of an op family: factory.hpp's Builder, messages.hpp's
+// MessageBuilder) made when the factory first asks it: the factory asks only the backend it
+// picks, so only that backend's device is made and gets a copy of the graph.
+template <class B>
+class Lazy {
  public:
-  explicit Offer(std::function<std::unique_ptr<detail::Builder>()> make) : make_(std::move(make)) {}
-  detail::DeviceFacts facts(Strategy asked) override {
-    made_ = make_();
-    return made_->facts(asked);
+  explicit Lazy(std::function<std::unique_ptr<B>()> make) : make_(std::move(make)) {}
+
+ protected:
+  B& made() {
+    if (!made_) made_ = make_();
+    return *made_;
   }
-  std::shared_ptr<const detail::Executor> build(Strategy resolved) override { return made_->build(resolved); }
 
  private:
-  std::function<std::unique_ptr<detail::Builder>()> make_;
-  std::unique_ptr<detail::Builder> made_;
+  std::function<std::unique_ptr<B>()> make_;
+  std::unique_ptr<B> made_;
 };
 
+template <class B>
+class Offer;
+
+template <>
+class Offer<detail::Builder> final : public detail::Builder, Lazy<detail::Builder> {
+ public:
+  using Lazy::Lazy;
+  detail::DeviceFacts facts(Strategy asked) override { return made().facts(asked); }
+  std::shared_ptr<const detail::Executor> build(Strategy resolved) override { return made().build(resolved); }
+};
+
+// What a run offers the factory: the portable backend and, where it runs, the CUDA-native one;
+// the one picked makes `device` (make_device) and its builder, `builder(*device)`.
+template <class B, class Make>
+detail::Backends<B> offers(std::unique_ptr<Device>& device, Make builder) {
+  const auto offer = [&](Backend b) {
+    return std::make_unique<Offer<B>>([&device, b, builder] {
+      device = make_device(b);
+      return builder(*device);
+    });
+  };
+  detail::Backends<B> where;
+  where.portable = offer(Backend::Portable);
+  where.native_unavailable = native_unavailable();
+  if (where.native_unavailable.empty()) where.native = offer(Backend::Native);
+  return where;
+}
+
 }  // namespace
+
+Timings timed(Device& device, const std::function<void()>& first, const std::function<void()>& second, int warmup,
+              int iters) {
+  std::vector<double> total, second_ms;
+  for (int i = 0; i < warmup + iters; ++i) {
+    device.mark(0);
+    first();
+    device.mark(1);
+    if (second) second(), device.mark(2);
+    if (i < warmup) continue;
+    total.push_back(device.elapsed(0, second ? 2 : 1));
+    if (second) second_ms.push_back(device.elapsed(1, 2));
+  }
+  return {summary(total), summary(second_ms)};
+}
 
 Timing summary(std::vector<double> ms) {
   if (ms.empty()) return {};
@@ -182,17 +228,8 @@ std::unique_ptr<Run> make_run(const HostGraph& g, const Inputs& in, Strategy str
 LocalRun::LocalRun(const HostGraph& g, const Inputs& in, Strategy strategy, Backend backend, bool training)
     : in_(in), training_(training) {
   const Op op{in.kind, in.dtype, int(in.H), int(in.D), g.num_src_nodes, g.num_nodes, g.num_edges()};
-  const auto offer = [&](Backend b) {
-    return std::make_unique<Offer>([this, b, &g, op] {
-      device_ = make_device(b);
-      return device_->builder(g, op);
-    });
-  };
-  detail::Where where;
-  where.portable = offer(Backend::Portable);
-  where.native_unavailable = native_unavailable();
-  if (where.native_unavailable.empty()) where.native = offer(Backend::Native);
-  executor_ = detail::make_executor("plan", op, g.stats, strategy, backend, std::move(where));
+  executor_ = detail::make_executor("plan", op, g.stats, strategy, backend,
+                                    offers<detail::Builder>(device_, [&g, op](Device& d) { return d.builder(g, op); }));
 
   const DType t = in.dtype;
   for (int i = 0; i < in.args().count; ++i)  // a left-out argument stays null
@@ -242,17 +279,8 @@ Gradients LocalRun::gradients() const {
 }
 
 Timings LocalRun::time(int warmup, int iters) {
-  std::vector<double> total, backward_ms;
-  for (int i = 0; i < warmup + iters; ++i) {
-    device_->mark(0);
-    forward();
-    device_->mark(1);
-    if (training_) backward(), device_->mark(2);
-    if (i < warmup) continue;
-    total.push_back(device_->elapsed(0, training_ ? 2 : 1));
-    if (training_) backward_ms.push_back(device_->elapsed(1, 2));
-  }
-  Timings t{summary(total), summary(backward_ms)};
+  const std::function<void()> step = [this] { backward(); };
+  Timings t = timed(*device_, [this] { forward(); }, training_ ? step : nullptr, warmup, iters);
   t.total.plan_mib = t.backward.plan_mib = device_->plan_mib(*executor_);
   return t;
 }

@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,8 +64,12 @@ class Device {
   virtual ~Device() = default;
   /// The builder of this backend's plan of `op` over its copy of g (kept as long as the device).
   virtual std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) = 0;
-  /// Sets where a call runs (Call::space or Call::stream).
-  virtual void place(Call& call) const = 0;
+  /// Sets where a Call or a detail::MessageCall runs (their `space` and `stream`).
+  template <class C>
+  void place(C& call) const {
+    call.space = space();
+    call.stream = stream();
+  }
 
   /// host's floats as `dtype` elements here (the floats hold dtype's values: Inputs::dtype).
   Buffer upload(const std::vector<float>& host, DType dtype) const;
@@ -103,6 +108,10 @@ class Device {
   virtual void report_memory(const detail::Executor& executor, const char* what) const { (void)executor, (void)what; }
 
  protected:
+  /// Where calls run: the Kokkos execution space instance of the portable kernels, the
+  /// cudaStream_t of the CUDA-native ones (null: the legacy default stream).
+  virtual const void* space() const { return nullptr; }
+  virtual void* stream() const { return nullptr; }
   /// At least one byte (no tensor is null), freed with the last copy of the pointer.
   virtual std::shared_ptr<void> allocate(std::size_t bytes) const = 0;
   virtual void copy_in(void* to, const void* from, std::size_t bytes) const = 0;
@@ -119,10 +128,15 @@ std::unique_ptr<Device> cuda_device();  ///< device_cuda.cpp
 /// range, which one outlier does not move.
 Timing summary(std::vector<double> ms);
 
-/// The timings of LocalRun::time: the passes', and the backward's alone in training.
+/// The timings of timed: the rounds', and the second pass's alone (the backward in training).
 struct Timings {
   Timing total, backward;
 };
+
+/// warmup + iters rounds of `first` then `second` (where given) on `device`, each pass between
+/// two of its marks: the summaries of the last iters.
+Timings timed(Device& device, const std::function<void()>& first, const std::function<void()>& second, int warmup,
+              int iters);
 
 /// A run in this process: the plan make_executor builds for the backend `backend` asks
 /// (resolve_backend's rule), its tensors on that backend's Device.
