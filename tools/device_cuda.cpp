@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <utility>
 
 namespace dfgnn::cli {
 
@@ -44,6 +45,10 @@ class CudaDevice final : public Device {
   std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) override {
     validate(g);  // what a Graph's constructor checks before the portable builder reads it
     return detail::native_builder(g, nullptr, nullptr, nullptr, nullptr, op, nullptr);
+  }
+  std::unique_ptr<detail::MessageBuilder> message_builder(const HostGraph& g) override {
+    validate(g);
+    return detail::native_message_builder(g, nullptr, nullptr, nullptr, nullptr);
   }
   void mark(int i) override { check(cudaEventRecord(events_[i]), "cudaEventRecord"); }
   double elapsed(int from, int to) override {
@@ -108,12 +113,16 @@ class CudaDevice final : public Device {
   // during one: its peak).
   void report_memory(const detail::Executor& executor, const char* what) const override {
     check(cudaDeviceSynchronize(), what);
-    std::size_t free = 0, total = 0;
-    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    const auto [free, total] = free_and_total();
     const double bytes = plan_bytes(executor), edges = double(executor.op().edges);
     std::printf("%s device memory: plan %.1f MiB (%.1f bytes per edge), %.2f GiB of %.2f GiB in use after the call\n",
                 what, bytes / (1 << 20), edges > 0 ? bytes / edges : 0.0, double(total - free) / (1 << 30),
                 double(total) / (1 << 30));
+  }
+  // All in use on the device, by any process.
+  double used_bytes() const override {
+    const auto [free, total] = free_and_total();
+    return double(total - free);
   }
 
  protected:
@@ -130,6 +139,12 @@ class CudaDevice final : public Device {
   }
 
  private:
+  // The device's free and total bytes.
+  static std::pair<std::size_t, std::size_t> free_and_total() {
+    std::size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo");
+    return {free, total};
+  }
   double plan_bytes(const detail::Executor& executor) const {
     return double(dynamic_cast<const cuda::Plan&>(executor).device_bytes());
   }

@@ -2,19 +2,14 @@
 // `dfgnn attention` (.npy inputs or random ones, --out, --reference, --grad-out), optional
 // reordering (results always in the file's node order) and timing.
 
-#include "message_passing_cli.hpp"
-
 #include "bytes.hpp"
 #include "cli_common.hpp"
 #include "commands.hpp"
+#include "run.hpp"
 
-#include <dfgnn/message_passing.hpp>
 #include <dfgnn/reference.hpp>
 #include <dfgnn/reference_message_passing.hpp>
 #include <dfgnn/reorder.hpp>
-#ifdef DFGNN_ENABLE_CUDA
-#include <dfgnn/cuda.hpp>
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -23,91 +18,6 @@
 namespace dfgnn::cli {
 
 namespace {
-
-// ---- the portable Kokkos backend -----------------------------------------------------------
-
-/// Runs f once, or warmup + iters times and returns the median and minimum of the last iters.
-template <class F>
-Timing timed(const F& f, int warmup, int iters) {
-  if (iters <= 0) {
-    f();
-    return {};
-  }
-  std::vector<double> ms;
-  for (int i = 0; i < warmup + iters; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    if (i >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front()};
-}
-
-template <class View>
-std::vector<typename View::non_const_value_type> to_host(const View& v) {
-  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  return {h.data(), h.data() + h.size()};
-}
-
-bool is_extreme(Reduce r) { return r == Reduce::Max || r == Reduce::Min; }
-
-}  // namespace
-
-MessageResult run_message_kokkos(const HostGraph& g, const MessageJob& job) {
-  using Exec = Kokkos::DefaultExecutionSpace;
-  using Mem = Exec::memory_space;
-  const Exec exec;
-  const Graph<Mem> graph(g);
-  // Device copies of the inputs and rank-3 views of them (empty for an absent operand).
-  std::vector<Kokkos::View<float*, Mem>> keep;
-  auto device = [&](const HostTensor& t) {
-    keep.push_back(detail::upload<float, Mem>("input", t.data));
-    return t.heads ? Tensor<Mem>(keep.back().data(), t.rows, std::size_t(t.heads), std::size_t(t.dim)) : Tensor<Mem>();
-  };
-  auto output = [](const char* name, std::size_t rows, int heads, int dim) {
-    return heads ? TensorOutput<Mem>(std::string(name), rows, std::size_t(heads), std::size_t(dim)) : TensorOutput<Mem>();
-  };
-  const Tensor<Mem> lhs = device(job.lhs), rhs = device(job.rhs);
-  const std::size_t N = std::size_t(g.num_nodes), E = std::size_t(g.num_edges());
-  const TensorOutput<Mem> out = job.sddmm ? output("out", E, job.H, job.op == BinaryOp::Dot ? 1 : job.D)
-                                          : output("out", N, job.H, job.D);
-  // Max/min record their winners only for the backward, which needs them.
-  const ArgOutput<Mem> arg = !job.sddmm && is_extreme(job.reduce) && !job.dout.empty()
-                                 ? ArgOutput<Mem>("arg", N, std::size_t(job.H), std::size_t(job.D))
-                                 : ArgOutput<Mem>();
-  MessageResult r;
-  r.forward = timed(
-      [&] {
-        if (job.sddmm)
-          gsddmm(exec, graph, job.op, lhs, rhs, out);
-        else
-          gspmm(exec, graph, job.message, job.reduce, lhs, rhs, out, arg);
-        exec.fence();
-      },
-      job.warmup, job.iters);
-  r.out = to_host(out);
-  if (arg.size()) r.arg = to_host(arg);
-  if (job.dout.empty()) return r;
-  const Tensor<Mem> dout = device(HostTensor{job.dout, out.extent(0), int(out.extent(1)), int(out.extent(2))});
-  const TensorOutput<Mem> dlhs = output("dlhs", job.lhs.rows, job.lhs.heads, job.lhs.dim),
-                          drhs = output("drhs", job.rhs.rows, job.rhs.heads, job.rhs.dim);
-  r.backward = timed(
-      [&] {
-        if (job.sddmm)
-          gsddmm_backward(exec, graph, job.op, lhs, rhs, dout, dlhs, drhs);
-        else
-          gspmm_backward(exec, graph, job.message, job.reduce, lhs, rhs, arg, dout, dlhs, drhs);
-        exec.fence();
-      },
-      job.warmup, job.iters);
-  r.dlhs = to_host(dlhs);
-  r.drhs = to_host(drhs);
-  return r;
-}
-
-namespace {
-
-// ---- the command ---------------------------------------------------------------------------
 
 std::string shape_string(const std::vector<std::int64_t>& s) {
   std::string r = "[";
@@ -254,14 +164,7 @@ int run_command(const Args& a, bool sddmm) {
 
   const Backend backend = backend_option(a);
   const auto t1 = std::chrono::steady_clock::now();
-  MessageResult r;
-  if (backend == Backend::Portable) {
-    r = run_message_kokkos(re.graph, run);
-  } else {
-#ifdef DFGNN_ENABLE_CUDA
-    r = run_message_cuda(re.graph, run);
-#endif
-  }
+  MessageResult r = run_message(re.graph, run, backend);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   if (!sddmm) r.out = back(r.out), r.arg = back(r.arg);
   if (slots[0].target != Target::E) r.dlhs = back(r.dlhs);

@@ -1,4 +1,4 @@
-// This process's run through the one plan factory and the generic calls, and the portable
+// This process's runs through the one plan factory and the generic calls, and the portable
 // kernels' Device (run.hpp).
 
 #include "run.hpp"
@@ -8,6 +8,7 @@
 #include "platform.hpp"
 
 #include <dfgnn/detail/dispatch.hpp>
+#include <dfgnn/message_passing.hpp>
 #include <dfgnn/plan.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -33,13 +34,9 @@ Buffer Device::upload(const std::vector<float>& host, DType dtype) const {
 }
 
 std::vector<float> Device::download(const Buffer& b) const {
+  if (b.dtype == DType::F32) return download<float>(b.get(), b.size);
+  const std::vector<std::uint16_t> bits = download<std::uint16_t>(b.get(), b.size);
   std::vector<float> host(b.size);
-  if (b.dtype == DType::F32) {
-    copy_out(host.data(), b.get(), b.size * sizeof(float));
-    return host;
-  }
-  std::vector<std::uint16_t> bits(b.size);
-  copy_out(bits.data(), b.get(), b.size * sizeof(std::uint16_t));
   std::transform(bits.begin(), bits.end(), host.begin(), [&](std::uint16_t x) { return from_bits(b.dtype, x); });
   return host;
 }
@@ -72,6 +69,10 @@ class KokkosDevice final : public Device {
   std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) override {
     graph_.emplace(g);
     return detail::portable_builder(exec_, *graph_, op);
+  }
+  std::unique_ptr<detail::MessageBuilder> message_builder(const HostGraph& g) override {
+    graph_.emplace(g);
+    return detail::portable_message_builder(exec_, *graph_);
   }
   void mark(int i) override {
     exec_.fence();
@@ -163,6 +164,13 @@ class Offer<detail::Builder> final : public detail::Builder, Lazy<detail::Builde
   std::shared_ptr<const detail::Executor> build(Strategy resolved) override { return made().build(resolved); }
 };
 
+template <>
+class Offer<detail::MessageBuilder> final : public detail::MessageBuilder, Lazy<detail::MessageBuilder> {
+ public:
+  using Lazy::Lazy;
+  std::shared_ptr<const detail::MessageExecutor> build() override { return made().build(); }
+};
+
 // What a run offers the factory: the portable backend and, where it runs, the CUDA-native one;
 // the one picked makes `device` (make_device) and its builder, `builder(*device)`.
 template <class B, class Make>
@@ -179,6 +187,15 @@ detail::Backends<B> offers(std::unique_ptr<Device>& device, Make builder) {
   if (where.native_unavailable.empty()) where.native = offer(Backend::Native);
   return where;
 }
+
+// An operand of a message call, or its gradient, shaped like `t` as the checks see it: absent
+// (no data, no extents) where t is.
+detail::Extents operand(const char* name, const Buffer& b, const HostTensor& t) {
+  return t.heads ? detail::Extents{name, b.get(), t.rows, std::size_t(t.heads), std::size_t(t.dim)}
+                 : detail::Extents{name, nullptr, 0, 0, 0};
+}
+
+std::size_t elements(const HostTensor& t) { return t.rows * std::size_t(t.heads) * std::size_t(t.dim); }
 
 }  // namespace
 
@@ -283,6 +300,65 @@ Timings LocalRun::time(int warmup, int iters) {
   Timings t = timed(*device_, [this] { forward(); }, training_ ? step : nullptr, warmup, iters);
   t.total.plan_mib = t.backward.plan_mib = device_->plan_mib(*executor_);
   return t;
+}
+
+MessageResult run_message(const HostGraph& g, const MessageJob& job, Backend backend) {
+  const std::size_t N = std::size_t(g.num_nodes), rows = job.sddmm ? std::size_t(g.num_edges()) : N;
+  const std::size_t H = std::size_t(job.H), D = std::size_t(job.D);
+  const std::size_t width = job.sddmm && job.op == BinaryOp::Dot ? 1 : D;  // out [rows, H, width]
+  // Max/min record their winners only for the backward, which needs them.
+  const bool winners = !job.sddmm && (job.reduce == Reduce::Max || job.reduce == Reduce::Min) && !job.dout.empty();
+  std::unique_ptr<Device> device;
+  Buffer lhs, rhs, out;
+  std::shared_ptr<void> arg;
+  double before = 0;
+  // The forward's tensors go to the picked backend's device before its plan, so that
+  // extra_mib counts the plan's memory and the forward's workspace alone.
+  const auto executor = detail::make_message_executor(
+      "message plan", backend, offers<detail::MessageBuilder>(device, [&](Device& d) {
+        lhs = d.upload(job.lhs.data, DType::F32);
+        if (job.rhs.heads) rhs = d.upload(job.rhs.data, DType::F32);
+        out = d.zeros(rows * H * width, DType::F32);
+        if (winners) arg = d.memory(N * H * D * sizeof(edge_t), std::vector<edge_t>(N * H * D).data());
+        before = d.used_bytes();
+        return d.message_builder(g);
+      }));
+
+  // What both passes read, as the Kokkos API's entries describe it (message_passing.hpp).
+  detail::MessageCall c;
+  c.message = job.message, c.reduce = job.reduce, c.op = job.op;
+  c.heads = job.H, c.dim = job.sddmm && job.op == BinaryOp::Dot ? std::max(job.lhs.dim, job.rhs.dim) : job.D;
+  c.lhs = operand(job.sddmm ? "x" : "lhs", lhs, job.lhs), c.rhs = operand(job.sddmm ? "y" : "rhs", rhs, job.rhs);
+  if (winners) c.arg = {"arg", arg.get(), N, H, D, sizeof(edge_t)};
+  device->place(c);
+  // Without --iters one untimed run.
+  const auto time = [&](const char* who, const detail::MessageCall& call) {
+    const std::function<void()> pass = [&] { detail::run(who, *executor, call); };
+    if (job.iters > 0) return timed(*device, pass, nullptr, job.warmup, job.iters).total;
+    pass();
+    return Timing{};
+  };
+  detail::MessageCall forward = c;
+  forward.pass = job.sddmm ? detail::MessagePass::Sddmm : detail::MessagePass::Spmm;
+  forward.out = {"out", out.get(), rows, H, width};
+  MessageResult r;
+  r.forward = time(job.sddmm ? "gsddmm" : "gspmm", forward);
+  r.extra_mib = (device->used_bytes() - before) / (1 << 20);
+  r.out = device->download(out);
+  if (winners) r.arg = device->download<edge_t>(arg.get(), N * H * D);
+  if (job.dout.empty()) return r;
+
+  const Buffer dout = device->upload(job.dout, DType::F32), dlhs = device->zeros(elements(job.lhs), DType::F32);
+  const Buffer drhs = job.rhs.heads ? device->zeros(elements(job.rhs), DType::F32) : Buffer{};
+  detail::MessageCall backward = c;
+  backward.pass = job.sddmm ? detail::MessagePass::SddmmBackward : detail::MessagePass::SpmmBackward;
+  backward.dout = {"dout", dout.get(), rows, H, width};
+  backward.dlhs = operand(job.sddmm ? "dx" : "dlhs", dlhs, job.lhs);
+  backward.drhs = operand(job.sddmm ? "dy" : "drhs", drhs, job.rhs);
+  r.backward = time(job.sddmm ? "gsddmm_backward" : "gspmm_backward", backward);
+  r.dlhs = device->download(dlhs);
+  if (job.rhs.heads) r.drhs = device->download(drhs);
+  return r;
 }
 
 }  // namespace dfgnn::cli

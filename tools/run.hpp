@@ -1,14 +1,18 @@
 #pragma once
-// The runs of `dfgnn attention` and `dfgnn bench`: a model's forward and, in training, its
-// backward on host inputs, with host results. This process's run builds its plan through the
-// one factory (detail::make_executor, which applies --backend) and runs the generic calls
-// (detail::forward / backward), as the C ABI does, on tensors in the memory of the backend the
-// factory picked; under mpirun the ranks run a DistributedRun (distributed_run.hpp).
+// The runs of the CLI's commands on host inputs, with host results: a model's forward and, in
+// training, its backward (`dfgnn attention`, `dfgnn bench`), and one g-SpMM or g-SDDMM
+// (`dfgnn spmm`, `dfgnn sddmm`). This process's runs build their plan through the one factory
+// (detail::make_executor, make_message_executor; they apply --backend) and run the generic
+// calls (detail::forward / backward, detail::run of a MessageCall), as the C ABI does, on
+// tensors in the memory of the backend the factory picked, timed by that backend's clock;
+// under mpirun the ranks run a DistributedRun (distributed_run.hpp).
 
 #include "inputs.hpp"
 
 #include <dfgnn/csr.hpp>
 #include <dfgnn/detail/factory.hpp>
+#include <dfgnn/detail/messages.hpp>
+#include <dfgnn/message.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -54,8 +58,9 @@ struct Buffer {
   void* get() const { return data.get(); }
 };
 
-/// Where a backend runs a LocalRun: its copy of the graph, the run's tensors, and the clock of
-/// its timings (each backend's own, so that bench's numbers stay comparable across versions).
+/// Where a backend runs a LocalRun or a g-SpMM / g-SDDMM: its copy of the graph, the run's
+/// tensors, and the clock of its timings (each backend's own, so that bench's numbers stay
+/// comparable across versions).
 /// The portable kernels' on the default Kokkos execution space (run.cpp); the CUDA-native
 /// kernels' on the current CUDA device (device_cuda.cpp, built with DFGNN_ENABLE_CUDA only, so
 /// that no other file includes CUDA's headers).
@@ -64,6 +69,8 @@ class Device {
   virtual ~Device() = default;
   /// The builder of this backend's plan of `op` over its copy of g (kept as long as the device).
   virtual std::unique_ptr<detail::Builder> builder(const HostGraph& g, const Op& op) = 0;
+  /// The same for message passing: its plan over its copy of the square graph g.
+  virtual std::unique_ptr<detail::MessageBuilder> message_builder(const HostGraph& g) = 0;
   /// Sets where a Call or a detail::MessageCall runs (their `space` and `stream`).
   template <class C>
   void place(C& call) const {
@@ -76,6 +83,13 @@ class Device {
   /// n zeros of `dtype`.
   Buffer zeros(std::size_t n, DType dtype) const { return upload(std::vector<float>(n), dtype); }
   std::vector<float> download(const Buffer& b) const;
+  /// n elements of T at `from`, this device's memory (g-SpMM's winners: edge_t).
+  template <class T>
+  std::vector<T> download(const void* from, std::size_t n) const {
+    std::vector<T> host(n);
+    copy_out(host.data(), from, n * sizeof(T));
+    return host;
+  }
 
   /// Timing marks 0 to 2: a point in the calls' stream (CUDA events), or the host clock after a
   /// fence (Kokkos); the milliseconds between two.
@@ -106,6 +120,9 @@ class Device {
     return -1;
   }
   virtual void report_memory(const detail::Executor& executor, const char* what) const { (void)executor, (void)what; }
+  /// Bytes of device memory in use (0: not counted): what a message-passing plan and its
+  /// forward add is the difference (spmm's extra_mib).
+  virtual double used_bytes() const { return 0; }
 
  protected:
   /// Where calls run: the Kokkos execution space instance of the portable kernels, the
@@ -170,5 +187,37 @@ class LocalRun final : public Run {
   Buffer edge_values_, edge_features_, out_, logsumexp_, weights_, dout_, edge_grad_;
   Call forward_, backward_;
 };
+
+/// A host tensor [rows, heads, dim].
+struct HostTensor {
+  std::vector<float> data;
+  std::size_t rows = 0;
+  int heads = 0, dim = 0;  ///< heads 0: absent
+};
+
+/// One g-SpMM (or, with `sddmm`, one g-SDDMM) on a graph, its inputs in the graph's node order.
+struct MessageJob {
+  bool sddmm = false;
+  Message message;      ///< g-SpMM
+  Reduce reduce = Reduce::Sum;
+  BinaryOp op = BinaryOp::Add;  ///< g-SDDMM
+  int H = 1, D = 1;      ///< out [N,H,D]; g-SDDMM: the op's width (out [E,H,1] for dot)
+  HostTensor lhs, rhs;   ///< g-SpMM's operands; g-SDDMM's x and y
+  std::vector<float> dout;  ///< dLoss/dout: also run the backward; empty: forward only
+  int warmup = 0, iters = 0;  ///< iters > 0: time the calls (median of iters after warmup)
+};
+
+/// What a run of a MessageJob returns, in the graph's node order.
+struct MessageResult {
+  std::vector<float> out;
+  std::vector<edge_t> arg;         ///< max/min
+  std::vector<float> dlhs, drhs;   ///< with dout: shaped like lhs and rhs
+  Timing forward, backward;        ///< with iters
+  double extra_mib = 0;            ///< device memory the plan and the forward added (Device::used_bytes)
+};
+
+/// The job through the message-passing plan make_message_executor builds for `backend`
+/// (resolve_backend's rule), its tensors on that backend's Device, timed by its marks.
+MessageResult run_message(const HostGraph& g, const MessageJob& job, Backend backend);
 
 }  // namespace dfgnn::cli
